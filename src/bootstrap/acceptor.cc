@@ -1,0 +1,106 @@
+#include "bootstrap/acceptor.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/log.hpp"
+
+namespace ccl::bootstrap {
+
+namespace {
+constexpr size_t kMaxPending = 128;
+}
+
+Acceptor::Acceptor(int listen_fd, const uint8_t* secret, MsgType type, int nranks)
+    : listen_fd_(listen_fd), type_(type), nranks_(nranks) {
+  std::memcpy(secret_, secret, kSecretBytes);
+}
+
+Acceptor::~Acceptor() {
+  for (auto& p : pending_) ::close(p.fd);
+}
+
+void Acceptor::reject(size_t index, const char* why) {
+  CCL_INFO(kSubsysBootstrap, "bootstrap: dropped a connection: %s", why);
+  ::close(pending_[index].fd);
+  pending_.erase(pending_.begin() + static_cast<long>(index));
+  ++rejected_;
+}
+
+bool Acceptor::advance(size_t i, int* fd, Hello* hello) {
+  Pending& p = pending_[i];
+  for (;;) {
+    ssize_t k = ::recv(p.fd, p.buf + p.got, sizeof(p.buf) - p.got, 0);
+    if (k > 0) {
+      p.got += static_cast<size_t>(k);
+      // Validate the header as soon as it is complete, before waiting for more bytes.
+      if (p.got >= sizeof(WireHeader)) {
+        WireHeader h;
+        std::memcpy(&h, p.buf, sizeof(h));
+        if (h.type != static_cast<uint32_t>(type_) || h.length != sizeof(Hello)) {
+          reject(i, "not a hello of the expected type and length");
+          return false;
+        }
+      }
+      if (p.got < sizeof(p.buf)) continue;
+      Hello h;
+      std::memcpy(&h, p.buf + sizeof(WireHeader), sizeof(h));
+      if (h.version != kWireVersion) return reject(i, "wrong protocol version"), false;
+      if (!secret_equal(h.secret, secret_)) return reject(i, "wrong secret"), false;
+      if (h.nranks <= 0 || (nranks_ > 0 && h.nranks != nranks_))
+        return reject(i, "rank count differs from the job's"), false;
+      if (h.rank < 0 || h.rank >= h.nranks) return reject(i, "rank out of range"), false;
+      *fd = p.fd;
+      *hello = h;
+      pending_.erase(pending_.begin() + static_cast<long>(i));
+      return true;
+    }
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (k < 0 && errno == EINTR) continue;
+    reject(i, k == 0 ? "closed before its hello" : "read error");
+    return false;
+  }
+}
+
+Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello) {
+  std::vector<pollfd> fds;
+  for (;;) {
+    if (cancelled(cancel)) return CCL_FAIL(CCL_ABORTED, "aborted while accepting connections");
+    // Expire connections that have not said hello in time.
+    const auto now = Clock::now();
+    for (size_t i = pending_.size(); i-- > 0;) {
+      if (now - pending_[i].started > std::chrono::milliseconds(kHelloTimeoutMs))
+        reject(i, "no hello within the hello timeout");
+    }
+    fds.clear();
+    fds.push_back({listen_fd_, POLLIN, 0});
+    for (auto& p : pending_) fds.push_back({p.fd, POLLIN, 0});
+    int n = ::poll(fds.data(), fds.size(), deadline.poll_ms(50));
+    if (n < 0 && errno != EINTR) CCL_SYSCHECK(-1, "poll");
+    if (n > 0) {
+      // Pending connections first: indices shift when one completes or is rejected.
+      for (size_t i = fds.size() - 1; i >= 1; --i) {
+        if (fds[i].revents == 0) continue;
+        if (advance(i - 1, fd, hello)) return CCL_SUCCESS;
+      }
+      if (fds[0].revents & POLLIN) {
+        for (;;) {
+          int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+          if (c < 0) break;
+          int one = 1;
+          setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+          if (pending_.size() >= kMaxPending) reject(0, "too many half-open connections");
+          pending_.push_back({c, Clock::now(), 0, {}});
+        }
+      }
+    }
+    if (deadline.expired()) return CCL_FAIL(CCL_TIMEOUT, "timed out waiting for connections");
+  }
+}
+
+}  // namespace ccl::bootstrap

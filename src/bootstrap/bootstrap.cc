@@ -1,0 +1,299 @@
+#include "bootstrap/bootstrap.hpp"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "bootstrap/acceptor.hpp"
+#include "common/log.hpp"
+
+namespace ccl::bootstrap {
+
+namespace {
+
+Hello make_hello(const uint8_t* secret, int rank, int nranks, const SockAddr& listen) {
+  Hello h{};
+  h.version = kWireVersion;
+  std::memcpy(h.secret, secret, kSecretBytes);
+  h.rank = rank;
+  h.nranks = nranks;
+  h.listen_addr = to_wire(listen);
+  return h;
+}
+
+Status send_hello(int fd, MsgType type, const Hello& hello, Deadline d, const CancelFlag* c,
+                  const char* peer) {
+  WireHeader h{static_cast<uint32_t>(type), 0, sizeof(Hello)};
+  CCL_CHECK(send_all(fd, &h, sizeof(h), d, c, peer));
+  return send_all(fd, &hello, sizeof(hello), d, c, peer);
+}
+
+}  // namespace
+
+Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const CancelFlag* cancel,
+                         int64_t timeout_ms, std::unique_ptr<Bootstrap>* out) {
+  std::unique_ptr<Bootstrap> b(new Bootstrap());
+  b->rank_ = rank;
+  b->nranks_ = nranks;
+  b->timeout_ms_ = timeout_ms;
+  b->cancel_ = cancel;
+  std::memcpy(b->secret_, id.secret, kSecretBytes);
+
+  SockAddr root;
+  if (id.version != kWireVersion || !from_wire(id.root, &root))
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "id is not a unique id made by ccl_get_unique_id of this ccl version");
+  SockAddr local, bound;
+  std::string ifname;
+  CCL_CHECK(find_interface_address(&local, &ifname));
+  CCL_CHECK(listen_on(local, 1024, &b->listen_fd_, &bound));
+  b->acceptor_ = std::make_unique<Acceptor>(b->listen_fd_, b->secret_, MsgType::kPeerHello, nranks);
+  CCL_INFO(kSubsysBootstrap, "bootstrap: rank %d/%d listens on %s (%s), root %s", rank, nranks,
+           bound.str().c_str(), ifname.c_str(), root.str().c_str());
+
+  // Root round: our address in, everybody's addresses (or the reason for failing) out.
+  const Deadline deadline = Deadline::after_ms(timeout_ms + 5000);
+  int fd = -1;
+  CCL_CHECK(connect_to(root, deadline, cancel, "the bootstrap root", &fd));
+  Status s = send_hello(fd, MsgType::kRootHello, make_hello(b->secret_, rank, nranks, bound),
+                        deadline, cancel, "the bootstrap root");
+  WireHeader h{};
+  if (s.ok()) s = recv_all(fd, &h, sizeof(h), deadline, cancel, "the bootstrap root");
+  if (!s.ok()) {
+    ::close(fd);
+    return s;
+  }
+  if (h.type == static_cast<uint32_t>(MsgType::kRootAbort) && h.length <= kMaxAbortText) {
+    std::string text(h.length, '\0');
+    s = recv_all(fd, text.data(), text.size(), deadline, cancel, "the bootstrap root");
+    ::close(fd);
+    if (!s.ok()) return s;
+    return CCL_FAIL(CCL_TIMEOUT, "rank %d: %s", rank, text.c_str());
+  }
+  if (h.type != static_cast<uint32_t>(MsgType::kRootTable) ||
+      h.length != static_cast<uint64_t>(nranks) * sizeof(WireAddr)) {
+    ::close(fd);
+    return CCL_FAIL(CCL_REMOTE_ERROR,
+                    "rank %d: malformed reply from the bootstrap root (type %u, %llu bytes)", rank,
+                    h.type, static_cast<unsigned long long>(h.length));
+  }
+  std::vector<WireAddr> table(nranks);
+  s = recv_all(fd, table.data(), h.length, deadline, cancel, "the bootstrap root");
+  ::close(fd);
+  CCL_CHECK(s);
+  b->peers_.resize(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    if (!from_wire(table[r], &b->peers_[r]))
+      return CCL_FAIL(CCL_REMOTE_ERROR, "bootstrap root sent an invalid address for rank %d", r);
+  }
+  b->out_fds_.assign(nranks, -1);
+  b->in_.resize(nranks);
+  *out = std::move(b);
+  return CCL_SUCCESS;
+}
+
+Bootstrap::~Bootstrap() {
+  for (int& fd : out_fds_) close_fd(&fd);
+  for (auto& c : in_) close_fd(&c.fd);
+  acceptor_.reset();
+  close_fd(&listen_fd_);
+}
+
+void Bootstrap::shutdown() {
+  for (int fd : out_fds_)
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+  for (auto& c : in_)
+    if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
+}
+
+std::string Bootstrap::peer_name(int peer) const { return "rank " + std::to_string(peer); }
+
+Status Bootstrap::out_conn(int peer, int* fd) {
+  if (out_fds_[peer] < 0) {
+    const Deadline d = Deadline::after_ms(timeout_ms_);
+    const std::string name = peer_name(peer);
+    int s = -1;
+    CCL_CHECK(connect_to(peers_[peer], d, cancel_, name.c_str(), &s));
+    Status st = send_hello(s, MsgType::kPeerHello, make_hello(secret_, rank_, nranks_, SockAddr{}),
+                           d, cancel_, name.c_str());
+    if (!st.ok()) {
+      ::close(s);
+      return st;
+    }
+    out_fds_[peer] = s;
+  }
+  *fd = out_fds_[peer];
+  return CCL_SUCCESS;
+}
+
+Status Bootstrap::in_conn(int peer) {
+  const Deadline d = Deadline::after_ms(timeout_ms_);
+  while (in_[peer].fd < 0) {
+    int fd = -1;
+    Hello hello{};
+    Status s = acceptor_->accept_one(d, cancel_, &fd, &hello);
+    if (s.code() == CCL_TIMEOUT)
+      return CCL_FAIL(CCL_TIMEOUT, "rank %d: rank %d did not connect within %lld ms", rank_, peer,
+                      static_cast<long long>(timeout_ms_));
+    CCL_CHECK(s);
+    if (in_[hello.rank].fd >= 0) {
+      CCL_WARN(kSubsysBootstrap, "rank %d: second connection claiming rank %d dropped", rank_,
+               hello.rank);
+      ::close(fd);
+      continue;
+    }
+    in_[hello.rank].fd = fd;
+  }
+  return CCL_SUCCESS;
+}
+
+Status Bootstrap::pump(int peer) {
+  InConn& c = in_[peer];
+  char buf[65536];
+  for (;;) {
+    ssize_t k = ::recv(c.fd, buf, sizeof(buf), 0);
+    if (k > 0) {
+      c.rx.insert(c.rx.end(), buf, buf + k);
+      continue;
+    }
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (k < 0 && errno == EINTR) continue;
+    if (cancelled(cancel_)) return CCL_FAIL(CCL_ABORTED, "rank %d: aborted", rank_);
+    return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d: rank %d closed its connection (%s)", rank_, peer,
+                    k == 0 ? "it exited or aborted" : strerror(errno));
+  }
+  // Parse every complete message; validate each header before trusting its length.
+  size_t off = 0;
+  while (c.rx.size() - off >= sizeof(WireHeader)) {
+    WireHeader h;
+    std::memcpy(&h, c.rx.data() + off, sizeof(h));
+    if (h.type != static_cast<uint32_t>(MsgType::kData) || h.length > kMaxMessageBytes)
+      return CCL_FAIL(CCL_REMOTE_ERROR,
+                      "rank %d: rank %d sent a malformed message (type %u, %llu bytes)", rank_,
+                      peer, h.type, static_cast<unsigned long long>(h.length));
+    if (c.rx.size() - off - sizeof(h) < h.length) break;
+    const char* p = c.rx.data() + off + sizeof(h);
+    c.ready.push_back({h.tag, std::vector<char>(p, p + h.length)});
+    off += sizeof(h) + h.length;
+  }
+  c.rx.erase(c.rx.begin(), c.rx.begin() + static_cast<long>(off));
+  return CCL_SUCCESS;
+}
+
+bool Bootstrap::take(int peer, uint32_t tag, Message* m) {
+  auto& q = in_[peer].ready;
+  for (auto it = q.begin(); it != q.end(); ++it) {
+    if (it->tag == tag) {
+      *m = std::move(*it);
+      q.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+Status Bootstrap::exchange(int to, uint32_t tag, const void* sdata, size_t sbytes, int from,
+                           void* rdata, size_t rbytes) {
+  if (cancelled(cancel_)) return CCL_FAIL(CCL_ABORTED, "rank %d: aborted", rank_);
+  const bool do_send = to >= 0, do_recv = from >= 0;
+  if (do_send && sbytes > kMaxMessageBytes)
+    return CCL_FAIL(CCL_INVALID_ARGUMENT, "bootstrap message of %zu bytes exceeds the limit",
+                    sbytes);
+  int ofd = -1;
+  if (do_send) CCL_CHECK(out_conn(to, &ofd));
+  if (do_recv) CCL_CHECK(in_conn(from));
+  std::vector<char> tx;
+  if (do_send) {
+    WireHeader h{static_cast<uint32_t>(MsgType::kData), tag, sbytes};
+    tx.resize(sizeof(h) + sbytes);
+    std::memcpy(tx.data(), &h, sizeof(h));
+    if (sbytes) std::memcpy(tx.data() + sizeof(h), sdata, sbytes);
+  }
+  size_t sent = 0;
+  bool received = !do_recv;
+  const Deadline d = Deadline::after_ms(timeout_ms_);
+  for (;;) {
+    while (sent < tx.size()) {
+      ssize_t k = ::send(ofd, tx.data() + sent, tx.size() - sent, MSG_NOSIGNAL);
+      if (k > 0) {
+        sent += static_cast<size_t>(k);
+        continue;
+      }
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+      if (cancelled(cancel_)) return CCL_FAIL(CCL_ABORTED, "rank %d: aborted", rank_);
+      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d: sending to rank %d failed: %s", rank_, to,
+                      strerror(errno));
+    }
+    if (!received) {
+      Message m;
+      if (take(from, tag, &m)) {
+        if (m.payload.size() != rbytes)
+          return CCL_FAIL(CCL_REMOTE_ERROR,
+                          "rank %d: rank %d sent %zu bytes with tag %u, expected %zu (mismatched "
+                          "calls?)",
+                          rank_, from, m.payload.size(), tag, rbytes);
+        if (rbytes) std::memcpy(rdata, m.payload.data(), rbytes);
+        received = true;
+      }
+    }
+    if (sent == tx.size() && received) return CCL_SUCCESS;
+    if (cancelled(cancel_)) return CCL_FAIL(CCL_ABORTED, "rank %d: aborted", rank_);
+    if (d.expired()) {
+      if (!received)
+        return CCL_FAIL(CCL_TIMEOUT, "rank %d: no message from rank %d (tag %u) within %lld ms",
+                        rank_, from, tag, static_cast<long long>(timeout_ms_));
+      return CCL_FAIL(CCL_TIMEOUT, "rank %d: rank %d did not take our message within %lld ms",
+                      rank_, to, static_cast<long long>(timeout_ms_));
+    }
+    pollfd p[2];
+    int n = 0;
+    if (sent < tx.size()) p[n++] = {ofd, POLLOUT, 0};
+    if (!received) p[n++] = {in_[from].fd, POLLIN, 0};
+    int rc = ::poll(p, n, d.poll_ms());
+    if (rc < 0 && errno != EINTR) CCL_SYSCHECK(-1, "poll");
+    if (!received) CCL_CHECK(pump(from));
+  }
+}
+
+Status Bootstrap::send(int peer, uint32_t tag, const void* data, size_t bytes) {
+  return exchange(peer, tag, data, bytes, -1, nullptr, 0);
+}
+
+Status Bootstrap::recv(int peer, uint32_t tag, void* data, size_t bytes) {
+  return exchange(-1, tag, nullptr, 0, peer, data, bytes);
+}
+
+Status Bootstrap::allgather(void* data, size_t bytes) {
+  char* base = static_cast<char*>(data);
+  const int next = (rank_ + 1) % nranks_, prev = (rank_ + nranks_ - 1) % nranks_;
+  // Step s forwards the block that originated s ranks behind us.
+  for (int s = 0; s < nranks_ - 1; ++s) {
+    const int send_block = (rank_ - s + nranks_) % nranks_;
+    const int recv_block = (rank_ - s - 1 + nranks_) % nranks_;
+    CCL_CHECK(exchange(next, kTagAllgather, base + send_block * bytes, bytes, prev,
+                       base + recv_block * bytes, bytes));
+  }
+  return CCL_SUCCESS;
+}
+
+Status Bootstrap::broadcast(void* data, size_t bytes, int root) {
+  if (rank_ == root) {
+    for (int r = 0; r < nranks_; ++r)
+      if (r != root) CCL_CHECK(send(r, kTagBroadcast, data, bytes));
+    return CCL_SUCCESS;
+  }
+  return recv(root, kTagBroadcast, data, bytes);
+}
+
+Status Bootstrap::barrier() {
+  for (int dist = 1; dist < nranks_; dist <<= 1) {
+    CCL_CHECK(exchange((rank_ + dist) % nranks_, kTagBarrier, nullptr, 0,
+                       (rank_ - dist + nranks_) % nranks_, nullptr, 0));
+  }
+  return CCL_SUCCESS;
+}
+
+}  // namespace ccl::bootstrap

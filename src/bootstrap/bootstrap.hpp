@@ -1,0 +1,82 @@
+// Out-of-band host messaging between the ranks of one job: authenticated TCP connections made
+// on first use, and the collectives init needs (allgather, broadcast, barrier) built on tagged
+// point-to-point messages. Every wait is bounded by CCL_BOOTSTRAP_TIMEOUT and names the rank it
+// waited for.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bootstrap/wire.hpp"
+
+namespace ccl::bootstrap {
+
+/// Tags below kUserTagBase belong to the bootstrap's own collectives.
+enum : uint32_t {
+  kTagAllgather = 1,
+  kTagBroadcast = 2,
+  kTagBarrier = 3,
+  kUserTagBase = 0x100,
+};
+
+class Bootstrap {
+ public:
+  /// Joins the job named by `id` as `rank` of `nranks`. `cancel` (owned by the caller) stops
+  /// every wait when set.
+  static Status create(const UniqueIdData& id, int rank, int nranks, const CancelFlag* cancel,
+                       int64_t timeout_ms, std::unique_ptr<Bootstrap>* out);
+  ~Bootstrap();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  const uint8_t* secret() const { return secret_; }
+
+  /// In place: rank r's `bytes` at data + r * bytes are sent to all; ring, n - 1 steps.
+  Status allgather(void* data, size_t bytes);
+  Status broadcast(void* data, size_t bytes, int root);
+  /// Dissemination barrier, ceil(log2 n) rounds.
+  Status barrier();
+  Status send(int peer, uint32_t tag, const void* data, size_t bytes);
+  /// Receives exactly `bytes`; a message of another length is an error naming the peer.
+  Status recv(int peer, uint32_t tag, void* data, size_t bytes);
+  /// Sends to `to` and receives from `from` at once, so rings of large messages cannot deadlock.
+  Status exchange(int to, uint32_t tag, const void* sdata, size_t sbytes, int from, void* rdata,
+                  size_t rbytes);
+
+  /// Wakes every blocked call (used by abort from another thread); the object stays valid.
+  void shutdown();
+
+ private:
+  struct Message {
+    uint32_t tag;
+    std::vector<char> payload;
+  };
+  struct InConn {
+    int fd = -1;
+    std::vector<char> rx;  // bytes received, not yet parsed
+    std::deque<Message> ready;
+  };
+
+  Bootstrap() = default;
+  std::string peer_name(int peer) const;
+  Status out_conn(int peer, int* fd);
+  Status in_conn(int peer);
+  Status pump(int peer);  // reads what is available and parses complete messages
+  bool take(int peer, uint32_t tag, Message* m);
+
+  int rank_ = 0;
+  int nranks_ = 0;
+  int64_t timeout_ms_ = 0;
+  const CancelFlag* cancel_ = nullptr;
+  uint8_t secret_[kSecretBytes] = {};
+  int listen_fd_ = -1;
+  std::vector<SockAddr> peers_;
+  std::vector<int> out_fds_;
+  std::vector<InConn> in_;
+  std::unique_ptr<class Acceptor> acceptor_;
+};
+
+}  // namespace ccl::bootstrap

@@ -1,0 +1,148 @@
+#include "bootstrap/root.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <atomic>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/acceptor.hpp"
+#include "common/log.hpp"
+#include "common/rank_list.hpp"
+
+namespace ccl::bootstrap {
+namespace {
+
+struct Root {
+  int listen_fd = -1;
+  uint8_t secret[kSecretBytes];
+  int64_t timeout_ms;
+  CancelFlag stop{false};
+  std::atomic<bool> done{false};
+  std::thread thread;
+};
+
+struct Registry {
+  std::mutex mutex;
+  std::list<std::unique_ptr<Root>> roots;
+  ~Registry() {
+    // Process exit: stop roots still waiting so that exit never hangs on them.
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto& r : roots) r->stop.store(true);
+    for (auto& r : roots)
+      if (r->thread.joinable()) r->thread.join();
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+void send_to(int fd, MsgType type, const void* payload, size_t len) {
+  WireHeader h{static_cast<uint32_t>(type), 0, len};
+  const Deadline d = Deadline::after_ms(5000);
+  if (!send_all(fd, &h, sizeof(h), d, nullptr, "a rank").ok()) return;
+  send_all(fd, payload, len, d, nullptr, "a rank").ignore();
+}
+
+void serve(Root* root) {
+  Acceptor acceptor(root->listen_fd, root->secret, MsgType::kRootHello, -1);
+  const Deadline deadline = Deadline::after_ms(root->timeout_ms);
+  int nranks = -1;
+  std::vector<int> fds;
+  std::vector<WireAddr> table;
+  int arrived = 0;
+  while (nranks < 0 || arrived < nranks) {
+    int fd = -1;
+    Hello hello{};
+    Status s = acceptor.accept_one(deadline, &root->stop, &fd, &hello);
+    if (!s.ok()) break;
+    if (nranks < 0) {
+      nranks = hello.nranks;
+      acceptor.set_nranks(nranks);
+      fds.assign(nranks, -1);
+      table.assign(nranks, WireAddr{});
+    }
+    if (fds[hello.rank] >= 0) {
+      CCL_WARN(kSubsysBootstrap, "bootstrap root: rank %d connected twice; dropping the second",
+               hello.rank);
+      ::close(fd);
+      continue;
+    }
+    fds[hello.rank] = fd;
+    table[hello.rank] = hello.listen_addr;
+    ++arrived;
+  }
+  if (nranks > 0 && arrived == nranks) {
+    for (int r = 0; r < nranks; ++r)
+      send_to(fds[r], MsgType::kRootTable, table.data(), table.size() * sizeof(WireAddr));
+    CCL_INFO(kSubsysBootstrap, "bootstrap root: %d ranks connected", nranks);
+  } else if (nranks > 0) {
+    std::vector<int> missing;
+    for (int r = 0; r < nranks; ++r)
+      if (fds[r] < 0) missing.push_back(r);
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), "%zu of %d ranks (%s) did not reach the bootstrap root within %lld ms",
+                  missing.size(), nranks, rank_list(missing).c_str(),
+                  static_cast<long long>(root->timeout_ms));
+    std::string text = buf;
+    if (root->stop.load()) text = "the bootstrap root was stopped";
+    CCL_WARN(kSubsysBootstrap, "bootstrap root: %s", text.c_str());
+    for (int fd : fds)
+      if (fd >= 0) send_to(fd, MsgType::kRootAbort, text.data(), text.size());
+  }
+  for (int fd : fds)
+    if (fd >= 0) ::close(fd);
+  ::close(root->listen_fd);
+  root->done.store(true);
+}
+
+}  // namespace
+
+Status start_root(const SockAddr& bind_addr, const uint8_t* secret, int64_t timeout_ms,
+                  SockAddr* bound) {
+  reap_roots(false);
+  auto root = std::make_unique<Root>();
+  CCL_CHECK(listen_on(bind_addr, 1024, &root->listen_fd, bound));
+  std::memcpy(root->secret, secret, kSecretBytes);
+  root->timeout_ms = timeout_ms;
+  Root* raw = root.get();
+  try {
+    raw->thread = std::thread(serve, raw);
+  } catch (const std::system_error& e) {
+    ::close(raw->listen_fd);
+    return CCL_FAIL(CCL_SYSTEM_ERROR, "cannot start the bootstrap root thread: %s", e.what());
+  }
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  registry().roots.push_back(std::move(root));
+  return CCL_SUCCESS;
+}
+
+void reap_roots(bool wait_all) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  auto& roots = registry().roots;
+  for (auto it = roots.begin(); it != roots.end();) {
+    if (wait_all || (*it)->done.load()) {
+      (*it)->thread.join();
+      it = roots.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+int live_roots() {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  int n = 0;
+  for (auto& r : registry().roots) n += r->done.load() ? 0 : 1;
+  return n;
+}
+
+}  // namespace ccl::bootstrap

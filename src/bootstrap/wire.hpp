@@ -1,0 +1,78 @@
+// Bootstrap wire format. Every byte read from a socket is checked against these definitions
+// before use: type, length bound and (for hellos) the job secret.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/socket.hpp"
+
+namespace ccl::bootstrap {
+
+inline constexpr uint32_t kWireVersion = 1;
+inline constexpr size_t kSecretBytes = 16;
+/// Largest payload accepted in one message; a header announcing more is a protocol error.
+inline constexpr uint64_t kMaxMessageBytes = 64ull << 20;
+/// Largest abort text the root sends.
+inline constexpr uint64_t kMaxAbortText = 4096;
+/// How long an accepted connection may take to present its hello before it is dropped; keeps a
+/// port scan or a silent client from holding init.
+inline constexpr int kHelloTimeoutMs = 1000;
+
+enum class MsgType : uint32_t {
+  kRootHello = 0x10,  // rank -> root: its listening address
+  kPeerHello = 0x11,  // rank -> rank: first message on a peer connection
+  kRootTable = 0x20,  // root -> ranks: every rank's listening address
+  kRootAbort = 0x21,  // root -> ranks: the job cannot start; text says why
+  kData = 0x30,       // rank -> rank: tagged payload
+};
+
+/// Fixed 16-byte header before every message.
+struct WireHeader {
+  uint32_t type;
+  uint32_t tag;
+  uint64_t length;
+};
+static_assert(sizeof(WireHeader) == 16);
+
+/// A socket address in a fixed layout (sockaddr_storage is not portable across builds).
+struct WireAddr {
+  uint16_t family;  // AF_INET or AF_INET6
+  uint16_t port;    // host order
+  uint32_t scope_id;
+  uint8_t addr[16];
+};
+static_assert(sizeof(WireAddr) == 24);
+
+WireAddr to_wire(const SockAddr& a);
+/// False if the family is not IPv4/IPv6.
+bool from_wire(const WireAddr& w, SockAddr* out);
+
+/// The first message on every connection. `secret` proves the sender holds the unique id.
+struct Hello {
+  uint32_t version;
+  uint32_t pad;
+  uint8_t secret[kSecretBytes];
+  int32_t rank;
+  int32_t nranks;
+  WireAddr listen_addr;  // meaningful in kRootHello
+};
+static_assert(sizeof(Hello) == 56);
+
+/// Constant-time comparison, so the secret cannot be guessed byte by byte from timings.
+inline bool secret_equal(const uint8_t* a, const uint8_t* b) {
+  uint8_t diff = 0;
+  for (size_t i = 0; i < kSecretBytes; ++i) diff |= static_cast<uint8_t>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+/// Contents of ccl_unique_id_t.
+struct UniqueIdData {
+  uint32_t version;
+  uint32_t pad;
+  uint8_t secret[kSecretBytes];
+  WireAddr root;
+};
+static_assert(sizeof(UniqueIdData) <= 128);
+
+}  // namespace ccl::bootstrap

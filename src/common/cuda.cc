@@ -1,0 +1,79 @@
+#include "common/cuda.hpp"
+
+#include <mutex>
+
+namespace ccl {
+namespace {
+
+DriverApi g_api{};
+cudaError_t g_load_error = cudaSuccess;
+const char* g_missing = nullptr;
+
+template <typename Fn>
+bool load(const char* name, Fn* fn) {
+  cudaDriverEntryPointQueryResult q{};
+  void* p = nullptr;
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q);
+  if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr) {
+    if (e != cudaSuccess) g_load_error = e;
+    g_missing = name;
+    return false;
+  }
+  *fn = reinterpret_cast<Fn>(p);
+  return true;
+}
+
+void load_all() {
+  int n = 0;
+  g_load_error = cudaGetDeviceCount(&n);
+  if (g_load_error != cudaSuccess) return;
+  bool ok = load("cuGetErrorString", &g_api.cuGetErrorString) &&
+            load("cuDeviceGetAttribute", &g_api.cuDeviceGetAttribute) &&
+            load("cuMemCreate", &g_api.cuMemCreate) && load("cuMemRelease", &g_api.cuMemRelease) &&
+            load("cuMemMap", &g_api.cuMemMap) && load("cuMemUnmap", &g_api.cuMemUnmap) &&
+            load("cuMemSetAccess", &g_api.cuMemSetAccess) &&
+            load("cuMemAddressReserve", &g_api.cuMemAddressReserve) &&
+            load("cuMemAddressFree", &g_api.cuMemAddressFree) &&
+            load("cuMemExportToShareableHandle", &g_api.cuMemExportToShareableHandle) &&
+            load("cuMemImportFromShareableHandle", &g_api.cuMemImportFromShareableHandle) &&
+            load("cuMemGetAllocationGranularity", &g_api.cuMemGetAllocationGranularity);
+  if (!ok && g_load_error == cudaSuccess) g_load_error = cudaErrorSymbolNotFound;
+}
+
+std::once_flag g_once;
+
+}  // namespace
+
+Status driver_api(const DriverApi** api) {
+  std::call_once(g_once, load_all);
+  if (g_load_error != cudaSuccess)
+    return CCL_FAIL(CCL_UNSUPPORTED, "no usable CUDA driver: %s%s%s",
+                    cudaGetErrorString(g_load_error), g_missing ? ", missing " : "",
+                    g_missing ? g_missing : "");
+  *api = &g_api;
+  return CCL_SUCCESS;
+}
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" error for later calls
+    return 0;
+  }
+  return n;
+}
+
+Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line) {
+  cudaGetLastError();
+  return fail(CCL_UNHANDLED_CUDA_ERROR, file, line, "%s failed: %s (%s)", expr,
+              cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+Status cu_fail(CUresult err, const char* expr, const char* file, int line) {
+  const char* text = "unknown";
+  if (g_api.cuGetErrorString) g_api.cuGetErrorString(err, &text);
+  return fail(CCL_UNHANDLED_CUDA_ERROR, file, line, "%s failed: CUresult %d (%s)", expr,
+              static_cast<int>(err), text);
+}
+
+}  // namespace ccl

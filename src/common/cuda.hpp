@@ -1,0 +1,53 @@
+// CUDA helpers for host code: checked runtime calls and the driver entry points that VMM needs.
+// libccl links the static CUDA runtime and finds the driver at run time, so it loads (and
+// bootstraps) on machines with no GPU driver at all.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cudaTypedefs.h>
+
+#include "common/status.hpp"
+
+namespace ccl {
+
+/// Driver functions resolved through cudaGetDriverEntryPointByVersion.
+struct DriverApi {
+  PFN_cuGetErrorString_v6000 cuGetErrorString;
+  PFN_cuDeviceGetAttribute_v2000 cuDeviceGetAttribute;
+  PFN_cuMemCreate_v10020 cuMemCreate;
+  PFN_cuMemRelease_v10020 cuMemRelease;
+  PFN_cuMemMap_v10020 cuMemMap;
+  PFN_cuMemUnmap_v10020 cuMemUnmap;
+  PFN_cuMemSetAccess_v10020 cuMemSetAccess;
+  PFN_cuMemAddressReserve_v10020 cuMemAddressReserve;
+  PFN_cuMemAddressFree_v10020 cuMemAddressFree;
+  PFN_cuMemExportToShareableHandle_v10020 cuMemExportToShareableHandle;
+  PFN_cuMemImportFromShareableHandle_v10020 cuMemImportFromShareableHandle;
+  PFN_cuMemGetAllocationGranularity_v10020 cuMemGetAllocationGranularity;
+};
+
+/// The driver API, or CCL_UNSUPPORTED when no usable driver is installed.
+Status driver_api(const DriverApi** api);
+
+/// Number of visible CUDA devices; 0 (not an error) when there is no driver or device.
+int cuda_device_count();
+
+Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line);
+Status cu_fail(CUresult err, const char* expr, const char* file, int line);
+
+}  // namespace ccl
+
+#define CCL_CUDA_CHECK(expr)                                                  \
+  do {                                                                        \
+    cudaError_t ccl_cuda_err_ = (expr);                                       \
+    if (ccl_cuda_err_ != cudaSuccess)                                         \
+      return ::ccl::cuda_fail(ccl_cuda_err_, #expr, __FILE__, __LINE__);      \
+  } while (0)
+
+#define CCL_CU_CHECK(expr)                                                    \
+  do {                                                                        \
+    CUresult ccl_cu_err_ = (expr);                                            \
+    if (ccl_cu_err_ != CUDA_SUCCESS)                                          \
+      return ::ccl::cu_fail(ccl_cu_err_, #expr, __FILE__, __LINE__);          \
+  } while (0)

@@ -1,0 +1,168 @@
+#include "common/settings.hpp"
+
+#include <strings.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace ccl {
+namespace {
+
+constexpr SettingDef kDefs[] = {
+#define CCL_SETTING(id, name, type, def, doc, lo, hi, choices) \
+  {name, SettingType::type, def, doc, lo, hi, choices},
+#include "common/settings.def"
+#undef CCL_SETTING
+};
+static_assert(sizeof(kDefs) / sizeof(kDefs[0]) == static_cast<size_t>(Setting::kCount));
+
+const char* raw_value(const SettingDef& d, SettingSource* source) {
+  const char* env = std::getenv(d.name);
+  if (env != nullptr && env[0] != '\0') {
+    if (source) *source = SettingSource::kEnvironment;
+    return env;
+  }
+  if (source) *source = SettingSource::kDefault;
+  return d.default_value;
+}
+
+}  // namespace
+
+const SettingDef& setting_def(Setting s) { return kDefs[static_cast<int>(s)]; }
+int setting_count() { return static_cast<int>(Setting::kCount); }
+
+const char* setting_type_name(SettingType t) {
+  switch (t) {
+    case SettingType::kBool: return "bool";
+    case SettingType::kInt: return "int";
+    case SettingType::kSize: return "size";
+    case SettingType::kDuration: return "milliseconds";
+    case SettingType::kString: return "string";
+    case SettingType::kEnum: return "enum";
+  }
+  return "?";
+}
+
+bool parse_int64(const char* text, int64_t* out) {
+  if (text == nullptr || *text == '\0') return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parse_size(const char* text, int64_t* out) {
+  if (text == nullptr || *text == '\0' || *text == '-') return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text) return false;
+  int shift = 0;
+  if (*end != '\0') {
+    switch (*end) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      case 't': case 'T': shift = 40; break;
+      default: return false;
+    }
+    ++end;
+    if (*end == 'B' || *end == 'b') ++end;
+    if (*end != '\0') return false;
+  }
+  if (v > (static_cast<unsigned long long>(INT64_MAX) >> shift)) return false;
+  *out = static_cast<int64_t>(v << shift);
+  return true;
+}
+
+bool parse_bool(const char* text, bool* out) {
+  static const char* kTrue[] = {"1", "true", "yes", "on"};
+  static const char* kFalse[] = {"0", "false", "no", "off"};
+  for (const char* t : kTrue)
+    if (strcasecmp(text, t) == 0) return *out = true, true;
+  for (const char* f : kFalse)
+    if (strcasecmp(text, f) == 0) return *out = false, true;
+  return false;
+}
+
+int parse_choice(const char* choices, const char* text) {
+  int index = 0;
+  const char* p = choices;
+  const size_t n = std::strlen(text);
+  while (*p != '\0') {
+    const char* bar = std::strchr(p, '|');
+    const size_t len = bar ? static_cast<size_t>(bar - p) : std::strlen(p);
+    if (len == n && strncasecmp(p, text, n) == 0) return index;
+    if (bar == nullptr) break;
+    p = bar + 1;
+    ++index;
+  }
+  return -1;
+}
+
+std::string setting_raw(Setting s, SettingSource* source) {
+  return raw_value(setting_def(s), source);
+}
+
+Status setting_int(Setting s, int64_t* value, SettingSource* source) {
+  const SettingDef& d = setting_def(s);
+  const char* text = raw_value(d, source);
+  int64_t v = 0;
+  switch (d.type) {
+    case SettingType::kBool: {
+      bool b = false;
+      if (!parse_bool(text, &b))
+        return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' is not a boolean (use 0/1, true/false)",
+                        d.name, text);
+      *value = b ? 1 : 0;
+      return CCL_SUCCESS;
+    }
+    case SettingType::kInt:
+    case SettingType::kDuration:
+      if (!parse_int64(text, &v))
+        return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' is not an integer", d.name, text);
+      break;
+    case SettingType::kSize:
+      if (!parse_size(text, &v))
+        return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                        "%s='%s' is not a size (a number with an optional K, M, G or T suffix)",
+                        d.name, text);
+      break;
+    case SettingType::kEnum: {
+      int idx = parse_choice(d.choices, text);
+      if (idx < 0)
+        return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' is not one of %s", d.name, text, d.choices);
+      *value = idx;
+      return CCL_SUCCESS;
+    }
+    case SettingType::kString:
+      return CCL_FAIL(CCL_INTERNAL_ERROR, "%s is a string setting, read as an integer", d.name);
+  }
+  if (v < d.min || v > d.max)
+    return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s=%s is out of range [%lld, %lld]", d.name, text,
+                    static_cast<long long>(d.min), static_cast<long long>(d.max));
+  *value = v;
+  return CCL_SUCCESS;
+}
+
+Status setting_string(Setting s, std::string* value, SettingSource* source) {
+  const SettingDef& d = setting_def(s);
+  if (d.type == SettingType::kEnum) {
+    int64_t idx = 0;
+    CCL_CHECK(setting_int(s, &idx, source));
+    const char* p = d.choices;
+    for (int64_t i = 0; i < idx; ++i) p = std::strchr(p, '|') + 1;
+    const char* bar = std::strchr(p, '|');
+    *value = bar ? std::string(p, bar) : std::string(p);
+    return CCL_SUCCESS;
+  }
+  if (d.type != SettingType::kString)
+    return CCL_FAIL(CCL_INTERNAL_ERROR, "%s is not a string setting", d.name);
+  *value = raw_value(d, source);
+  return CCL_SUCCESS;
+}
+
+}  // namespace ccl

@@ -1,0 +1,48 @@
+// TCP sockets for the bootstrap: interface choice, IPv4/IPv6 addresses, and send/recv that are
+// bounded by a deadline and stop when the owner is cancelled.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <string>
+
+#include "common/deadline.hpp"
+#include "common/status.hpp"
+
+namespace ccl {
+
+struct SockAddr {
+  sockaddr_storage storage{};
+  socklen_t len = 0;
+
+  int family() const { return storage.ss_family; }
+  int port() const;
+  void set_port(int port);
+  std::string str() const;  // "1.2.3.4:5" or "[::1]:5"
+};
+
+/// Parses "host:port" or "[v6]:port"; host may be a name. Errors name `what`.
+Status parse_host_port(const char* text, const char* what, SockAddr* out);
+
+/// Picks the bootstrap address from CCL_SOCKET_IFNAME and CCL_SOCKET_FAMILY (port 0).
+Status find_interface_address(SockAddr* out, std::string* ifname);
+
+/// Binds and listens (port 0: ephemeral). `bound` receives the actual address.
+Status listen_on(const SockAddr& addr, int backlog, int* fd, SockAddr* bound);
+
+/// Connects, retrying refused connections until the deadline (the peer may not listen yet).
+Status connect_to(const SockAddr& addr, Deadline deadline, const CancelFlag* cancel,
+                  const char* peer, int* fd);
+
+/// Sends or receives exactly n bytes; `peer` names the other side in error messages.
+Status send_all(int fd, const void* buf, size_t n, Deadline deadline, const CancelFlag* cancel,
+                const char* peer);
+Status recv_all(int fd, void* buf, size_t n, Deadline deadline, const CancelFlag* cancel,
+                const char* peer);
+
+/// Makes fd non-blocking / close-on-exec.
+Status set_nonblocking(int fd);
+void close_fd(int* fd);
+
+}  // namespace ccl

@@ -1,0 +1,155 @@
+#include "core/comm.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "bootstrap/root.hpp"
+#include "common/cuda.hpp"
+#include "common/log.hpp"
+#include "common/settings.hpp"
+#include "topology/machine.hpp"
+
+namespace ccl {
+namespace {
+
+Status check_peers_agree(const std::vector<PeerInfo>& peers, int me) {
+  for (size_t r = 0; r < peers.size(); ++r) {
+    const PeerInfo& p = peers[r];
+    if (p.version != kPeerInfoVersion || p.ccl_version != peers[me].ccl_version)
+      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %zu runs ccl version %u (peer info %u), rank %d runs %u",
+                      r, p.ccl_version, p.version, me, peers[me].ccl_version);
+    if (p.rank != static_cast<int>(r))
+      return CCL_FAIL(CCL_REMOTE_ERROR, "peer table slot %zu holds rank %d", r, p.rank);
+    if (p.heap_mode != peers[0].heap_mode)
+      return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                      "CCL_HEAP_HANDLE differs between ranks (rank 0: %d, rank %zu: %d); set it "
+                      "the same everywhere",
+                      peers[0].heap_mode, r, p.heap_mode);
+  }
+  return CCL_SUCCESS;
+}
+
+// The heap handle type every mapped rank can use, agreed from the one allgathered table so that
+// no rank decides alone.
+Status choose_heap_handle(const std::vector<PeerInfo>& peers, const std::vector<PeerPath>& paths,
+                          int me, HeapHandle* out) {
+  uint32_t caps = kCapPosixFd | kCapLegacyIpc;
+  for (size_t r = 0; r < peers.size(); ++r)
+    if (paths[r] != PeerPath::kNetwork && peers[r].device >= 0) caps &= peers[r].heap_caps;
+  (void)me;
+  const int mode = peers[0].heap_mode;  // 0 AUTO, 1 POSIX_FD, 2 LEGACY_IPC
+  if (mode == 1 || (mode == 0 && (caps & kCapPosixFd))) {
+    if (!(caps & kCapPosixFd))
+      return CCL_FAIL(CCL_UNSUPPORTED,
+                      "CCL_HEAP_HANDLE=POSIX_FD but not every local rank's device supports VMM "
+                      "with POSIX file descriptors");
+    *out = HeapHandle::kPosixFd;
+    return CCL_SUCCESS;
+  }
+  if (!(caps & kCapLegacyIpc))
+    return CCL_FAIL(CCL_UNSUPPORTED, "no heap handle type is supported by every local rank");
+  *out = HeapHandle::kLegacyIpc;
+  return CCL_SUCCESS;
+}
+
+void log_paths(const ccl_comm* c) {
+  if (!log_enabled(LogLevel::kInfo, kSubsysTopo)) return;
+  std::string line;
+  for (int r = 0; r < c->nranks; ++r) {
+    char item[64];
+    std::snprintf(item, sizeof(item), " %d:%s%s%s%s", r, peer_path_name(c->paths[r]),
+                  c->peers[r].device >= 0 ? "(" : "", c->peers[r].pci_bus_id,
+                  c->peers[r].device >= 0 ? ")" : "");
+    line.append(item);
+  }
+  CCL_INFO(kSubsysTopo, "rank %d/%d device %d paths:%s", c->rank, c->nranks, c->device,
+           line.c_str());
+}
+
+Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
+  CCL_CHECK(setting_int(Setting::kBootstrapTimeout, &c->timeout_ms));
+  int64_t heap_mode = 0, max_bytes = 0, chunk = 0;
+  CCL_CHECK(setting_int(Setting::kHeapHandle, &heap_mode));
+  CCL_CHECK(setting_int(Setting::kSymmetricSize, &max_bytes));
+  CCL_CHECK(setting_int(Setting::kHeapChunkSize, &chunk));
+  if (cuda_device_count() > 0) CCL_CUDA_CHECK(cudaGetDevice(&c->device));
+
+  CCL_CHECK(bootstrap::Bootstrap::create(id, c->rank, c->nranks, &c->cancel, c->timeout_ms,
+                                         &c->bootstrap));
+  c->peers.resize(c->nranks);
+  CCL_CHECK(local_peer_info(c->rank, c->device, static_cast<int>(heap_mode), &c->peers[c->rank]));
+  CCL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
+  CCL_CHECK(check_peers_agree(c->peers, c->rank));
+
+  const PeerInfo& me = c->peers[c->rank];
+  c->paths = compute_paths(c->peers, c->rank, [&](const PeerInfo& p) {
+    if (std::memcmp(p.uuid, me.uuid, sizeof(me.uuid)) == 0) return true;  // same GPU
+    int local = -1, ok = 0;
+    if (cudaDeviceGetByPCIBusId(&local, p.pci_bus_id) != cudaSuccess) {
+      cudaGetLastError();
+      return false;  // not visible to this process
+    }
+    return cudaDeviceCanAccessPeer(&ok, c->device, local) == cudaSuccess && ok != 0;
+  });
+  log_paths(c);
+
+  std::vector<int> all(c->nranks), node;
+  for (int r = 0; r < c->nranks; ++r) {
+    all[r] = r;
+    if (c->paths[r] != PeerPath::kNetwork) node.push_back(r);
+  }
+  c->world.assign(c, c->nranks, c->rank, all, true);
+  c->node.assign(c, c->nranks, c->rank, node, true);
+
+  // The heap exists when every rank has a device; a CPU-only rank anywhere makes it unavailable
+  // everywhere (decided from the shared table, identically on all ranks).
+  const bool all_devices = std::all_of(c->peers.begin(), c->peers.end(),
+                                       [](const PeerInfo& p) { return p.device >= 0; });
+  if (all_devices) {
+    HeapConfig cfg;
+    CCL_CHECK(choose_heap_handle(c->peers, c->paths, c->rank, &cfg.handle));
+    cfg.max_bytes = static_cast<uint64_t>(max_bytes);
+    cfg.chunk_bytes = static_cast<uint64_t>(chunk);
+    cfg.device = c->device;
+    cfg.timeout_ms = c->timeout_ms;
+    CCL_CHECK(SymmetricHeap::create(cfg, c->bootstrap.get(), c->peers, c->paths, &c->cancel,
+                                    &c->heap));
+  }
+  CCL_CHECK(c->bootstrap->barrier());
+  CCL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s)", c->rank, c->nranks, c->device,
+           c->heap ? heap_handle_name(c->heap->handle()) : "none");
+  return CCL_SUCCESS;
+}
+
+}  // namespace
+
+Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, ccl_comm** out) {
+  auto* c = new ccl_comm();
+  c->rank = rank;
+  c->nranks = nranks;
+  Status s = init_steps(c, id);
+  bootstrap::reap_roots(false);
+  if (!s.ok()) {
+    comm_free(c);
+    return s;
+  }
+  *out = c;
+  return CCL_SUCCESS;
+}
+
+void comm_free(ccl_comm* c) {
+  // The heap first: it holds device mappings and its own sockets; then the bootstrap.
+  c->heap.reset();
+  c->bootstrap.reset();
+  delete c;
+}
+
+void comm_set_error(ccl_comm* c, ccl_result_t code, const std::string& message) {
+  int expected = CCL_SUCCESS;
+  std::lock_guard<std::mutex> lock(c->error_mutex);
+  if (c->async_error.compare_exchange_strong(expected, code)) c->async_message = message;
+}
+
+}  // namespace ccl

@@ -1,0 +1,63 @@
+// The communicator: bootstrap, peer table and paths, teams and the symmetric heap of one rank.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/wire.hpp"
+#include "ccl/ccl.h"
+#include "core/team.hpp"
+#include "memory/heap.hpp"
+#include "topology/peer_info.hpp"
+
+struct ccl_comm {
+  int rank = 0;
+  int nranks = 0;
+  int device = -1;
+  int64_t timeout_ms = 0;
+  std::unique_ptr<ccl::bootstrap::Bootstrap> bootstrap;
+  std::vector<ccl::PeerInfo> peers;
+  std::vector<ccl::PeerPath> paths;
+  std::unique_ptr<ccl::SymmetricHeap> heap;
+  ccl_team world;
+  ccl_team node;
+  std::vector<std::unique_ptr<ccl_team>> split_teams;
+
+  // One host operation at a time (bootstrap and heap are single-threaded by design).
+  std::mutex op_mutex;
+  ccl::CancelFlag cancel{false};
+  std::atomic<int> inflight{0};
+  std::atomic<int> async_error{CCL_SUCCESS};
+  std::mutex error_mutex;
+  std::string async_message;
+};
+
+namespace ccl {
+
+/// Full init of `comm` as rank `rank` of `nranks` with the current CUDA device (if any).
+Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, ccl_comm** out);
+/// Releases everything comm holds and deletes it.
+void comm_free(ccl_comm* comm);
+/// Records an asynchronous error (the first one wins).
+void comm_set_error(ccl_comm* comm, ccl_result_t code, const std::string& message);
+
+/// Counts a host operation in flight so that abort waits for it to leave; refuses to start one
+/// on an aborted communicator.
+class CommOp {
+ public:
+  explicit CommOp(ccl_comm* c) : comm_(c) { comm_->inflight.fetch_add(1); }
+  ~CommOp() { comm_->inflight.fetch_sub(1); }
+  Status check() const {
+    if (cancelled(&comm_->cancel)) return CCL_FAIL(CCL_ABORTED, "the communicator was aborted");
+    return CCL_SUCCESS;
+  }
+
+ private:
+  ccl_comm* comm_;
+};
+
+}  // namespace ccl

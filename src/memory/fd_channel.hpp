@@ -1,0 +1,65 @@
+// Passing file descriptors (CUDA POSIX-FD shareable handles) between the ranks of one node over
+// Unix-domain sockets. Each connection is checked twice: the kernel-reported credentials of the
+// connecting process must match the pid the rank announced at init, and its first message must
+// carry the job secret.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/deadline.hpp"
+#include "common/status.hpp"
+
+namespace ccl {
+
+/// Fixed message that travels with each descriptor.
+struct FdMessage {
+  uint32_t version;
+  uint32_t kind;    // what the fd is (kFdHeapChunk...)
+  uint64_t seq;     // chunk sequence number, checked by the receiver
+  uint64_t offset;  // heap offset of the chunk
+  uint64_t size;    // chunk bytes
+};
+static_assert(sizeof(FdMessage) == 32);
+
+inline constexpr uint32_t kFdMessageVersion = 1;
+inline constexpr uint32_t kFdHeapChunk = 1;
+
+class FdChannel {
+ public:
+  struct Peer {
+    int rank;
+    pid_t pid;
+  };
+  FdChannel() = default;
+  ~FdChannel();
+  FdChannel(const FdChannel&) = delete;
+  FdChannel& operator=(const FdChannel&) = delete;
+
+  /// Binds this rank's abstract socket; `job` must be unique per communicator and equal on all
+  /// ranks (secret-derived).
+  Status listen(const std::string& job, int rank, const uint8_t* secret);
+  /// Connects to every peer and accepts each peer's connection. Call after all peers listened.
+  Status connect(const std::vector<Peer>& peers, Deadline deadline, const CancelFlag* cancel);
+  Status send_fd(int peer, const FdMessage& msg, int fd, Deadline deadline,
+                 const CancelFlag* cancel);
+  /// Receives one descriptor from `peer` and checks it arrived whole and valid.
+  Status recv_fd(int peer, FdMessage* msg, int* fd, Deadline deadline, const CancelFlag* cancel);
+  /// Wakes blocked calls (abort).
+  void shutdown();
+
+ private:
+  std::string address(int rank) const;
+  std::string job_;
+  int rank_ = -1;
+  uint8_t secret_[16] = {};
+  int listen_fd_ = -1;
+  std::map<int, int> out_;  // peer rank -> connected socket
+  std::map<int, int> in_;   // peer rank -> accepted socket
+};
+
+}  // namespace ccl

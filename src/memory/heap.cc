@@ -1,0 +1,341 @@
+#include "memory/heap.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "common/log.hpp"
+#include "common/rank_list.hpp"
+
+namespace ccl {
+
+namespace {
+constexpr uint64_t kAllocAlign = 512;  // covers 16-byte vectors and 128-byte lines with room
+
+uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+struct LegacyExchange {
+  cudaIpcMemHandle_t handle;
+  uint64_t ptr;
+  int32_t status;
+  int32_t pad;
+};
+static_assert(sizeof(LegacyExchange) == 80);
+
+// Keeps the caller's current device: abort and destroy may run on any thread.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
+    if (device >= 0 && device != saved_) cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (saved_ >= 0) cudaSetDevice(saved_);
+  }
+
+ private:
+  int saved_ = -1;
+};
+}  // namespace
+
+const char* heap_handle_name(HeapHandle h) {
+  return h == HeapHandle::kPosixFd ? "posix_fd" : "legacy_ipc";
+}
+
+Status SymmetricHeap::create(const HeapConfig& cfg, bootstrap::Bootstrap* bs,
+                             const std::vector<PeerInfo>& peers, const std::vector<PeerPath>& paths,
+                             const CancelFlag* cancel, std::unique_ptr<SymmetricHeap>* out) {
+  std::unique_ptr<SymmetricHeap> h(new SymmetricHeap());
+  h->cfg_ = cfg;
+  h->bs_ = bs;
+  h->cancel_ = cancel;
+  h->rank_ = bs->rank();
+  h->nranks_ = bs->nranks();
+  h->peers_ = peers;
+  h->slot_.assign(h->nranks_, -1);
+  for (int r = 0; r < h->nranks_; ++r) {
+    if (paths[r] == PeerPath::kNetwork) continue;
+    h->slot_[r] = static_cast<int>(h->local_ranks_.size());
+    h->local_ranks_.push_back(r);
+  }
+  CCL_CHECK(driver_api(&h->cu_));
+  if (cfg.handle == HeapHandle::kPosixFd) {
+    DeviceScope scope(cfg.device);
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = cfg.device;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    size_t gran = 0;
+    CCL_CU_CHECK(h->cu_->cuMemGetAllocationGranularity(&gran, &prop,
+                                                        CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    h->cfg_.chunk_bytes = round_up(cfg.chunk_bytes, gran);
+    h->slot_bytes_ = round_up(cfg.max_bytes, h->cfg_.chunk_bytes);
+    h->cfg_.max_bytes = h->slot_bytes_;
+    h->va_bytes_ = h->slot_bytes_ * h->local_ranks_.size();
+    CCL_CU_CHECK(h->cu_->cuMemAddressReserve(&h->va_, h->va_bytes_, gran, 0, 0));
+    char job[40];
+    const uint8_t* s = bs->secret();
+    std::snprintf(job, sizeof(job), "%02x%02x%02x%02x%02x%02x%02x%02x", s[0], s[1], s[2], s[3],
+                  s[4], s[5], s[6], s[7]);
+    Status st = h->channel_.listen(job, h->rank_, s);
+    CCL_CHECK(h->agree(st, "open its handle socket"));
+    std::vector<FdChannel::Peer> local;
+    for (int r : h->local_ranks_)
+      if (r != h->rank_) local.push_back({r, peers[r].pid});
+    CCL_CHECK(h->channel_.connect(local, Deadline::after_ms(cfg.timeout_ms), cancel));
+  } else {
+    h->cfg_.chunk_bytes = round_up(cfg.chunk_bytes, 2u << 20);
+  }
+  CCL_INFO(kSubsysMem, "rank %d: symmetric heap (%s) up to %llu MiB, %zu load/store peers",
+           h->rank_, heap_handle_name(cfg.handle),
+           static_cast<unsigned long long>(h->cfg_.max_bytes >> 20), h->local_ranks_.size());
+  *out = std::move(h);
+  return CCL_SUCCESS;
+}
+
+SymmetricHeap::~SymmetricHeap() {
+  DeviceScope scope(cfg_.device);
+  for (auto it = mappings_.rbegin(); it != mappings_.rend(); ++it) {
+    if (it->ptr) cu_->cuMemUnmap(it->ptr, it->size);
+    cu_->cuMemRelease(it->handle);
+  }
+  if (va_) cu_->cuMemAddressFree(va_, va_bytes_);
+  for (void* p : opened_) cudaIpcCloseMemHandle(p);
+  for (void* p : own_chunks_) cudaFree(p);
+  cudaGetLastError();
+}
+
+Status SymmetricHeap::agree(Status local, const char* what) {
+  std::vector<int32_t> codes(nranks_);
+  codes[rank_] = local.code();
+  CCL_CHECK(bs_->allgather(codes.data(), sizeof(int32_t)));
+  if (!local.ok()) return local;
+  for (int r = 0; r < nranks_; ++r)
+    if (codes[r] != CCL_SUCCESS)
+      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d failed to %s (%s)", r, what,
+                      ccl_get_error_string(static_cast<ccl_result_t>(codes[r])));
+  return CCL_SUCCESS;
+}
+
+Status SymmetricHeap::alloc(uint64_t bytes, void** ptr) {
+  std::vector<uint64_t> sizes(nranks_);
+  sizes[rank_] = bytes;
+  CCL_CHECK(bs_->allgather(sizes.data(), sizeof(uint64_t)));
+  std::vector<int> differ;
+  for (int r = 0; r < nranks_; ++r)
+    if (sizes[r] != sizes[0]) differ.push_back(r);
+  if (!differ.empty())
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "ccl_mem_alloc: bytes differ between ranks (rank 0 asked for %llu; ranks %s "
+                    "asked for other sizes)",
+                    static_cast<unsigned long long>(sizes[0]), rank_list(differ).c_str());
+  if (bytes == 0) return CCL_FAIL(CCL_INVALID_ARGUMENT, "ccl_mem_alloc: bytes must be > 0");
+  const uint64_t need = round_up(bytes, kAllocAlign);
+  uint64_t offset = 0;
+  if (!allocator_.allocate(need, kAllocAlign, &offset)) {
+    // Grow by enough to hold the request even if the free tail is not usable.
+    CCL_CHECK(grow(need));
+    if (!allocator_.allocate(need, kAllocAlign, &offset))
+      return CCL_FAIL(CCL_INTERNAL_ERROR, "heap grew but %llu bytes still do not fit",
+                      static_cast<unsigned long long>(need));
+  }
+  for (const Segment& s : segments_) {
+    if (offset >= s.offset && offset < s.offset + s.size) {
+      *ptr = s.base[rank_] + (offset - s.offset);
+      return CCL_SUCCESS;
+    }
+  }
+  return CCL_FAIL(CCL_INTERNAL_ERROR, "allocated offset %llu lies in no segment",
+                  static_cast<unsigned long long>(offset));
+}
+
+Status SymmetricHeap::free(void* ptr) {
+  uint64_t off = UINT64_MAX;
+  if (!offset_of(ptr, &off) || allocator_.block_size(off) == 0) off = UINT64_MAX;
+  std::vector<uint64_t> offs(nranks_);
+  offs[rank_] = off;
+  CCL_CHECK(bs_->allgather(offs.data(), sizeof(uint64_t)));
+  std::vector<int> bad;
+  for (int r = 0; r < nranks_; ++r)
+    if (offs[r] == UINT64_MAX || offs[r] != offs[0]) bad.push_back(r);
+  if (!bad.empty())
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "ccl_mem_free: ptr is not the same ccl_mem_alloc block on every rank (ranks %s "
+                    "differ from rank 0 or passed a pointer that is not a block start)",
+                    rank_list(bad).c_str());
+  if (!allocator_.release(off)) return CCL_FAIL(CCL_INTERNAL_ERROR, "release of a known block failed");
+  return CCL_SUCCESS;
+}
+
+bool SymmetricHeap::offset_of(const void* ptr, uint64_t* offset) const {
+  const char* p = static_cast<const char*>(ptr);
+  if (cfg_.handle == HeapHandle::kPosixFd) {
+    const char* own = reinterpret_cast<const char*>(va_) + slot_[rank_] * slot_bytes_;
+    if (p < own || p >= own + allocator_.end()) return false;
+    *offset = static_cast<uint64_t>(p - own);
+    return true;
+  }
+  for (const Segment& s : segments_) {
+    if (p >= s.base[rank_] && p < s.base[rank_] + s.size) {
+      *offset = s.offset + static_cast<uint64_t>(p - s.base[rank_]);
+      return true;
+    }
+  }
+  return false;
+}
+
+void* SymmetricHeap::peer_ptr(const void* ptr, int rank) const {
+  if (rank < 0 || rank >= nranks_ || slot_[rank] < 0) return nullptr;
+  uint64_t off = 0;
+  if (cfg_.handle == HeapHandle::kPosixFd) {
+    // The O(1) case: same offset in the peer's slot of one virtual range.
+    if (!offset_of(ptr, &off)) return nullptr;
+    return reinterpret_cast<char*>(va_) + slot_[rank] * slot_bytes_ + off;
+  }
+  const char* p = static_cast<const char*>(ptr);
+  for (const Segment& s : segments_)
+    if (p >= s.base[rank_] && p < s.base[rank_] + s.size) return s.base[rank] + (p - s.base[rank_]);
+  return nullptr;
+}
+
+Status SymmetricHeap::grow(uint64_t bytes) {
+  const uint64_t offset = allocator_.end();
+  const uint64_t size = round_up(std::max(bytes, cfg_.chunk_bytes), cfg_.chunk_bytes);
+  if (offset + size > cfg_.max_bytes)
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "ccl_mem_alloc: the request does not fit: the heap holds %llu MiB and may grow "
+                    "to CCL_SYMMETRIC_SIZE=%llu MiB",
+                    static_cast<unsigned long long>(offset >> 20),
+                    static_cast<unsigned long long>(cfg_.max_bytes >> 20));
+  DeviceScope scope(cfg_.device);
+  if (cfg_.handle == HeapHandle::kPosixFd) CCL_CHECK(grow_vmm(offset, size));
+  else CCL_CHECK(grow_legacy(offset, size));
+  allocator_.add_region(offset, size, cfg_.handle == HeapHandle::kPosixFd);
+  CCL_INFO(kSubsysMem, "rank %d: heap grew by %llu MiB to %llu MiB", rank_,
+           static_cast<unsigned long long>(size >> 20),
+           static_cast<unsigned long long>((offset + size) >> 20));
+  return CCL_SUCCESS;
+}
+
+Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = cfg_.device;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  auto slot_addr = [&](int r) { return va_ + slot_[r] * slot_bytes_ + offset; };
+
+  // 1. Our chunk: create, export, map into our own slot.
+  int fd = -1;
+  Status local = [&]() -> Status {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = cfg_.device;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle handle;
+    CCL_CU_CHECK(cu_->cuMemCreate(&handle, size, &prop, 0));
+    mappings_.push_back({0, size, handle});
+    CCL_CU_CHECK(cu_->cuMemExportToShareableHandle(&fd, handle,
+                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CCL_CU_CHECK(cu_->cuMemMap(slot_addr(rank_), size, 0, handle, 0));
+    mappings_.back().ptr = slot_addr(rank_);
+    CCL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(rank_), size, &access, 1));
+    return CCL_SUCCESS;
+  }();
+  Status s = agree(local, "create its heap chunk");
+  if (!s.ok()) {
+    if (fd >= 0) ::close(fd);
+    return s;
+  }
+  // 2. Hand our fd to every load/store peer, then import theirs into their slots.
+  const uint64_t seq = segments_.size();
+  const Deadline d = Deadline::after_ms(cfg_.timeout_ms);
+  local = [&]() -> Status {
+    for (int r : local_ranks_)
+      if (r != rank_)
+        CCL_CHECK(channel_.send_fd(r, {kFdMessageVersion, kFdHeapChunk, seq, offset, size}, fd, d,
+                                   cancel_));
+    for (int r : local_ranks_) {
+      if (r == rank_) continue;
+      FdMessage m{};
+      int pfd = -1;
+      CCL_CHECK(channel_.recv_fd(r, &m, &pfd, d, cancel_));
+      if (m.kind != kFdHeapChunk || m.seq != seq || m.offset != offset || m.size != size) {
+        ::close(pfd);
+        return CCL_FAIL(CCL_REMOTE_ERROR,
+                        "rank %d sent heap chunk %llu (offset %llu, %llu bytes), expected chunk "
+                        "%llu (offset %llu, %llu bytes)",
+                        r, static_cast<unsigned long long>(m.seq),
+                        static_cast<unsigned long long>(m.offset),
+                        static_cast<unsigned long long>(m.size),
+                        static_cast<unsigned long long>(seq),
+                        static_cast<unsigned long long>(offset),
+                        static_cast<unsigned long long>(size));
+      }
+      CUmemGenericAllocationHandle handle;
+      CUresult e = cu_->cuMemImportFromShareableHandle(
+          &handle, reinterpret_cast<void*>(static_cast<uintptr_t>(pfd)),
+          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+      ::close(pfd);  // the handle holds the memory now
+      CCL_CU_CHECK(e);
+      mappings_.push_back({0, size, handle});
+      CCL_CU_CHECK(cu_->cuMemMap(slot_addr(r), size, 0, handle, 0));
+      mappings_.back().ptr = slot_addr(r);
+      CCL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(r), size, &access, 1));
+    }
+    return CCL_SUCCESS;
+  }();
+  if (fd >= 0) ::close(fd);
+  CCL_CHECK(agree(local, "map the peers' heap chunks"));
+  Segment seg{offset, size, std::vector<char*>(nranks_, nullptr)};
+  for (int r : local_ranks_) seg.base[r] = reinterpret_cast<char*>(slot_addr(r));
+  segments_.push_back(std::move(seg));
+  return CCL_SUCCESS;
+}
+
+Status SymmetricHeap::grow_legacy(uint64_t offset, uint64_t size) {
+  std::vector<LegacyExchange> all(nranks_);
+  LegacyExchange& mine = all[rank_];
+  void* chunk = nullptr;
+  Status local = [&]() -> Status {
+    CCL_CUDA_CHECK(cudaMalloc(&chunk, size));
+    own_chunks_.push_back(chunk);
+    CCL_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, chunk));
+    return CCL_SUCCESS;
+  }();
+  mine.ptr = reinterpret_cast<uint64_t>(chunk);
+  mine.status = local.code();
+  CCL_CHECK(bs_->allgather(all.data(), sizeof(LegacyExchange)));
+  if (!local.ok()) return local;
+  for (int r = 0; r < nranks_; ++r)
+    if (all[r].status != CCL_SUCCESS)
+      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d failed to create its heap chunk", r);
+  Segment seg{offset, size, std::vector<char*>(nranks_, nullptr)};
+  local = [&]() -> Status {
+    for (int r : local_ranks_) {
+      if (r == rank_ || peers_[r].pid == peers_[rank_].pid) {
+        // Same address space (ccl_comm_init_all): the pointer is valid as it is.
+        seg.base[r] = reinterpret_cast<char*>(all[r].ptr);
+        if (r != rank_ && peers_[r].device != cfg_.device) {
+          cudaError_t e = cudaDeviceEnablePeerAccess(peers_[r].device, 0);
+          if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
+          else CCL_CUDA_CHECK(e);
+        }
+        continue;
+      }
+      void* p = nullptr;
+      CCL_CUDA_CHECK(cudaIpcOpenMemHandle(&p, all[r].handle, cudaIpcMemLazyEnablePeerAccess));
+      opened_.push_back(p);
+      seg.base[r] = static_cast<char*>(p);
+    }
+    return CCL_SUCCESS;
+  }();
+  CCL_CHECK(agree(local, "open the peers' legacy IPC handles"));
+  segments_.push_back(std::move(seg));
+  return CCL_SUCCESS;
+}
+
+}  // namespace ccl

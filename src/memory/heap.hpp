@@ -1,0 +1,95 @@
+// The symmetric heap of one communicator. Every rank allocates at the same offsets (collective
+// calls, deterministic allocator). With POSIX-FD handles (CUDA VMM) one virtual range holds a
+// slot per load/store-reachable rank, so a peer's copy of an address is peer_slot_base + offset:
+// O(1). With legacy CUDA IPC each growth step is a separate cudaMalloc, found by binary search.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "common/cuda.hpp"
+#include "memory/allocator.hpp"
+#include "memory/fd_channel.hpp"
+#include "topology/peer_info.hpp"
+
+namespace ccl {
+
+enum class HeapHandle { kPosixFd, kLegacyIpc };
+
+const char* heap_handle_name(HeapHandle h);
+
+struct HeapConfig {
+  HeapHandle handle = HeapHandle::kPosixFd;
+  uint64_t max_bytes = 0;   // CCL_SYMMETRIC_SIZE
+  uint64_t chunk_bytes = 0;  // CCL_HEAP_CHUNK_SIZE
+  int device = -1;
+  int64_t timeout_ms = 0;
+};
+
+class SymmetricHeap {
+ public:
+  /// Collective. `paths` and `peers` come from init; only kSelf/kP2P ranks are mapped.
+  static Status create(const HeapConfig& cfg, bootstrap::Bootstrap* bs,
+                       const std::vector<PeerInfo>& peers, const std::vector<PeerPath>& paths,
+                       const CancelFlag* cancel, std::unique_ptr<SymmetricHeap>* out);
+  ~SymmetricHeap();
+
+  /// Collective: same `bytes` on every rank or CCL_INVALID_ARGUMENT naming the ranks.
+  Status alloc(uint64_t bytes, void** ptr);
+  /// Collective: same pointer (offset) on every rank.
+  Status free(void* ptr);
+  /// This process's address of `rank`'s copy of `ptr`; nullptr if not reachable or not ours.
+  void* peer_ptr(const void* ptr, int rank) const;
+  /// Heap offset of a local symmetric address; false if `ptr` is not in this heap.
+  bool offset_of(const void* ptr, uint64_t* offset) const;
+
+  uint64_t mapped_bytes() const { return allocator_.end(); }
+  uint64_t max_bytes() const { return cfg_.max_bytes; }
+  HeapHandle handle() const { return cfg_.handle; }
+  int grow_count() const { return static_cast<int>(segments_.size()); }
+  /// Wakes blocked calls (abort).
+  void shutdown() { channel_.shutdown(); }
+
+ private:
+  struct Segment {
+    uint64_t offset;
+    uint64_t size;
+    std::vector<char*> base;  // by rank: where this process sees the rank's copy (or null)
+  };
+  struct Mapping {
+    CUdeviceptr ptr;
+    size_t size;
+    CUmemGenericAllocationHandle handle;
+  };
+
+  SymmetricHeap() = default;
+  Status grow(uint64_t bytes);
+  Status grow_vmm(uint64_t offset, uint64_t size);
+  Status grow_legacy(uint64_t offset, uint64_t size);
+  Status agree(Status local, const char* what);  // all ranks learn whether any rank failed
+
+  HeapConfig cfg_;
+  bootstrap::Bootstrap* bs_ = nullptr;
+  const CancelFlag* cancel_ = nullptr;
+  const DriverApi* cu_ = nullptr;
+  int rank_ = 0;
+  int nranks_ = 0;
+  std::vector<PeerInfo> peers_;
+  std::vector<int> slot_;  // by rank: VMM slot index, -1 if not mapped
+  std::vector<int> local_ranks_;
+  RangeAllocator allocator_;
+  std::vector<Segment> segments_;
+  // VMM state
+  CUdeviceptr va_ = 0;
+  uint64_t slot_bytes_ = 0;
+  size_t va_bytes_ = 0;
+  std::vector<Mapping> mappings_;
+  FdChannel channel_;
+  // legacy IPC state
+  std::vector<void*> own_chunks_;
+  std::vector<void*> opened_;
+};
+
+}  // namespace ccl

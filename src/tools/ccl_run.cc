@@ -1,0 +1,211 @@
+// ccl-run -n N [--] prog args: starts N local ranks with the launcher environment (CCL_RANK,
+// CCL_WORLD_SIZE, CCL_LOCAL_RANK, CCL_ROOT_ADDR, CCL_BOOTSTRAP_SECRET), prefixes every output
+// line with its rank, stops all ranks when one fails, and exits with the first failing code.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bootstrap/unique_id.hpp"
+#include "common/settings.hpp"
+
+namespace {
+
+struct Rank {
+  pid_t pid = -1;
+  int out = -1;  // read end of the rank's stdout+stderr pipe
+  std::string partial;
+  bool exited = false;
+  int code = 0;
+};
+
+volatile sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: ccl-run -n N [--timeout SECONDS] [--] program [args...]\n"
+               "Starts N ranks on this machine. For several nodes use mpirun or srun: ccl reads\n"
+               "their rank variables (see docs/launching.md).\n");
+  return 2;
+}
+
+int free_port() {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  if (s < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = -1;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(s);
+  return port;
+}
+
+void flush_lines(int rank, Rank& r, bool all) {
+  size_t pos;
+  while ((pos = r.partial.find('\n')) != std::string::npos) {
+    std::printf("[%d] %s\n", rank, r.partial.substr(0, pos).c_str());
+    r.partial.erase(0, pos + 1);
+  }
+  if (all && !r.partial.empty()) {
+    std::printf("[%d] %s\n", rank, r.partial.c_str());
+    r.partial.clear();
+  }
+  std::fflush(stdout);
+}
+
+void signal_all(std::vector<Rank>& ranks, int sig) {
+  for (auto& r : ranks)
+    if (!r.exited && r.pid > 0) kill(-r.pid, sig);  // the rank's whole process group
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = -1;
+  double timeout_s = 0;
+  int i = 1;
+  for (; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) { ++i; break; }
+    if (std::strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+      int64_t v = 0;
+      if (!ccl::parse_int64(argv[++i], &v) || v < 1 || v > 4096) {
+        std::fprintf(stderr, "ccl-run: -n '%s' must be a number of ranks in 1..4096\n", argv[i]);
+        return 2;
+      }
+      n = static_cast<int>(v);
+    } else if (std::strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+      timeout_s = std::atof(argv[++i]);
+    } else if (argv[i][0] == '-') {
+      return usage();
+    } else {
+      break;
+    }
+  }
+  if (n < 1 || i >= argc) return usage();
+  char** prog = argv + i;
+
+  const int port = free_port();
+  uint8_t secret[16];
+  if (port < 0 || !ccl::bootstrap::random_secret(secret).ok()) {
+    std::fprintf(stderr, "ccl-run: cannot prepare the bootstrap (port or random source)\n");
+    return 1;
+  }
+  char hex[33];
+  for (int k = 0; k < 16; ++k) std::snprintf(hex + 2 * k, 3, "%02x", secret[k]);
+  const std::string root = "127.0.0.1:" + std::to_string(port);
+
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<Rank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return std::perror("ccl-run: pipe"), 1;
+    pid_t pid = fork();
+    if (pid < 0) return std::perror("ccl-run: fork"), 1;
+    if (pid == 0) {
+      setpgid(0, 0);
+      dup2(fds[1], 1);
+      dup2(fds[1], 2);
+      setenv("CCL_RANK", std::to_string(r).c_str(), 1);
+      setenv("CCL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("CCL_LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("CCL_ROOT_ADDR", root.c_str(), 1);
+      setenv("CCL_BOOTSTRAP_SECRET", hex, 1);
+      setenv("CCL_SOCKET_IFNAME", "lo", 0);  // one node: keep bootstrap traffic on loopback
+      execvp(prog[0], prog);
+      std::fprintf(stderr, "ccl-run: cannot run '%s': %s\n", prog[0], std::strerror(errno));
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    close(fds[1]);
+    ranks[r].pid = pid;
+    ranks[r].out = fds[0];
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  int first_failure = 0, live = n, open_pipes = n;
+  bool stopping = false;
+  auto stop_time = start;
+  while (live > 0 || open_pipes > 0) {
+    std::vector<pollfd> p;
+    std::vector<int> which;
+    for (int r = 0; r < n; ++r)
+      if (ranks[r].out >= 0) p.push_back({ranks[r].out, POLLIN, 0}), which.push_back(r);
+    if (!p.empty()) poll(p.data(), p.size(), 100);
+    else usleep(20000);
+    for (size_t k = 0; k < p.size(); ++k) {
+      if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Rank& r = ranks[which[k]];
+      char buf[4096];
+      ssize_t got = read(r.out, buf, sizeof(buf));
+      if (got > 0) {
+        r.partial.append(buf, static_cast<size_t>(got));
+        flush_lines(which[k], r, false);
+      } else if (got == 0 || errno != EINTR) {
+        flush_lines(which[k], r, true);
+        close(r.out);
+        r.out = -1;
+        --open_pipes;
+      }
+    }
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      for (int r = 0; r < n; ++r) {
+        if (ranks[r].pid != pid) continue;
+        ranks[r].exited = true;
+        ranks[r].code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        --live;
+        if (ranks[r].code != 0 && first_failure == 0 && !stopping) {
+          first_failure = ranks[r].code;
+          std::fprintf(stderr, "ccl-run: rank %d exited with code %d; stopping the other ranks\n",
+                       r, ranks[r].code);
+          stopping = true;
+          stop_time = std::chrono::steady_clock::now();
+          signal_all(ranks, SIGTERM);
+        }
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!stopping && g_signal != 0) {
+      std::fprintf(stderr, "ccl-run: signal %d; stopping all ranks\n", static_cast<int>(g_signal));
+      first_failure = 128 + g_signal;
+      stopping = true;
+      stop_time = now;
+      signal_all(ranks, SIGTERM);
+    }
+    if (!stopping && timeout_s > 0 &&
+        std::chrono::duration<double>(now - start).count() > timeout_s) {
+      std::fprintf(stderr, "ccl-run: --timeout %.0f s expired; stopping all ranks\n", timeout_s);
+      first_failure = 124;
+      stopping = true;
+      stop_time = now;
+      signal_all(ranks, SIGTERM);
+    }
+    // Ranks that ignore SIGTERM get SIGKILL after a grace period.
+    if (stopping && live > 0 && now - stop_time > std::chrono::seconds(3)) signal_all(ranks, SIGKILL);
+    if (live == 0 && open_pipes > 0 && now - stop_time > std::chrono::seconds(5)) break;
+  }
+  return first_failure;
+}

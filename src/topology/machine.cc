@@ -1,0 +1,120 @@
+#include "topology/machine.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "common/settings.hpp"
+
+#ifdef CCL_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+namespace ccl {
+
+bool have_hwloc() {
+#ifdef CCL_HAVE_HWLOC
+  return true;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+constexpr uint16_t kVendorNvidia = 0x10de;
+
+#ifdef CCL_HAVE_HWLOC
+bool is_gpu(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& a) {
+  return a.vendor_id == kVendorNvidia && (a.class_id >> 8) == 0x03;  // display controller
+}
+bool is_nic(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& a) {
+  return (a.class_id >> 8) == 0x02;  // network controller (Ethernet 0x0200, InfiniBand 0x0207)
+}
+
+PciDevice to_device(hwloc_topology_t topo, hwloc_obj_t obj) {
+  const auto& a = obj->attr->pcidev;
+  PciDevice d;
+  char bus[32];
+  std::snprintf(bus, sizeof(bus), "%04x:%02x:%02x.%01x", a.domain, a.bus, a.dev, a.func);
+  d.bus_id = bus;
+  d.vendor = a.vendor_id;
+  d.device = a.device_id;
+  d.class_id = a.class_id;
+  hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, obj);
+  if (anc != nullptr && anc->cpuset != nullptr) {
+    char* s = nullptr;
+    hwloc_bitmap_asprintf(&s, anc->cpuset);
+    if (s) d.cpuset = s;
+    free(s);
+    if (anc->nodeset != nullptr && hwloc_bitmap_weight(anc->nodeset) == 1)
+      d.numa_node = hwloc_bitmap_first(anc->nodeset);
+  }
+  for (hwloc_obj_t c = obj->io_first_child; c != nullptr; c = c->next_sibling)
+    if (c->type == HWLOC_OBJ_OS_DEVICE && c->name) d.os_names.push_back(c->name);
+  return d;
+}
+#endif
+
+}  // namespace
+
+Status load_machine_topology(const std::string& xml_path, MachineTopology* out) {
+  *out = MachineTopology{};
+  std::string path = xml_path;
+  if (path.empty()) CCL_CHECK(setting_string(Setting::kTopoFile, &path));
+#ifdef CCL_HAVE_HWLOC
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0) return CCL_FAIL(CCL_SYSTEM_ERROR, "hwloc_topology_init failed");
+  hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (!path.empty() && hwloc_topology_set_xml(topo, path.c_str()) != 0) {
+    hwloc_topology_destroy(topo);
+    return CCL_FAIL(CCL_INVALID_ARGUMENT, "cannot read the hwloc XML topology '%s'", path.c_str());
+  }
+  if (hwloc_topology_load(topo) != 0) {
+    hwloc_topology_destroy(topo);
+    return CCL_FAIL(CCL_SYSTEM_ERROR, "hwloc could not load the topology%s%s",
+                    path.empty() ? "" : " from ", path.c_str());
+  }
+  out->source = path.empty() ? "this machine (hwloc)" : path;
+  out->packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+  out->numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+  out->cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+  out->pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+  for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o != nullptr;
+       o = hwloc_get_next_pcidev(topo, o)) {
+    if (is_gpu(o->attr->pcidev)) out->gpus.push_back(to_device(topo, o));
+    else if (is_nic(o->attr->pcidev)) out->nics.push_back(to_device(topo, o));
+  }
+  hwloc_topology_destroy(topo);
+#else
+  if (!path.empty())
+    return CCL_FAIL(CCL_UNSUPPORTED, "CCL_TOPO_FILE needs a build with hwloc (CCL_WITH_HWLOC)");
+  out->source = "this machine (OS, no hwloc)";
+  out->pus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+#endif
+  return CCL_SUCCESS;
+}
+
+std::string describe(const MachineTopology& t) {
+  char line[256];
+  std::string s;
+  std::snprintf(line, sizeof(line), "topology from %s: %d package(s), %d NUMA node(s), %d core(s), %d PU(s)\n",
+                t.source.c_str(), t.packages, t.numa_nodes, t.cores, t.pus);
+  s += line;
+  auto list = [&](const char* what, const std::vector<PciDevice>& v) {
+    std::snprintf(line, sizeof(line), "  %s: %zu\n", what, v.size());
+    s += line;
+    for (const auto& d : v) {
+      std::string names;
+      for (const auto& n : d.os_names) names += (names.empty() ? "" : ",") + n;
+      std::snprintf(line, sizeof(line), "    %s [%04x:%04x] class %04x numa %d %s\n",
+                    d.bus_id.c_str(), d.vendor, d.device, d.class_id, d.numa_node, names.c_str());
+      s += line;
+    }
+  };
+  list("GPUs", t.gpus);
+  list("NICs", t.nics);
+  return s;
+}
+
+}  // namespace ccl

@@ -1,0 +1,44 @@
+// The machine as hwloc sees it: packages, NUMA nodes, cores, GPUs and NICs with their PCI
+// addresses and NUMA locality. Loaded from the running machine or from an hwloc XML file
+// (CCL_TOPO_FILE, and the synthetic machines in tests/data/).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.hpp"
+
+namespace ccl {
+
+struct PciDevice {
+  std::string bus_id;  // "0000:1b:00.0"
+  uint16_t vendor = 0;
+  uint16_t device = 0;
+  uint16_t class_id = 0;
+  int numa_node = -1;  // closest NUMA node, -1 if unknown
+  std::string cpuset;  // hwloc cpuset string of the closest CPUs
+  std::vector<std::string> os_names;  // "cuda0", "mlx5_0", "eth0"...
+};
+
+struct MachineTopology {
+  std::string source;  // "this machine", or the XML path
+  int packages = 0;
+  int numa_nodes = 0;
+  int cores = 0;
+  int pus = 0;
+  std::vector<PciDevice> gpus;
+  std::vector<PciDevice> nics;
+};
+
+/// Loads the topology; xml_path empty: CCL_TOPO_FILE if set, else the running machine.
+/// Without hwloc in the build it reports CPUs from the OS and no PCI devices.
+Status load_machine_topology(const std::string& xml_path, MachineTopology* out);
+
+/// Multi-line human-readable summary (ccl-info, CCL_DEBUG=INFO).
+std::string describe(const MachineTopology& t);
+
+/// True when the build has hwloc.
+bool have_hwloc();
+
+}  // namespace ccl

@@ -1,0 +1,62 @@
+#include "topology/peer_info.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "ccl/version.h"
+#include "common/cuda.hpp"
+
+namespace ccl {
+
+const char* peer_path_name(PeerPath p) {
+  switch (p) {
+    case PeerPath::kSelf: return "self";
+    case PeerPath::kP2P: return "P2P";
+    case PeerPath::kNetwork: return "network";
+  }
+  return "?";
+}
+
+uint64_t host_hash() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string text = host;
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (boot >> id) text += "|" + id;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : text) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
+  std::memset(info, 0, sizeof(*info));
+  info->version = kPeerInfoVersion;
+  info->ccl_version = CCL_VERSION_CODE;
+  info->rank = rank;
+  info->pid = getpid();
+  info->uid = getuid();
+  info->device = device;
+  info->host_hash = host_hash();
+  info->heap_mode = heap_mode;
+  if (device < 0) return CCL_SUCCESS;
+  CCL_CUDA_CHECK(cudaDeviceGetPCIBusId(info->pci_bus_id, sizeof(info->pci_bus_id), device));
+  cudaDeviceProp prop{};
+  CCL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::memcpy(info->uuid, &prop.uuid, sizeof(info->uuid));
+  const DriverApi* api = nullptr;
+  CCL_CHECK(driver_api(&api));
+  int vmm = 0, fd = 0, ipc = 0;
+  CCL_CU_CHECK(api->cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device));
+  CCL_CU_CHECK(api->cuDeviceGetAttribute(&fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device));
+  CCL_CUDA_CHECK(cudaDeviceGetAttribute(&ipc, cudaDevAttrIpcEventSupport, device));
+  if (vmm && fd) info->heap_caps |= kCapPosixFd;
+  // Legacy IPC works on every Linux device that supports unified addressing.
+  info->heap_caps |= kCapLegacyIpc;
+  (void)ipc;
+  return CCL_SUCCESS;
+}
+
+}  // namespace ccl

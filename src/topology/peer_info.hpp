@@ -1,0 +1,69 @@
+// What each rank tells every other rank at init (one bootstrap allgather), and the path to each
+// peer derived from it. Shared between processes, so the layout is fixed and versioned.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.hpp"
+
+namespace ccl {
+
+inline constexpr uint32_t kPeerInfoVersion = 1;
+
+/// Handle types a rank can use for the symmetric heap (bit mask).
+enum HeapHandleCaps : uint32_t { kCapPosixFd = 1u << 0, kCapLegacyIpc = 1u << 1 };
+
+struct PeerInfo {
+  uint32_t version;       // kPeerInfoVersion
+  uint32_t ccl_version;   // CCL_VERSION_CODE of the sender
+  int32_t rank;
+  int32_t pid;
+  uint32_t uid;
+  int32_t device;          // CUDA ordinal in the sender's process, -1 if none
+  uint64_t host_hash;      // host name and boot id
+  uint32_t heap_caps;      // HeapHandleCaps the sender's device supports
+  int32_t heap_mode;       // the sender's CCL_HEAP_HANDLE choice (index in its enum)
+  char pci_bus_id[16];     // "0000:1b:00.0", empty without a device
+  uint8_t uuid[16];        // CUDA device UUID
+  uint8_t reserved[56];
+};
+static_assert(sizeof(PeerInfo) == 128, "PeerInfo crosses processes: keep its size fixed");
+
+/// How this rank reaches a peer's memory.
+enum class PeerPath : uint8_t {
+  kSelf,     // this rank
+  kP2P,      // load/store through NVLink or PCIe peer mappings (same node)
+  kNetwork,  // not load/store reachable: a network transport (later) or nothing
+};
+
+const char* peer_path_name(PeerPath p);
+
+/// Fills the local rank's info (device may be -1).
+Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info);
+
+/// Paths from `me` to every rank. `can_access(peer)` answers whether this process's device
+/// can map the peer's device memory; it is only asked for same-host peers with a device.
+template <typename CanAccess>
+std::vector<PeerPath> compute_paths(const std::vector<PeerInfo>& peers, int me,
+                                    CanAccess&& can_access) {
+  std::vector<PeerPath> paths(peers.size(), PeerPath::kNetwork);
+  for (size_t r = 0; r < peers.size(); ++r) {
+    if (static_cast<int>(r) == me) {
+      paths[r] = PeerPath::kSelf;
+      continue;
+    }
+    const PeerInfo& p = peers[r];
+    if (p.host_hash != peers[me].host_hash || p.device < 0 || peers[me].device < 0) continue;
+    if (can_access(p)) paths[r] = PeerPath::kP2P;
+  }
+  return paths;
+}
+
+/// Hash of the host name and the kernel boot id: equal exactly for processes of one OS.
+uint64_t host_hash();
+
+}  // namespace ccl
