@@ -153,7 +153,7 @@ Status Bootstrap::in_conn(int peer) {
 Status Bootstrap::pump(int peer) {
   InConn& c = in_[peer];
   char buf[65536];
-  for (;;) {
+  while (!c.closed) {
     ssize_t k = ::recv(c.fd, buf, sizeof(buf), 0);
     if (k > 0) {
       c.rx.insert(c.rx.end(), buf, buf + k);
@@ -161,9 +161,8 @@ Status Bootstrap::pump(int peer) {
     }
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (k < 0 && errno == EINTR) continue;
-    if (cancelled(cancel_)) return CCL_FAIL(CCL_ABORTED, "rank %d: aborted", rank_);
-    return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d: rank %d closed its connection (%s)", rank_, peer,
-                    k == 0 ? "it exited or aborted" : strerror(errno));
+    // A peer that sent its last message and exited is not an error until we need more from it.
+    c.closed = true;
   }
   // Parse every complete message; validate each header before trusting its length.
   size_t off = 0;
@@ -241,6 +240,11 @@ Status Bootstrap::exchange(int to, uint32_t tag, const void* sdata, size_t sbyte
     }
     if (sent == tx.size() && received) return CCL_SUCCESS;
     if (cancelled(cancel_)) return CCL_FAIL(CCL_ABORTED, "rank %d: aborted", rank_);
+    if (!received && in_[from].closed)
+      return CCL_FAIL(CCL_REMOTE_ERROR,
+                      "rank %d: rank %d closed its connection before sending tag %u (it exited "
+                      "or aborted)",
+                      rank_, from, tag);
     if (d.expired()) {
       if (!received)
         return CCL_FAIL(CCL_TIMEOUT, "rank %d: no message from rank %d (tag %u) within %lld ms",

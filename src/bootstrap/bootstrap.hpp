@@ -58,6 +58,7 @@ class Bootstrap {
     int fd = -1;
     std::vector<char> rx;  // bytes received, not yet parsed
     std::deque<Message> ready;
+    bool closed = false;  // the peer closed; messages already received stay readable
   };
 
   Bootstrap() = default;

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/log.hpp"
+
 namespace ccl {
 namespace {
 
@@ -161,7 +163,14 @@ Status setting_string(Setting s, std::string* value, SettingSource* source) {
   }
   if (d.type != SettingType::kString)
     return CCL_FAIL(CCL_INTERNAL_ERROR, "%s is not a string setting", d.name);
-  *value = raw_value(d, source);
+  const char* text = raw_value(d, source);
+  uint32_t mask = 0;
+  if (s == Setting::kDebugSubsys && !parse_subsys_mask(text, &mask))
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "%s='%s' names an unknown subsystem (use INIT,BOOTSTRAP,TOPO,MEM,NET,PROXY,"
+                    "COLL,ENV,ALL)",
+                    d.name, text);
+  *value = text;
   return CCL_SUCCESS;
 }
 

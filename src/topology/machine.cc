@@ -1,5 +1,6 @@
 #include "topology/machine.hpp"
 
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -93,6 +94,16 @@ Status load_machine_topology(const std::string& xml_path, MachineTopology* out) 
   out->pus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
 #endif
   return CCL_SUCCESS;
+}
+
+std::vector<const PciDevice*> nics_near(const MachineTopology& t, const std::string& gpu_bus_id) {
+  int numa = -1;
+  for (const auto& g : t.gpus)
+    if (strcasecmp(g.bus_id.c_str(), gpu_bus_id.c_str()) == 0) numa = g.numa_node;
+  std::vector<const PciDevice*> out;
+  for (const auto& n : t.nics)
+    if (numa < 0 || n.numa_node < 0 || n.numa_node == numa) out.push_back(&n);
+  return out;
 }
 
 std::string describe(const MachineTopology& t) {

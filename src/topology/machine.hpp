@@ -35,6 +35,10 @@ struct MachineTopology {
 /// Without hwloc in the build it reports CPUs from the OS and no PCI devices.
 Status load_machine_topology(const std::string& xml_path, MachineTopology* out);
 
+/// The NICs closest to the GPU at `gpu_bus_id`: those on its NUMA node (all NICs when the
+/// locality is unknown). The proxy and IBGDA transports pick their NIC from this list.
+std::vector<const PciDevice*> nics_near(const MachineTopology& t, const std::string& gpu_bus_id);
+
 /// Multi-line human-readable summary (ccl-info, CCL_DEBUG=INFO).
 std::string describe(const MachineTopology& t);
 

@@ -1,0 +1,161 @@
+// The bootstrap under hostile or broken conditions: wrong secrets, garbage, truncated and
+// oversized messages, a port scan during init, a rank that never arrives, a rank that dies.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/unique_id.hpp"
+#include "mp/fork_ranks.hpp"
+
+namespace ccl {
+namespace {
+
+using bootstrap::Bootstrap;
+using bootstrap::UniqueIdData;
+using test::fork_ranks;
+
+int connect_root(const UniqueIdData& id) {
+  SockAddr a;
+  if (!bootstrap::from_wire(id.root, &a)) return -1;
+  int fd = -1;
+  if (!connect_to(a, Deadline::after_ms(2000), nullptr, "root", &fd).ok()) return -1;
+  return fd;
+}
+
+void send_bytes(int fd, const void* p, size_t n) {
+  send_all(fd, p, n, Deadline::after_ms(1000), nullptr, "root").ignore();
+}
+
+int normal_rank(const UniqueIdData& id, int r, int n) {
+  std::unique_ptr<Bootstrap> b;
+  RANK_OK(Bootstrap::create(id, r, n, nullptr, 20000, &b));
+  std::vector<int> v(n);
+  v[r] = r * 10;
+  RANK_OK(b->allgather(v.data(), sizeof(int)));
+  for (int i = 0; i < n; ++i) RANK_CHECK(v[i] == i * 10, "slot %d", i);
+  RANK_OK(b->barrier());
+  return 0;
+}
+
+TEST(BootstrapHostile, WrongSecretGarbageAndOversizeAreRejectedJobCompletes) {
+  UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  // Hostile connections first, so they are in the root's queue before the real ranks.
+  std::vector<int> fds;
+  {  // a well-formed hello with the wrong secret, claiming rank 0
+    int fd = connect_root(id);
+    ASSERT_GE(fd, 0);
+    bootstrap::WireHeader h{static_cast<uint32_t>(bootstrap::MsgType::kRootHello), 0,
+                            sizeof(bootstrap::Hello)};
+    bootstrap::Hello hello{};
+    hello.version = bootstrap::kWireVersion;
+    std::memcpy(hello.secret, id.secret, sizeof(hello.secret));
+    hello.secret[3] ^= 0x40;
+    hello.rank = 0;
+    hello.nranks = 3;
+    send_bytes(fd, &h, sizeof(h));
+    send_bytes(fd, &hello, sizeof(hello));
+    fds.push_back(fd);
+  }
+  {  // garbage
+    int fd = connect_root(id);
+    char junk[200];
+    for (size_t i = 0; i < sizeof(junk); ++i) junk[i] = static_cast<char>(i * 37);
+    send_bytes(fd, junk, sizeof(junk));
+    fds.push_back(fd);
+  }
+  {  // an oversized header: must be dropped on the header alone
+    int fd = connect_root(id);
+    bootstrap::WireHeader h{static_cast<uint32_t>(bootstrap::MsgType::kRootHello), 0, 1ull << 40};
+    send_bytes(fd, &h, sizeof(h));
+    fds.push_back(fd);
+  }
+  {  // truncated: half a hello, then silence
+    int fd = connect_root(id);
+    bootstrap::WireHeader h{static_cast<uint32_t>(bootstrap::MsgType::kRootHello), 0,
+                            sizeof(bootstrap::Hello)};
+    send_bytes(fd, &h, sizeof(h));
+    send_bytes(fd, id.secret, 8);
+    fds.push_back(fd);
+  }
+  auto results = fork_ranks(3, [&](int r) { return normal_rank(id, r, 3); }, 60000);
+  for (int fd : fds) close(fd);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+TEST(BootstrapHostile, PortScanDuringInitDoesNotStopIt) {
+  UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> scans{0};
+  std::thread scanner([&] {
+    std::vector<int> silent;
+    while (!stop.load()) {
+      int fd = connect_root(id);
+      if (fd < 0) break;  // root finished and closed its port
+      if (silent.size() < 40) silent.push_back(fd);  // some stay open and say nothing
+      else close(fd);
+      ++scans;
+    }
+    for (int fd : silent) close(fd);
+  });
+  auto results = fork_ranks(4, [&](int r) {
+    usleep(50000 * r);  // arrive while the scan is under way
+    return normal_rank(id, r, 4);
+  }, 60000);
+  stop = true;
+  scanner.join();
+  EXPECT_GT(scans.load(), 10);
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+TEST(BootstrapHostile, MissingRankTimesOutNamingIt) {
+  setenv("CCL_BOOTSTRAP_TIMEOUT", "1500", 1);
+  UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  unsetenv("CCL_BOOTSTRAP_TIMEOUT");
+  // Ranks 0, 1 and 3 of 4 start; rank 2 never does.
+  auto results = fork_ranks(3, [&](int i) {
+    const int r = i == 2 ? 3 : i;
+    std::unique_ptr<Bootstrap> b;
+    Status s = Bootstrap::create(id, r, 4, nullptr, 1500, &b);
+    RANK_CHECK(s.code() == CCL_TIMEOUT, "expected a timeout, got %d", s.code());
+    const std::string msg = last_error();
+    RANK_CHECK(msg.find("(2)") != std::string::npos, "message does not name rank 2: %s", msg.c_str());
+    return 0;
+  }, 30000);
+  for (auto& res : results) {
+    EXPECT_EQ(res.code, 0);
+    EXPECT_LT(res.seconds, 10.0) << "the timeout took too long";
+  }
+}
+
+TEST(BootstrapHostile, DeadRankIsNamedByItsPeers) {
+  UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  auto results = fork_ranks(3, [&](int r) {
+    std::unique_ptr<Bootstrap> b;
+    RANK_OK(Bootstrap::create(id, r, 3, nullptr, 3000, &b));
+    RANK_OK(b->barrier());
+    if (r == 2) _exit(0);  // dies without a word, connections and all
+    Status s = Status();
+    for (int i = 0; i < 3 && s.ok(); ++i) s = b->barrier();
+    RANK_CHECK(!s.ok(), "barrier with a dead rank succeeded");
+    const std::string msg = last_error();
+    // Rank 0 waits on rank 2 first; rank 1 may instead see rank 0 leave after its failure.
+    const std::string body = msg.substr(msg.find(':') + 1);
+    const bool named = body.find("rank 2") != std::string::npos ||
+                       (r == 1 && body.find("rank 0") != std::string::npos);
+    RANK_CHECK(named, "message does not name the dead rank: %s", msg.c_str());
+    return 0;
+  }, 30000);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+}  // namespace
+}  // namespace ccl

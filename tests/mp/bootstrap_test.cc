@@ -1,0 +1,102 @@
+// The bootstrap between real processes over loopback: 1..16 ranks, every operation, random sizes.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/unique_id.hpp"
+#include "mp/fork_ranks.hpp"
+
+namespace ccl {
+namespace {
+
+using bootstrap::Bootstrap;
+using test::fork_ranks;
+
+int exercise(const bootstrap::UniqueIdData& id, int rank, int n, uint32_t seed) {
+  std::unique_ptr<Bootstrap> b;
+  RANK_OK(Bootstrap::create(id, rank, n, nullptr, 30000, &b));
+  RANK_CHECK(b->rank() == rank && b->nranks() == n, "identity");
+  std::mt19937 rng(seed);  // same seed on all ranks: everyone knows the sizes
+  for (int round = 0; round < 4; ++round) {
+    // allgather of a random block size, content derived from (rank, round, index)
+    const size_t bytes = 1 + rng() % (round == 3 ? 300000 : 257);
+    std::vector<uint8_t> buf(bytes * n, 0xee);
+    for (size_t i = 0; i < bytes; ++i) buf[rank * bytes + i] = static_cast<uint8_t>(rank * 31 + round * 7 + i);
+    RANK_OK(b->allgather(buf.data(), bytes));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < bytes; ++i)
+        RANK_CHECK(buf[r * bytes + i] == static_cast<uint8_t>(r * 31 + round * 7 + i),
+                   "allgather block %d byte %zu", r, i);
+    // broadcast from a random root
+    const int root = static_cast<int>(rng() % n);
+    std::vector<uint32_t> bc(1 + rng() % 1000, 0);
+    if (rank == root)
+      for (size_t i = 0; i < bc.size(); ++i) bc[i] = static_cast<uint32_t>(i * 2654435761u + round);
+    RANK_OK(b->broadcast(bc.data(), bc.size() * 4, root));
+    for (size_t i = 0; i < bc.size(); ++i)
+      RANK_CHECK(bc[i] == static_cast<uint32_t>(i * 2654435761u + round), "broadcast word %zu", i);
+    RANK_OK(b->barrier());
+    // point to point: each rank sends to rank+shift and receives from rank-shift
+    const int shift = 1 + static_cast<int>(rng() % std::max(1, n - 1));
+    const size_t len = rng() % 70000;
+    const int to = (rank + shift) % n, from = (rank - shift % n + n) % n;
+    std::vector<uint8_t> out(len), in(len);
+    for (size_t i = 0; i < len; ++i) out[i] = static_cast<uint8_t>(rank ^ i);
+    if (to != rank) {
+      RANK_OK(b->send(to, bootstrap::kUserTagBase + round, out.data(), len));
+      RANK_OK(b->recv(from, bootstrap::kUserTagBase + round, in.data(), len));
+      for (size_t i = 0; i < len; ++i)
+        RANK_CHECK(in[i] == static_cast<uint8_t>(from ^ i), "p2p byte %zu from %d", i, from);
+    }
+  }
+  return 0;
+}
+
+class BootstrapRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(BootstrapRanks, AllOperationsWithRandomSizes) {
+  const int n = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  auto results = fork_ranks(n, [&](int r) { return exercise(id, r, n, 1234u + n); });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, BootstrapRanks, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 16));
+
+TEST(Bootstrap, WorksOverIpv6) {
+  setenv("CCL_SOCKET_FAMILY", "IPV6", 1);
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  EXPECT_EQ(id.root.family, AF_INET6);
+  auto results = fork_ranks(3, [&](int r) { return exercise(id, r, 3, 99); });
+  unsetenv("CCL_SOCKET_FAMILY");
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+TEST(Bootstrap, MismatchedMessageLengthIsAnErrorNamingThePeer) {
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  auto results = fork_ranks(2, [&](int r) {
+    std::unique_ptr<Bootstrap> b;
+    RANK_OK(Bootstrap::create(id, r, 2, nullptr, 5000, &b));
+    char buf[16] = {};
+    if (r == 0) {
+      RANK_OK(b->send(1, bootstrap::kUserTagBase, buf, 8));
+      RANK_OK(b->barrier());
+      return 0;
+    }
+    Status s = b->recv(0, bootstrap::kUserTagBase, buf, 16);
+    RANK_CHECK(s.code() == CCL_REMOTE_ERROR, "got %d", s.code());
+    RANK_CHECK(std::string(last_error()).find("rank 0 sent 8 bytes") != std::string::npos, "%s",
+               last_error());
+    RANK_OK(b->barrier());
+    return 0;
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+}  // namespace
+}  // namespace ccl

@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "topology/machine.hpp"
+#include "topology/peer_info.hpp"
+
+namespace ccl {
+namespace {
+
+std::string data_file(const char* name) {
+  const char* src = std::getenv("CCL_TEST_SOURCE_DIR");
+  return std::string(src ? src : ".") + "/tests/data/" + name;
+}
+
+TEST(Topology, ReadsSyntheticEightGpuMachine) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  MachineTopology t;
+  ASSERT_TRUE(load_machine_topology(data_file("dgx_h200_8gpu_4nic.xml"), &t).ok()) << last_error();
+  EXPECT_EQ(t.packages, 2);
+  EXPECT_EQ(t.numa_nodes, 2);
+  EXPECT_EQ(t.cores, 8);
+  ASSERT_EQ(t.gpus.size(), 8u);
+  ASSERT_EQ(t.nics.size(), 4u);
+  EXPECT_EQ(t.gpus[0].bus_id, "0000:10:00.0");
+  EXPECT_EQ(t.gpus[0].vendor, 0x10de);
+  EXPECT_EQ(t.gpus[0].numa_node, 0);
+  EXPECT_EQ(t.gpus[7].numa_node, 1);
+  EXPECT_EQ(t.nics[0].class_id, 0x0207);
+  ASSERT_FALSE(t.nics[0].os_names.empty());
+  EXPECT_EQ(t.nics[0].os_names[0], "mlx5_0");
+  // NIC affinity: a GPU on package 1 is served by the two NICs of package 1.
+  auto near = nics_near(t, t.gpus[5].bus_id);
+  ASSERT_EQ(near.size(), 2u);
+  EXPECT_EQ(near[0]->os_names[0], "mlx5_2");
+  EXPECT_EQ(near[1]->os_names[0], "mlx5_3");
+  const std::string text = describe(t);
+  EXPECT_NE(text.find("GPUs: 8"), std::string::npos);
+  EXPECT_NE(text.find("NICs: 4"), std::string::npos);
+}
+
+TEST(Topology, MachinesWithoutNicsOrGpus) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  MachineTopology t;
+  ASSERT_TRUE(load_machine_topology(data_file("two_gpu_no_nic.xml"), &t).ok());
+  EXPECT_EQ(t.gpus.size(), 2u);
+  EXPECT_TRUE(t.nics.empty());
+  EXPECT_TRUE(nics_near(t, t.gpus[0].bus_id).empty());
+  ASSERT_TRUE(load_machine_topology(data_file("cpu_only_eth.xml"), &t).ok());
+  EXPECT_TRUE(t.gpus.empty());
+  ASSERT_EQ(t.nics.size(), 1u);
+  EXPECT_EQ(t.nics[0].class_id, 0x0200);
+}
+
+TEST(Topology, BadXmlIsAnErrorNamingTheFile) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  MachineTopology t;
+  Status s = load_machine_topology("/nonexistent/topo.xml", &t);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(std::string(last_error()).find("/nonexistent/topo.xml"), std::string::npos);
+}
+
+TEST(Topology, TopoFileSettingIsUsed) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  setenv("CCL_TOPO_FILE", data_file("two_gpu_no_nic.xml").c_str(), 1);
+  MachineTopology t;
+  ASSERT_TRUE(load_machine_topology("", &t).ok());
+  unsetenv("CCL_TOPO_FILE");
+  EXPECT_EQ(t.gpus.size(), 2u);
+}
+
+PeerInfo peer(int rank, uint64_t host, int device) {
+  PeerInfo p{};
+  p.rank = rank;
+  p.host_hash = host;
+  p.device = device;
+  return p;
+}
+
+TEST(PeerPaths, SelfP2PAndNetwork) {
+  // Ranks 0-2 on host A (rank 2 has no GPU), rank 3 on host B.
+  std::vector<PeerInfo> peers = {peer(0, 1, 0), peer(1, 1, 1), peer(2, 1, -1), peer(3, 2, 0)};
+  int asked = 0;
+  auto paths = compute_paths(peers, 0, [&](const PeerInfo& p) {
+    ++asked;
+    return p.rank == 1;
+  });
+  EXPECT_EQ(paths[0], PeerPath::kSelf);
+  EXPECT_EQ(paths[1], PeerPath::kP2P);
+  EXPECT_EQ(paths[2], PeerPath::kNetwork);  // no device
+  EXPECT_EQ(paths[3], PeerPath::kNetwork);  // other host: never asked
+  EXPECT_EQ(asked, 1);
+  auto denied = compute_paths(peers, 0, [](const PeerInfo&) { return false; });
+  EXPECT_EQ(denied[1], PeerPath::kNetwork);
+  EXPECT_STREQ(peer_path_name(PeerPath::kP2P), "P2P");
+}
+
+TEST(PeerPaths, HostHashIsStable) { EXPECT_EQ(host_hash(), host_hash()); }
+
+}  // namespace
+}  // namespace ccl
