@@ -9,6 +9,7 @@
 
 #include "bootstrap/root.hpp"
 #include "ccl/ccl.h"
+#include "common/cuda.hpp"
 #include "mp/fork_ranks.hpp"
 
 namespace ccl {
@@ -23,6 +24,24 @@ int count_entries(const char* dir) {
   while (readdir(d) != nullptr) ++n;
   closedir(d);
   return n;
+}
+
+long resident_kib() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  long size = 0, resident = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// Device memory in use on the current device (0 without a GPU).
+long long gpu_used_bytes() {
+  if (cuda_device_count() == 0) return 0;
+  size_t free_b = 0, total = 0;
+  if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return 0;
+  return static_cast<long long>(total - free_b);
 }
 
 TEST(Comm, InitSplitTeamsDestroyAcrossProcesses) {
@@ -109,29 +128,45 @@ TEST(Comm, AbortFromAnotherThreadReturnsWithinOneSecond) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
+// In a child process: with a GPU, CUDA gets initialised, and a parent that did so cannot fork
+// the ranks of later tests. Two ranks as two threads; on a GPU machine each cycle also creates
+// and releases the symmetric heap (VMM range, handle sockets).
 TEST(Comm, ThousandInitAbortCyclesLeaveNothingBehind) {
-  auto once = [] {
-    ccl_unique_id_t id;
-    ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
-    ccl_comm_t c[2] = {nullptr, nullptr};
-    std::thread t([&] { ASSERT_EQ(ccl_comm_init_rank(&c[1], 2, id, 1), CCL_SUCCESS) << ccl_get_last_error(); });
-    ASSERT_EQ(ccl_comm_init_rank(&c[0], 2, id, 0), CCL_SUCCESS) << ccl_get_last_error();
-    t.join();
-    ASSERT_EQ(ccl_comm_abort(c[0]), CCL_SUCCESS);
-    ASSERT_EQ(ccl_comm_abort(c[1]), CCL_SUCCESS);
-  };
-  for (int i = 0; i < 5; ++i) once();  // warm-up: one-time allocations (logging, CUDA probe)
-  bootstrap::reap_roots(true);
-  const int fds0 = count_entries("/proc/self/fd");
-  const int threads0 = count_entries("/proc/self/task");
-  for (int i = 0; i < 1000; ++i) {
-    once();
-    if (HasFatalFailure()) return;
-  }
-  bootstrap::reap_roots(true);
-  EXPECT_EQ(count_entries("/proc/self/fd"), fds0);
-  EXPECT_EQ(count_entries("/proc/self/task"), threads0);
-  EXPECT_EQ(bootstrap::live_roots(), 0);
+  auto results = fork_ranks(1, [](int) {
+    auto once = []() -> int {
+      ccl_unique_id_t id;
+      RANK_OK(ccl_get_unique_id(&id));
+      ccl_comm_t c[2] = {nullptr, nullptr};
+      int rc1 = 0;
+      std::thread t([&] { rc1 = ccl_comm_init_rank(&c[1], 2, id, 1); });
+      RANK_OK(ccl_comm_init_rank(&c[0], 2, id, 0));
+      t.join();
+      RANK_CHECK(rc1 == 0, "rank 1 init: %d", rc1);
+      RANK_OK(ccl_comm_abort(c[0]));
+      RANK_OK(ccl_comm_abort(c[1]));
+      return 0;
+    };
+    for (int i = 0; i < 5; ++i)  // warm-up: one-time allocations (logging, CUDA probe)
+      if (once()) return 1;
+    bootstrap::reap_roots(true);
+    const int fds0 = count_entries("/proc/self/fd");
+    const int threads0 = count_entries("/proc/self/task");
+    const long rss0 = resident_kib();
+    const long long gpu0 = gpu_used_bytes();
+    for (int i = 0; i < 1000; ++i)
+      if (once()) return 1;
+    bootstrap::reap_roots(true);
+    const int fds1 = count_entries("/proc/self/fd"), threads1 = count_entries("/proc/self/task");
+    RANK_CHECK(fds1 == fds0, "open fds went from %d to %d", fds0, fds1);
+    RANK_CHECK(threads1 == threads0, "threads went from %d to %d", threads0, threads1);
+    RANK_CHECK(bootstrap::live_roots() == 0, "bootstrap roots still alive");
+    const long rss1 = resident_kib();
+    RANK_CHECK(rss1 - rss0 < 8192, "resident memory grew by %ld KiB over 1000 cycles", rss1 - rss0);
+    const long long gpu1 = gpu_used_bytes();
+    RANK_CHECK(gpu1 - gpu0 < (16ll << 20), "GPU memory in use grew by %lld MiB", (gpu1 - gpu0) >> 20);
+    return 0;
+  }, 600000);
+  EXPECT_EQ(results[0].code, 0);
 }
 
 TEST(Comm, DestroyWithAMissingPeerTimesOut) {

@@ -48,6 +48,7 @@ inline std::vector<RankResult> fork_ranks(int n, const std::function<int(int)>& 
   }
   std::vector<RankResult> out(n);
   int live = n;
+  bool killed = false;
   while (live > 0) {
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -62,7 +63,8 @@ inline std::vector<RankResult> fork_ranks(int n, const std::function<int(int)>& 
       }
       continue;
     }
-    if (std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
+    if (!killed && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
+      killed = true;
       for (int r = 0; r < n; ++r)
         if (pids[r] > 0) {
           std::fprintf(stderr, "fork_ranks: rank %d still running at the timeout; killed\n", r);

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds here and packs what the GPU machine runs into .devinst/ (git-ignored, ~10 MB, stripped):
+# tools in bin/, test and benchmark binaries in tests/ and perf/, libccl in lib/. Carry it with
+# the device tool and run scripts/gpu-check.sh there (it finds .devinst/ by itself).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${CCL_BUILD_DIR:-$root/build}
+"$root/scripts/setup.sh"
+dest=$root/.devinst
+rm -rf "$dest"
+mkdir -p "$dest"/{bin,tests,lib,perf}
+cp "$build"/src/tools/ccl-info "$build"/src/tools/ccl-run "$dest/bin/"
+cp -P "$build"/src/libccl.so* "$dest/lib/"
+find "$build/tests" -maxdepth 1 -type f -executable \( -name 'gpu_*' -o -name 'mp_*' -o -name 'env_rank' \) \
+  -exec cp {} "$dest/tests/" \;
+if [[ -d $build/perf ]]; then
+  find "$build/perf" -maxdepth 1 -type f -executable -exec cp {} "$dest/perf/" \;
+fi
+strip --strip-unneeded "$dest"/bin/* "$dest"/tests/* "$dest"/lib/libccl.so.*.* 2>/dev/null || true
+find "$dest/perf" -type f -exec strip --strip-unneeded {} \; 2>/dev/null || true
+du -sh "$dest"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The main job: set up and build, then run ccl on every local GPU. Without a GPU it says so,
+# prints ccl-info and exits 0.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${CCL_BUILD_DIR:-$root/build}
+"$root/scripts/setup.sh"
+# NVLink multicast stays off unless a user turns it on explicitly (see docs/env.md).
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} NVSHMEM_DISABLE_NVLS=${NVSHMEM_DISABLE_NVLS:-1}
+export TORCH_SYMM_MEM_DISABLE_MULTICAST=${TORCH_SYMM_MEM_DISABLE_MULTICAST:-1}
+"$build/src/tools/ccl-info"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "run: no GPU on this machine: built and printed ccl-info; nothing to run on a GPU."
+  exit 0
+fi
+# Until the collectives land, the main job is the symmetric-heap smoke test on all local GPUs.
+CCL_SOCKET_IFNAME=${CCL_SOCKET_IFNAME:-lo} "$build/tests/gpu_heap"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Set up and build like run.sh, then run every test. GPU tests skip (with the reason) where no
+# GPU is visible. The ctest summary is the last thing printed.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${CCL_BUILD_DIR:-$root/build}
+"$root/scripts/setup.sh"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+cd "$build"
+ctest --output-on-failure --timeout 900 -j "${CCL_TEST_JOBS:-2}" ${CCL_CTEST_ARGS:-}
