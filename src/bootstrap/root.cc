@@ -1,5 +1,6 @@
 #include "bootstrap/root.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -40,9 +41,30 @@ struct Registry {
   }
 };
 
+// fork() copies only the calling thread: a child must neither join the parent's root threads
+// (they do not exist there) nor find the registry locked by one of them.
+void before_fork();
+void after_fork_parent();
+void after_fork_child();
+
 Registry& registry() {
   static Registry r;
+  static const int once = pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  (void)once;
   return r;
+}
+
+void before_fork() { registry().mutex.lock(); }
+void after_fork_parent() { registry().mutex.unlock(); }
+void after_fork_child() {
+  Registry& r = registry();
+  // The threads behind these objects live in the parent; leak the objects rather than join.
+  for (auto& root : r.roots) {
+    ::close(root->listen_fd);
+    (void)root.release();
+  }
+  r.roots.clear();
+  r.mutex.unlock();
 }
 
 void send_to(int fd, MsgType type, const void* payload, size_t len) {

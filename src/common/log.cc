@@ -1,5 +1,6 @@
 #include "common/log.hpp"
 
+#include <pthread.h>
 #include <strings.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -103,9 +104,15 @@ bool parse_subsys_mask(const char* text, uint32_t* mask) {
   return true;
 }
 
+// A fork while another thread writes a line must not leave the child's log mutex locked.
+void lock_for_fork() { g_mutex.lock(); }
+void unlock_after_fork() { g_mutex.unlock(); }
+
 bool log_enabled(LogLevel level, uint32_t subsys) {
   int cur = g_level.load(std::memory_order_acquire);
   if (cur < 0) {
+    static const int once = pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+    (void)once;
     std::lock_guard<std::mutex> lock(g_mutex);
     if (g_level.load() < 0) load_locked();
     cur = g_level.load();
