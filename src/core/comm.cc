@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "bootstrap/root.hpp"
@@ -94,6 +95,13 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
     return cudaDeviceCanAccessPeer(&ok, c->device, local) == cudaSuccess && ok != 0;
   });
   log_paths(c);
+  static std::once_flag machine_logged;
+  if (log_enabled(LogLevel::kInfo, kSubsysTopo))
+    std::call_once(machine_logged, [] {
+      MachineTopology machine;
+      if (load_machine_topology("", &machine).ok())
+        CCL_INFO(kSubsysTopo, "%s", describe(machine).c_str());
+    });
 
   std::vector<int> all(c->nranks), node;
   for (int r = 0; r < c->nranks; ++r) {
