@@ -13,7 +13,7 @@
 namespace ccl::bootstrap {
 
 namespace {
-constexpr size_t kMaxPending = 128;
+constexpr size_t kMaxPending = 1024;
 }
 
 Acceptor::Acceptor(int listen_fd, const uint8_t* secret, MsgType type, int nranks)
@@ -94,7 +94,14 @@ Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd
           if (c < 0) break;
           int one = 1;
           setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          if (pending_.size() >= kMaxPending) reject(0, "too many half-open connections");
+          if (pending_.size() >= kMaxPending) {
+            // Full: drop the oldest connection that has sent nothing (a scan or a squatter);
+            // one that is mid-hello is more likely a rank.
+            size_t victim = 0;
+            for (size_t k = 0; k < pending_.size(); ++k)
+              if (pending_[k].got == 0) { victim = k; break; }
+            reject(victim, "too many half-open connections");
+          }
           pending_.push_back({c, Clock::now(), 0, {}});
         }
       }

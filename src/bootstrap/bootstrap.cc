@@ -54,36 +54,47 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
   CCL_INFO(kSubsysBootstrap, "bootstrap: rank %d/%d listens on %s (%s), root %s", rank, nranks,
            bound.str().c_str(), ifname.c_str(), root.str().c_str());
 
-  // Root round: our address in, everybody's addresses (or the reason for failing) out.
+  // Root round: our address in, everybody's addresses (or the reason for failing) out. A root
+  // under a connection flood may drop us before it reads our hello: then we connect again, until
+  // the deadline.
   const Deadline deadline = Deadline::after_ms(timeout_ms + 5000);
-  int fd = -1;
-  CCL_CHECK(connect_to(root, deadline, cancel, "the bootstrap root", &fd));
-  Status s = send_hello(fd, MsgType::kRootHello, make_hello(b->secret_, rank, nranks, bound),
-                        deadline, cancel, "the bootstrap root");
-  WireHeader h{};
-  if (s.ok()) s = recv_all(fd, &h, sizeof(h), deadline, cancel, "the bootstrap root");
-  if (!s.ok()) {
-    ::close(fd);
-    return s;
-  }
-  if (h.type == static_cast<uint32_t>(MsgType::kRootAbort) && h.length <= kMaxAbortText) {
-    std::string text(h.length, '\0');
-    s = recv_all(fd, text.data(), text.size(), deadline, cancel, "the bootstrap root");
-    ::close(fd);
-    if (!s.ok()) return s;
-    return CCL_FAIL(CCL_TIMEOUT, "rank %d: %s", rank, text.c_str());
-  }
-  if (h.type != static_cast<uint32_t>(MsgType::kRootTable) ||
-      h.length != static_cast<uint64_t>(nranks) * sizeof(WireAddr)) {
-    ::close(fd);
-    return CCL_FAIL(CCL_REMOTE_ERROR,
-                    "rank %d: malformed reply from the bootstrap root (type %u, %llu bytes)", rank,
-                    h.type, static_cast<unsigned long long>(h.length));
-  }
+  const Hello hello = make_hello(b->secret_, rank, nranks, bound);
   std::vector<WireAddr> table(nranks);
-  s = recv_all(fd, table.data(), h.length, deadline, cancel, "the bootstrap root");
-  ::close(fd);
-  CCL_CHECK(s);
+  for (;;) {
+    int fd = -1;
+    CCL_CHECK(connect_to(root, deadline, cancel, "the bootstrap root", &fd));
+    WireHeader h{};
+    Status s = send_hello(fd, MsgType::kRootHello, hello, deadline, cancel, "the bootstrap root");
+    if (s.ok()) s = recv_all(fd, &h, sizeof(h), deadline, cancel, "the bootstrap root");
+    if (s.code() == CCL_REMOTE_ERROR && !deadline.expired()) {
+      ::close(fd);
+      CCL_INFO(kSubsysBootstrap, "rank %d: the bootstrap root dropped our connection; retrying", rank);
+      ::usleep(10000);
+      continue;
+    }
+    if (!s.ok()) {
+      ::close(fd);
+      return s;
+    }
+    if (h.type == static_cast<uint32_t>(MsgType::kRootAbort) && h.length <= kMaxAbortText) {
+      std::string text(h.length, '\0');
+      s = recv_all(fd, text.data(), text.size(), deadline, cancel, "the bootstrap root");
+      ::close(fd);
+      if (!s.ok()) return s;
+      return CCL_FAIL(CCL_TIMEOUT, "rank %d: %s", rank, text.c_str());
+    }
+    if (h.type != static_cast<uint32_t>(MsgType::kRootTable) ||
+        h.length != static_cast<uint64_t>(nranks) * sizeof(WireAddr)) {
+      ::close(fd);
+      return CCL_FAIL(CCL_REMOTE_ERROR,
+                      "rank %d: malformed reply from the bootstrap root (type %u, %llu bytes)", rank,
+                      h.type, static_cast<unsigned long long>(h.length));
+    }
+    s = recv_all(fd, table.data(), h.length, deadline, cancel, "the bootstrap root");
+    ::close(fd);
+    CCL_CHECK(s);
+    break;
+  }
   b->peers_.resize(nranks);
   for (int r = 0; r < nranks; ++r) {
     if (!from_wire(table[r], &b->peers_[r]))
