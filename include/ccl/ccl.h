@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cuda_runtime_api.h>
+
+#include "ccl/device_abi.h"
 #include "ccl/version.h"
 
 #ifdef __cplusplus
@@ -144,6 +147,41 @@ CCL_API ccl_result_t ccl_mem_free(ccl_comm_t comm, void* ptr);
 /// Local: the address at which this process can load/store `peer`'s copy of the symmetric
 /// address `ptr`. NULL (and CCL_SUCCESS) when the peer is not reachable by load/store.
 CCL_API ccl_result_t ccl_mem_peer_ptr(ccl_comm_t comm, const void* ptr, int peer, void** peer_ptr);
+
+// ---- device API: handles, queue pairs, host stream operations ------------------------------
+
+/// Collective on the first call per communicator (it allocates the barrier signals from the
+/// symmetric heap); later calls are local. Fills the handle kernels take by value (see
+/// ccl/device.cuh). Needs a heap on CUDA VMM (CCL_HEAP_HANDLE=AUTO or POSIX_FD): with legacy IPC
+/// handles the device API is CCL_UNSUPPORTED.
+CCL_API ccl_result_t ccl_comm_get_device_comm(ccl_comm_t comm, ccl_device_comm_t* dcomm);
+/// The device view of a team (its member list in device memory, owned by the team).
+CCL_API ccl_result_t ccl_team_get_device(ccl_team_t team, ccl_device_team_t* dteam);
+/// Collective: creates n queue pairs. Where extra queue pairs bring nothing (every peer over
+/// NVLink) it succeeds and returns CCL_QP_DEFAULT handles, so code stays portable.
+CCL_API ccl_result_t ccl_qp_create(ccl_comm_t comm, int n, ccl_qp_t* qps);
+
+/// Stream-ordered put of `bytes` from local `src` into `peer`'s copy of symmetric `dst` (copy
+/// engine over P2P). Visible at the peer when the stream reaches the next operation.
+CCL_API ccl_result_t ccl_put_on_stream(ccl_comm_t comm, void* dst, const void* src, size_t bytes,
+                                       int peer, cudaStream_t stream);
+/// Stream-ordered signal: set (CCL_SIGNAL_SET) or add (CCL_SIGNAL_ADD) `value` at `peer`'s copy
+/// of the symmetric uint64 `sig`, after everything earlier on the stream.
+CCL_API ccl_result_t ccl_signal_on_stream(ccl_comm_t comm, uint64_t* sig, uint64_t value, int op,
+                                          int peer, cudaStream_t stream);
+/// Stream-ordered bounded wait until the local symmetric `sig` satisfies `cmp` (CCL_CMP_*).
+CCL_API ccl_result_t ccl_wait_signal_on_stream(ccl_comm_t comm, const uint64_t* sig, int cmp,
+                                               uint64_t value, cudaStream_t stream);
+/// Collective, stream-ordered barrier of all ranks (completes earlier puts on the stream).
+CCL_API ccl_result_t ccl_barrier_on_stream(ccl_comm_t comm, cudaStream_t stream);
+/// Stream-ordered completion of every earlier put and signal on the stream.
+CCL_API ccl_result_t ccl_quiet_on_stream(ccl_comm_t comm, cudaStream_t stream);
+
+/// Launches a kernel whose blocks synchronise with each other (device-wide barriers, persistent
+/// kernels): fails with CCL_INVALID_ARGUMENT, before launching, if the grid cannot be co-resident
+/// on the current device; otherwise launches it cooperatively.
+CCL_API ccl_result_t ccl_launch_collective(const void* func, dim3 grid, dim3 block, void** args,
+                                           size_t shared_bytes, cudaStream_t stream);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -172,7 +172,7 @@ ccl_result_t ccl_comm_destroy(ccl_comm_t comm) {
       s = op.check();
       if (s.ok()) s = comm->bootstrap->barrier();
     }
-    ccl::comm_free(comm);
+    ccl::comm_free(comm, 10000);
     bs::reap_roots(false);
     return s;
   });
@@ -185,11 +185,12 @@ ccl_result_t ccl_comm_abort(ccl_comm_t comm) {
     comm->cancel.store(true, std::memory_order_release);
     ccl::comm_set_error(comm, CCL_ABORTED, "the communicator was aborted");
     // Wake every blocked socket wait now; the cancel flag stops the loops within 100 ms.
+    ccl::device_resources_signal_abort(comm);  // device waits see it within microseconds
     if (comm->bootstrap) comm->bootstrap->shutdown();
     if (comm->heap) comm->heap->shutdown();
     { std::lock_guard<std::mutex> lock(comm->op_mutex); }
     while (comm->inflight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    ccl::comm_free(comm);
+    ccl::comm_free(comm, 500);
     bs::reap_roots(false);
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(ccl::Clock::now() - start).count();
@@ -231,6 +232,13 @@ ccl_result_t ccl_comm_get_async_error(ccl_comm_t comm, ccl_result_t* async_error
     CCL_CHECK(check_comm(comm));
     CCL_ARG_CHECK(async_error != nullptr, "async_error must not be NULL");
     std::lock_guard<std::mutex> lock(comm->error_mutex);
+    // A device-side report (timeout, bad argument) puts the communicator into error.
+    ccl_result_t dcode;
+    std::string dtext;
+    if (comm->async_error.load() == CCL_SUCCESS && ccl::device_error_text(comm, &dcode, &dtext)) {
+      comm->async_error.store(dcode);
+      comm->async_message = dtext;
+    }
     *async_error = static_cast<ccl_result_t>(comm->async_error.load());
     if (message) *message = comm->async_message.c_str();
     return CCL_SUCCESS;

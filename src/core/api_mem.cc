@@ -25,7 +25,9 @@ ccl_result_t ccl_mem_alloc(ccl_comm_t comm, size_t bytes, void** ptr) {
     ccl::CommOp op(comm);
     CCL_CHECK(op.check());
     // bytes == 0 is rejected after the size agreement so that every rank fails together.
-    return comm->heap->alloc(bytes, ptr);
+    CCL_CHECK(comm->heap->alloc(bytes, ptr));
+    ccl::device_resources_note_heap(comm);  // CCL_DEVICE_CHECKS bounds follow the heap's growth
+    return CCL_SUCCESS;
   });
 }
 

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <thread>
 #include <string>
 
 #include "bootstrap/root.hpp"
@@ -124,6 +128,7 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
     cfg.timeout_ms = c->timeout_ms;
     CCL_CHECK(SymmetricHeap::create(cfg, c->bootstrap.get(), c->peers, c->paths, &c->cancel,
                                     &c->heap));
+    if (cfg.handle == HeapHandle::kPosixFd) CCL_CHECK(device_resources_create(c));
   }
   CCL_CHECK(c->bootstrap->barrier());
   CCL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s)", c->rank, c->nranks, c->device,
@@ -140,15 +145,48 @@ Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, ccl_co
   Status s = init_steps(c, id);
   bootstrap::reap_roots(false);
   if (!s.ok()) {
-    comm_free(c);
+    comm_free(c, 1000);
     return s;
   }
   *out = c;
   return CCL_SUCCESS;
 }
 
-void comm_free(ccl_comm* c) {
-  // The heap first: it holds device mappings and its own sockets; then the bootstrap.
+namespace {
+// True when every kernel on `device` finished within `ms`. The wait runs on its own thread so
+// that a kernel that never ends cannot hold the caller (abort must return within a second).
+bool device_idle_within(int device, int ms) {
+  if (device < 0) return true;
+  struct Waiter {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto w = std::make_shared<Waiter>();
+  std::thread t([w, device] {
+    cudaSetDevice(device);
+    cudaDeviceSynchronize();
+    cudaGetLastError();
+    std::lock_guard<std::mutex> lock(w->m);
+    w->done = true;
+    w->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(w->m);
+  const bool idle = w->cv.wait_for(lock, std::chrono::milliseconds(ms), [&] { return w->done; });
+  lock.unlock();
+  if (idle) t.join();
+  else t.detach();  // it ends when the device does; the waiter state is shared, not on our stack
+  return idle;
+}
+}  // namespace
+
+void comm_free(ccl_comm* c, int idle_wait_ms) {
+  const bool idle = !c->dev || device_idle_within(c->device, idle_wait_ms);
+  device_resources_free(c, idle);
+  // The heap next: it holds device mappings and its own sockets; then the bootstrap.
+  if (!idle) {
+    (void)c->heap.release();  // kernels may still touch it: leak rather than unmap under them
+  }
   c->heap.reset();
   c->bootstrap.reset();
   delete c;

@@ -10,6 +10,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/wire.hpp"
 #include "ccl/ccl.h"
+#include "core/device_state.hpp"
 #include "core/team.hpp"
 #include "memory/heap.hpp"
 #include "topology/peer_info.hpp"
@@ -23,6 +24,7 @@ struct ccl_comm {
   std::vector<ccl::PeerInfo> peers;
   std::vector<ccl::PeerPath> paths;
   std::unique_ptr<ccl::SymmetricHeap> heap;
+  std::unique_ptr<ccl::DeviceResources> dev;  // device API state (VMM heaps only)
   ccl_team world;
   ccl_team node;
   std::vector<std::unique_ptr<ccl_team>> split_teams;
@@ -40,8 +42,9 @@ namespace ccl {
 
 /// Full init of `comm` as rank `rank` of `nranks` with the current CUDA device (if any).
 Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, ccl_comm** out);
-/// Releases everything comm holds and deletes it.
-void comm_free(ccl_comm* comm);
+/// Releases everything comm holds and deletes it. Device memory kernels might still use is freed
+/// only if the device goes idle within `idle_wait_ms`.
+void comm_free(ccl_comm* comm, int idle_wait_ms);
 /// Records an asynchronous error (the first one wins).
 void comm_set_error(ccl_comm* comm, ccl_result_t code, const std::string& message);
 

@@ -46,6 +46,11 @@ class SymmetricHeap {
   bool offset_of(const void* ptr, uint64_t* offset) const;
 
   uint64_t mapped_bytes() const { return allocator_.end(); }
+  /// VMM layout (POSIX-fd heaps): base of the virtual range, slot stride, slot of a rank (-1 if
+  /// the rank is not mapped here).
+  char* va_base() const { return reinterpret_cast<char*>(va_); }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  int slot_of(int rank) const { return slot_[rank]; }
   uint64_t max_bytes() const { return cfg_.max_bytes; }
   HeapHandle handle() const { return cfg_.handle; }
   int grow_count() const { return static_cast<int>(segments_.size()); }

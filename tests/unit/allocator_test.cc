@@ -75,12 +75,16 @@ TEST(RangeAllocator, RandomSequencesNeverOverlapAndKeepAccounting) {
         ASSERT_EQ(o % align, 0u) << "seed " << seed;
         ASSERT_LE(o + size, total);
         auto next = live.lower_bound(o);
-        if (next != live.end()) ASSERT_LE(o + size, next->first) << "overlap, seed " << seed;
+        if (next != live.end()) {
+          ASSERT_LE(o + size, next->first) << "overlap, seed " << seed;
+        }
         if (next != live.begin()) {
           auto prev = std::prev(next);
           ASSERT_LE(prev->first + prev->second, o) << "overlap, seed " << seed;
         }
-        if (!mergeable) ASSERT_TRUE(o + size <= total / 2 || o >= total / 2) << "crossed regions";
+        if (!mergeable) {
+          ASSERT_TRUE(o + size <= total / 2 || o >= total / 2) << "crossed regions";
+        }
         live[o] = size;
         live_bytes += size;
         ASSERT_EQ(a.block_size(o), size);

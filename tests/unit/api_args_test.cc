@@ -24,7 +24,9 @@ class ApiArgs : public ::testing::Test {
     ASSERT_EQ(ccl_comm_init_rank(&comm_, 1, id, 0), CCL_SUCCESS) << ccl_get_last_error();
   }
   void TearDown() override {
-    if (comm_) EXPECT_EQ(ccl_comm_destroy(comm_), CCL_SUCCESS) << ccl_get_last_error();
+    if (comm_) {
+      EXPECT_EQ(ccl_comm_destroy(comm_), CCL_SUCCESS) << ccl_get_last_error();
+    }
   }
   ccl_comm_t comm_ = nullptr;
 };

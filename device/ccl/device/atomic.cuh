@@ -1,0 +1,115 @@
+// Atomics on 32- and 64-bit symmetric integers at any rank (system scope over NVLink), fetching
+// and non-fetching. T is int32_t, uint32_t, int64_t or uint64_t.
+#pragma once
+
+#include <type_traits>
+
+#include "ccl/device/comm.cuh"
+
+namespace ccl::dev {
+namespace detail {
+
+template <typename T>
+concept AtomicInt = std::is_same_v<T, int32_t> || std::is_same_v<T, uint32_t> ||
+                    std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>;
+
+// The hardware operand type of T (two's complement makes signed add/and/or/xor/cas/exch equal).
+template <typename T>
+using HwInt = std::conditional_t<sizeof(T) == 8, unsigned long long, unsigned int>;
+
+template <typename T>
+__device__ __forceinline__ HwInt<T>* hw(T* p) {
+  return reinterpret_cast<HwInt<T>*>(p);
+}
+template <typename T>
+__device__ __forceinline__ HwInt<T> bits(T v) {
+  return static_cast<HwInt<T>>(v);
+}
+
+}  // namespace detail
+
+#define CCL_ATOMIC_TARGET(op)                                                \
+  T* q = detail::route(c, CCL_OP_ATOMIC, dst, sizeof(T), pe);                \
+  if (q == nullptr) return T{}
+
+/// Atomically adds `value` at `pe` and returns the old value.
+template <detail::AtomicInt T>
+__device__ __forceinline__ T atomic_fetch_add(const DeviceComm& c, T* dst, T value, int pe) {
+  CCL_ATOMIC_TARGET(add);
+  return static_cast<T>(atomicAdd_system(detail::hw(q), detail::bits(value)));
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ T atomic_fetch_inc(const DeviceComm& c, T* dst, int pe) {
+  return atomic_fetch_add(c, dst, T{1}, pe);
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ T atomic_compare_swap(const DeviceComm& c, T* dst, T cond, T value, int pe) {
+  CCL_ATOMIC_TARGET(cas);
+  return static_cast<T>(atomicCAS_system(detail::hw(q), detail::bits(cond), detail::bits(value)));
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ T atomic_swap(const DeviceComm& c, T* dst, T value, int pe) {
+  CCL_ATOMIC_TARGET(swap);
+  return static_cast<T>(atomicExch_system(detail::hw(q), detail::bits(value)));
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ T atomic_fetch_and(const DeviceComm& c, T* dst, T value, int pe) {
+  CCL_ATOMIC_TARGET(and);
+  return static_cast<T>(atomicAnd_system(detail::hw(q), detail::bits(value)));
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ T atomic_fetch_or(const DeviceComm& c, T* dst, T value, int pe) {
+  CCL_ATOMIC_TARGET(or);
+  return static_cast<T>(atomicOr_system(detail::hw(q), detail::bits(value)));
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ T atomic_fetch_xor(const DeviceComm& c, T* dst, T value, int pe) {
+  CCL_ATOMIC_TARGET(xor);
+  return static_cast<T>(atomicXor_system(detail::hw(q), detail::bits(value)));
+}
+/// Atomic load at `pe` (relaxed, system scope).
+template <detail::AtomicInt T>
+__device__ __forceinline__ T atomic_fetch(const DeviceComm& c, const T* dst_const, int pe) {
+  T* dst = const_cast<T*>(dst_const);
+  CCL_ATOMIC_TARGET(fetch);
+  if constexpr (sizeof(T) == 8)
+    return static_cast<T>(detail::load_relaxed_sys(reinterpret_cast<const uint64_t*>(q)));
+  else
+    return static_cast<T>(detail::load_relaxed_sys(reinterpret_cast<const uint32_t*>(q)));
+}
+#undef CCL_ATOMIC_TARGET
+
+/// Atomic store at `pe` (relaxed, system scope).
+template <detail::AtomicInt T>
+__device__ __forceinline__ void atomic_set(const DeviceComm& c, T* dst, T value, int pe) {
+  T* q = detail::route(c, CCL_OP_ATOMIC, dst, sizeof(T), pe);
+  if (q == nullptr) return;
+  if constexpr (sizeof(T) == 8)
+    detail::store_relaxed_sys(reinterpret_cast<uint64_t*>(q), static_cast<uint64_t>(value));
+  else
+    detail::store_relaxed_sys(reinterpret_cast<uint32_t*>(q), static_cast<uint32_t>(value));
+}
+
+// Non-fetching forms: the hardware may skip returning the old value (a reduction).
+template <detail::AtomicInt T>
+__device__ __forceinline__ void atomic_add(const DeviceComm& c, T* dst, T value, int pe) {
+  (void)atomic_fetch_add(c, dst, value, pe);
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ void atomic_inc(const DeviceComm& c, T* dst, int pe) {
+  (void)atomic_fetch_add(c, dst, T{1}, pe);
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ void atomic_and(const DeviceComm& c, T* dst, T value, int pe) {
+  (void)atomic_fetch_and(c, dst, value, pe);
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ void atomic_or(const DeviceComm& c, T* dst, T value, int pe) {
+  (void)atomic_fetch_or(c, dst, value, pe);
+}
+template <detail::AtomicInt T>
+__device__ __forceinline__ void atomic_xor(const DeviceComm& c, T* dst, T value, int pe) {
+  (void)atomic_fetch_xor(c, dst, value, pe);
+}
+
+}  // namespace ccl::dev

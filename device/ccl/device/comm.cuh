@@ -1,0 +1,94 @@
+// Address translation, rank checks and error reports on the device communicator handle.
+#pragma once
+
+#include <cstdio>
+
+#include "ccl/device/primitives.cuh"
+
+namespace ccl::dev {
+
+/// The device communicator handle (ccl_comm_get_device_comm). Trivially copyable: pass it to
+/// kernels by value.
+using DeviceComm = ccl_device_comm_t;
+using DeviceTeam = ccl_device_team_t;
+using Qp = ccl_qp_t;
+
+namespace detail {
+
+/// Records the first device-side failure of the communicator (later ones are dropped) and
+/// returns false so that callers can `return report(...)`.
+__device__ __noinline__ inline bool report(const DeviceComm& c, uint32_t kind, uint32_t op,
+                                           int peer, const void* addr, uint64_t expected,
+                                           uint64_t seen, uint32_t cmp) {
+  if (atomicCAS(c.error_lock, 0u, 1u) != 0u) return false;
+  ccl_device_error_t* e = &c.state->error;
+  e->op = op;
+  e->rank = c.rank;
+  e->peer = peer;
+  e->address = reinterpret_cast<uint64_t>(addr);
+  const char* own = c.heap_base + static_cast<uint64_t>(c.own_slot) * c.slot_bytes;
+  const char* a = static_cast<const char*>(addr);
+  e->offset = (a >= own && a < own + c.slot_bytes) ? static_cast<uint64_t>(a - own) : ~0ull;
+  e->expected = expected;
+  e->seen = seen;
+  e->cmp = cmp;
+  e->kind = kind;
+  // The host reads `state` first and the fields after it: fields before the state word.
+  fence_system();
+  store_relaxed_sys(&e->state, 2u);
+  if (kind == CCL_DEVICE_ERROR_BAD_ARGUMENT || kind == CCL_DEVICE_ERROR_NO_TRANSPORT)
+    printf("ccl: rank %d: device op %u: %s (peer %d, address %p, value %llu)\n", c.rank, op,
+           kind == CCL_DEVICE_ERROR_BAD_ARGUMENT ? "bad argument" : "no transport to peer", peer,
+           addr, static_cast<unsigned long long>(expected));
+  return false;
+}
+
+__device__ __forceinline__ bool checks_on(const DeviceComm& c) {
+  return (c.flags & CCL_DEVICE_FLAG_CHECKS) != 0;
+}
+
+/// CCL_DEVICE_CHECKS: the address range lies in this rank's mapped slot and the rank is valid.
+__device__ __noinline__ inline bool check_args(const DeviceComm& c, uint32_t op, const void* sym,
+                                               size_t bytes, int pe) {
+  if (pe < 0 || pe >= c.nranks)
+    return report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, static_cast<uint64_t>(pe), 0, 0);
+  const char* own = c.heap_base + static_cast<uint64_t>(c.own_slot) * c.slot_bytes;
+  const char* a = static_cast<const char*>(sym);
+  const uint64_t mapped = c.state->heap_mapped;
+  if (a < own || a >= own + mapped)
+    return report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, bytes, mapped, 0);
+  if (bytes > mapped - static_cast<uint64_t>(a - own))
+    return report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, bytes, mapped, 0);
+  return true;
+}
+
+}  // namespace detail
+
+/// Rank `pe`'s copy of the symmetric address `sym` as a pointer this thread can load and store,
+/// or nullptr when `pe` is not load/store reachable. O(1): one multiply and two adds.
+template <typename T>
+__device__ __forceinline__ T* peer_ptr(const DeviceComm& c, T* sym, int pe) {
+  if (c.flags & CCL_DEVICE_FLAG_ALL_P2P) {
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(sym) +
+                                (static_cast<int64_t>(pe) - c.own_slot) *
+                                    static_cast<int64_t>(c.slot_bytes));
+  }
+  if (c.paths[pe] == CCL_PATH_NETWORK) return nullptr;
+  return reinterpret_cast<T*>(reinterpret_cast<char*>(sym) +
+                              (static_cast<int64_t>(c.slots[pe]) - c.own_slot) *
+                                  static_cast<int64_t>(c.slot_bytes));
+}
+
+namespace detail {
+/// peer_ptr for an operation: validates under CCL_DEVICE_CHECKS and reports a peer no transport
+/// reaches (the proxy and IBGDA transports will take that branch instead).
+template <typename T>
+__device__ __forceinline__ T* route(const DeviceComm& c, uint32_t op, T* sym, size_t bytes, int pe) {
+  if (checks_on(c) && !check_args(c, op, sym, bytes, pe)) return nullptr;
+  T* p = peer_ptr(c, sym, pe);
+  if (p == nullptr) report(c, CCL_DEVICE_ERROR_NO_TRANSPORT, op, pe, sym, bytes, 0, 0);
+  return p;
+}
+}  // namespace detail
+
+}  // namespace ccl::dev

@@ -1,0 +1,171 @@
+// One-sided data movement: put / get (bytes and typed), scalar p / g, strided iput / iget, their
+// non-blocking forms and queue-pair overloads. Over P2P the data path is SM loads and stores,
+// 16 bytes wide when both addresses allow it, spread over the scope's threads.
+#pragma once
+
+#include <type_traits>
+
+#include "ccl/device/comm.cuh"
+
+namespace ccl::dev {
+namespace detail {
+
+/// Copies `bytes` with all threads of scope S. Loads are issued four at a time before the stores
+/// so that each thread keeps several NVLink transactions in flight.
+template <Scope S>
+__device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t bytes) {
+  const int r = scope_rank<S>(), n = scope_size<S>();
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  size_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s)) & 15) == 0) {
+    const size_t n16 = bytes / 16;
+    int4* d4 = reinterpret_cast<int4*>(d);
+    const int4* s4 = reinterpret_cast<const int4*>(s);
+    size_t i = r;
+    for (; i + 3 * n < n16; i += 4 * static_cast<size_t>(n)) {
+      int4 a = __ldcg(s4 + i), b = __ldcg(s4 + i + n), e = __ldcg(s4 + i + 2 * n),
+           f = __ldcg(s4 + i + 3 * n);
+      d4[i] = a;
+      d4[i + n] = b;
+      d4[i + 2 * n] = e;
+      d4[i + 3 * n] = f;
+    }
+    for (; i < n16; i += n) d4[i] = __ldcg(s4 + i);
+    done = n16 * 16;
+  } else if (((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s)) & 3) == 0) {
+    const size_t n4 = bytes / 4;
+    for (size_t i = r; i < n4; i += n)
+      reinterpret_cast<uint32_t*>(d)[i] = __ldcg(reinterpret_cast<const unsigned int*>(s) + i);
+    done = n4 * 4;
+  }
+  for (size_t i = done + r; i < bytes; i += n) d[i] = s[i];
+}
+
+}  // namespace detail
+
+/// Copies `bytes` from local `src` to rank `pe`'s copy of the symmetric `dst`. On return `src`
+/// may be reused; the data is visible at `pe` after quiet() (or a signal that follows it).
+/// All threads of scope S call it with the same arguments.
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ void put(const DeviceComm& c, void* dst, const void* src, size_t bytes,
+                                    int pe) {
+  void* p = detail::route(c, CCL_OP_PUT, dst, bytes, pe);
+  if (p != nullptr) detail::scope_copy<S>(p, src, bytes);
+}
+
+/// Non-blocking put: same guarantees as put over P2P (the stores are issued on return); over the
+/// proxy and IBGDA `src` may be reused only after quiet().
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ void put_nbi(const DeviceComm& c, void* dst, const void* src,
+                                        size_t bytes, int pe) {
+  put<S>(c, dst, src, bytes, pe);
+}
+
+/// put_nbi that adds 1 to the local counter `*local_done` once `src` may be reused (a local
+/// completion counter: a pipeline reuses its staging buffer when the counter moves).
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ void put_nbi(const DeviceComm& c, void* dst, const void* src,
+                                        size_t bytes, int pe, unsigned long long* local_done) {
+  put<S>(c, dst, src, bytes, pe);
+  detail::scope_sync<S>();
+  if (detail::scope_leader<S>()) atomicAdd(local_done, 1ull);
+}
+
+/// Copies `bytes` from rank `pe`'s copy of symmetric `src` into local `dst`; complete on return.
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ void get(const DeviceComm& c, void* dst, const void* src, size_t bytes,
+                                    int pe) {
+  const void* p = detail::route(c, CCL_OP_GET, src, bytes, pe);
+  if (p != nullptr) detail::scope_copy<S>(dst, p, bytes);
+}
+
+/// Non-blocking get: `dst` is complete after quiet() (over P2P already on return).
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ void get_nbi(const DeviceComm& c, void* dst, const void* src,
+                                        size_t bytes, int pe) {
+  get<S>(c, dst, src, bytes, pe);
+}
+
+/// Typed forms: `count` elements of T.
+template <Scope S = Scope::kThread, typename T>
+  requires(!std::is_void_v<T>)
+__device__ __forceinline__ void put(const DeviceComm& c, T* dst, const T* src, size_t count, int pe) {
+  put<S>(c, static_cast<void*>(dst), static_cast<const void*>(src), count * sizeof(T), pe);
+}
+template <Scope S = Scope::kThread, typename T>
+  requires(!std::is_void_v<T>)
+__device__ __forceinline__ void get(const DeviceComm& c, T* dst, const T* src, size_t count, int pe) {
+  get<S>(c, static_cast<void*>(dst), static_cast<const void*>(src), count * sizeof(T), pe);
+}
+
+/// Stores one value (at most 8 bytes) into rank `pe`'s copy of `dst`.
+template <typename T>
+__device__ __forceinline__ void p(const DeviceComm& c, T* dst, T value, int pe) {
+  static_assert(sizeof(T) <= 8, "p() moves at most 8 bytes; use put()");
+  T* q = detail::route(c, CCL_OP_P, dst, sizeof(T), pe);
+  if (q != nullptr) *reinterpret_cast<volatile T*>(q) = value;
+}
+
+/// Loads one value (at most 8 bytes) from rank `pe`'s copy of `src`.
+template <typename T>
+__device__ __forceinline__ T g(const DeviceComm& c, const T* src, int pe) {
+  static_assert(sizeof(T) <= 8, "g() moves at most 8 bytes; use get()");
+  const T* q = detail::route(c, CCL_OP_G, src, sizeof(T), pe);
+  return q != nullptr ? *reinterpret_cast<const volatile T*>(q) : T{};
+}
+
+/// Strided put: element i of `src` (stride sst) goes to element i of `dst` (stride dst_stride).
+template <Scope S = Scope::kThread, typename T>
+__device__ __forceinline__ void iput(const DeviceComm& c, T* dst, const T* src, ptrdiff_t dst_stride,
+                                     ptrdiff_t src_stride, size_t nelems, int pe) {
+  const size_t span = nelems ? ((nelems - 1) * static_cast<size_t>(dst_stride) + 1) * sizeof(T) : 0;
+  T* q = detail::route(c, CCL_OP_IPUT, dst, span, pe);
+  if (q == nullptr) return;
+  for (size_t i = detail::scope_rank<S>(); i < nelems; i += detail::scope_size<S>())
+    q[i * dst_stride] = src[i * src_stride];
+}
+
+/// Strided get.
+template <Scope S = Scope::kThread, typename T>
+__device__ __forceinline__ void iget(const DeviceComm& c, T* dst, const T* src, ptrdiff_t dst_stride,
+                                     ptrdiff_t src_stride, size_t nelems, int pe) {
+  const size_t span = nelems ? ((nelems - 1) * static_cast<size_t>(src_stride) + 1) * sizeof(T) : 0;
+  const T* q = detail::route(c, CCL_OP_IGET, src, span, pe);
+  if (q == nullptr) return;
+  for (size_t i = detail::scope_rank<S>(); i < nelems; i += detail::scope_size<S>())
+    dst[i * dst_stride] = q[i * src_stride];
+}
+
+// ---- queue-pair overloads: same rules per queue pair; over P2P every queue pair is the default.
+
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ void put(const DeviceComm& c, Qp, void* dst, const void* src,
+                                    size_t bytes, int pe) {
+  put<S>(c, dst, src, bytes, pe);
+}
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ void put_nbi(const DeviceComm& c, Qp, void* dst, const void* src,
+                                        size_t bytes, int pe) {
+  put<S>(c, dst, src, bytes, pe);
+}
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ void get(const DeviceComm& c, Qp, void* dst, const void* src,
+                                    size_t bytes, int pe) {
+  get<S>(c, dst, src, bytes, pe);
+}
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ void get_nbi(const DeviceComm& c, Qp, void* dst, const void* src,
+                                        size_t bytes, int pe) {
+  get<S>(c, dst, src, bytes, pe);
+}
+template <typename T>
+__device__ __forceinline__ void p(const DeviceComm& c, Qp, T* dst, T value, int pe) {
+  p(c, dst, value, pe);
+}
+template <typename T>
+__device__ __forceinline__ T g(const DeviceComm& c, Qp, const T* src, int pe) {
+  return g(c, src, pe);
+}
+
+}  // namespace ccl::dev

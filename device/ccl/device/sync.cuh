@@ -1,0 +1,100 @@
+// Ordering (fence, quiet) and team synchronisation (sync, barrier) on the device.
+#pragma once
+
+#include "ccl/device/signal.cuh"
+
+namespace ccl::dev {
+
+/// Orders this thread's puts, signals and atomics to each peer: those issued before reach a peer
+/// before those issued after. Over P2P a system-scope fence.
+__device__ __forceinline__ void fence(const DeviceComm&, int pe = CCL_RANK_ALL) {
+  (void)pe;
+  detail::fence_system();
+}
+
+/// Completes everything this thread issued: afterwards every put is visible at its target and
+/// every source buffer may be reused. Over P2P a system-scope fence (stores are performed once
+/// it returns); the proxy and IBGDA transports also wait for their queues here.
+__device__ __forceinline__ void quiet(const DeviceComm&, int pe = CCL_RANK_ALL) {
+  (void)pe;
+  detail::fence_system();
+}
+
+/// Queue-pair forms: `qps` points to `n` handles, or pass CCL_QP_ALL semantics with n = 0.
+__device__ __forceinline__ void fence(const DeviceComm& c, int pe, const Qp*, int) { fence(c, pe); }
+__device__ __forceinline__ void quiet(const DeviceComm& c, int pe, const Qp*, int) { quiet(c, pe); }
+
+namespace detail {
+
+/// One dissemination round per power of two: notify the rank `d` ahead, wait for the rank `d`
+/// behind. Signals are counted per sender (sync_in[sender] at the receiver, sync_expected[sender]
+/// locally), so barriers of different teams may interleave as long as each pair of ranks meets
+/// its barriers in the same order. Called by one thread.
+template <typename Member>
+__device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, Member member,
+                                           uint32_t op) {
+  bool ok = true;
+  for (int d = 1; d < n && ok; d <<= 1) {
+    const int to = member((me + d) % n), from = member((me - d % n + n) % n);
+    uint64_t* remote = route(c, op, c.sync_in + c.rank, sizeof(uint64_t), to);
+    if (remote == nullptr) return false;
+    add_release_sys(remote, 1);
+    const uint64_t expected = ++c.sync_expected[from];
+    ok = wait(c, op, c.sync_in + from, Cmp::kAtLeast, expected, from, static_cast<uint64_t*>(nullptr));
+  }
+  return ok;
+}
+
+}  // namespace detail
+
+/// Synchronises all ranks of the communicator (no completion of outstanding puts: see barrier).
+/// Called by every thread of scope S on every rank; one such call per rank at a time.
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ bool sync(const DeviceComm& c) {
+  __shared__ bool ok;
+  bool result = true;
+  if (detail::scope_leader<S>())
+    result = detail::dissemination(c, c.nranks, c.rank, [](int r) { return r; }, CCL_OP_SYNC);
+  if constexpr (S == Scope::kBlock) {
+    if (detail::scope_leader<S>()) ok = result;
+    __syncthreads();
+    result = ok;
+  } else if constexpr (S == Scope::kWarp) {
+    result = __shfl_sync(0xffffffffu, result, 0);
+  }
+  return result;
+}
+
+/// sync over a team (ccl_team_get_device); ranks outside the team must not call it.
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ bool sync(const DeviceComm& c, const DeviceTeam& t) {
+  __shared__ bool ok;
+  bool result = true;
+  if (detail::scope_leader<S>())
+    result = detail::dissemination(c, t.size, t.my_index, [&](int r) { return t.members[r]; },
+                                   CCL_OP_SYNC);
+  if constexpr (S == Scope::kBlock) {
+    if (detail::scope_leader<S>()) ok = result;
+    __syncthreads();
+    result = ok;
+  } else if constexpr (S == Scope::kWarp) {
+    result = __shfl_sync(0xffffffffu, result, 0);
+  }
+  return result;
+}
+
+/// quiet + sync: every put issued before the barrier by any rank is visible everywhere after it.
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ bool barrier(const DeviceComm& c) {
+  detail::fence_system();
+  detail::scope_sync<S>();
+  return sync<S>(c);
+}
+template <Scope S = Scope::kThread>
+__device__ __forceinline__ bool barrier(const DeviceComm& c, const DeviceTeam& t) {
+  detail::fence_system();
+  detail::scope_sync<S>();
+  return sync<S>(c, t);
+}
+
+}  // namespace ccl::dev

@@ -1,0 +1,88 @@
+// Comparisons and the one bounded wait loop every device wait uses.
+#pragma once
+
+#include <type_traits>
+
+#include "ccl/device/comm.cuh"
+
+namespace ccl::dev {
+
+/// Comparison of a wait or test (CCL_CMP_*).
+enum class Cmp : uint32_t {
+  kEq = CCL_CMP_EQ,
+  kNe = CCL_CMP_NE,
+  kGt = CCL_CMP_GT,
+  kGe = CCL_CMP_GE,
+  kLt = CCL_CMP_LT,
+  kLe = CCL_CMP_LE,
+  kAtLeast = CCL_CMP_AT_LEAST,  ///< wrap-safe counter compare: (int64)(seen - value) >= 0
+};
+
+/// True when `seen` satisfies `cmp` against `value`. kAtLeast treats both as counters that may
+/// wrap: it holds while seen is at most 2^(bits-1) - 1 steps past value.
+template <typename T>
+__host__ __device__ __forceinline__ bool compare(T seen, Cmp cmp, T value) {
+  switch (cmp) {
+    case Cmp::kEq: return seen == value;
+    case Cmp::kNe: return seen != value;
+    case Cmp::kGt: return seen > value;
+    case Cmp::kGe: return seen >= value;
+    case Cmp::kLt: return seen < value;
+    case Cmp::kLe: return seen <= value;
+    case Cmp::kAtLeast: {
+      using U = std::make_unsigned_t<T>;
+      using I = std::make_signed_t<T>;
+      return static_cast<I>(static_cast<U>(static_cast<U>(seen) - static_cast<U>(value))) >= 0;
+    }
+  }
+  return false;
+}
+
+namespace detail {
+
+template <typename T>
+__device__ __forceinline__ T load_acquire(const T* p) {
+  if constexpr (sizeof(T) == 8) {
+    return static_cast<T>(load_acquire_sys(reinterpret_cast<const uint64_t*>(p)));
+  } else {
+    static_assert(sizeof(T) == 4, "waits take 32- or 64-bit integers");
+    return static_cast<T>(load_acquire_sys(reinterpret_cast<const uint32_t*>(p)));
+  }
+}
+
+/// Spins until *addr satisfies cmp, with acquire ordering. Bounded in every build: after
+/// wait_timeout_ns (CCL_WAIT_TIMEOUT) it reports rank, op, address, expected and last seen value
+/// and returns false; it also returns false at once when the communicator is aborted or already
+/// in error, so one stuck rank does not leave the others spinning.
+template <typename T>
+__device__ __noinline__ bool wait(const DeviceComm& c, uint32_t op, const T* addr, Cmp cmp, T value,
+                                  int peer, T* seen_out) {
+  T seen = load_acquire(addr);
+  if (compare(seen, cmp, value)) {
+    if (seen_out) *seen_out = seen;
+    return true;
+  }
+  const uint64_t start = global_ns();
+  for (uint32_t spin = 1;; ++spin) {
+    seen = load_acquire(addr);
+    if (compare(seen, cmp, value)) {
+      if (seen_out) *seen_out = seen;
+      return true;
+    }
+    if ((spin & 1023) == 0) {
+      // Host-mapped words: read rarely, they cross PCIe.
+      if (c.state->abort)
+        return report(c, CCL_DEVICE_ERROR_ABORTED, op, peer, addr, static_cast<uint64_t>(value),
+                      static_cast<uint64_t>(seen), static_cast<uint32_t>(cmp));
+      if (c.state->error.state != 0) return false;
+      if (c.wait_timeout_ns != 0 && global_ns() - start > c.wait_timeout_ns) {
+        if (seen_out) *seen_out = seen;
+        return report(c, CCL_DEVICE_ERROR_TIMEOUT, op, peer, addr, static_cast<uint64_t>(value),
+                      static_cast<uint64_t>(seen), static_cast<uint32_t>(cmp));
+      }
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace ccl::dev
