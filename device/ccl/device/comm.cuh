@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdio>
+#include <type_traits>
 
 #include "ccl/device/primitives.cuh"
 
@@ -68,15 +69,16 @@ __device__ __noinline__ inline bool check_args(const DeviceComm& c, uint32_t op,
 /// or nullptr when `pe` is not load/store reachable. O(1): one multiply and two adds.
 template <typename T>
 __device__ __forceinline__ T* peer_ptr(const DeviceComm& c, T* sym, int pe) {
+  using Byte = std::conditional_t<std::is_const_v<T>, const char, char>;
+  int64_t slot_delta;
   if (c.flags & CCL_DEVICE_FLAG_ALL_P2P) {
-    return reinterpret_cast<T*>(reinterpret_cast<char*>(sym) +
-                                (static_cast<int64_t>(pe) - c.own_slot) *
-                                    static_cast<int64_t>(c.slot_bytes));
+    slot_delta = static_cast<int64_t>(pe) - c.own_slot;
+  } else {
+    if (c.paths[pe] == CCL_PATH_NETWORK) return nullptr;
+    slot_delta = static_cast<int64_t>(c.slots[pe]) - c.own_slot;
   }
-  if (c.paths[pe] == CCL_PATH_NETWORK) return nullptr;
-  return reinterpret_cast<T*>(reinterpret_cast<char*>(sym) +
-                              (static_cast<int64_t>(c.slots[pe]) - c.own_slot) *
-                                  static_cast<int64_t>(c.slot_bytes));
+  return reinterpret_cast<T*>(reinterpret_cast<Byte*>(sym) +
+                              slot_delta * static_cast<int64_t>(c.slot_bytes));
 }
 
 namespace detail {
