@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The GPU check: runs every GPU test and benchmark that exists, writes full logs to $OUT (when
-# set), and prints a short summary table last. Uses the bundle in .devinst/ when present
-# (scripts/make-gpu-bundle.sh), else builds with scripts/setup.sh.
-#   RANKS="2 4"   rank counts for the multi-process launches (default: 2 and 4)
+# The GPU check: runs every GPU test, example and benchmark that exists (benchmarks with NVSHMEM
+# side by side when the machine has it), writes full logs to $OUT (when set), and prints a short
+# summary last. Uses the bundle in .devinst/ when present (scripts/make-gpu-bundle.sh), else
+# builds with scripts/setup.sh.
+#   RANKS="2 4"      rank counts for the launcher jobs (default: 2 and 4)
+#   PERF=0           skip the benchmarks
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # NVLink multicast must stay off on shared machines: never enable it here.
@@ -13,12 +15,12 @@ mkdir -p "$out"
 ranks=${RANKS:-2 4}
 
 if [[ -d $root/.devinst/bin ]]; then
-  bin=$root/.devinst/bin tests=$root/.devinst/tests perf=$root/.devinst/perf
+  bin=$root/.devinst/bin tests=$root/.devinst/tests perf=$root/.devinst/perf ex=$root/.devinst/examples
   export LD_LIBRARY_PATH=$root/.devinst/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 else
   "$root/scripts/setup.sh" || exit 1
   b=${CCL_BUILD_DIR:-$root/build}
-  bin=$b/src/tools tests=$b/tests perf=$b/perf
+  bin=$b/src/tools tests=$b/tests perf=$b/perf ex=$b/examples
 fi
 
 declare -a rows
@@ -47,12 +49,38 @@ for n in $ranks; do
   run "ccl-run-env-init-n$n" "$bin/ccl-run" -n "$n" --timeout 120 -- "$tests/env_rank"
 done
 [[ -x $tests/mp_comm ]] && run mp_comm "$tests/mp_comm"
-for p in "$perf"/*_perf "$perf"/*_bw "$perf"/*_latency; do
-  [[ -x $p ]] && run "$(basename "$p")" "$p"
+for e in "$ex"/example_*; do
+  [[ -x $e ]] && run "$(basename "$e")" "$bin/ccl-run" -n 2 --timeout 120 -- "$e"
 done
+
+if [[ ${PERF:-1} == 1 && -x $perf/put_bw ]]; then
+  # The same benchmark sources with NVSHMEM columns, built here when NVSHMEM and nvcc exist.
+  if command -v nvcc >/dev/null && python3 -c 'import nvidia.nvshmem' 2>/dev/null &&
+     nvlib=$("$root/perf/device/build_nvshmem.sh" /tmp/ccl-perf-nvshmem 2>"$out/build_nvshmem.log" | tail -1); then
+    perf=/tmp/ccl-perf-nvshmem
+    export LD_LIBRARY_PATH=$nvlib:$LD_LIBRARY_PATH NVSHMEM_REMOTE_TRANSPORT=none
+    export NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo NVSHMEM_SYMMETRIC_SIZE=${NVSHMEM_SYMMETRIC_SIZE:-6G}
+    rows+=("(benchmarks built with NVSHMEM: $(basename "$(dirname "$nvlib")"))")
+  else
+    rows+=("(benchmarks without NVSHMEM columns; see build_nvshmem.log)")
+  fi
+  j=$out
+  run put_bw "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 4 --json "$j/put_bw.json"
+  run put_bw_bidir "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 4 --bidir --json "$j/put_bw_bidir.json"
+  run get_bw "$bin/ccl-run" -n 2 -- "$perf/get_bw" -b 1M -e 1G -f 4 --json "$j/get_bw.json"
+  run p_bw "$bin/ccl-run" -n 2 -- "$perf/p_bw" -b 1M -e 16M -f 4
+  run g_bw "$bin/ccl-run" -n 2 -- "$perf/g_bw" -b 1M -e 16M -f 4
+  run put_latency "$bin/ccl-run" -n 2 -- "$perf/put_latency" -b 8 -e 64K -f 8
+  run signal_latency "$bin/ccl-run" -n 2 -- "$perf/signal_latency"
+  run atomic_rate "$bin/ccl-run" -n 2 -- "$perf/atomic_rate"
+  run barrier_latency "$bin/ccl-run" -n 2 -- "$perf/barrier_latency"
+fi
 
 echo
 echo "== gpu-check summary ($(nvidia-smi -L 2>/dev/null | wc -l) GPU(s); logs in $out) =="
 grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/ccl-info.log" | head -12
+for b in put_bw put_bw_bidir get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency; do
+  [[ -f $out/$b.log ]] && grep -E '^\[0\] ( *[0-9]+ |#)' "$out/$b.log" | sed 's/^\[0\] //'
+done
 printf '%s\n' "${rows[@]}"
 ! printf '%s\n' "${rows[@]}" | grep -q ' FAIL:'

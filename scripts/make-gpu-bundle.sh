@@ -8,14 +8,16 @@ build=${CCL_BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh"
 dest=$root/.devinst
 rm -rf "$dest"
-mkdir -p "$dest"/{bin,tests,lib,perf}
+mkdir -p "$dest"/{bin,tests,lib,perf,examples,include/ccl}
+cp "$build"/include/ccl/version.h "$dest/include/ccl/"  # generated; the rest of include/ travels as source
 cp "$build"/src/tools/ccl-info "$build"/src/tools/ccl-run "$dest/bin/"
 cp -P "$build"/src/libccl.so* "$dest/lib/"
 find "$build/tests" -maxdepth 1 -type f -executable \( -name 'gpu_*' -o -name 'mp_*' -o -name 'env_rank' \) \
   -exec cp {} "$dest/tests/" \;
+find "$build/examples" -maxdepth 1 -type f -executable -exec cp {} "$dest/examples/" \;
 if [[ -d $build/perf ]]; then
   find "$build/perf" -maxdepth 1 -type f -executable -exec cp {} "$dest/perf/" \;
 fi
 strip --strip-unneeded "$dest"/bin/* "$dest"/tests/* "$dest"/lib/libccl.so.*.* 2>/dev/null || true
-find "$dest/perf" -type f -exec strip --strip-unneeded {} \; 2>/dev/null || true
+find "$dest/perf" "$dest/examples" -type f -exec strip --strip-unneeded {} \; 2>/dev/null || true
 du -sh "$dest"

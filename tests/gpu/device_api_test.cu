@@ -289,7 +289,7 @@ TEST_P(DeviceApi, AllOperations) {
     RANK_CHECK(async == CCL_SUCCESS, "communicator in error: %d", async);
     RANK_OK(ccl_comm_destroy(f.comm));
     return 0;
-  }, 300000);
+  }, 120000);
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r << " (seed " << seed << ")";
 }
 

@@ -1,0 +1,230 @@
+// Shared driver of the device-API benchmarks (the nccl-tests src/common.cu model): argument
+// parsing, ranks from the launcher, CUDA-event timing with warm-up and medians, the table with
+// NVSHMEM side by side and the ratio, and --json output. Each benchmark file fills a Bench.
+//
+// Flags: -b minbytes -e maxbytes -f stepfactor -n iters -w warmup -r repetitions (median)
+//        -c ctas -t threads --bidir --json FILE
+// Run with two ranks: ccl-run -n 2 ./put_bw -b 1M -e 1G
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "ccl/device.cuh"
+
+#ifdef CCL_PERF_NVSHMEM
+#include <nvshmem.h>
+#include <nvshmemx.h>
+#endif
+
+namespace perf {
+
+#define PERF_CUDA(x)                                                                    \
+  do {                                                                                  \
+    cudaError_t e_ = (x);                                                               \
+    if (e_ != cudaSuccess) {                                                            \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(3);                                                                     \
+    }                                                                                   \
+  } while (0)
+#define PERF_CCL(x)                                                                           \
+  do {                                                                                        \
+    ccl_result_t r_ = (x);                                                                    \
+    if (r_ != CCL_SUCCESS) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ccl_get_last_error()); \
+      std::exit(4);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+struct Options {
+  size_t min_bytes = 8, max_bytes = 64 << 20;
+  double factor = 2;
+  int iters = 20, warmup = 5, reps = 5;
+  int ctas = 32, threads = 512;
+  bool bidir = false;
+  std::string json;
+};
+
+inline size_t parse_size(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  switch (*end) {
+    case 'K': case 'k': v *= 1024; break;
+    case 'M': case 'm': v *= 1 << 20; break;
+    case 'G': case 'g': v *= 1 << 30; break;
+    default: break;
+  }
+  return static_cast<size_t>(v);
+}
+
+inline Options parse(int argc, char** argv, Options o) {
+  for (int i = 1; i < argc; ++i) {
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n", argv[i]); std::exit(2); }
+      return argv[++i];
+    };
+    if (!std::strcmp(argv[i], "-b")) o.min_bytes = parse_size(next());
+    else if (!std::strcmp(argv[i], "-e")) o.max_bytes = parse_size(next());
+    else if (!std::strcmp(argv[i], "-f")) o.factor = std::atof(next());
+    else if (!std::strcmp(argv[i], "-n")) o.iters = std::atoi(next());
+    else if (!std::strcmp(argv[i], "-w")) o.warmup = std::atoi(next());
+    else if (!std::strcmp(argv[i], "-r")) o.reps = std::atoi(next());
+    else if (!std::strcmp(argv[i], "-c")) o.ctas = std::atoi(next());
+    else if (!std::strcmp(argv[i], "-t")) o.threads = std::atoi(next());
+    else if (!std::strcmp(argv[i], "--bidir")) o.bidir = true;
+    else if (!std::strcmp(argv[i], "--json")) o.json = next();
+    else { std::fprintf(stderr, "unknown flag %s (see perf/device/bench.cuh)\n", argv[i]); std::exit(2); }
+  }
+  if (o.min_bytes == 0 || o.max_bytes < o.min_bytes || o.factor <= 1 || o.iters < 1 || o.reps < 1 ||
+      o.ctas < 1 || o.threads < 32) {
+    std::fprintf(stderr, "bad options\n");
+    std::exit(2);
+  }
+  return o;
+}
+
+/// The environment a benchmark runs in: a ccl communicator (and NVSHMEM when built with it).
+struct Env {
+  ccl_comm_t comm = nullptr;
+  ccl_device_comm_t dc{};
+  int rank = 0, n = 0;
+  cudaStream_t stream = nullptr;
+  bool nvshmem = false;
+};
+
+inline void sync_all(Env& env) {
+  PERF_CCL(ccl_barrier_on_stream(env.comm, env.stream));
+  PERF_CUDA(cudaStreamSynchronize(env.stream));
+}
+
+inline Env start(int argc, char** argv) {
+  (void)argc;
+  (void)argv;
+  Env env;
+  PERF_CCL(ccl_comm_init_env(&env.comm));
+  PERF_CCL(ccl_comm_rank(env.comm, &env.rank));
+  PERF_CCL(ccl_comm_size(env.comm, &env.n));
+  PERF_CCL(ccl_comm_get_device_comm(env.comm, &env.dc));
+  PERF_CUDA(cudaStreamCreateWithFlags(&env.stream, cudaStreamNonBlocking));
+#ifdef CCL_PERF_NVSHMEM
+  // The NVSHMEM unique id travels through ccl's own symmetric memory: rank 0 stores it into every
+  // peer's copy, then a ccl barrier.
+  nvshmemx_uniqueid_t uid = NVSHMEMX_UNIQUEID_INITIALIZER;
+  char* sym = nullptr;
+  PERF_CCL(ccl_mem_alloc(env.comm, sizeof(uid), reinterpret_cast<void**>(&sym)));
+  if (env.rank == 0) {
+    nvshmemx_get_uniqueid(&uid);
+    for (int p = 0; p < env.n; ++p) {
+      void* dst = nullptr;
+      PERF_CCL(ccl_mem_peer_ptr(env.comm, sym, p, &dst));
+      PERF_CUDA(cudaMemcpy(dst, &uid, sizeof(uid), cudaMemcpyHostToDevice));
+    }
+  }
+  sync_all(env);
+  PERF_CUDA(cudaMemcpy(&uid, sym, sizeof(uid), cudaMemcpyDeviceToHost));
+  nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
+  nvshmemx_set_attr_uniqueid_args(env.rank, env.n, &uid, &attr);
+  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) {
+    std::fprintf(stderr, "NVSHMEM init failed\n");
+    std::exit(5);
+  }
+  env.nvshmem = true;
+#endif
+  return env;
+}
+
+inline void finish(Env& env) {
+#ifdef CCL_PERF_NVSHMEM
+  nvshmem_finalize();
+#endif
+  sync_all(env);
+  PERF_CCL(ccl_comm_destroy(env.comm));
+}
+
+/// Median over `reps` of the time of `iters` calls of `launch` (after `warmup` calls), per call,
+/// in microseconds. Every rank times; ranks start each repetition together.
+inline double time_us(Env& env, const Options& o, const std::function<void(cudaStream_t)>& launch) {
+  cudaEvent_t a, b;
+  PERF_CUDA(cudaEventCreate(&a));
+  PERF_CUDA(cudaEventCreate(&b));
+  for (int i = 0; i < o.warmup; ++i) launch(env.stream);
+  PERF_CUDA(cudaStreamSynchronize(env.stream));
+  std::vector<double> t;
+  for (int r = 0; r < o.reps; ++r) {
+    sync_all(env);
+    PERF_CUDA(cudaEventRecord(a, env.stream));
+    for (int i = 0; i < o.iters; ++i) launch(env.stream);
+    PERF_CUDA(cudaEventRecord(b, env.stream));
+    PERF_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    PERF_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(1000.0 * ms / o.iters);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// One table row: ccl and NVSHMEM figures of the same measurement and their ratio.
+struct Row {
+  size_t bytes;
+  double ccl_us, ccl_value;
+  double ref_us = 0, ref_value = 0;  // NVSHMEM; 0 when not built with it
+};
+
+struct Table {
+  std::string name, unit;  // unit of the value column: "GB/s", "Mops/s", "us"
+  bool higher_is_better = true;
+  std::vector<Row> rows;
+
+  void print_header(const Env& env) const {
+    if (env.rank != 0) return;
+    std::printf("# %s: %d ranks; value in %s; ratio = ccl / NVSHMEM%s\n", name.c_str(), env.n,
+                unit.c_str(), higher_is_better ? "" : " (lower is better)");
+    std::printf("%12s %12s %12s %12s %12s %8s\n", "bytes", "ccl_us", ("ccl_" + unit).c_str(),
+                "nvshmem_us", ("nvsh_" + unit).c_str(), "ratio");
+  }
+  void add(const Env& env, Row r) {
+    rows.push_back(r);
+    if (env.rank != 0) return;
+    if (r.ref_us > 0)
+      std::printf("%12zu %12.2f %12.2f %12.2f %12.2f %8.3f\n", r.bytes, r.ccl_us, r.ccl_value,
+                  r.ref_us, r.ref_value, r.ccl_value / r.ref_value);
+    else
+      std::printf("%12zu %12.2f %12.2f %12s %12s %8s\n", r.bytes, r.ccl_us, r.ccl_value, "n/a",
+                  "n/a", "n/a");
+    std::fflush(stdout);
+  }
+  void write_json(const Env& env, const Options& o) const {
+    if (env.rank != 0 || o.json.empty()) return;
+    FILE* f = std::fopen(o.json.c_str(), "w");
+    if (!f) return;
+    std::fprintf(f, "{\"benchmark\":\"%s\",\"unit\":\"%s\",\"ranks\":%d,\"ctas\":%d,\"threads\":%d,"
+                    "\"bidir\":%s,\"rows\":[", name.c_str(), unit.c_str(), env.n, o.ctas, o.threads,
+                 o.bidir ? "true" : "false");
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::fprintf(f, "%s{\"bytes\":%zu,\"ccl_us\":%.3f,\"ccl\":%.3f,\"nvshmem_us\":%.3f,\"nvshmem\":%.3f}",
+                   i ? "," : "", rows[i].bytes, rows[i].ccl_us, rows[i].ccl_value, rows[i].ref_us,
+                   rows[i].ref_value);
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+};
+
+inline std::vector<size_t> sizes(const Options& o) {
+  std::vector<size_t> v;
+  for (double s = static_cast<double>(o.min_bytes); s <= static_cast<double>(o.max_bytes) * 1.0001; s *= o.factor)
+    v.push_back(static_cast<size_t>(s));
+  return v;
+}
+
+}  // namespace perf
