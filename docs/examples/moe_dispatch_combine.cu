@@ -50,6 +50,7 @@ __global__ void publish(DeviceComm c, const int* counts, int* expert_tokens, uin
   quiet(c);  // every token put is complete before the counts that announce them
   for (int e = 0; e < kExpertsPerRank * c.nranks; ++e)
     if (counts[e]) atomic_add(c, expert_tokens + e % kExpertsPerRank, counts[e], e / kExpertsPerRank);
+  fence(c);  // the counts land before "dispatch complete" (signal() alone is relaxed)
   for (int r = 0; r < c.nranks; ++r) signal(c, dispatched, 1, SignalOp::kAdd, r);
 }
 
@@ -73,9 +74,9 @@ __global__ void experts_and_combine(DeviceComm c, Slot* recv, float* out,
       for (int i = lane; i < kHidden; i += 32) s->h[i] *= scale;
       __syncwarp();
       if (lane == 0) atomicAdd(seen_tokens + s->expert % kExpertsPerRank, 1);
-      put<Scope::kWarp>(c, out + static_cast<size_t>(s->token) * kHidden, s->h, kHidden, s->home);
-      __syncwarp();
-      if (lane == 0) signal(c, returned, 1, SignalOp::kAdd, s->home);
+      // The result, then "one more result" at its home rank, in that order.
+      put_signal<Scope::kWarp>(c, out + static_cast<size_t>(s->token) * kHidden, s->h,
+                               kHidden * sizeof(float), returned, 1, SignalOp::kAdd, s->home);
     }
   }
 }

@@ -1,7 +1,7 @@
 // A persistent kernel that computes tiles and streams each finished tile to a peer while it
 // computes the next: in every block, warps 1.. compute tile s into one half of a double buffer
 // while warp 0 sends tile s-1 from the other half with a warp put_signal. Launched with
-// ccl_launch_collective, which refuses grids that cannot all be resident at once (the blocks wait
+// ccl::dev::launch_collective, which refuses grids that cannot all be resident at once (the blocks wait
 // for their peers' tiles at the end).
 #include "example_util.cuh"
 
@@ -67,7 +67,7 @@ int main() {
   EX_CUDA(cudaDeviceSynchronize());
   EX_CCL(ccl_barrier_on_stream(e.comm, e.s));
   void* args[] = {&e.dc, &recv, &flags, &staging};
-  EX_CCL(ccl_launch_collective(reinterpret_cast<const void*>(pipeline), dim3(blocks), dim3(256), args, 0, e.s));
+  EX_CCL(ccl::dev::launch_collective(reinterpret_cast<const void*>(pipeline), dim3(blocks), dim3(256), args, 0, e.s));
   verify<<<blocks, 256, 0, e.s>>>(recv, (e.rank + e.n - 1) % e.n, wrong);
   EX_CUDA(cudaStreamSynchronize(e.s));
   return example_finish(e, static_cast<long long>(*wrong), "persistent compute + stream pipeline");

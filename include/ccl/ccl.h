@@ -177,11 +177,9 @@ CCL_API ccl_result_t ccl_barrier_on_stream(ccl_comm_t comm, cudaStream_t stream)
 /// Stream-ordered completion of every earlier put and signal on the stream.
 CCL_API ccl_result_t ccl_quiet_on_stream(ccl_comm_t comm, cudaStream_t stream);
 
-/// Launches a kernel whose blocks synchronise with each other (device-wide barriers, persistent
-/// kernels): fails with CCL_INVALID_ARGUMENT, before launching, if the grid cannot be co-resident
-/// on the current device; otherwise launches it cooperatively.
-CCL_API ccl_result_t ccl_launch_collective(const void* func, dim3 grid, dim3 block, void** args,
-                                           size_t shared_bytes, cudaStream_t stream);
+/// Records `message` as the calling thread's last error and returns `code` (for header-inline
+/// helpers such as ccl::dev::launch_collective, which run in the caller's CUDA runtime).
+CCL_API ccl_result_t ccl_set_last_error(ccl_result_t code, const char* message);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -143,27 +143,8 @@ ccl_result_t ccl_quiet_on_stream(ccl_comm_t comm, cudaStream_t stream) {
   });
 }
 
-ccl_result_t ccl_launch_collective(const void* func, dim3 grid, dim3 block, void** args,
-                                   size_t shared_bytes, cudaStream_t stream) {
-  return ccl::api_call([&]() -> Status {
-    CCL_ARG_CHECK(func != nullptr, "func must not be NULL");
-    const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
-    const unsigned threads = block.x * block.y * block.z;
-    CCL_ARG_CHECK(blocks >= 1 && threads >= 1, "grid and block must not be empty");
-    int device = 0, sms = 0, per_sm = 0, coop = 0;
-    CCL_CUDA_CHECK(cudaGetDevice(&device));
-    CCL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    CCL_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device));
-    if (!coop) return CCL_FAIL(CCL_UNSUPPORTED, "device %d cannot launch cooperative kernels", device);
-    CCL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, func, static_cast<int>(threads),
-                                                                 shared_bytes));
-    CCL_ARG_CHECK(blocks <= 1ull * per_sm * sms,
-                  "grid of %llu blocks cannot be co-resident: at most %d per SM x %d SMs with "
-                  "block=%u threads and shared_bytes=%zu",
-                  blocks, per_sm, sms, threads, shared_bytes);
-    CCL_CUDA_CHECK(cudaLaunchCooperativeKernel(func, grid, block, args, shared_bytes, stream));
-    return CCL_SUCCESS;
-  });
+ccl_result_t ccl_set_last_error(ccl_result_t code, const char* message) {
+  return ccl::fail(code, "header", 0, "%s", message ? message : "").code();
 }
 
 }  // extern "C"

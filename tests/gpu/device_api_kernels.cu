@@ -29,7 +29,9 @@ __global__ void not_kernel(const char* p, size_t n, uint8_t v, unsigned long lon
 // One call of the variant by scope instance `unit` of `units`, for every peer.
 template <Scope S>
 __device__ void rma_unit(const DeviceComm& c, const RmaArgs& a, int unit, int units) {
-  const size_t chunk = (a.len + units - 1) / units;
+  const bool typed = a.variant == RmaVariant::kPutTyped || a.variant == RmaVariant::kGetTyped;
+  size_t chunk = (a.len + units - 1) / units;
+  if (typed) chunk = (chunk + 1) & ~size_t{1};  // whole 16-bit elements per unit
   const size_t lo = unit * chunk, hi = lo + chunk < a.len ? lo + chunk : a.len;
   if (lo >= hi) return;
   const size_t n = hi - lo;
@@ -187,6 +189,7 @@ __global__ void waits_kernel(DeviceComm c, int32_t* i32, int64_t* i64, uint64_t*
   p(c, u64, uint64_t{~0ull - 1}, next);  // two below wrap
   quiet(c);
   atomic_add(c, u64, uint64_t{4}, next);  // wraps to 2
+  fence(c, next);  // signal() is relaxed: order the values before it
   signal(c, sig, 77, SignalOp::kSet, next);
   b += !signal_wait_until(c, sig, Cmp::kEq, 77);
   b += read_signal(sig) != 77;

@@ -56,7 +56,7 @@ cudaError_t run_stuck_wait(const ccl_device_comm_t& c, uint64_t* sig, int* resul
 /// 2 length past the heap.
 cudaError_t run_bad_op(const ccl_device_comm_t& c, char* sym, char* not_sym, int kind, cudaStream_t s);
 
-/// The address of the stuck-wait kernel (for ccl_launch_collective's refusal test).
+/// The address of the stuck-wait kernel (for launch_collective's refusal test).
 const void* stuck_kernel_address();
 
 }  // namespace ccl::test

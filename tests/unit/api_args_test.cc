@@ -123,6 +123,37 @@ TEST_F(ApiArgs, Memory) {
   }
 }
 
+TEST_F(ApiArgs, DeviceApiHostCalls) {
+  ccl_device_comm_t dc;
+  ccl_device_team_t dt;
+  ccl_qp_t qps[4];
+  ccl_team_t world;
+  ASSERT_EQ(ccl_comm_get_team(comm_, CCL_TEAM_WORLD, &world), CCL_SUCCESS);
+  EXPECT_BAD_ARG(ccl_comm_get_device_comm(nullptr, &dc), "comm");
+  EXPECT_BAD_ARG(ccl_comm_get_device_comm(comm_, nullptr), "dcomm");
+  EXPECT_BAD_ARG(ccl_team_get_device(nullptr, &dt), "team");
+  EXPECT_BAD_ARG(ccl_team_get_device(world, nullptr), "dteam");
+  EXPECT_BAD_ARG(ccl_qp_create(nullptr, 1, qps), "comm");
+  EXPECT_BAD_ARG(ccl_qp_create(comm_, 0, qps), "n=");
+  EXPECT_BAD_ARG(ccl_qp_create(comm_, 1, nullptr), "qps");
+  // One rank: every peer is itself, so queue pairs are the default one.
+  qps[0].id = 99;
+  EXPECT_EQ(ccl_qp_create(comm_, 2, qps), CCL_SUCCESS) << ccl_get_last_error();
+  EXPECT_EQ(qps[0].id, CCL_QP_DEFAULT_ID);
+  uint64_t word = 0;
+  EXPECT_BAD_ARG(ccl_put_on_stream(nullptr, &word, &word, 8, 0, nullptr), "comm");
+  EXPECT_BAD_ARG(ccl_signal_on_stream(comm_, &word, 1, 9, 0, nullptr), "op");
+  EXPECT_BAD_ARG(ccl_wait_signal_on_stream(comm_, &word, 99, 1, nullptr), "cmp");
+  EXPECT_BAD_ARG(ccl_barrier_on_stream(nullptr, nullptr), "comm");
+  EXPECT_BAD_ARG(ccl_quiet_on_stream(nullptr, nullptr), "comm");
+  int dev = -1;
+  ASSERT_EQ(ccl_comm_device(comm_, &dev), CCL_SUCCESS);
+  if (dev < 0) {
+    EXPECT_EQ(ccl_comm_get_device_comm(comm_, &dc), CCL_UNSUPPORTED);
+    EXPECT_EQ(ccl_put_on_stream(comm_, &word, &word, 8, 0, nullptr), CCL_UNSUPPORTED);
+  }
+}
+
 TEST(ApiErrors, EveryResultHasAString) {
   for (int r = 0; r < CCL_NUM_RESULTS; ++r)
     EXPECT_GT(std::strlen(ccl_get_error_string(static_cast<ccl_result_t>(r))), 3u);

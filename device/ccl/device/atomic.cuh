@@ -93,11 +93,16 @@ __device__ __forceinline__ void atomic_set(const DeviceComm& c, T* dst, T value,
 // Non-fetching forms: the hardware may skip returning the old value (a reduction).
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_add(const DeviceComm& c, T* dst, T value, int pe) {
-  (void)atomic_fetch_add(c, dst, value, pe);
+  T* q = detail::route(c, CCL_OP_ATOMIC, dst, sizeof(T), pe);
+  if (q == nullptr) return;
+  if constexpr (sizeof(T) == 8)
+    detail::add_relaxed_sys(reinterpret_cast<uint64_t*>(q), static_cast<uint64_t>(value));
+  else
+    detail::add_relaxed_sys(reinterpret_cast<uint32_t*>(q), static_cast<uint32_t>(value));
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_inc(const DeviceComm& c, T* dst, int pe) {
-  (void)atomic_fetch_add(c, dst, T{1}, pe);
+  atomic_add(c, dst, T{1}, pe);
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_and(const DeviceComm& c, T* dst, T value, int pe) {

@@ -86,6 +86,14 @@ __device__ __forceinline__ void add_release_sys(uint64_t* p, uint64_t v) {
   asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+/// Relaxed add without a result (a reduction): the cheapest remote update, no ordering.
+__device__ __forceinline__ void add_relaxed_sys(uint64_t* p, uint64_t v) {
+  asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void add_relaxed_sys(uint32_t* p, uint32_t v) {
+  asm volatile("red.relaxed.sys.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
 /// Nanoseconds from the GPU's global timer (coarse but monotonic; enough for timeouts).
 __device__ __forceinline__ uint64_t global_ns() {
   uint64_t t;

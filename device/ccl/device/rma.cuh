@@ -10,9 +10,17 @@
 namespace ccl::dev {
 namespace detail {
 
+/// Loads for scope_copy: a peer's memory (get) is read with ld.global.cg so that no stale copy
+/// stays in L1; a local source (put) may be anywhere, stack and shared memory included.
+template <bool kPeerSrc, typename T>
+__device__ __forceinline__ T copy_load(const T* p) {
+  if constexpr (kPeerSrc) return __ldcg(p);
+  else return *p;
+}
+
 /// Copies `bytes` with all threads of scope S. Loads are issued four at a time before the stores
 /// so that each thread keeps several NVLink transactions in flight.
-template <Scope S>
+template <Scope S, bool kPeerSrc = false>
 __device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t bytes) {
   const int r = scope_rank<S>(), n = scope_size<S>();
   char* d = static_cast<char*>(dst);
@@ -24,19 +32,19 @@ __device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t by
     const int4* s4 = reinterpret_cast<const int4*>(s);
     size_t i = r;
     for (; i + 3 * n < n16; i += 4 * static_cast<size_t>(n)) {
-      int4 a = __ldcg(s4 + i), b = __ldcg(s4 + i + n), e = __ldcg(s4 + i + 2 * n),
-           f = __ldcg(s4 + i + 3 * n);
+      int4 a = copy_load<kPeerSrc>(s4 + i), b = copy_load<kPeerSrc>(s4 + i + n),
+           e = copy_load<kPeerSrc>(s4 + i + 2 * n), f = copy_load<kPeerSrc>(s4 + i + 3 * n);
       d4[i] = a;
       d4[i + n] = b;
       d4[i + 2 * n] = e;
       d4[i + 3 * n] = f;
     }
-    for (; i < n16; i += n) d4[i] = __ldcg(s4 + i);
+    for (; i < n16; i += n) d4[i] = copy_load<kPeerSrc>(s4 + i);
     done = n16 * 16;
   } else if (((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s)) & 3) == 0) {
     const size_t n4 = bytes / 4;
     for (size_t i = r; i < n4; i += n)
-      reinterpret_cast<uint32_t*>(d)[i] = __ldcg(reinterpret_cast<const unsigned int*>(s) + i);
+      reinterpret_cast<uint32_t*>(d)[i] = copy_load<kPeerSrc>(reinterpret_cast<const unsigned int*>(s) + i);
     done = n4 * 4;
   }
   for (size_t i = done + r; i < bytes; i += n) d[i] = s[i];
@@ -77,7 +85,7 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void get(const DeviceComm& c, void* dst, const void* src, size_t bytes,
                                     int pe) {
   const void* p = detail::route(c, CCL_OP_GET, src, bytes, pe);
-  if (p != nullptr) detail::scope_copy<S>(dst, p, bytes);
+  if (p != nullptr) detail::scope_copy<S, true>(dst, p, bytes);
 }
 
 /// Non-blocking get: `dst` is complete after quiet() (over P2P already on return).
@@ -104,7 +112,7 @@ template <typename T>
 __device__ __forceinline__ void p(const DeviceComm& c, T* dst, T value, int pe) {
   static_assert(sizeof(T) <= 8, "p() moves at most 8 bytes; use put()");
   T* q = detail::route(c, CCL_OP_P, dst, sizeof(T), pe);
-  if (q != nullptr) *reinterpret_cast<volatile T*>(q) = value;
+  if (q != nullptr) *q = value;  // a plain store: write-combined on the link, visible after quiet()
 }
 
 /// Loads one value (at most 8 bytes) from rank `pe`'s copy of `src`.
@@ -112,7 +120,7 @@ template <typename T>
 __device__ __forceinline__ T g(const DeviceComm& c, const T* src, int pe) {
   static_assert(sizeof(T) <= 8, "g() moves at most 8 bytes; use get()");
   const T* q = detail::route(c, CCL_OP_G, src, sizeof(T), pe);
-  return q != nullptr ? *reinterpret_cast<const volatile T*>(q) : T{};
+  return q != nullptr ? __ldcg(q) : T{};  // L2 and the link only: never a stale L1 copy
 }
 
 /// Strided put: element i of `src` (stride sst) goes to element i of `dst` (stride dst_stride).
@@ -134,7 +142,7 @@ __device__ __forceinline__ void iget(const DeviceComm& c, T* dst, const T* src, 
   const T* q = detail::route(c, CCL_OP_IGET, src, span, pe);
   if (q == nullptr) return;
   for (size_t i = detail::scope_rank<S>(); i < nelems; i += detail::scope_size<S>())
-    dst[i * dst_stride] = q[i * src_stride];
+    dst[i * dst_stride] = __ldcg(q + i * src_stride);
 }
 
 // ---- queue-pair overloads: same rules per queue pair; over P2P every queue pair is the default.

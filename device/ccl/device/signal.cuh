@@ -11,12 +11,17 @@ namespace ccl::dev {
 enum class SignalOp : uint32_t { kSet = CCL_SIGNAL_SET, kAdd = CCL_SIGNAL_ADD };
 
 namespace detail {
-/// Applies the signal at the peer with release ordering: every store of the calling scope that
-/// precedes it (ordered to this thread by scope_sync) is visible before the new value.
+/// Updates a signal word at the peer, relaxed: no ordering with earlier stores by itself.
+__device__ __forceinline__ void signal_update(uint64_t* remote_sig, uint64_t value, SignalOp op) {
+  if (op == SignalOp::kAdd) add_relaxed_sys(remote_sig, value);
+  else store_relaxed_sys(remote_sig, value);
+}
+/// Payload before signal: the fence makes every store of the calling scope (ordered to this
+/// thread by scope_sync: a barrier followed by a fence is cumulative) visible at the peer before
+/// the signal word changes. One system-scope fence per signal: it is the dominant cost.
 __device__ __forceinline__ void signal_remote(uint64_t* remote_sig, uint64_t value, SignalOp op) {
   fence_system();
-  if (op == SignalOp::kAdd) add_release_sys(remote_sig, value);
-  else store_release_sys(remote_sig, value);
+  signal_update(remote_sig, value, op);
 }
 }  // namespace detail
 
@@ -43,11 +48,12 @@ __device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, void* dst, c
   put_signal<S>(c, dst, src, bytes, sig, value, op, pe);
 }
 
-/// Sets or adds to `sig` at `pe`, ordered after this thread's earlier stores (release).
+/// Sets or adds to `sig` at `pe`. Relaxed, as NVSHMEM's signal_op: it is not ordered after
+/// earlier puts; call fence() first, or use put_signal, when a payload must land before it.
 __device__ __forceinline__ void signal(const DeviceComm& c, uint64_t* sig, uint64_t value,
                                        SignalOp op, int pe) {
   uint64_t* s = detail::route(c, CCL_OP_SIGNAL, sig, sizeof(uint64_t), pe);
-  if (s != nullptr) detail::signal_remote(s, value, op);
+  if (s != nullptr) detail::signal_update(s, value, op);
 }
 
 /// Waits until the local `sig` satisfies cmp (acquire: the payload of the put_signal that set it

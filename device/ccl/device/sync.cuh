@@ -38,7 +38,7 @@ __device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, M
     const int to = member((me + d) % n), from = member((me - d % n + n) % n);
     uint64_t* remote = route(c, op, c.sync_in + c.rank, sizeof(uint64_t), to);
     if (remote == nullptr) return false;
-    add_release_sys(remote, 1);
+    add_relaxed_sys(remote, 1);  // arrival only; barrier() fences before the first round
     const uint64_t expected = ++c.sync_expected[from];
     ok = wait(c, op, c.sync_in + from, Cmp::kAtLeast, expected, from, static_cast<uint64_t*>(nullptr));
   }
