@@ -18,7 +18,7 @@ __device__ __forceinline__ T copy_load(const T* p) {
   else return *p;
 }
 
-/// Copies `bytes` with all threads of scope S. Loads are issued four at a time before the stores
+/// Copies `bytes` with all threads of scope S. Loads are issued eight at a time before the stores
 /// so that each thread keeps several NVLink transactions in flight.
 template <Scope S, bool kPeerSrc = false>
 __device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t bytes) {
@@ -31,13 +31,13 @@ __device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t by
     int4* d4 = reinterpret_cast<int4*>(d);
     const int4* s4 = reinterpret_cast<const int4*>(s);
     size_t i = r;
-    for (; i + 3 * n < n16; i += 4 * static_cast<size_t>(n)) {
-      int4 a = copy_load<kPeerSrc>(s4 + i), b = copy_load<kPeerSrc>(s4 + i + n),
-           e = copy_load<kPeerSrc>(s4 + i + 2 * n), f = copy_load<kPeerSrc>(s4 + i + 3 * n);
-      d4[i] = a;
-      d4[i + n] = b;
-      d4[i + 2 * n] = e;
-      d4[i + 3 * n] = f;
+    constexpr int kDepth = 8;
+    for (; i + (kDepth - 1) * static_cast<size_t>(n) < n16; i += kDepth * static_cast<size_t>(n)) {
+      int4 v[kDepth];
+#pragma unroll
+      for (int k = 0; k < kDepth; ++k) v[k] = copy_load<kPeerSrc>(s4 + i + k * static_cast<size_t>(n));
+#pragma unroll
+      for (int k = 0; k < kDepth; ++k) d4[i + k * static_cast<size_t>(n)] = v[k];
     }
     for (; i < n16; i += n) d4[i] = copy_load<kPeerSrc>(s4 + i);
     done = n16 * 16;
