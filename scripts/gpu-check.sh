@@ -67,6 +67,8 @@ if [[ ${PERF:-1} == 1 && -x $perf/put_bw ]]; then
   j=$out
   run put_bw "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 4 --json "$j/put_bw.json"
   run put_bw_bidir "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 4 --bidir --json "$j/put_bw_bidir.json"
+  run put_bw_warp "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 32 --scope warp
+  run put_bw_thread "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 32 --scope thread
   run get_bw "$bin/ccl-run" -n 2 -- "$perf/get_bw" -b 1M -e 1G -f 4 --json "$j/get_bw.json"
   run p_bw "$bin/ccl-run" -n 2 -- "$perf/p_bw" -b 1M -e 16M -f 4
   run g_bw "$bin/ccl-run" -n 2 -- "$perf/g_bw" -b 1M -e 16M -f 4
@@ -79,7 +81,7 @@ fi
 echo
 echo "== gpu-check summary ($(nvidia-smi -L 2>/dev/null | wc -l) GPU(s); logs in $out) =="
 grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/ccl-info.log" | head -12
-for b in put_bw put_bw_bidir get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency; do
+for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency; do
   [[ -f $out/$b.log ]] && grep -E '^\[0\] ( *[0-9]+ |#)' "$out/$b.log" | sed 's/^\[0\] //'
 done
 printf '%s\n' "${rows[@]}"

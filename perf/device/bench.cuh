@@ -3,7 +3,7 @@
 // NVSHMEM side by side and the ratio, and --json output. Each benchmark file fills a Bench.
 //
 // Flags: -b minbytes -e maxbytes -f stepfactor -n iters -w warmup -r repetitions (median)
-//        -c ctas -t threads --bidir --json FILE
+//        -c ctas -t threads --scope thread|warp|block --bidir --json FILE
 // Run with two ranks: ccl-run -n 2 ./put_bw -b 1M -e 1G
 #pragma once
 
@@ -49,6 +49,7 @@ struct Options {
   double factor = 2;
   int iters = 20, warmup = 5, reps = 5;
   int ctas = 32, threads = 512;
+  int scope = 2;  // 0 thread, 1 warp, 2 block
   bool bidir = false;
   std::string json;
 };
@@ -80,6 +81,11 @@ inline Options parse(int argc, char** argv, Options o) {
     else if (!std::strcmp(argv[i], "-c")) o.ctas = std::atoi(next());
     else if (!std::strcmp(argv[i], "-t")) o.threads = std::atoi(next());
     else if (!std::strcmp(argv[i], "--bidir")) o.bidir = true;
+    else if (!std::strcmp(argv[i], "--scope")) {
+      const char* v = next();
+      o.scope = !std::strcmp(v, "thread") ? 0 : !std::strcmp(v, "warp") ? 1 : !std::strcmp(v, "block") ? 2 : -1;
+      if (o.scope < 0) { std::fprintf(stderr, "--scope takes thread, warp or block\n"); std::exit(2); }
+    }
     else if (!std::strcmp(argv[i], "--json")) o.json = next();
     else { std::fprintf(stderr, "unknown flag %s (see perf/device/bench.cuh)\n", argv[i]); std::exit(2); }
   }
@@ -209,8 +215,8 @@ struct Table {
     FILE* f = std::fopen(o.json.c_str(), "w");
     if (!f) return;
     std::fprintf(f, "{\"benchmark\":\"%s\",\"unit\":\"%s\",\"ranks\":%d,\"ctas\":%d,\"threads\":%d,"
-                    "\"bidir\":%s,\"rows\":[", name.c_str(), unit.c_str(), env.n, o.ctas, o.threads,
-                 o.bidir ? "true" : "false");
+                    "\"scope\":%d,\"bidir\":%s,\"rows\":[", name.c_str(), unit.c_str(), env.n, o.ctas,
+                 o.threads, o.scope, o.bidir ? "true" : "false");
     for (size_t i = 0; i < rows.size(); ++i)
       std::fprintf(f, "%s{\"bytes\":%zu,\"ccl_us\":%.3f,\"ccl\":%.3f,\"nvshmem_us\":%.3f,\"nvshmem\":%.3f}",
                    i ? "," : "", rows[i].bytes, rows[i].ccl_us, rows[i].ccl_value, rows[i].ref_us,

@@ -1,39 +1,60 @@
-// put_bw / get_bw: block-scope put or get of `bytes` split over C CTAs of T threads, rank 0 to
-// rank 1 (both directions at once with --bidir), quiet at the end of each kernel. Same launch
-// shape for NVSHMEM (nvshmemx_putmem_block / nvshmemx_getmem_block + nvshmem_quiet).
+// put_bw / get_bw: put or get of `bytes` split over C CTAs of T threads, rank 0 to rank 1 (both
+// directions at once with --bidir), quiet at the end of each kernel. --scope picks who issues
+// each call: every thread, every warp or (default) every block gets one slice. Same launch shape
+// for NVSHMEM (nvshmem_putmem / nvshmemx_putmem_warp / nvshmemx_putmem_block, likewise get).
 #pragma once
 
 #include "bench.cuh"
 
 namespace perf {
 
-__device__ __forceinline__ void slice(size_t bytes, size_t* lo, size_t* n) {
-  size_t chunk = (bytes + gridDim.x - 1) / gridDim.x;
+// The slice of scope instance `unit` of `units`.
+__device__ __forceinline__ void slice(size_t bytes, size_t unit, size_t units, size_t* lo, size_t* n) {
+  size_t chunk = (bytes + units - 1) / units;
   chunk = (chunk + 15) & ~size_t{15};
-  *lo = blockIdx.x * chunk;
+  *lo = unit * chunk;
   const size_t hi = *lo + chunk < bytes ? *lo + chunk : bytes;
   *n = hi > *lo ? hi - *lo : 0;
 }
 
+__device__ __forceinline__ void unit_of(int scope, size_t* unit, size_t* units) {
+  const size_t warps = blockDim.x / 32;
+  if (scope == 0) *unit = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x, *units = gridDim.x * static_cast<size_t>(blockDim.x);
+  else if (scope == 1) *unit = blockIdx.x * warps + threadIdx.x / 32, *units = gridDim.x * warps;
+  else *unit = blockIdx.x, *units = gridDim.x;
+}
+
+template <bool kGet, ccl::dev::Scope S>
+__device__ __forceinline__ void ccl_rma(const ccl_device_comm_t& c, char* sym, char* local, size_t lo,
+                                        size_t n, int peer) {
+  if (kGet) ccl::dev::get<S>(c, local + lo, sym + lo, n, peer);
+  else ccl::dev::put<S>(c, sym + lo, local + lo, n, peer);
+}
+
 template <bool kGet>
-__global__ void ccl_rma_kernel(ccl_device_comm_t c, char* sym, char* local, size_t bytes, int peer) {
-  size_t lo, n;
-  slice(bytes, &lo, &n);
+__global__ void ccl_rma_kernel(ccl_device_comm_t c, char* sym, char* local, size_t bytes, int peer,
+                               int scope) {
+  size_t unit, units, lo, n;
+  unit_of(scope, &unit, &units);
+  slice(bytes, unit, units, &lo, &n);
   if (n) {
-    if (kGet) ccl::dev::get<ccl::dev::Scope::kBlock>(c, local + lo, sym + lo, n, peer);
-    else ccl::dev::put<ccl::dev::Scope::kBlock>(c, sym + lo, local + lo, n, peer);
+    if (scope == 0) ccl_rma<kGet, ccl::dev::Scope::kThread>(c, sym, local, lo, n, peer);
+    else if (scope == 1) ccl_rma<kGet, ccl::dev::Scope::kWarp>(c, sym, local, lo, n, peer);
+    else ccl_rma<kGet, ccl::dev::Scope::kBlock>(c, sym, local, lo, n, peer);
   }
   if (threadIdx.x == 0) ccl::dev::quiet(c);
 }
 
 #ifdef CCL_PERF_NVSHMEM
 template <bool kGet>
-__global__ void nvshmem_rma_kernel(char* sym, char* local, size_t bytes, int peer) {
-  size_t lo, n;
-  slice(bytes, &lo, &n);
+__global__ void nvshmem_rma_kernel(char* sym, char* local, size_t bytes, int peer, int scope) {
+  size_t unit, units, lo, n;
+  unit_of(scope, &unit, &units);
+  slice(bytes, unit, units, &lo, &n);
   if (n) {
-    if (kGet) nvshmemx_getmem_block(local + lo, sym + lo, n, peer);
-    else nvshmemx_putmem_block(sym + lo, local + lo, n, peer);
+    if (scope == 0) kGet ? nvshmem_getmem(local + lo, sym + lo, n, peer) : nvshmem_putmem(sym + lo, local + lo, n, peer);
+    else if (scope == 1) kGet ? nvshmemx_getmem_warp(local + lo, sym + lo, n, peer) : nvshmemx_putmem_warp(sym + lo, local + lo, n, peer);
+    else kGet ? nvshmemx_getmem_block(local + lo, sym + lo, n, peer) : nvshmemx_putmem_block(sym + lo, local + lo, n, peer);
   }
   if (threadIdx.x == 0) nvshmem_quiet();
 }
@@ -61,17 +82,18 @@ int rma_bw_main(int argc, char** argv) {
   const int peer = (env.rank + 1) % env.n;
   const bool active = o.bidir || env.rank == 0;
   Table t{kGet ? "get_bw" : "put_bw", "GB/s"};
-  t.name += o.bidir ? " (both directions, per direction)" : " (one direction)";
+  t.name += std::string(o.scope == 0 ? " thread" : o.scope == 1 ? " warp" : " block") + " scope";
+  t.name += o.bidir ? ", both directions, per direction" : ", one direction";
   t.print_header(env);
   for (size_t bytes : sizes(o)) {
     Row r{bytes, 0, 0};
     r.ccl_us = time_us(env, o, [&](cudaStream_t s) {
-      if (active) ccl_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(env.dc, sym, local, bytes, peer);
+      if (active) ccl_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(env.dc, sym, local, bytes, peer, o.scope);
     });
     r.ccl_value = bytes / r.ccl_us / 1e3;
 #ifdef CCL_PERF_NVSHMEM
     r.ref_us = time_us(env, o, [&](cudaStream_t s) {
-      if (active) nvshmem_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(nsym, local, bytes, peer);
+      if (active) nvshmem_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(nsym, local, bytes, peer, o.scope);
     });
     r.ref_value = bytes / r.ref_us / 1e3;
 #endif

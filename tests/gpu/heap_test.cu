@@ -12,31 +12,14 @@
 #include "common/cuda.hpp"
 #include "core/comm.hpp"
 #include "gpu/heap_kernels.cuh"
-#include "mp/fork_ranks.hpp"
+#include "gpu/gpu_ranks.cuh"
 
 namespace ccl {
 namespace {
 
 using test::fork_ranks;
 
-// Counted in a child so that this process never initialises CUDA before it forks ranks.
-int visible_gpus() {
-  static int n = -1;
-  if (n < 0) n = fork_ranks(1, [](int) { return std::min(cuda_device_count(), 100); })[0].code;
-  return n;
-}
-
-#define REQUIRE_GPUS(k)                                                                 \
-  do {                                                                                  \
-    if (visible_gpus() < (k)) GTEST_SKIP() << "needs " << (k) << " GPU(s); " << visible_gpus() \
-                                           << " visible";                              \
-  } while (0)
-
-#define RANK_CUDA(expr)                                                            \
-  do {                                                                             \
-    cudaError_t e_ = (expr);                                                       \
-    RANK_CHECK(e_ == cudaSuccess, "%s: %s", #expr, cudaGetErrorString(e_));        \
-  } while (0)
+using test::init_on_gpu;
 
 // Allocates n ints per rank, every rank writes its block into every peer, checks its own copy.
 int exchange_and_check(ccl_comm_t comm, int64_t n, uint32_t seed) {
@@ -71,12 +54,6 @@ int exchange_and_check(ccl_comm_t comm, int64_t n, uint32_t seed) {
              static_cast<long long>(n * size));
   RANK_OK(comm->bootstrap->barrier());  // nobody frees while a peer may still read
   RANK_OK(ccl_mem_free(comm, buf));
-  return 0;
-}
-
-int init_on_gpu(ccl_unique_id_t id, int nranks, int rank, ccl_comm_t* comm) {
-  RANK_CUDA(cudaSetDevice(rank % cuda_device_count()));
-  RANK_OK(ccl_comm_init_rank(comm, nranks, id, rank));
   return 0;
 }
 

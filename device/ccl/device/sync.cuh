@@ -45,42 +45,41 @@ __device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, M
   return ok;
 }
 
+/// The leader's result, given to every thread of the scope.
+template <Scope S>
+__device__ __forceinline__ bool scope_broadcast(bool leader_result) {
+  if constexpr (S == Scope::kBlock) {
+    __shared__ bool result;
+    if (scope_leader<S>()) result = leader_result;
+    __syncthreads();
+    return result;
+  } else if constexpr (S == Scope::kWarp) {
+    return __shfl_sync(0xffffffffu, leader_result, 0);
+  } else {
+    return leader_result;
+  }
+}
+
 }  // namespace detail
 
 /// Synchronises all ranks of the communicator (no completion of outstanding puts: see barrier).
 /// Called by every thread of scope S on every rank; one such call per rank at a time.
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ bool sync(const DeviceComm& c) {
-  __shared__ bool ok;
   bool result = true;
   if (detail::scope_leader<S>())
     result = detail::dissemination(c, c.nranks, c.rank, [](int r) { return r; }, CCL_OP_SYNC);
-  if constexpr (S == Scope::kBlock) {
-    if (detail::scope_leader<S>()) ok = result;
-    __syncthreads();
-    result = ok;
-  } else if constexpr (S == Scope::kWarp) {
-    result = __shfl_sync(0xffffffffu, result, 0);
-  }
-  return result;
+  return detail::scope_broadcast<S>(result);
 }
 
 /// sync over a team (ccl_team_get_device); ranks outside the team must not call it.
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ bool sync(const DeviceComm& c, const DeviceTeam& t) {
-  __shared__ bool ok;
   bool result = true;
   if (detail::scope_leader<S>())
     result = detail::dissemination(c, t.size, t.my_index, [&](int r) { return t.members[r]; },
                                    CCL_OP_SYNC);
-  if constexpr (S == Scope::kBlock) {
-    if (detail::scope_leader<S>()) ok = result;
-    __syncthreads();
-    result = ok;
-  } else if constexpr (S == Scope::kWarp) {
-    result = __shfl_sync(0xffffffffu, result, 0);
-  }
-  return result;
+  return detail::scope_broadcast<S>(result);
 }
 
 /// quiet + sync: every put issued before the barrier by any rank is visible everywhere after it.
