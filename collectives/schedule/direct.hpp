@@ -1,0 +1,81 @@
+// Direct schedules: every rank exchanges with every other rank in n-1 steps (step s: send to
+// r+s+1, receive from r-s-1), the message pattern of the one-shot and two-shot load/store kernels.
+#pragma once
+
+#include "collectives/schedule/step.hpp"
+
+namespace ccl::coll::direct {
+
+CCL_HD int steps(int n) { return n - 1; }
+
+/// One-shot allreduce: every rank gets every peer's whole input and reduces.
+CCL_HD Step one_shot_allreduce(int r, int n, size_t count, int s) {
+  Step st;
+  st.send = whole(mod(r + s + 1, n), count);
+  st.recv = whole(mod(r - s - 1, n), count);
+  st.action = Action::kReduce;
+  return st;
+}
+
+/// Reduce-scatter: block j goes to rank j, which reduces it.
+CCL_HD Step reduce_scatter(int r, int n, size_t count, int s) {
+  Step st;
+  const int to = mod(r + s + 1, n), from = mod(r - s - 1, n);
+  st.send = block(to, count, n, to);
+  st.recv = block(from, count, n, r);
+  st.action = Action::kReduce;
+  return st;
+}
+
+/// Allgather: rank r's block r goes to everyone.
+CCL_HD Step allgather(int r, int n, size_t count, int s) {
+  Step st;
+  const int to = mod(r + s + 1, n), from = mod(r - s - 1, n);
+  st.send = block(to, count, n, r);
+  st.recv = block(from, count, n, from);
+  st.action = Action::kCopy;
+  return st;
+}
+
+/// Two-shot allreduce: reduce-scatter, then allgather of the reduced blocks.
+CCL_HD int two_shot_steps(int n) { return 2 * (n - 1); }
+CCL_HD Step two_shot_allreduce(int r, int n, size_t count, int s) {
+  return s < n - 1 ? reduce_scatter(r, n, count, s) : allgather(r, n, count, s - (n - 1));
+}
+
+/// Broadcast: the root sends the whole buffer to root+s+1 at step s.
+CCL_HD Step broadcast(int r, int n, size_t count, int root, int s) {
+  Step st;
+  const int target = mod(root + s + 1, n);
+  if (r == root) st.send = whole(target, count);
+  if (r == target) {
+    st.recv = whole(root, count);
+    st.action = Action::kCopy;
+  }
+  return st;
+}
+
+/// Reduce: rank root+s+1 sends its whole buffer to the root at step s, which reduces it.
+CCL_HD Step reduce(int r, int n, size_t count, int root, int s) {
+  Step st;
+  const int source = mod(root + s + 1, n);
+  if (r == source) st.send = whole(root, count);
+  if (r == root) {
+    st.recv = whole(source, count);
+    st.action = Action::kReduce;
+  }
+  return st;
+}
+
+/// Alltoall (separate input and output): input block j goes to rank j; output block i comes from
+/// rank i. Offsets: the send offset is in the input, the receive offset in the output.
+CCL_HD Step alltoall(int r, int n, size_t count, int s) {
+  Step st;
+  const int to = mod(r + s + 1, n), from = mod(r - s - 1, n);
+  st.send = block(to, count, n, to);
+  st.recv = block(from, count, n, from);
+  st.action = Action::kCopy;
+  return st;
+}
+
+}  // namespace ccl::coll::direct

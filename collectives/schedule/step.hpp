@@ -1,0 +1,73 @@
+// The data movement of every collective algorithm as pure functions of (rank, nranks, count,
+// root, step): which element range goes to which peer, which comes from which peer, and whether
+// it is copied or reduced. The kernels (collectives issue) and the CPU simulator
+// (collectives/sim) both use these functions, so the simulator checks the very index
+// arithmetic the GPU runs. Header-only, __host__ __device__, no allocation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define CCL_HD __host__ __device__ __forceinline__
+#else
+#define CCL_HD inline
+#endif
+
+namespace ccl::coll {
+
+enum class Collective : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll };
+
+enum class Algorithm : uint8_t {
+  kRing,               // chunked ring (allreduce, reduce-scatter, allgather, broadcast as a chain)
+  kRecursiveDoubling,  // allreduce, allgather; non-powers of two folded in and out
+  kRabenseifner,       // allreduce: recursive halving reduce-scatter + recursive doubling allgather
+  kOneShot,            // allreduce: every rank takes every peer's whole input
+  kTwoShot,            // allreduce: reduce-scatter then allgather through the peers
+  kDirect,             // reduce-scatter, allgather, broadcast, reduce, alltoall: straight to peers
+};
+
+/// What arriving data does to the destination range.
+enum class Action : uint8_t { kNone, kCopy, kReduce };
+
+/// One element range of the full buffer moving between two ranks.
+struct Transfer {
+  int peer = -1;  // -1: nothing
+  size_t offset = 0;
+  size_t count = 0;
+};
+
+/// One step of one rank: at most one send and one receive (the simulator checks that every send
+/// meets the matching receive). Sends read the buffer as it was before the step's receives.
+struct Step {
+  Transfer send;
+  Transfer recv;
+  Action action = Action::kNone;
+};
+
+/// Balanced partition of `count` elements into `parts` ranges: the first count % parts ranges get
+/// one more element. Ranges are empty when count < parts.
+CCL_HD void partition(size_t count, int parts, int i, size_t* offset, size_t* n) {
+  const size_t base = count / static_cast<size_t>(parts), extra = count % static_cast<size_t>(parts);
+  const size_t ui = static_cast<size_t>(i);
+  *offset = ui * base + (ui < extra ? ui : extra);
+  *n = base + (ui < extra ? 1 : 0);
+}
+
+CCL_HD int mod(int a, int n) { return ((a % n) + n) % n; }
+
+CCL_HD Transfer block(int peer, size_t count, int parts, int i) {
+  Transfer t;
+  t.peer = peer;
+  partition(count, parts, i, &t.offset, &t.count);
+  return t;
+}
+
+CCL_HD Transfer whole(int peer, size_t count) {
+  Transfer t;
+  t.peer = peer;
+  t.count = count;
+  return t;
+}
+
+}  // namespace ccl::coll

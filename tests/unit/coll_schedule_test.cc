@@ -1,0 +1,103 @@
+// Every collective algorithm's schedule, simulated on CPU with exact integer data for 1..64 ranks
+// (non-powers of two included) and counts that are zero, smaller than the rank count, not
+// divisible by it, and large.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "collectives/sim/simulator.hpp"
+
+namespace ccl::coll {
+namespace {
+
+struct Pair {
+  Collective coll;
+  Algorithm algo;
+};
+
+const Pair kPairs[] = {
+    {Collective::kAllReduce, Algorithm::kRing},
+    {Collective::kAllReduce, Algorithm::kRecursiveDoubling},
+    {Collective::kAllReduce, Algorithm::kRabenseifner},
+    {Collective::kAllReduce, Algorithm::kOneShot},
+    {Collective::kAllReduce, Algorithm::kTwoShot},
+    {Collective::kReduceScatter, Algorithm::kRing},
+    {Collective::kReduceScatter, Algorithm::kDirect},
+    {Collective::kAllGather, Algorithm::kRing},
+    {Collective::kAllGather, Algorithm::kRecursiveDoubling},
+    {Collective::kAllGather, Algorithm::kDirect},
+    {Collective::kBroadcast, Algorithm::kRing},
+    {Collective::kBroadcast, Algorithm::kDirect},
+    {Collective::kReduce, Algorithm::kDirect},
+    {Collective::kAllToAll, Algorithm::kDirect},
+};
+
+// Reduce-scatter, allgather and alltoall move equal blocks: their whole-buffer count is a
+// multiple of n.
+bool blocked(Collective c) {
+  return c == Collective::kReduceScatter || c == Collective::kAllGather || c == Collective::kAllToAll;
+}
+
+std::vector<size_t> counts_for(Collective c, int n, std::mt19937& rng, bool big) {
+  if (blocked(c)) {
+    std::vector<size_t> v = {0, size_t(n), 2 * size_t(n), 3 * size_t(n), (1 + rng() % 97) * size_t(n)};
+    if (big) v.push_back((1 + rng() % 2000) * size_t(n));
+    return v;
+  }
+  std::vector<size_t> v = {0, 1, size_t(n > 1 ? n - 1 : 1), size_t(n + 1), 2 * size_t(n) + 3,
+                           1 + rng() % 999};
+  if (big) v.push_back(20000 + rng() % 80000);
+  return v;
+}
+
+class Schedules : public ::testing::TestWithParam<Pair> {};
+
+TEST_P(Schedules, ExactResultsFor1To64Ranks) {
+  const Pair pr = GetParam();
+  std::mt19937 rng(1234 + static_cast<int>(pr.coll) * 17 + static_cast<int>(pr.algo));
+  for (int n = 1; n <= 64; ++n) {
+    const bool big = n == 2 || n == 3 || n == 8 || n == 13 || n == 63;
+    for (size_t count : counts_for(pr.coll, n, rng, big)) {
+      Shape sh{pr.coll, pr.algo, n, count};
+      sh.root = static_cast<int>(rng() % n);
+      sh.chunks = 1 + static_cast<int>(rng() % 8);
+      const SimResult r = simulate(sh, rng());
+      ASSERT_TRUE(r.ok) << r.error << " (root " << sh.root << ", chunks " << sh.chunks << ")";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Schedules, ::testing::ValuesIn(kPairs), [](const auto& info) {
+  return std::string(collective_name(info.param.coll)) + "_" + algorithm_name(info.param.algo);
+});
+
+TEST(Schedules, StepCountsAreTheTextbookOnes) {
+  EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRing, 8, 100}), 14);
+  EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRecursiveDoubling, 8, 100}), 3);
+  EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRecursiveDoubling, 6, 100}), 2 + 2);  // folded
+  EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRabenseifner, 16, 100}), 8);
+  EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kOneShot, 4, 100}), 3);
+  EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kTwoShot, 4, 100}), 6);
+  EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRing, 1, 100}), 0);
+}
+
+TEST(Schedules, RingAndRabenseifnerMoveTheBandwidthOptimalAmount) {
+  // Each rank sends 2 (n-1)/n of the buffer: the bandwidth-optimal allreduce.
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kRabenseifner, Algorithm::kTwoShot}) {
+    const SimResult r = simulate({Collective::kAllReduce, a, 8, 8000}, 7);
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.elements_moved, 2u * 7 * 1000) << algorithm_name(a);
+  }
+  const SimResult one = simulate({Collective::kAllReduce, Algorithm::kOneShot, 8, 8000}, 7);
+  EXPECT_EQ(one.elements_moved, 7u * 8000);  // latency-optimal, bandwidth-hungry
+}
+
+TEST(Schedules, UnsupportedPairsAreRefused) {
+  EXPECT_FALSE(supported(Collective::kAllToAll, Algorithm::kRing));
+  EXPECT_FALSE(supported(Collective::kReduce, Algorithm::kRabenseifner));
+  EXPECT_FALSE(simulate({Collective::kAllToAll, Algorithm::kRing, 4, 16}, 1).ok);
+}
+
+}  // namespace
+}  // namespace ccl::coll
