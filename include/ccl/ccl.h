@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "ccl/device_abi.h"
+#include "ccl/types.h"
 #include "ccl/version.h"
 
 #ifdef __cplusplus
