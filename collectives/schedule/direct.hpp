@@ -6,7 +6,9 @@
 
 namespace ccl::coll::direct {
 
-CCL_HD int steps(int n) { return n - 1; }
+CCL_HD int steps(int n) {
+  return n - 1;
+}
 
 /// One-shot allreduce: every rank gets every peer's whole input and reduces.
 CCL_HD Step one_shot_allreduce(int r, int n, size_t count, int s) {
@@ -38,7 +40,9 @@ CCL_HD Step allgather(int r, int n, size_t count, int s) {
 }
 
 /// Two-shot allreduce: reduce-scatter, then allgather of the reduced blocks.
-CCL_HD int two_shot_steps(int n) { return 2 * (n - 1); }
+CCL_HD int two_shot_steps(int n) {
+  return 2 * (n - 1);
+}
 CCL_HD Step two_shot_allreduce(int r, int n, size_t count, int s) {
   return s < n - 1 ? reduce_scatter(r, n, count, s) : allgather(r, n, count, s - (n - 1));
 }

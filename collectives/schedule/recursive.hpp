@@ -26,16 +26,22 @@ CCL_HD int vrank(int r, const Fold& f) {
   return r - f.rem;
 }
 /// Original rank of virtual rank v.
-CCL_HD int orig(int v, const Fold& f) { return v < f.rem ? 2 * v + 1 : v + f.rem; }
+CCL_HD int orig(int v, const Fold& f) {
+  return v < f.rem ? 2 * v + 1 : v + f.rem;
+}
 /// First original rank whose block belongs to virtual rank v's group (v's own lowest block).
-CCL_HD int orig_lo(int v, const Fold& f) { return v < f.rem ? 2 * v : v + f.rem; }
+CCL_HD int orig_lo(int v, const Fold& f) {
+  return v < f.rem ? 2 * v : v + f.rem;
+}
 
 /// Elements of the original-rank blocks [i, j) of an n-block partition.
 CCL_HD Transfer blocks(int peer, size_t count, int n, int i, int j) {
   size_t lo, hi, len;
   partition(count, n, i, &lo, &len);
-  if (j >= n) hi = count;
-  else partition(count, n, j, &hi, &len);
+  if (j >= n)
+    hi = count;
+  else
+    partition(count, n, j, &hi, &len);
   Transfer t;
   t.peer = peer;
   t.offset = lo;
@@ -44,15 +50,20 @@ CCL_HD Transfer blocks(int peer, size_t count, int n, int i, int j) {
 }
 
 /// Elements of the p-chunk partition's chunks [a, b).
-CCL_HD Transfer chunks(int peer, size_t count, int p, int a, int b) { return blocks(peer, count, p, a, b); }
+CCL_HD Transfer chunks(int peer, size_t count, int p, int a, int b) {
+  return blocks(peer, count, p, a, b);
+}
 
-CCL_HD int fold_steps(const Fold& f) { return f.rem > 0 ? 1 : 0; }
+CCL_HD int fold_steps(const Fold& f) {
+  return f.rem > 0 ? 1 : 0;
+}
 
 /// The fold-in step (whole buffer, or for allgather only the folded rank's own block).
 CCL_HD Step fold_in(int r, const Fold& f, size_t count, bool allgather, int n) {
   Step st;
   if (r >= 2 * f.rem) return st;
-  if (r % 2 == 0) st.send = allgather ? blocks(r + 1, count, n, r, r + 1) : whole(r + 1, count);
+  if (r % 2 == 0)
+    st.send = allgather ? blocks(r + 1, count, n, r, r + 1) : whole(r + 1, count);
   else {
     st.recv = allgather ? blocks(r - 1, count, n, r - 1, r) : whole(r - 1, count);
     st.action = allgather ? Action::kCopy : Action::kReduce;
@@ -64,7 +75,8 @@ CCL_HD Step fold_in(int r, const Fold& f, size_t count, bool allgather, int n) {
 CCL_HD Step fold_out(int r, const Fold& f, size_t count) {
   Step st;
   if (r >= 2 * f.rem) return st;
-  if (r % 2 == 1) st.send = whole(r - 1, count);
+  if (r % 2 == 1)
+    st.send = whole(r - 1, count);
   else {
     st.recv = whole(r + 1, count);
     st.action = Action::kCopy;
@@ -96,7 +108,9 @@ CCL_HD Step doubling_allreduce(int r, int n, size_t count, int s) {
 
 /// Allgather by recursive doubling: rank r starts with block r of n. Fold in (block only),
 /// log2 p exchanges of growing groups, fold out (whole buffer).
-CCL_HD int doubling_allgather_steps(int n) { return doubling_allreduce_steps(n); }
+CCL_HD int doubling_allgather_steps(int n) {
+  return doubling_allreduce_steps(n);
+}
 CCL_HD Step doubling_allgather(int r, int n, size_t count, int s) {
   const Fold f = fold_of(n);
   if (f.rem > 0) {

@@ -24,12 +24,16 @@ CCL_HD bool supported(Collective c, Algorithm a) {
     case Collective::kAllReduce:
       return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
              a == Algorithm::kRabenseifner || a == Algorithm::kOneShot || a == Algorithm::kTwoShot;
-    case Collective::kReduceScatter: return a == Algorithm::kRing || a == Algorithm::kDirect;
+    case Collective::kReduceScatter:
+      return a == Algorithm::kRing || a == Algorithm::kDirect;
     case Collective::kAllGather:
       return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling || a == Algorithm::kDirect;
-    case Collective::kBroadcast: return a == Algorithm::kRing || a == Algorithm::kDirect;
-    case Collective::kReduce: return a == Algorithm::kDirect;
-    case Collective::kAllToAll: return a == Algorithm::kDirect;
+    case Collective::kBroadcast:
+      return a == Algorithm::kRing || a == Algorithm::kDirect;
+    case Collective::kReduce:
+      return a == Algorithm::kDirect;
+    case Collective::kAllToAll:
+      return a == Algorithm::kDirect;
   }
   return false;
 }
@@ -42,11 +46,16 @@ CCL_HD int num_steps(const Shape& sh) {
       if (sh.coll == Collective::kAllReduce) return ring::allreduce_steps(n);
       if (sh.coll == Collective::kBroadcast) return ring::broadcast_steps(n, sh.chunks);
       return ring::reduce_scatter_steps(n);
-    case Algorithm::kRecursiveDoubling: return recursive::doubling_allreduce_steps(n);
-    case Algorithm::kRabenseifner: return recursive::rabenseifner_steps(n);
-    case Algorithm::kOneShot: return direct::steps(n);
-    case Algorithm::kTwoShot: return direct::two_shot_steps(n);
-    case Algorithm::kDirect: return direct::steps(n);
+    case Algorithm::kRecursiveDoubling:
+      return recursive::doubling_allreduce_steps(n);
+    case Algorithm::kRabenseifner:
+      return recursive::rabenseifner_steps(n);
+    case Algorithm::kOneShot:
+      return direct::steps(n);
+    case Algorithm::kTwoShot:
+      return direct::two_shot_steps(n);
+    case Algorithm::kDirect:
+      return direct::steps(n);
   }
   return 0;
 }
@@ -57,25 +66,35 @@ CCL_HD Step make_step(const Shape& sh, int r, int s) {
   switch (sh.coll) {
     case Collective::kAllReduce:
       switch (sh.algo) {
-        case Algorithm::kRing: return ring::allreduce(r, n, c, s);
-        case Algorithm::kRecursiveDoubling: return recursive::doubling_allreduce(r, n, c, s);
-        case Algorithm::kRabenseifner: return recursive::rabenseifner(r, n, c, s);
-        case Algorithm::kOneShot: return direct::one_shot_allreduce(r, n, c, s);
-        case Algorithm::kTwoShot: return direct::two_shot_allreduce(r, n, c, s);
-        default: break;
+        case Algorithm::kRing:
+          return ring::allreduce(r, n, c, s);
+        case Algorithm::kRecursiveDoubling:
+          return recursive::doubling_allreduce(r, n, c, s);
+        case Algorithm::kRabenseifner:
+          return recursive::rabenseifner(r, n, c, s);
+        case Algorithm::kOneShot:
+          return direct::one_shot_allreduce(r, n, c, s);
+        case Algorithm::kTwoShot:
+          return direct::two_shot_allreduce(r, n, c, s);
+        default:
+          break;
       }
       break;
     case Collective::kReduceScatter:
-      return sh.algo == Algorithm::kRing ? ring::reduce_scatter(r, n, c, s) : direct::reduce_scatter(r, n, c, s);
+      return sh.algo == Algorithm::kRing ? ring::reduce_scatter(r, n, c, s)
+                                         : direct::reduce_scatter(r, n, c, s);
     case Collective::kAllGather:
       if (sh.algo == Algorithm::kRing) return ring::allgather(r, n, c, s);
-      if (sh.algo == Algorithm::kRecursiveDoubling) return recursive::doubling_allgather(r, n, c, s);
+      if (sh.algo == Algorithm::kRecursiveDoubling)
+        return recursive::doubling_allgather(r, n, c, s);
       return direct::allgather(r, n, c, s);
     case Collective::kBroadcast:
       return sh.algo == Algorithm::kRing ? ring::broadcast(r, n, c, sh.root, sh.chunks, s)
                                          : direct::broadcast(r, n, c, sh.root, s);
-    case Collective::kReduce: return direct::reduce(r, n, c, sh.root, s);
-    case Collective::kAllToAll: return direct::alltoall(r, n, c, s);
+    case Collective::kReduce:
+      return direct::reduce(r, n, c, sh.root, s);
+    case Collective::kAllToAll:
+      return direct::alltoall(r, n, c, s);
   }
   return Step{};
 }

@@ -16,7 +16,14 @@
 
 namespace ccl::coll {
 
-enum class Collective : uint8_t { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll };
+enum class Collective : uint8_t {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kAllToAll
+};
 
 enum class Algorithm : uint8_t {
   kRing,               // chunked ring (allreduce, reduce-scatter, allgather, broadcast as a chain)
@@ -48,13 +55,16 @@ struct Step {
 /// Balanced partition of `count` elements into `parts` ranges: the first count % parts ranges get
 /// one more element. Ranges are empty when count < parts.
 CCL_HD void partition(size_t count, int parts, int i, size_t* offset, size_t* n) {
-  const size_t base = count / static_cast<size_t>(parts), extra = count % static_cast<size_t>(parts);
+  const size_t base = count / static_cast<size_t>(parts),
+               extra = count % static_cast<size_t>(parts);
   const size_t ui = static_cast<size_t>(i);
   *offset = ui * base + (ui < extra ? ui : extra);
   *n = base + (ui < extra ? 1 : 0);
 }
 
-CCL_HD int mod(int a, int n) { return ((a % n) + n) % n; }
+CCL_HD int mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
 
 CCL_HD Transfer block(int peer, size_t count, int parts, int i) {
   Transfer t;

@@ -11,24 +11,36 @@ namespace ccl::coll {
 
 const char* collective_name(Collective c) {
   switch (c) {
-    case Collective::kAllReduce: return "allreduce";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAllGather: return "allgather";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kAllToAll: return "alltoall";
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllToAll:
+      return "alltoall";
   }
   return "?";
 }
 
 const char* algorithm_name(Algorithm a) {
   switch (a) {
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kRecursiveDoubling: return "recursive_doubling";
-    case Algorithm::kRabenseifner: return "rabenseifner";
-    case Algorithm::kOneShot: return "one_shot";
-    case Algorithm::kTwoShot: return "two_shot";
-    case Algorithm::kDirect: return "direct";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kRecursiveDoubling:
+      return "recursive_doubling";
+    case Algorithm::kRabenseifner:
+      return "rabenseifner";
+    case Algorithm::kOneShot:
+      return "one_shot";
+    case Algorithm::kTwoShot:
+      return "two_shot";
+    case Algorithm::kDirect:
+      return "direct";
   }
   return "?";
 }
@@ -45,8 +57,8 @@ SimResult fail(std::string text) {
 }
 
 std::string where(const Shape& sh, int step, int rank) {
-  return std::string(collective_name(sh.coll)) + "/" + algorithm_name(sh.algo) + " n=" +
-         std::to_string(sh.nranks) + " count=" + std::to_string(sh.count) + " step " +
+  return std::string(collective_name(sh.coll)) + "/" + algorithm_name(sh.algo) +
+         " n=" + std::to_string(sh.nranks) + " count=" + std::to_string(sh.count) + " step " +
          std::to_string(step) + " rank " + std::to_string(rank);
 }
 
@@ -95,9 +107,11 @@ SimResult simulate(const Shape& sh, uint64_t seed) {
       const Transfer& t = st[r].send;
       if (t.peer < 0) continue;
       if (t.peer >= n || t.peer == r) return fail(where(sh, s, r) + ": sends to an invalid peer");
-      if (t.offset + t.count > sh.count) return fail(where(sh, s, r) + ": send range out of bounds");
+      if (t.offset + t.count > sh.count)
+        return fail(where(sh, s, r) + ": send range out of bounds");
       const Buffer& src = sends_from_input ? initial[r] : data[r];
-      Buffer payload(src.begin() + static_cast<long>(t.offset), src.begin() + static_cast<long>(t.offset + t.count));
+      Buffer payload(src.begin() + static_cast<long>(t.offset),
+                     src.begin() + static_cast<long>(t.offset + t.count));
       if (!msgs.emplace(std::make_pair(r, t.peer), std::make_pair(t, std::move(payload))).second)
         return fail(where(sh, s, r) + ": two sends to one peer in one step");
       moved[r] += t.count;
@@ -106,13 +120,16 @@ SimResult simulate(const Shape& sh, uint64_t seed) {
       const Transfer& t = st[r].recv;
       if (t.peer < 0) continue;
       auto it = msgs.find({t.peer, r});
-      if (it == msgs.end()) return fail(where(sh, s, r) + ": receives from rank " + std::to_string(t.peer) + ", which sends nothing to it");
+      if (it == msgs.end())
+        return fail(where(sh, s, r) + ": receives from rank " + std::to_string(t.peer) +
+                    ", which sends nothing to it");
       const Transfer& sent = it->second.first;
       if (sent.count != t.count || (!separate_out && sent.offset != t.offset))
         return fail(where(sh, s, r) + ": receive range [" + std::to_string(t.offset) + ", +" +
-                    std::to_string(t.count) + ") does not match the send [" + std::to_string(sent.offset) +
-                    ", +" + std::to_string(sent.count) + ")");
-      if (t.offset + t.count > sh.count) return fail(where(sh, s, r) + ": receive range out of bounds");
+                    std::to_string(t.count) + ") does not match the send [" +
+                    std::to_string(sent.offset) + ", +" + std::to_string(sent.count) + ")");
+      if (t.offset + t.count > sh.count)
+        return fail(where(sh, s, r) + ": receive range out of bounds");
       const Buffer& payload = it->second.second;
       for (size_t i = 0; i < t.count; ++i) {
         int64_t& dst = data[r][t.offset + i];
@@ -139,10 +156,10 @@ SimResult simulate(const Shape& sh, uint64_t seed) {
   auto check = [&](int r, size_t i, int64_t want) -> bool {
     if (data[r][i] == want) return true;
     res.ok = false;
-    res.error = std::string(collective_name(sh.coll)) + "/" + algorithm_name(sh.algo) + " n=" +
-                std::to_string(n) + " count=" + std::to_string(sh.count) + ": rank " + std::to_string(r) +
-                " element " + std::to_string(i) + " is " + std::to_string(data[r][i]) + ", expected " +
-                std::to_string(want);
+    res.error = std::string(collective_name(sh.coll)) + "/" + algorithm_name(sh.algo) +
+                " n=" + std::to_string(n) + " count=" + std::to_string(sh.count) + ": rank " +
+                std::to_string(r) + " element " + std::to_string(i) + " is " +
+                std::to_string(data[r][i]) + ", expected " + std::to_string(want);
     return false;
   };
   // The rank whose block holds element i.
@@ -158,12 +175,18 @@ SimResult simulate(const Shape& sh, uint64_t seed) {
     for (size_t i = 0; i < sh.count; ++i) {
       bool good = true;
       switch (sh.coll) {
-        case Collective::kAllReduce: good = check(r, i, sum[i]); break;
+        case Collective::kAllReduce:
+          good = check(r, i, sum[i]);
+          break;
         case Collective::kReduceScatter:
           if (i >= own.offset && i < own.offset + own.count) good = check(r, i, sum[i]);
           break;
-        case Collective::kAllGather: good = check(r, i, initial[owner(i)][i]); break;
-        case Collective::kBroadcast: good = check(r, i, initial[sh.root][i]); break;
+        case Collective::kAllGather:
+          good = check(r, i, initial[owner(i)][i]);
+          break;
+        case Collective::kBroadcast:
+          good = check(r, i, initial[sh.root][i]);
+          break;
         case Collective::kReduce:
           if (r == sh.root) good = check(r, i, sum[i]);
           break;

@@ -2,29 +2,29 @@
 // loudly on any error. Start each example with ccl-run -n 2 ./example.
 #pragma once
 
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "ccl/ccl.h"
 #include "ccl/device.cuh"
 
-#define EX_CUDA(x)                                                                        \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
+#define EX_CUDA(x)                                                                            \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
-#define EX_CCL(x)                                                                            \
-  do {                                                                                       \
-    ccl_result_t r_ = (x);                                                                   \
-    if (r_ != CCL_SUCCESS) {                                                                 \
+#define EX_CCL(x)                                                                           \
+  do {                                                                                      \
+    ccl_result_t r_ = (x);                                                                  \
+    if (r_ != CCL_SUCCESS) {                                                                \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ccl_get_last_error()); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
+      std::exit(1);                                                                         \
+    }                                                                                       \
   } while (0)
 
 /// Exit code ctest reads as "skipped".

@@ -12,7 +12,7 @@ constexpr int kTokens = 2048;
 constexpr int kHidden = 512;
 constexpr int kExpertsPerRank = 4;
 
-struct Slot {  // one received token
+struct Slot {      // one received token
   int32_t token;   // index at its home rank
   int32_t home;    // home rank
   int32_t expert;  // global expert id
@@ -24,13 +24,16 @@ __host__ __device__ int route(int rank, int token, int experts) {
   uint32_t x = static_cast<uint32_t>(rank * 7919 + token) * 2654435761u;
   return static_cast<int>((x >> 7) % static_cast<uint32_t>(experts));
 }
-__host__ __device__ float input(int rank, int token, int i) { return 0.001f * ((rank * 131 + token * 7 + i) % 1000); }
+__host__ __device__ float input(int rank, int token, int i) {
+  return 0.001f * ((rank * 131 + token * 7 + i) % 1000);
+}
 
 // Dispatch: warp w sends token w. cursor[d] hands out slots in our region of rank d's buffer.
 __global__ void dispatch(DeviceComm c, Slot* recv, const float* tokens, int* cursor, int* counts) {
   const int token = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (token >= kTokens) return;
-  const int expert = route(c.rank, token, kExpertsPerRank * c.nranks), dst = expert / kExpertsPerRank;
+  const int expert = route(c.rank, token, kExpertsPerRank * c.nranks),
+            dst = expert / kExpertsPerRank;
   int pos = 0;
   if (lane == 0) {
     pos = atomicAdd(cursor + dst, 1);
@@ -49,18 +52,19 @@ __global__ void dispatch(DeviceComm c, Slot* recv, const float* tokens, int* cur
 __global__ void publish(DeviceComm c, const int* counts, int* expert_tokens, uint64_t* dispatched) {
   quiet(c);  // every token put is complete before the counts that announce them
   for (int e = 0; e < kExpertsPerRank * c.nranks; ++e)
-    if (counts[e]) atomic_add(c, expert_tokens + e % kExpertsPerRank, counts[e], e / kExpertsPerRank);
+    if (counts[e])
+      atomic_add(c, expert_tokens + e % kExpertsPerRank, counts[e], e / kExpertsPerRank);
   fence(c);  // the counts land before "dispatch complete" (signal() alone is relaxed)
   for (int r = 0; r < c.nranks; ++r) signal(c, dispatched, 1, SignalOp::kAdd, r);
 }
 
 // Experts + combine at the owner: wait for all ranks, then scale each received token and put it
 // back to its home slot; count results per home rank with a signal.
-__global__ void experts_and_combine(DeviceComm c, Slot* recv, float* out,
-                                    uint64_t* dispatched, uint64_t* returned,
-                                    int* seen_tokens) {
+__global__ void experts_and_combine(DeviceComm c, Slot* recv, float* out, uint64_t* dispatched,
+                                    uint64_t* returned, int* seen_tokens) {
   __shared__ bool ok;
-  if (threadIdx.x == 0) ok = signal_wait_until(c, dispatched, Cmp::kAtLeast, static_cast<uint64_t>(c.nranks));
+  if (threadIdx.x == 0)
+    ok = signal_wait_until(c, dispatched, Cmp::kAtLeast, static_cast<uint64_t>(c.nranks));
   __syncthreads();
   if (!ok) return;
   const int warps = blockDim.x / 32, lane = threadIdx.x % 32;
@@ -95,7 +99,8 @@ int main() {
   const size_t recv_bytes = sizeof(Slot) * kTokens * e.n;
   EX_CCL(ccl_mem_alloc(e.comm, recv_bytes, reinterpret_cast<void**>(&recv)));
   EX_CCL(ccl_mem_alloc(e.comm, sizeof(float) * kTokens * kHidden, reinterpret_cast<void**>(&out)));
-  EX_CCL(ccl_mem_alloc(e.comm, sizeof(int) * kExpertsPerRank, reinterpret_cast<void**>(&expert_tokens)));
+  EX_CCL(ccl_mem_alloc(e.comm, sizeof(int) * kExpertsPerRank,
+                       reinterpret_cast<void**>(&expert_tokens)));
   EX_CCL(ccl_mem_alloc(e.comm, 2 * sizeof(uint64_t), reinterpret_cast<void**>(&sigs)));
   EX_CUDA(cudaMalloc(&tokens, sizeof(float) * kTokens * kHidden));
   EX_CUDA(cudaMallocManaged(&cursor, sizeof(int) * e.n));
@@ -127,11 +132,13 @@ int main() {
   for (int t = 0; t < kTokens; ++t) {
     const float scale = static_cast<float>(route(e.rank, t, experts) + 1);
     for (int i = 0; i < kHidden; ++i)
-      wrong += std::fabs(got[static_cast<size_t>(t) * kHidden + i] - input(e.rank, t, i) * scale) > 1e-4f;
+      wrong += std::fabs(got[static_cast<size_t>(t) * kHidden + i] - input(e.rank, t, i) * scale) >
+               1e-4f;
   }
   // The published per-expert counts match the tokens the experts actually processed.
   std::vector<int> published(kExpertsPerRank);
-  EX_CUDA(cudaMemcpy(published.data(), expert_tokens, sizeof(int) * kExpertsPerRank, cudaMemcpyDeviceToHost));
+  EX_CUDA(cudaMemcpy(published.data(), expert_tokens, sizeof(int) * kExpertsPerRank,
+                     cudaMemcpyDeviceToHost));
   for (int x = 0; x < kExpertsPerRank; ++x) wrong += published[x] != seen[x];
   return example_finish(e, wrong, "MoE dispatch/combine");
 }

@@ -1,8 +1,8 @@
 // A persistent kernel that computes tiles and streams each finished tile to a peer while it
 // computes the next: in every block, warps 1.. compute tile s into one half of a double buffer
 // while warp 0 sends tile s-1 from the other half with a warp put_signal. Launched with
-// ccl::dev::launch_collective, which refuses grids that cannot all be resident at once (the blocks wait
-// for their peers' tiles at the end).
+// ccl::dev::launch_collective, which refuses grids that cannot all be resident at once (the blocks
+// wait for their peers' tiles at the end).
 #include "example_util.cuh"
 
 using namespace ccl::dev;
@@ -26,7 +26,8 @@ __global__ void pipeline(DeviceComm c, float* recv, uint64_t* tile_flags, float*
     const bool have = tile < kTiles;
     if (warp > 0 && have) {
       float* out = stage + (step % 2) * kTileFloats;
-      for (int i = threadIdx.x - 32; i < kTileFloats; i += compute_threads) out[i] = tile_value(c.rank, tile, i);
+      for (int i = threadIdx.x - 32; i < kTileFloats; i += compute_threads)
+        out[i] = tile_value(c.rank, tile, i);
     } else if (warp == 0 && prev_tile >= 0) {
       // Meanwhile: send the tile finished in the previous step.
       put_signal<Scope::kWarp>(c, recv + static_cast<size_t>(prev_tile) * kTileFloats,
@@ -46,7 +47,8 @@ __global__ void pipeline(DeviceComm c, float* recv, uint64_t* tile_flags, float*
 __global__ void verify(const float* recv, int src, unsigned long long* wrong) {
   for (int t = blockIdx.x; t < kTiles; t += gridDim.x)
     for (int i = threadIdx.x; i < kTileFloats; i += blockDim.x)
-      if (fabsf(recv[static_cast<size_t>(t) * kTileFloats + i] - tile_value(src, t, i)) > 1e-5f) atomicAdd(wrong, 1ull);
+      if (fabsf(recv[static_cast<size_t>(t) * kTileFloats + i] - tile_value(src, t, i)) > 1e-5f)
+        atomicAdd(wrong, 1ull);
 }
 
 int main() {
@@ -57,7 +59,8 @@ int main() {
   int sms = 0;
   EX_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int blocks = sms;  // one persistent block per SM
-  EX_CCL(ccl_mem_alloc(e.comm, static_cast<size_t>(kTiles) * kTileFloats * sizeof(float), reinterpret_cast<void**>(&recv)));
+  EX_CCL(ccl_mem_alloc(e.comm, static_cast<size_t>(kTiles) * kTileFloats * sizeof(float),
+                       reinterpret_cast<void**>(&recv)));
   EX_CCL(ccl_mem_alloc(e.comm, kTiles * sizeof(uint64_t), reinterpret_cast<void**>(&flags)));
   EX_CUDA(cudaMalloc(&staging, static_cast<size_t>(blocks) * 2 * kTileFloats * sizeof(float)));
   EX_CUDA(cudaMallocManaged(&wrong, sizeof(*wrong)));
@@ -67,7 +70,8 @@ int main() {
   EX_CUDA(cudaDeviceSynchronize());
   EX_CCL(ccl_barrier_on_stream(e.comm, e.s));
   void* args[] = {&e.dc, &recv, &flags, &staging};
-  EX_CCL(ccl::dev::launch_collective(reinterpret_cast<const void*>(pipeline), dim3(blocks), dim3(256), args, 0, e.s));
+  EX_CCL(ccl::dev::launch_collective(reinterpret_cast<const void*>(pipeline), dim3(blocks),
+                                     dim3(256), args, 0, e.s));
   verify<<<blocks, 256, 0, e.s>>>(recv, (e.rank + e.n - 1) % e.n, wrong);
   EX_CUDA(cudaStreamSynchronize(e.s));
   return example_finish(e, static_cast<long long>(*wrong), "persistent compute + stream pipeline");

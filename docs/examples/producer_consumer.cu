@@ -9,7 +9,9 @@ constexpr int kSlots = 4;
 constexpr int kChunks = 1000;
 constexpr size_t kChunkInts = 4096;
 
-__device__ int value(int src, int chunk, size_t i) { return src * 7919 + chunk * 131 + static_cast<int>(i); }
+__device__ int value(int src, int chunk, size_t i) {
+  return src * 7919 + chunk * 131 + static_cast<int>(i);
+}
 
 // Block 0 produces for the next rank, block 1 consumes from the previous one.
 __global__ void stream(DeviceComm c, int* slots, uint64_t* full, uint64_t* credits, int* staging,
@@ -19,17 +21,22 @@ __global__ void stream(DeviceComm c, int* slots, uint64_t* full, uint64_t* credi
     const int slot = k % kSlots;
     if (blockIdx.x == 0) {
       // Credits count slots the consumer has released: chunk k needs k - kSlots + 1 of them.
-      if (threadIdx.x == 0) signal_wait_until(c, credits, Cmp::kAtLeast, static_cast<uint64_t>(k - kSlots + 1 > 0 ? k - kSlots + 1 : 0));
+      if (threadIdx.x == 0)
+        signal_wait_until(c, credits, Cmp::kAtLeast,
+                          static_cast<uint64_t>(k - kSlots + 1 > 0 ? k - kSlots + 1 : 0));
       int* stage = staging + slot * kChunkInts;
       for (size_t i = threadIdx.x; i < kChunkInts; i += blockDim.x) stage[i] = value(c.rank, k, i);
       __syncthreads();
       put_signal<Scope::kBlock>(c, slots + slot * kChunkInts, stage, kChunkInts * sizeof(int),
-                                full + slot, static_cast<uint64_t>(k / kSlots + 1), SignalOp::kSet, next);
+                                full + slot, static_cast<uint64_t>(k / kSlots + 1), SignalOp::kSet,
+                                next);
     } else {
-      if (threadIdx.x == 0) signal_wait_until(c, full + slot, Cmp::kAtLeast, static_cast<uint64_t>(k / kSlots + 1));
+      if (threadIdx.x == 0)
+        signal_wait_until(c, full + slot, Cmp::kAtLeast, static_cast<uint64_t>(k / kSlots + 1));
       __syncthreads();
       unsigned long long bad = 0;
-      for (size_t i = threadIdx.x; i < kChunkInts; i += blockDim.x) bad += slots[slot * kChunkInts + i] != value(prev, k, i);
+      for (size_t i = threadIdx.x; i < kChunkInts; i += blockDim.x)
+        bad += slots[slot * kChunkInts + i] != value(prev, k, i);
       if (bad) atomicAdd(wrong, bad);
       __syncthreads();
       if (threadIdx.x == 0) signal(c, credits, 1, SignalOp::kAdd, prev);
@@ -42,7 +49,8 @@ int main() {
   int *slots, *staging;
   uint64_t* sigs;
   unsigned long long* wrong;
-  EX_CCL(ccl_mem_alloc(e.comm, kSlots * kChunkInts * sizeof(int), reinterpret_cast<void**>(&slots)));
+  EX_CCL(
+      ccl_mem_alloc(e.comm, kSlots * kChunkInts * sizeof(int), reinterpret_cast<void**>(&slots)));
   EX_CCL(ccl_mem_alloc(e.comm, (kSlots + 1) * sizeof(uint64_t), reinterpret_cast<void**>(&sigs)));
   EX_CUDA(cudaMalloc(&staging, kSlots * kChunkInts * sizeof(int)));
   EX_CUDA(cudaMallocManaged(&wrong, sizeof(*wrong)));

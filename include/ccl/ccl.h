@@ -86,8 +86,7 @@ CCL_API ccl_result_t ccl_get_unique_id(ccl_unique_id_t* id);
 /// Collective over nranks processes or threads: joins rank `rank` to the job named by `id`. The
 /// communicator uses the CUDA device current on the calling thread (none if the machine has no
 /// GPU: such a communicator bootstraps but has no symmetric heap).
-CCL_API ccl_result_t ccl_comm_init_rank(ccl_comm_t* comm, int nranks, ccl_unique_id_t id,
-                                        int rank);
+CCL_API ccl_result_t ccl_comm_init_rank(ccl_comm_t* comm, int nranks, ccl_unique_id_t id, int rank);
 
 /// Creates ndev communicators in one process, rank i on device devlist[i] (or device i when
 /// devlist is NULL). comms must hold ndev entries.

@@ -16,8 +16,7 @@ namespace ccl {
 /// A failed ccl call: the result code and the library's message.
 class Error : public std::runtime_error {
  public:
-  Error(ccl_result_t code, const std::string& what)
-      : std::runtime_error(what), code_(code) {}
+  Error(ccl_result_t code, const std::string& what) : std::runtime_error(what), code_(code) {}
   /// The ccl_result_t of the failed call.
   ccl_result_t code() const noexcept { return code_; }
 
@@ -76,9 +75,21 @@ class Communicator {
     if (comm_) check(ccl_comm_abort(std::exchange(comm_, nullptr)));
   }
 
-  int rank() const { int r = -1; check(ccl_comm_rank(comm_, &r)); return r; }
-  int size() const { int s = -1; check(ccl_comm_size(comm_, &s)); return s; }
-  int device() const { int d = -1; check(ccl_comm_device(comm_, &d)); return d; }
+  int rank() const {
+    int r = -1;
+    check(ccl_comm_rank(comm_, &r));
+    return r;
+  }
+  int size() const {
+    int s = -1;
+    check(ccl_comm_size(comm_, &s));
+    return s;
+  }
+  int device() const {
+    int d = -1;
+    check(ccl_comm_device(comm_, &d));
+    return d;
+  }
   ccl_comm_t get() const noexcept { return comm_; }
   explicit operator bool() const noexcept { return comm_ != nullptr; }
 

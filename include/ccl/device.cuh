@@ -23,14 +23,14 @@
 #pragma once
 
 #include "ccl/ccl.h"
-#include "ccl/device_abi.h"
-#include "ccl/device/primitives.cuh"
-#include "ccl/device/comm.cuh"
-#include "ccl/device/rma.cuh"
-#include "ccl/device/wait.cuh"
-#include "ccl/device/signal.cuh"
 #include "ccl/device/atomic.cuh"
+#include "ccl/device/comm.cuh"
+#include "ccl/device/primitives.cuh"
+#include "ccl/device/rma.cuh"
+#include "ccl/device/signal.cuh"
 #include "ccl/device/sync.cuh"
+#include "ccl/device/wait.cuh"
+#include "ccl/device_abi.h"
 
 #include <cstdio>
 
@@ -56,7 +56,8 @@ inline ccl_result_t launch_collective(const void* func, dim3 grid, dim3 block, v
                   cudaGetErrorString(cudaGetLastError()));
     return ccl_set_last_error(CCL_UNHANDLED_CUDA_ERROR, msg);
   }
-  if (!coop) return ccl_set_last_error(CCL_UNSUPPORTED, "the device cannot launch cooperative kernels");
+  if (!coop)
+    return ccl_set_last_error(CCL_UNSUPPORTED, "the device cannot launch cooperative kernels");
   if (blocks == 0 || threads == 0 || blocks > 1ull * per_sm * sms) {
     std::snprintf(msg, sizeof(msg),
                   "launch_collective: grid of %llu blocks cannot be co-resident: at most %d per SM "
@@ -73,7 +74,11 @@ inline ccl_result_t launch_collective(const void* func, dim3 grid, dim3 block, v
 }
 
 /// Rank of this device communicator handle.
-__device__ __forceinline__ int rank(const DeviceComm& c) { return c.rank; }
+__device__ __forceinline__ int rank(const DeviceComm& c) {
+  return c.rank;
+}
 /// Number of ranks.
-__device__ __forceinline__ int size(const DeviceComm& c) { return c.nranks; }
+__device__ __forceinline__ int size(const DeviceComm& c) {
+  return c.nranks;
+}
 }  // namespace ccl::dev

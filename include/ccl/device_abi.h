@@ -27,9 +27,9 @@ typedef struct {
   int32_t id;
 } ccl_qp_t;
 
-#define CCL_QP_DEFAULT_ID 0     ///< the queue pair of the plain (handle-less) calls
-#define CCL_QP_ANY_ID (-1)      ///< the library picks one
-#define CCL_QP_ALL_ID (-2)      ///< every queue pair (fence / quiet only)
+#define CCL_QP_DEFAULT_ID 0  ///< the queue pair of the plain (handle-less) calls
+#define CCL_QP_ANY_ID (-1)   ///< the library picks one
+#define CCL_QP_ALL_ID (-2)   ///< every queue pair (fence / quiet only)
 /// Target of fence / quiet meaning every rank.
 #define CCL_RANK_ALL (-1)
 
@@ -43,14 +43,32 @@ enum {
 
 /// Device operations, named in error reports (ccl_device_error_t.op).
 enum {
-  CCL_OP_PUT = 1, CCL_OP_GET, CCL_OP_P, CCL_OP_G, CCL_OP_IPUT, CCL_OP_IGET, CCL_OP_PUT_SIGNAL,
-  CCL_OP_SIGNAL, CCL_OP_SIGNAL_WAIT, CCL_OP_WAIT_UNTIL, CCL_OP_ATOMIC, CCL_OP_BARRIER,
-  CCL_OP_SYNC, CCL_OP_QUIET, CCL_OP_FENCE, CCL_OP_PEER_PTR
+  CCL_OP_PUT = 1,
+  CCL_OP_GET,
+  CCL_OP_P,
+  CCL_OP_G,
+  CCL_OP_IPUT,
+  CCL_OP_IGET,
+  CCL_OP_PUT_SIGNAL,
+  CCL_OP_SIGNAL,
+  CCL_OP_SIGNAL_WAIT,
+  CCL_OP_WAIT_UNTIL,
+  CCL_OP_ATOMIC,
+  CCL_OP_BARRIER,
+  CCL_OP_SYNC,
+  CCL_OP_QUIET,
+  CCL_OP_FENCE,
+  CCL_OP_PEER_PTR
 };
 
 /// Comparisons of wait_until / signal_wait_until / test.
 enum {
-  CCL_CMP_EQ = 0, CCL_CMP_NE, CCL_CMP_GT, CCL_CMP_GE, CCL_CMP_LT, CCL_CMP_LE,
+  CCL_CMP_EQ = 0,
+  CCL_CMP_NE,
+  CCL_CMP_GT,
+  CCL_CMP_GE,
+  CCL_CMP_LT,
+  CCL_CMP_LE,
   CCL_CMP_AT_LEAST  ///< wrap-safe "counter reached value": (int64_t)(seen - value) >= 0
 };
 
@@ -76,8 +94,8 @@ typedef struct {
 /// Per-communicator device state page (pinned, mapped into device and host address spaces).
 typedef struct {
   uint32_t version;
-  volatile uint32_t abort;     ///< set by ccl_comm_abort: every device wait stops
-  uint64_t wait_timeout_ns;    ///< CCL_WAIT_TIMEOUT in ns; 0 = wait forever
+  volatile uint32_t abort;        ///< set by ccl_comm_abort: every device wait stops
+  uint64_t wait_timeout_ns;       ///< CCL_WAIT_TIMEOUT in ns; 0 = wait forever
   volatile uint64_t heap_mapped;  ///< bytes of each slot mapped so far (the heap grows)
   ccl_device_error_t error;
   uint64_t reserved[3];
@@ -85,31 +103,31 @@ typedef struct {
 
 /// The device communicator handle: trivially copyable, passed to kernels by value.
 typedef struct {
-  uint32_t version;          ///< CCL_DEVICE_ABI_VERSION
-  uint32_t flags;            ///< CCL_DEVICE_FLAG_*
+  uint32_t version;  ///< CCL_DEVICE_ABI_VERSION
+  uint32_t flags;    ///< CCL_DEVICE_FLAG_*
   int32_t rank;
   int32_t nranks;
-  char* heap_base;           ///< start of the virtual range holding every mapped rank's slot
-  uint64_t slot_bytes;       ///< distance between two ranks' slots
-  const int32_t* slots;      ///< device array [nranks]: rank -> slot index, -1 if not mapped
-  const uint8_t* paths;      ///< device array [nranks]: CCL_PATH_*
-  ccl_device_state_t* state; ///< error report, abort flag, timeout
-  uint64_t* sync_in;         ///< symmetric [nranks]: signals received from each rank (barriers)
-  uint64_t* sync_expected;   ///< local device [nranks]: signals consumed from each rank
-  int32_t own_slot;          ///< slots[rank]
+  char* heap_base;            ///< start of the virtual range holding every mapped rank's slot
+  uint64_t slot_bytes;        ///< distance between two ranks' slots
+  const int32_t* slots;       ///< device array [nranks]: rank -> slot index, -1 if not mapped
+  const uint8_t* paths;       ///< device array [nranks]: CCL_PATH_*
+  ccl_device_state_t* state;  ///< error report, abort flag, timeout
+  uint64_t* sync_in;          ///< symmetric [nranks]: signals received from each rank (barriers)
+  uint64_t* sync_expected;    ///< local device [nranks]: signals consumed from each rank
+  int32_t own_slot;           ///< slots[rank]
   uint32_t pad;
   uint64_t wait_timeout_ns;  ///< bound of every device wait (CCL_WAIT_TIMEOUT); 0 = forever
-  uint32_t* error_lock;      ///< device word: first failing thread takes it, then fills state->error
+  uint32_t* error_lock;  ///< device word: first failing thread takes it, then fills state->error
   uint64_t reserved[3];
 } ccl_device_comm_t;
 
-#define CCL_DEVICE_FLAG_CHECKS 1u  ///< CCL_DEVICE_CHECKS=1: validate addresses, ranks, lengths
-#define CCL_DEVICE_FLAG_ALL_P2P 2u ///< every rank is P2P with slot == rank: no table lookups
+#define CCL_DEVICE_FLAG_CHECKS 1u   ///< CCL_DEVICE_CHECKS=1: validate addresses, ranks, lengths
+#define CCL_DEVICE_FLAG_ALL_P2P 2u  ///< every rank is P2P with slot == rank: no table lookups
 
 /// A team as device code sees it: ordered list of communicator ranks.
 typedef struct {
   int32_t size;
-  int32_t my_index;   ///< -1 if this rank is not a member
+  int32_t my_index;        ///< -1 if this rank is not a member
   const int32_t* members;  ///< device array [size]: team rank -> communicator rank
 } ccl_device_team_t;
 

@@ -6,13 +6,16 @@
 namespace perf {
 
 template <bool kFetch>
-__global__ void ccl_atomic_kernel(ccl_device_comm_t c, uint64_t* ctr, size_t ops, int peer, uint64_t* sink) {
+__global__ void ccl_atomic_kernel(ccl_device_comm_t c, uint64_t* ctr, size_t ops, int peer,
+                                  uint64_t* sink) {
   const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t nth = static_cast<size_t>(gridDim.x) * blockDim.x;
   uint64_t acc = 0;
   for (size_t i = tid; i < ops; i += nth) {
-    if (kFetch) acc += ccl::dev::atomic_fetch_add(c, ctr + tid, uint64_t{1}, peer);
-    else ccl::dev::atomic_add(c, ctr + tid, uint64_t{1}, peer);
+    if (kFetch)
+      acc += ccl::dev::atomic_fetch_add(c, ctr + tid, uint64_t{1}, peer);
+    else
+      ccl::dev::atomic_add(c, ctr + tid, uint64_t{1}, peer);
   }
   if (kFetch && acc == 1) *sink = acc;
   if (threadIdx.x == 0) ccl::dev::quiet(c);
@@ -25,8 +28,10 @@ __global__ void nvshmem_atomic_kernel(uint64_t* ctr, size_t ops, int peer, uint6
   const size_t nth = static_cast<size_t>(gridDim.x) * blockDim.x;
   uint64_t acc = 0;
   for (size_t i = tid; i < ops; i += nth) {
-    if (kFetch) acc += nvshmem_uint64_atomic_fetch_add(ctr + tid, 1, peer);
-    else nvshmem_uint64_atomic_add(ctr + tid, 1, peer);
+    if (kFetch)
+      acc += nvshmem_uint64_atomic_fetch_add(ctr + tid, 1, peer);
+    else
+      nvshmem_uint64_atomic_add(ctr + tid, 1, peer);
   }
   if (kFetch && acc == 1) *sink = acc;
   if (threadIdx.x == 0) nvshmem_quiet();
@@ -43,7 +48,8 @@ void run(Env& env, const Options& o, uint64_t* ctr, uint64_t* nctr, uint64_t* si
   for (size_t ops : sizes(o)) {
     Row r{ops, 0, 0};
     r.ccl_us = time_us(env, o, [&](cudaStream_t s) {
-      if (active) ccl_atomic_kernel<kFetch><<<o.ctas, o.threads, 0, s>>>(env.dc, ctr, ops, peer, sink);
+      if (active)
+        ccl_atomic_kernel<kFetch><<<o.ctas, o.threads, 0, s>>>(env.dc, ctr, ops, peer, sink);
     });
     r.ccl_value = ops / r.ccl_us;
 #ifdef CCL_PERF_NVSHMEM

@@ -27,13 +27,18 @@ int main(int argc, char** argv) {
   Table t{"barrier_latency", "us", false};
   t.print_header(env);
   Row r{0, 0, 0};
-  r.ccl_us = time_us(env, o, [&](cudaStream_t s) { ccl_barrier_kernel<<<1, 1, 0, s>>>(env.dc, inner); }) / inner;
+  r.ccl_us =
+      time_us(env, o, [&](cudaStream_t s) { ccl_barrier_kernel<<<1, 1, 0, s>>>(env.dc, inner); }) /
+      inner;
   r.ccl_value = r.ccl_us;
 #ifdef CCL_PERF_NVSHMEM
-  r.ref_us = time_us(env, o, [&](cudaStream_t s) {
-    void* args[] = {const_cast<int*>(&inner)};
-    nvshmemx_collective_launch(reinterpret_cast<const void*>(nvshmem_barrier_kernel), 1, 1, args, 0, s);
-  }) / inner;
+  r.ref_us = time_us(env, o,
+                     [&](cudaStream_t s) {
+                       void* args[] = {const_cast<int*>(&inner)};
+                       nvshmemx_collective_launch(
+                           reinterpret_cast<const void*>(nvshmem_barrier_kernel), 1, 1, args, 0, s);
+                     }) /
+             inner;
   r.ref_value = r.ref_us;
 #endif
   PERF_CUDA(cudaGetLastError());

@@ -27,21 +27,21 @@
 
 namespace perf {
 
-#define PERF_CUDA(x)                                                                    \
-  do {                                                                                  \
-    cudaError_t e_ = (x);                                                               \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(3);                                                                     \
-    }                                                                                   \
-  } while (0)
-#define PERF_CCL(x)                                                                           \
+#define PERF_CUDA(x)                                                                          \
   do {                                                                                        \
-    ccl_result_t r_ = (x);                                                                    \
-    if (r_ != CCL_SUCCESS) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ccl_get_last_error()); \
-      std::exit(4);                                                                           \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(3);                                                                           \
     }                                                                                         \
+  } while (0)
+#define PERF_CCL(x)                                                                         \
+  do {                                                                                      \
+    ccl_result_t r_ = (x);                                                                  \
+    if (r_ != CCL_SUCCESS) {                                                                \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ccl_get_last_error()); \
+      std::exit(4);                                                                         \
+    }                                                                                       \
   } while (0)
 
 struct Options {
@@ -58,10 +58,20 @@ inline size_t parse_size(const char* s) {
   char* end = nullptr;
   double v = std::strtod(s, &end);
   switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1 << 20; break;
-    case 'G': case 'g': v *= 1 << 30; break;
-    default: break;
+    case 'K':
+    case 'k':
+      v *= 1024;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1 << 20;
+      break;
+    case 'G':
+    case 'g':
+      v *= 1 << 30;
+      break;
+    default:
+      break;
   }
   return static_cast<size_t>(v);
 }
@@ -69,25 +79,46 @@ inline size_t parse_size(const char* s) {
 inline Options parse(int argc, char** argv, Options o) {
   for (int i = 1; i < argc; ++i) {
     auto next = [&]() -> const char* {
-      if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n", argv[i]); std::exit(2); }
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", argv[i]);
+        std::exit(2);
+      }
       return argv[++i];
     };
-    if (!std::strcmp(argv[i], "-b")) o.min_bytes = parse_size(next());
-    else if (!std::strcmp(argv[i], "-e")) o.max_bytes = parse_size(next());
-    else if (!std::strcmp(argv[i], "-f")) o.factor = std::atof(next());
-    else if (!std::strcmp(argv[i], "-n")) o.iters = std::atoi(next());
-    else if (!std::strcmp(argv[i], "-w")) o.warmup = std::atoi(next());
-    else if (!std::strcmp(argv[i], "-r")) o.reps = std::atoi(next());
-    else if (!std::strcmp(argv[i], "-c")) o.ctas = std::atoi(next());
-    else if (!std::strcmp(argv[i], "-t")) o.threads = std::atoi(next());
-    else if (!std::strcmp(argv[i], "--bidir")) o.bidir = true;
+    if (!std::strcmp(argv[i], "-b"))
+      o.min_bytes = parse_size(next());
+    else if (!std::strcmp(argv[i], "-e"))
+      o.max_bytes = parse_size(next());
+    else if (!std::strcmp(argv[i], "-f"))
+      o.factor = std::atof(next());
+    else if (!std::strcmp(argv[i], "-n"))
+      o.iters = std::atoi(next());
+    else if (!std::strcmp(argv[i], "-w"))
+      o.warmup = std::atoi(next());
+    else if (!std::strcmp(argv[i], "-r"))
+      o.reps = std::atoi(next());
+    else if (!std::strcmp(argv[i], "-c"))
+      o.ctas = std::atoi(next());
+    else if (!std::strcmp(argv[i], "-t"))
+      o.threads = std::atoi(next());
+    else if (!std::strcmp(argv[i], "--bidir"))
+      o.bidir = true;
     else if (!std::strcmp(argv[i], "--scope")) {
       const char* v = next();
-      o.scope = !std::strcmp(v, "thread") ? 0 : !std::strcmp(v, "warp") ? 1 : !std::strcmp(v, "block") ? 2 : -1;
-      if (o.scope < 0) { std::fprintf(stderr, "--scope takes thread, warp or block\n"); std::exit(2); }
+      o.scope = !std::strcmp(v, "thread")  ? 0
+                : !std::strcmp(v, "warp")  ? 1
+                : !std::strcmp(v, "block") ? 2
+                                           : -1;
+      if (o.scope < 0) {
+        std::fprintf(stderr, "--scope takes thread, warp or block\n");
+        std::exit(2);
+      }
+    } else if (!std::strcmp(argv[i], "--json"))
+      o.json = next();
+    else {
+      std::fprintf(stderr, "unknown flag %s (see perf/device/bench.cuh)\n", argv[i]);
+      std::exit(2);
     }
-    else if (!std::strcmp(argv[i], "--json")) o.json = next();
-    else { std::fprintf(stderr, "unknown flag %s (see perf/device/bench.cuh)\n", argv[i]); std::exit(2); }
   }
   if (o.min_bytes == 0 || o.max_bytes < o.min_bytes || o.factor <= 1 || o.iters < 1 || o.reps < 1 ||
       o.ctas < 1 || o.threads < 32) {
@@ -214,13 +245,16 @@ struct Table {
     if (env.rank != 0 || o.json.empty()) return;
     FILE* f = std::fopen(o.json.c_str(), "w");
     if (!f) return;
-    std::fprintf(f, "{\"benchmark\":\"%s\",\"unit\":\"%s\",\"ranks\":%d,\"ctas\":%d,\"threads\":%d,"
-                    "\"scope\":%d,\"bidir\":%s,\"rows\":[", name.c_str(), unit.c_str(), env.n, o.ctas,
-                 o.threads, o.scope, o.bidir ? "true" : "false");
+    std::fprintf(f,
+                 "{\"benchmark\":\"%s\",\"unit\":\"%s\",\"ranks\":%d,\"ctas\":%d,\"threads\":%d,"
+                 "\"scope\":%d,\"bidir\":%s,\"rows\":[",
+                 name.c_str(), unit.c_str(), env.n, o.ctas, o.threads, o.scope,
+                 o.bidir ? "true" : "false");
     for (size_t i = 0; i < rows.size(); ++i)
-      std::fprintf(f, "%s{\"bytes\":%zu,\"ccl_us\":%.3f,\"ccl\":%.3f,\"nvshmem_us\":%.3f,\"nvshmem\":%.3f}",
-                   i ? "," : "", rows[i].bytes, rows[i].ccl_us, rows[i].ccl_value, rows[i].ref_us,
-                   rows[i].ref_value);
+      std::fprintf(
+          f, "%s{\"bytes\":%zu,\"ccl_us\":%.3f,\"ccl\":%.3f,\"nvshmem_us\":%.3f,\"nvshmem\":%.3f}",
+          i ? "," : "", rows[i].bytes, rows[i].ccl_us, rows[i].ccl_value, rows[i].ref_us,
+          rows[i].ref_value);
     std::fprintf(f, "]}\n");
     std::fclose(f);
   }
@@ -228,7 +262,8 @@ struct Table {
 
 inline std::vector<size_t> sizes(const Options& o) {
   std::vector<size_t> v;
-  for (double s = static_cast<double>(o.min_bytes); s <= static_cast<double>(o.max_bytes) * 1.0001; s *= o.factor)
+  for (double s = static_cast<double>(o.min_bytes); s <= static_cast<double>(o.max_bytes) * 1.0001;
+       s *= o.factor)
     v.push_back(static_cast<size_t>(s));
   return v;
 }

@@ -1,3 +1,5 @@
 // g_bw: scalar get rate (see scalar_bw.cuh).
 #include "scalar_bw.cuh"
-int main(int argc, char** argv) { return perf::scalar_bw_main<true>(argc, argv); }
+int main(int argc, char** argv) {
+  return perf::scalar_bw_main<true>(argc, argv);
+}

@@ -1,3 +1,5 @@
 // get_bw: block-scope get bandwidth (see rma_bw.cuh).
 #include "rma_bw.cuh"
-int main(int argc, char** argv) { return perf::rma_bw_main<true>(argc, argv); }
+int main(int argc, char** argv) {
+  return perf::rma_bw_main<true>(argc, argv);
+}

@@ -15,15 +15,19 @@ __global__ void ccl_pingpong(ccl_device_comm_t c, char* data, const char* src, s
   for (int i = 1; i <= inner; ++i) {
     const uint64_t v = base + i;
     if (c.rank == 0) {
-      if (kPayload) put_signal<Scope::kWarp>(c, data, src, bytes, sig, v, SignalOp::kSet, peer);
-      else if (threadIdx.x == 0) signal(c, sig, v, SignalOp::kSet, peer);
+      if (kPayload)
+        put_signal<Scope::kWarp>(c, data, src, bytes, sig, v, SignalOp::kSet, peer);
+      else if (threadIdx.x == 0)
+        signal(c, sig, v, SignalOp::kSet, peer);
       if (threadIdx.x == 0) signal_wait_until(c, sig, Cmp::kAtLeast, v);
       __syncwarp();
     } else {
       if (threadIdx.x == 0) signal_wait_until(c, sig, Cmp::kAtLeast, v);
       __syncwarp();
-      if (kPayload) put_signal<Scope::kWarp>(c, data, src, bytes, sig, v, SignalOp::kSet, peer);
-      else if (threadIdx.x == 0) signal(c, sig, v, SignalOp::kSet, peer);
+      if (kPayload)
+        put_signal<Scope::kWarp>(c, data, src, bytes, sig, v, SignalOp::kSet, peer);
+      else if (threadIdx.x == 0)
+        signal(c, sig, v, SignalOp::kSet, peer);
     }
   }
 }
@@ -35,15 +39,19 @@ __global__ void nvshmem_pingpong(char* data, const char* src, size_t bytes, uint
   for (int i = 1; i <= inner; ++i) {
     const uint64_t v = base + i;
     if (me == 0) {
-      if (kPayload) nvshmemx_putmem_signal_warp(data, src, bytes, sig, v, NVSHMEM_SIGNAL_SET, peer);
-      else if (threadIdx.x == 0) nvshmemx_signal_op(sig, v, NVSHMEM_SIGNAL_SET, peer);
+      if (kPayload)
+        nvshmemx_putmem_signal_warp(data, src, bytes, sig, v, NVSHMEM_SIGNAL_SET, peer);
+      else if (threadIdx.x == 0)
+        nvshmemx_signal_op(sig, v, NVSHMEM_SIGNAL_SET, peer);
       if (threadIdx.x == 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
       __syncwarp();
     } else {
       if (threadIdx.x == 0) nvshmem_signal_wait_until(sig, NVSHMEM_CMP_GE, v);
       __syncwarp();
-      if (kPayload) nvshmemx_putmem_signal_warp(data, src, bytes, sig, v, NVSHMEM_SIGNAL_SET, peer);
-      else if (threadIdx.x == 0) nvshmemx_signal_op(sig, v, NVSHMEM_SIGNAL_SET, peer);
+      if (kPayload)
+        nvshmemx_putmem_signal_warp(data, src, bytes, sig, v, NVSHMEM_SIGNAL_SET, peer);
+      else if (threadIdx.x == 0)
+        nvshmemx_signal_op(sig, v, NVSHMEM_SIGNAL_SET, peer);
     }
   }
 }
@@ -78,7 +86,9 @@ int pingpong_main(int argc, char** argv) {
   PERF_CUDA(cudaDeviceSynchronize());
   const int peer = env.rank == 0 ? 1 : 0;
   const bool active = env.rank < 2;
-  Table t{kPayload ? "put_latency (put_signal ping-pong, one way)" : "signal_latency (ping-pong, one way)", "us", false};
+  Table t{kPayload ? "put_latency (put_signal ping-pong, one way)"
+                   : "signal_latency (ping-pong, one way)",
+          "us", false};
   t.print_header(env);
   uint64_t base = 0;
 #ifdef CCL_PERF_NVSHMEM
@@ -86,16 +96,24 @@ int pingpong_main(int argc, char** argv) {
 #endif
   for (size_t bytes : sizes(o)) {
     Row r{bytes, 0, 0};
-    r.ccl_us = time_us(env, o, [&](cudaStream_t s) {
-      if (active) ccl_pingpong<kPayload><<<1, 32, 0, s>>>(env.dc, data, src, bytes, sig, base, inner, peer);
-      base += inner;
-    }) / inner / 2;
+    r.ccl_us = time_us(env, o,
+                       [&](cudaStream_t s) {
+                         if (active)
+                           ccl_pingpong<kPayload>
+                               <<<1, 32, 0, s>>>(env.dc, data, src, bytes, sig, base, inner, peer);
+                         base += inner;
+                       }) /
+               inner / 2;
     r.ccl_value = r.ccl_us;
 #ifdef CCL_PERF_NVSHMEM
-    r.ref_us = time_us(env, o, [&](cudaStream_t s) {
-      if (active) nvshmem_pingpong<kPayload><<<1, 32, 0, s>>>(ndata, src, bytes, nsig, nbase, inner, env.rank, peer);
-      nbase += inner;
-    }) / inner / 2;
+    r.ref_us = time_us(env, o,
+                       [&](cudaStream_t s) {
+                         if (active)
+                           nvshmem_pingpong<kPayload><<<1, 32, 0, s>>>(
+                               ndata, src, bytes, nsig, nbase, inner, env.rank, peer);
+                         nbase += inner;
+                       }) /
+               inner / 2;
     r.ref_value = r.ref_us;
 #endif
     PERF_CUDA(cudaGetLastError());

@@ -1,3 +1,5 @@
 // put_latency: put_signal ping-pong (see pingpong.cuh).
 #include "pingpong.cuh"
-int main(int argc, char** argv) { return perf::pingpong_main<true>(argc, argv); }
+int main(int argc, char** argv) {
+  return perf::pingpong_main<true>(argc, argv);
+}

@@ -9,7 +9,8 @@
 namespace perf {
 
 // The slice of scope instance `unit` of `units`.
-__device__ __forceinline__ void slice(size_t bytes, size_t unit, size_t units, size_t* lo, size_t* n) {
+__device__ __forceinline__ void slice(size_t bytes, size_t unit, size_t units, size_t* lo,
+                                      size_t* n) {
   size_t chunk = (bytes + units - 1) / units;
   chunk = (chunk + 15) & ~size_t{15};
   *lo = unit * chunk;
@@ -19,16 +20,22 @@ __device__ __forceinline__ void slice(size_t bytes, size_t unit, size_t units, s
 
 __device__ __forceinline__ void unit_of(int scope, size_t* unit, size_t* units) {
   const size_t warps = blockDim.x / 32;
-  if (scope == 0) *unit = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x, *units = gridDim.x * static_cast<size_t>(blockDim.x);
-  else if (scope == 1) *unit = blockIdx.x * warps + threadIdx.x / 32, *units = gridDim.x * warps;
-  else *unit = blockIdx.x, *units = gridDim.x;
+  if (scope == 0)
+    *unit = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x,
+    *units = gridDim.x * static_cast<size_t>(blockDim.x);
+  else if (scope == 1)
+    *unit = blockIdx.x * warps + threadIdx.x / 32, *units = gridDim.x * warps;
+  else
+    *unit = blockIdx.x, *units = gridDim.x;
 }
 
 template <bool kGet, ccl::dev::Scope S>
-__device__ __forceinline__ void ccl_rma(const ccl_device_comm_t& c, char* sym, char* local, size_t lo,
-                                        size_t n, int peer) {
-  if (kGet) ccl::dev::get<S>(c, local + lo, sym + lo, n, peer);
-  else ccl::dev::put<S>(c, sym + lo, local + lo, n, peer);
+__device__ __forceinline__ void ccl_rma(const ccl_device_comm_t& c, char* sym, char* local,
+                                        size_t lo, size_t n, int peer) {
+  if (kGet)
+    ccl::dev::get<S>(c, local + lo, sym + lo, n, peer);
+  else
+    ccl::dev::put<S>(c, sym + lo, local + lo, n, peer);
 }
 
 template <bool kGet>
@@ -38,9 +45,12 @@ __global__ void ccl_rma_kernel(ccl_device_comm_t c, char* sym, char* local, size
   unit_of(scope, &unit, &units);
   slice(bytes, unit, units, &lo, &n);
   if (n) {
-    if (scope == 0) ccl_rma<kGet, ccl::dev::Scope::kThread>(c, sym, local, lo, n, peer);
-    else if (scope == 1) ccl_rma<kGet, ccl::dev::Scope::kWarp>(c, sym, local, lo, n, peer);
-    else ccl_rma<kGet, ccl::dev::Scope::kBlock>(c, sym, local, lo, n, peer);
+    if (scope == 0)
+      ccl_rma<kGet, ccl::dev::Scope::kThread>(c, sym, local, lo, n, peer);
+    else if (scope == 1)
+      ccl_rma<kGet, ccl::dev::Scope::kWarp>(c, sym, local, lo, n, peer);
+    else
+      ccl_rma<kGet, ccl::dev::Scope::kBlock>(c, sym, local, lo, n, peer);
   }
   if (threadIdx.x == 0) ccl::dev::quiet(c);
 }
@@ -52,9 +62,15 @@ __global__ void nvshmem_rma_kernel(char* sym, char* local, size_t bytes, int pee
   unit_of(scope, &unit, &units);
   slice(bytes, unit, units, &lo, &n);
   if (n) {
-    if (scope == 0) kGet ? nvshmem_getmem(local + lo, sym + lo, n, peer) : nvshmem_putmem(sym + lo, local + lo, n, peer);
-    else if (scope == 1) kGet ? nvshmemx_getmem_warp(local + lo, sym + lo, n, peer) : nvshmemx_putmem_warp(sym + lo, local + lo, n, peer);
-    else kGet ? nvshmemx_getmem_block(local + lo, sym + lo, n, peer) : nvshmemx_putmem_block(sym + lo, local + lo, n, peer);
+    if (scope == 0)
+      kGet ? nvshmem_getmem(local + lo, sym + lo, n, peer)
+           : nvshmem_putmem(sym + lo, local + lo, n, peer);
+    else if (scope == 1)
+      kGet ? nvshmemx_getmem_warp(local + lo, sym + lo, n, peer)
+           : nvshmemx_putmem_warp(sym + lo, local + lo, n, peer);
+    else
+      kGet ? nvshmemx_getmem_block(local + lo, sym + lo, n, peer)
+           : nvshmemx_putmem_block(sym + lo, local + lo, n, peer);
   }
   if (threadIdx.x == 0) nvshmem_quiet();
 }
@@ -88,12 +104,14 @@ int rma_bw_main(int argc, char** argv) {
   for (size_t bytes : sizes(o)) {
     Row r{bytes, 0, 0};
     r.ccl_us = time_us(env, o, [&](cudaStream_t s) {
-      if (active) ccl_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(env.dc, sym, local, bytes, peer, o.scope);
+      if (active)
+        ccl_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(env.dc, sym, local, bytes, peer, o.scope);
     });
     r.ccl_value = bytes / r.ccl_us / 1e3;
 #ifdef CCL_PERF_NVSHMEM
     r.ref_us = time_us(env, o, [&](cudaStream_t s) {
-      if (active) nvshmem_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(nsym, local, bytes, peer, o.scope);
+      if (active)
+        nvshmem_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(nsym, local, bytes, peer, o.scope);
     });
     r.ref_value = bytes / r.ref_us / 1e3;
 #endif

@@ -7,12 +7,16 @@
 namespace perf {
 
 template <bool kG>
-__global__ void ccl_scalar_kernel(ccl_device_comm_t c, int* sym, int* sink, size_t count, int peer) {
+__global__ void ccl_scalar_kernel(ccl_device_comm_t c, int* sym, int* sink, size_t count,
+                                  int peer) {
   int acc = 0;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count; i += stride) {
-    if (kG) acc += ccl::dev::g(c, sym + i, peer);
-    else ccl::dev::p(c, sym + i, static_cast<int>(i), peer);
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += stride) {
+    if (kG)
+      acc += ccl::dev::g(c, sym + i, peer);
+    else
+      ccl::dev::p(c, sym + i, static_cast<int>(i), peer);
   }
   if (kG && acc == 0x7fffffff) *sink = acc;  // keeps the loads alive
   if (!kG && threadIdx.x == 0) ccl::dev::quiet(c);
@@ -23,9 +27,12 @@ template <bool kG>
 __global__ void nvshmem_scalar_kernel(int* sym, int* sink, size_t count, int peer) {
   int acc = 0;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count; i += stride) {
-    if (kG) acc += nvshmem_int_g(sym + i, peer);
-    else nvshmem_int_p(sym + i, static_cast<int>(i), peer);
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += stride) {
+    if (kG)
+      acc += nvshmem_int_g(sym + i, peer);
+    else
+      nvshmem_int_p(sym + i, static_cast<int>(i), peer);
   }
   if (kG && acc == 0x7fffffff) *sink = acc;
   if (!kG && threadIdx.x == 0) nvshmem_quiet();
@@ -58,7 +65,8 @@ int scalar_bw_main(int argc, char** argv) {
     const size_t count = bytes / 4;
     Row r{bytes, 0, 0};
     r.ccl_us = time_us(env, o, [&](cudaStream_t s) {
-      if (active) ccl_scalar_kernel<kG><<<o.ctas, o.threads, 0, s>>>(env.dc, sym, sink, count, peer);
+      if (active)
+        ccl_scalar_kernel<kG><<<o.ctas, o.threads, 0, s>>>(env.dc, sym, sink, count, peer);
     });
     r.ccl_value = count / r.ccl_us;
 #ifdef CCL_PERF_NVSHMEM

@@ -1,3 +1,5 @@
 // signal_latency: signal ping-pong (see pingpong.cuh).
 #include "pingpong.cuh"
-int main(int argc, char** argv) { return perf::pingpong_main<false>(argc, argv); }
+int main(int argc, char** argv) {
+  return perf::pingpong_main<false>(argc, argv);
+}

@@ -99,7 +99,10 @@ Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd
             // one that is mid-hello is more likely a rank.
             size_t victim = 0;
             for (size_t k = 0; k < pending_.size(); ++k)
-              if (pending_[k].got == 0) { victim = k; break; }
+              if (pending_[k].got == 0) {
+                victim = k;
+                break;
+              }
             reject(victim, "too many half-open connections");
           }
           pending_.push_back({c, Clock::now(), 0, {}});

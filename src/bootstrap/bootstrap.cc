@@ -68,7 +68,8 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
     if (s.ok()) s = recv_all(fd, &h, sizeof(h), deadline, cancel, "the bootstrap root");
     if (s.code() == CCL_REMOTE_ERROR && !deadline.expired()) {
       ::close(fd);
-      CCL_INFO(kSubsysBootstrap, "rank %d: the bootstrap root dropped our connection; retrying", rank);
+      CCL_INFO(kSubsysBootstrap, "rank %d: the bootstrap root dropped our connection; retrying",
+               rank);
       ::usleep(10000);
       continue;
     }
@@ -87,8 +88,8 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
         h.length != static_cast<uint64_t>(nranks) * sizeof(WireAddr)) {
       ::close(fd);
       return CCL_FAIL(CCL_REMOTE_ERROR,
-                      "rank %d: malformed reply from the bootstrap root (type %u, %llu bytes)", rank,
-                      h.type, static_cast<unsigned long long>(h.length));
+                      "rank %d: malformed reply from the bootstrap root (type %u, %llu bytes)",
+                      rank, h.type, static_cast<unsigned long long>(h.length));
     }
     s = recv_all(fd, table.data(), h.length, deadline, cancel, "the bootstrap root");
     ::close(fd);
@@ -120,7 +121,9 @@ void Bootstrap::shutdown() {
     if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
 }
 
-std::string Bootstrap::peer_name(int peer) const { return "rank " + std::to_string(peer); }
+std::string Bootstrap::peer_name(int peer) const {
+  return "rank " + std::to_string(peer);
+}
 
 Status Bootstrap::out_conn(int peer, int* fd) {
   if (out_fds_[peer] < 0) {

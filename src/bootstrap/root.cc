@@ -54,8 +54,12 @@ Registry& registry() {
   return r;
 }
 
-void before_fork() { registry().mutex.lock(); }
-void after_fork_parent() { registry().mutex.unlock(); }
+void before_fork() {
+  registry().mutex.lock();
+}
+void after_fork_parent() {
+  registry().mutex.unlock();
+}
 void after_fork_child() {
   Registry& r = registry();
   // The threads behind these objects live in the parent; leak the objects rather than join.
@@ -111,7 +115,8 @@ void serve(Root* root) {
     for (int r = 0; r < nranks; ++r)
       if (fds[r] < 0) missing.push_back(r);
     char buf[512];
-    std::snprintf(buf, sizeof(buf), "%zu of %d ranks (%s) did not reach the bootstrap root within %lld ms",
+    std::snprintf(buf, sizeof(buf),
+                  "%zu of %d ranks (%s) did not reach the bootstrap root within %lld ms",
                   missing.size(), nranks, rank_list(missing).c_str(),
                   static_cast<long long>(root->timeout_ms));
     std::string text = buf;

@@ -48,10 +48,14 @@ bool hex_secret(const std::string& text, uint8_t* out) {
     for (int j = 0; j < 2; ++j) {
       char c = text[2 * i + j];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else return false;
+      if (c >= '0' && c <= '9')
+        v |= c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v |= c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v |= c - 'A' + 10;
+      else
+        return false;
     }
     out[i] = static_cast<uint8_t>(v);
   }
@@ -96,7 +100,8 @@ Status launcher_ranks(int* rank, int* size, int* local_rank) {
   CCL_CHECK(setting_int(Setting::kLocalRank, &lr));
   const char* name = nullptr;
   if (r < 0) {
-    const char* v = first_env({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, &name);
+    const char* v =
+        first_env({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, &name);
     if (v == nullptr)
       return CCL_FAIL(CCL_INVALID_USAGE,
                       "no rank in the environment: set CCL_RANK (ccl-run does) or start under "
@@ -114,7 +119,8 @@ Status launcher_ranks(int* rank, int* size, int* local_rank) {
     n = x;
   }
   if (lr < 0) {
-    const char* v = first_env({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, &name);
+    const char* v =
+        first_env({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, &name);
     if (v != nullptr) {
       int x = 0;
       CCL_CHECK(env_int(name, v, &x));
@@ -137,17 +143,17 @@ Status launcher_unique_id(int rank, UniqueIdData* id) {
   CCL_CHECK(setting_string(Setting::kRootAddr, &root_text));
   CCL_CHECK(setting_string(Setting::kBootstrapSecret, &secret_text));
   if (root_text.empty())
-    return CCL_FAIL(CCL_INVALID_USAGE, "CCL_ROOT_ADDR is not set: launch with ccl-run, or set it "
-                                       "to host:port of rank 0");
+    return CCL_FAIL(CCL_INVALID_USAGE,
+                    "CCL_ROOT_ADDR is not set: launch with ccl-run, or set it "
+                    "to host:port of rank 0");
   SockAddr root;
   CCL_CHECK(parse_host_port(root_text.c_str(), "CCL_ROOT_ADDR", &root));
   if (!secret_text.empty()) {
     if (!hex_secret(secret_text, id->secret))
       return CCL_FAIL(CCL_INVALID_ARGUMENT, "CCL_BOOTSTRAP_SECRET must be 32 hex digits");
   } else {
-    const char* job = first_env({"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
-                                 "PMI_JOBID"},
-                                nullptr);
+    const char* job = first_env(
+        {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"}, nullptr);
     CCL_WARN(kSubsysBootstrap,
              "CCL_BOOTSTRAP_SECRET is not set; deriving the job secret from %s, which guards "
              "against accidents, not attackers",

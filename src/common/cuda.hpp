@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cuda.h>
-#include <cuda_runtime_api.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
 
 #include "common/status.hpp"
 
@@ -38,16 +38,16 @@ Status cu_fail(CUresult err, const char* expr, const char* file, int line);
 
 }  // namespace ccl
 
-#define CCL_CUDA_CHECK(expr)                                                  \
-  do {                                                                        \
-    cudaError_t ccl_cuda_err_ = (expr);                                       \
-    if (ccl_cuda_err_ != cudaSuccess)                                         \
-      return ::ccl::cuda_fail(ccl_cuda_err_, #expr, __FILE__, __LINE__);      \
+#define CCL_CUDA_CHECK(expr)                                             \
+  do {                                                                   \
+    cudaError_t ccl_cuda_err_ = (expr);                                  \
+    if (ccl_cuda_err_ != cudaSuccess)                                    \
+      return ::ccl::cuda_fail(ccl_cuda_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-#define CCL_CU_CHECK(expr)                                                    \
-  do {                                                                        \
-    CUresult ccl_cu_err_ = (expr);                                            \
-    if (ccl_cu_err_ != CUDA_SUCCESS)                                          \
-      return ::ccl::cu_fail(ccl_cu_err_, #expr, __FILE__, __LINE__);          \
+#define CCL_CU_CHECK(expr)                                           \
+  do {                                                               \
+    CUresult ccl_cu_err_ = (expr);                                   \
+    if (ccl_cu_err_ != CUDA_SUCCESS)                                 \
+      return ::ccl::cu_fail(ccl_cu_err_, #expr, __FILE__, __LINE__); \
   } while (0)

@@ -11,7 +11,9 @@ using Clock = std::chrono::steady_clock;
 
 class Deadline {
  public:
-  static Deadline after_ms(int64_t ms) { return Deadline(Clock::now() + std::chrono::milliseconds(ms)); }
+  static Deadline after_ms(int64_t ms) {
+    return Deadline(Clock::now() + std::chrono::milliseconds(ms));
+  }
   static Deadline never() { return Deadline(Clock::time_point::max()); }
   bool expired() const { return Clock::now() >= t_; }
   /// Milliseconds left, clamped to [0, cap], for poll().

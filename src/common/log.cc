@@ -21,9 +21,11 @@ constexpr struct {
   const char* name;
   uint32_t bit;
 } kSubsysNames[] = {
-    {"INIT", kSubsysInit}, {"BOOTSTRAP", kSubsysBootstrap}, {"TOPO", kSubsysTopo},
-    {"MEM", kSubsysMem},   {"NET", kSubsysNet},             {"PROXY", kSubsysProxy},
-    {"COLL", kSubsysColl}, {"ENV", kSubsysEnv},             {"ALL", kSubsysAll},
+    {"INIT", kSubsysInit}, {"BOOTSTRAP", kSubsysBootstrap},
+    {"TOPO", kSubsysTopo}, {"MEM", kSubsysMem},
+    {"NET", kSubsysNet},   {"PROXY", kSubsysProxy},
+    {"COLL", kSubsysColl}, {"ENV", kSubsysEnv},
+    {"ALL", kSubsysAll},
 };
 
 std::atomic<int> g_level{-1};  // -1: not read yet
@@ -34,10 +36,14 @@ char g_host[64] = "?";
 
 const char* level_name(LogLevel l) {
   switch (l) {
-    case LogLevel::kWarn: return "WARN";
-    case LogLevel::kInfo: return "INFO";
-    case LogLevel::kTrace: return "TRACE";
-    default: return "";
+    case LogLevel::kWarn:
+      return "WARN";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kTrace:
+      return "TRACE";
+    default:
+      return "";
   }
 }
 
@@ -46,8 +52,14 @@ std::string expand_path(const std::string& pattern) {
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (pattern[i] == '%' && i + 1 < pattern.size()) {
       char c = pattern[++i];
-      if (c == 'h') { out += g_host; continue; }
-      if (c == 'p') { out += std::to_string(getpid()); continue; }
+      if (c == 'h') {
+        out += g_host;
+        continue;
+      }
+      if (c == 'p') {
+        out += std::to_string(getpid());
+        continue;
+      }
       out += '%';
     }
     out += pattern[i];
@@ -105,8 +117,12 @@ bool parse_subsys_mask(const char* text, uint32_t* mask) {
 }
 
 // A fork while another thread writes a line must not leave the child's log mutex locked.
-void lock_for_fork() { g_mutex.lock(); }
-void unlock_after_fork() { g_mutex.unlock(); }
+void lock_for_fork() {
+  g_mutex.lock();
+}
+void unlock_after_fork() {
+  g_mutex.unlock();
+}
 
 bool log_enabled(LogLevel level, uint32_t subsys) {
   int cur = g_level.load(std::memory_order_acquire);

@@ -32,10 +32,10 @@ void log_reload();
 
 }  // namespace ccl
 
-#define CCL_LOG_AT(level, subsys, ...)                                              \
-  do {                                                                              \
-    if (::ccl::log_enabled((level), (subsys)))                                      \
-      ::ccl::log_message((level), (subsys), __FILE__, __LINE__, __VA_ARGS__);       \
+#define CCL_LOG_AT(level, subsys, ...)                                        \
+  do {                                                                        \
+    if (::ccl::log_enabled((level), (subsys)))                                \
+      ::ccl::log_message((level), (subsys), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define CCL_WARN(subsys, ...) CCL_LOG_AT(::ccl::LogLevel::kWarn, (subsys), __VA_ARGS__)
 #define CCL_INFO(subsys, ...) CCL_LOG_AT(::ccl::LogLevel::kInfo, (subsys), __VA_ARGS__)

@@ -31,17 +31,27 @@ const char* raw_value(const SettingDef& d, SettingSource* source) {
 
 }  // namespace
 
-const SettingDef& setting_def(Setting s) { return kDefs[static_cast<int>(s)]; }
-int setting_count() { return static_cast<int>(Setting::kCount); }
+const SettingDef& setting_def(Setting s) {
+  return kDefs[static_cast<int>(s)];
+}
+int setting_count() {
+  return static_cast<int>(Setting::kCount);
+}
 
 const char* setting_type_name(SettingType t) {
   switch (t) {
-    case SettingType::kBool: return "bool";
-    case SettingType::kInt: return "int";
-    case SettingType::kSize: return "size";
-    case SettingType::kDuration: return "milliseconds";
-    case SettingType::kString: return "string";
-    case SettingType::kEnum: return "enum";
+    case SettingType::kBool:
+      return "bool";
+    case SettingType::kInt:
+      return "int";
+    case SettingType::kSize:
+      return "size";
+    case SettingType::kDuration:
+      return "milliseconds";
+    case SettingType::kString:
+      return "string";
+    case SettingType::kEnum:
+      return "enum";
   }
   return "?";
 }
@@ -65,11 +75,24 @@ bool parse_size(const char* text, int64_t* out) {
   int shift = 0;
   if (*end != '\0') {
     switch (*end) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
-      default: return false;
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      case 't':
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        return false;
     }
     ++end;
     if (*end == 'B' || *end == 'b') ++end;

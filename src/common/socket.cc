@@ -21,7 +21,8 @@ namespace ccl {
 
 int SockAddr::port() const {
   if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
-  if (family() == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
+  if (family() == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_port);
   return 0;
 }
 
@@ -33,7 +34,8 @@ void SockAddr::set_port(int p) {
 std::string SockAddr::str() const {
   char host[INET6_ADDRSTRLEN] = "?";
   if (family() == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, host, sizeof(host));
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, host,
+              sizeof(host));
     return std::string(host) + ":" + std::to_string(port());
   }
   if (family() == AF_INET6) {
@@ -131,7 +133,10 @@ Status find_interface_address(SockAddr* out, std::string* ifname) {
         if (prefer_v4 && want == AF_UNSPEC && ifa->ifa_addr->sa_family != AF_INET) continue;
         bool match = pass == 0 ? ifname_matches(spec, ifa->ifa_name)
                                : std::strncmp(ifa->ifa_name, "lo", 2) == 0;
-        if (match) { best = ifa; break; }
+        if (match) {
+          best = ifa;
+          break;
+        }
       }
     }
   }
@@ -171,8 +176,7 @@ Status listen_on(const SockAddr& addr, int backlog, int* fd, SockAddr* bound) {
       ::listen(s, backlog) != 0) {
     int err = errno;
     ::close(s);
-    return CCL_FAIL(CCL_SYSTEM_ERROR, "cannot listen on %s: %s", addr.str().c_str(),
-                    strerror(err));
+    return CCL_FAIL(CCL_SYSTEM_ERROR, "cannot listen on %s: %s", addr.str().c_str(), strerror(err));
   }
   bound->len = sizeof(bound->storage);
   if (getsockname(s, reinterpret_cast<sockaddr*>(&bound->storage), &bound->len) != 0) {
@@ -201,8 +205,10 @@ Status connect_to(const SockAddr& addr, Deadline deadline, const CancelFlag* can
         if (n < 0 && errno != EINTR) break;
       }
       socklen_t len = sizeof(err);
-      if (p.revents == 0) err = ETIMEDOUT;
-      else if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      if (p.revents == 0)
+        err = ETIMEDOUT;
+      else if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+        err = errno;
     }
     if (err == 0) {
       int one = 1;
@@ -231,8 +237,7 @@ Status wait_fd(int fd, short events, Deadline deadline, const CancelFlag* cancel
     int n = ::poll(&p, 1, deadline.poll_ms());
     if (n > 0) return CCL_SUCCESS;
     if (n < 0 && errno != EINTR) CCL_SYSCHECK(-1, "poll");
-    if (deadline.expired())
-      return CCL_FAIL(CCL_TIMEOUT, "timed out %s %s", what, peer);
+    if (deadline.expired()) return CCL_FAIL(CCL_TIMEOUT, "timed out %s %s", what, peer);
   }
 }
 }  // namespace

@@ -38,25 +38,25 @@ void clear_last_error();
 #define CCL_FAIL(code, ...) ::ccl::fail((code), __FILE__, __LINE__, __VA_ARGS__)
 
 /// Propagates a failed Status, logging file:line -> code so a failure reads like a backtrace.
-#define CCL_CHECK(expr)                                                  \
-  do {                                                                   \
-    ::ccl::Status ccl_check_status_ = (expr);                            \
-    if (!ccl_check_status_.ok()) {                                       \
+#define CCL_CHECK(expr)                                                             \
+  do {                                                                              \
+    ::ccl::Status ccl_check_status_ = (expr);                                       \
+    if (!ccl_check_status_.ok()) {                                                  \
       ::ccl::note_propagation(ccl_check_status_.code(), __FILE__, __LINE__, #expr); \
-      return ccl_check_status_;                                          \
-    }                                                                    \
+      return ccl_check_status_;                                                     \
+    }                                                                               \
   } while (0)
 
 /// For OS calls that return -1 and set errno.
-#define CCL_SYSCHECK(call, what)                                                       \
-  do {                                                                                 \
-    if ((call) == -1) {                                                                \
-      return CCL_FAIL(CCL_SYSTEM_ERROR, "%s failed: %s", (what), ::strerror(errno));   \
-    }                                                                                  \
+#define CCL_SYSCHECK(call, what)                                                     \
+  do {                                                                               \
+    if ((call) == -1) {                                                              \
+      return CCL_FAIL(CCL_SYSTEM_ERROR, "%s failed: %s", (what), ::strerror(errno)); \
+    }                                                                                \
   } while (0)
 
 /// Argument validation: the message always names the argument.
-#define CCL_ARG_CHECK(cond, ...)                              \
-  do {                                                        \
+#define CCL_ARG_CHECK(cond, ...)                                     \
+  do {                                                               \
     if (!(cond)) return CCL_FAIL(CCL_INVALID_ARGUMENT, __VA_ARGS__); \
   } while (0)

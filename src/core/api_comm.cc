@@ -145,8 +145,8 @@ ccl_result_t ccl_comm_split(ccl_comm_t comm, int color, int key, ccl_comm_t* new
       std::stable_sort(members.begin(), members.end(),
                        [&](int a, int b) { return all[a].key < all[b].key; });
       newsize = static_cast<int>(members.size());
-      newrank = static_cast<int>(std::find(members.begin(), members.end(), comm->rank) -
-                                 members.begin());
+      newrank =
+          static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
       // The group's first member creates the id and hands it to the others.
       const uint32_t tag = bs::kUserTagBase + 1;
       if (newrank == 0) {
@@ -194,7 +194,8 @@ ccl_result_t ccl_comm_abort(ccl_comm_t comm) {
     bs::reap_roots(false);
     const auto ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(ccl::Clock::now() - start).count();
-    if (ms > 1000) CCL_WARN(ccl::kSubsysInit, "ccl_comm_abort took %lld ms", static_cast<long long>(ms));
+    if (ms > 1000)
+      CCL_WARN(ccl::kSubsysInit, "ccl_comm_abort took %lld ms", static_cast<long long>(ms));
     return CCL_SUCCESS;
   });
 }

@@ -25,8 +25,10 @@ Status peer_range(ccl_comm_t comm, const void* sym, size_t bytes, int peer, cons
                 "bytes=%zu runs past the end of the symmetric heap from %s", bytes, what);
   *out = comm->heap->peer_ptr(sym, peer);
   if (*out == nullptr)
-    return CCL_FAIL(CCL_UNSUPPORTED, "rank %d is not load/store reachable and this build has no "
-                                     "network transport yet", peer);
+    return CCL_FAIL(CCL_UNSUPPORTED,
+                    "rank %d is not load/store reachable and this build has no "
+                    "network transport yet",
+                    peer);
   return CCL_SUCCESS;
 }
 
@@ -68,12 +70,16 @@ ccl_result_t ccl_qp_create(ccl_comm_t comm, int n, ccl_qp_t* qps) {
     CCL_CHECK(comm->bootstrap->allgather(counts.data(), sizeof(int32_t)));
     for (int r = 0; r < comm->nranks; ++r)
       if (counts[r] != n)
-        return CCL_FAIL(CCL_INVALID_ARGUMENT, "ccl_qp_create: rank %d asked for %d queue pairs, "
-                                              "rank %d for %d", r, counts[r], comm->rank, n);
+        return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                        "ccl_qp_create: rank %d asked for %d queue pairs, "
+                        "rank %d for %d",
+                        r, counts[r], comm->rank, n);
     for (int r = 0; r < comm->nranks; ++r)
       if (comm->paths[r] == ccl::PeerPath::kNetwork)
-        return CCL_FAIL(CCL_UNSUPPORTED, "rank %d needs a network transport, which this build "
-                                         "does not have yet", r);
+        return CCL_FAIL(CCL_UNSUPPORTED,
+                        "rank %d needs a network transport, which this build "
+                        "does not have yet",
+                        r);
     // Every peer over NVLink: extra queue pairs bring nothing, all map to the default.
     for (int i = 0; i < n; ++i) qps[i].id = CCL_QP_DEFAULT_ID;
     return CCL_SUCCESS;
@@ -112,7 +118,8 @@ ccl_result_t ccl_wait_signal_on_stream(ccl_comm_t comm, const uint64_t* sig, int
                                        uint64_t value, cudaStream_t stream) {
   return ccl::api_call([&]() -> Status {
     CCL_CHECK(need_comm(comm));
-    CCL_ARG_CHECK(cmp >= CCL_CMP_EQ && cmp <= CCL_CMP_AT_LEAST, "cmp=%d is not a CCL_CMP_* value", cmp);
+    CCL_ARG_CHECK(cmp >= CCL_CMP_EQ && cmp <= CCL_CMP_AT_LEAST, "cmp=%d is not a CCL_CMP_* value",
+                  cmp);
     CCL_ARG_CHECK((reinterpret_cast<uintptr_t>(sig) & 7) == 0, "sig=%p is not 8-byte aligned", sig);
     void* local = nullptr;
     CCL_CHECK(peer_range(comm, sig, sizeof(uint64_t), comm->rank, "sig", &local));

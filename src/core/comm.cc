@@ -1,14 +1,14 @@
 #include "core/comm.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "bootstrap/root.hpp"
 #include "common/cuda.hpp"
@@ -23,8 +23,9 @@ Status check_peers_agree(const std::vector<PeerInfo>& peers, int me) {
   for (size_t r = 0; r < peers.size(); ++r) {
     const PeerInfo& p = peers[r];
     if (p.version != kPeerInfoVersion || p.ccl_version != peers[me].ccl_version)
-      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %zu runs ccl version %u (peer info %u), rank %d runs %u",
-                      r, p.ccl_version, p.version, me, peers[me].ccl_version);
+      return CCL_FAIL(CCL_REMOTE_ERROR,
+                      "rank %zu runs ccl version %u (peer info %u), rank %d runs %u", r,
+                      p.ccl_version, p.version, me, peers[me].ccl_version);
     if (p.rank != static_cast<int>(r))
       return CCL_FAIL(CCL_REMOTE_ERROR, "peer table slot %zu holds rank %d", r, p.rank);
     if (p.heap_mode != peers[0].heap_mode)
@@ -126,8 +127,8 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
     cfg.chunk_bytes = static_cast<uint64_t>(chunk);
     cfg.device = c->device;
     cfg.timeout_ms = c->timeout_ms;
-    CCL_CHECK(SymmetricHeap::create(cfg, c->bootstrap.get(), c->peers, c->paths, &c->cancel,
-                                    &c->heap));
+    CCL_CHECK(
+        SymmetricHeap::create(cfg, c->bootstrap.get(), c->peers, c->paths, &c->cancel, &c->heap));
     if (cfg.handle == HeapHandle::kPosixFd) CCL_CHECK(device_resources_create(c));
   }
   CCL_CHECK(c->bootstrap->barrier());
@@ -174,8 +175,10 @@ bool device_idle_within(int device, int ms) {
   std::unique_lock<std::mutex> lock(w->m);
   const bool idle = w->cv.wait_for(lock, std::chrono::milliseconds(ms), [&] { return w->done; });
   lock.unlock();
-  if (idle) t.join();
-  else t.detach();  // it ends when the device does; the waiter state is shared, not on our stack
+  if (idle)
+    t.join();
+  else
+    t.detach();  // it ends when the device does; the waiter state is shared, not on our stack
   return idle;
 }
 }  // namespace

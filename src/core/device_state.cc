@@ -13,11 +13,11 @@ namespace ccl {
 namespace {
 
 const char* op_name(uint32_t op) {
-  static const char* kNames[] = {"?",          "put",    "get",         "p",
-                                 "g",          "iput",   "iget",        "put_signal",
-                                 "signal",     "signal_wait_until",     "wait_until",
-                                 "atomic",     "barrier", "sync",       "quiet",
-                                 "fence",      "peer_ptr"};
+  static const char* kNames[] = {
+      "?",          "put",     "get",        "p",      "g",
+      "iput",       "iget",    "put_signal", "signal", "signal_wait_until",
+      "wait_until", "atomic",  "barrier",    "sync",   "quiet",
+      "fence",      "peer_ptr"};
   return op < sizeof(kNames) / sizeof(kNames[0]) ? kNames[op] : "?";
 }
 
@@ -34,11 +34,12 @@ Status device_resources_create(ccl_comm* c) {
   CCL_CHECK(setting_int(Setting::kWaitTimeout, &timeout_ms));
   CCL_CHECK(setting_int(Setting::kDeviceChecks, &checks));
   CCL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&d->state_host), sizeof(ccl_device_state_t),
-                              cudaHostAllocMapped));
+                               cudaHostAllocMapped));
   std::memset(d->state_host, 0, sizeof(ccl_device_state_t));
   d->state_host->version = CCL_DEVICE_ABI_VERSION;
   d->state_host->wait_timeout_ns = static_cast<uint64_t>(timeout_ms) * 1000000ull;
-  CCL_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&d->state_dev), d->state_host, 0));
+  CCL_CUDA_CHECK(
+      cudaHostGetDevicePointer(reinterpret_cast<void**>(&d->state_dev), d->state_host, 0));
 
   // One device allocation for the small tables: [error lock][slots][sync_expected][paths].
   const size_t n = static_cast<size_t>(c->nranks);
@@ -106,7 +107,8 @@ Status device_comm_handle(ccl_comm* c, ccl_device_comm_t* out) {
 }
 
 Status device_team(ccl_comm* c, ccl_team* team, ccl_device_team_t* out) {
-  if (!c->dev) return CCL_FAIL(CCL_UNSUPPORTED, "the device API is not available on this communicator");
+  if (!c->dev)
+    return CCL_FAIL(CCL_UNSUPPORTED, "the device API is not available on this communicator");
   auto it = c->dev->team_members.find(team);
   if (it == c->dev->team_members.end()) {
     int32_t* d = nullptr;
@@ -151,8 +153,11 @@ bool device_error_text(const ccl_comm* c, ccl_result_t* code, std::string* text)
                      : e.kind == CCL_DEVICE_ERROR_BAD_ARGUMENT ? "bad device operation argument"
                                                                : "no transport to peer";
   char where[64];
-  if (e.offset != ~0ull) std::snprintf(where, sizeof(where), "heap offset 0x%llx", static_cast<unsigned long long>(e.offset));
-  else std::snprintf(where, sizeof(where), "outside the heap");
+  if (e.offset != ~0ull)
+    std::snprintf(where, sizeof(where), "heap offset 0x%llx",
+                  static_cast<unsigned long long>(e.offset));
+  else
+    std::snprintf(where, sizeof(where), "outside the heap");
   std::snprintf(buf, sizeof(buf),
                 "%s: rank %d, %s, address 0x%llx (%s), peer %d, expected %s %llu, last seen %llu",
                 what, e.rank, op_name(e.op), static_cast<unsigned long long>(e.address), where,

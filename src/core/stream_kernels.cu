@@ -10,13 +10,18 @@ __global__ void signal_kernel(uint64_t* remote_sig, uint64_t value, int op) {
   dev::detail::signal_remote(remote_sig, value, static_cast<dev::SignalOp>(op));
 }
 
-__global__ void wait_signal_kernel(ccl_device_comm_t c, const uint64_t* sig, int cmp, uint64_t value) {
+__global__ void wait_signal_kernel(ccl_device_comm_t c, const uint64_t* sig, int cmp,
+                                   uint64_t value) {
   dev::signal_wait_until(c, sig, static_cast<dev::Cmp>(cmp), value);
 }
 
-__global__ void barrier_kernel(ccl_device_comm_t c) { dev::barrier(c); }
+__global__ void barrier_kernel(ccl_device_comm_t c) {
+  dev::barrier(c);
+}
 
-__global__ void quiet_kernel() { dev::detail::fence_system(); }
+__global__ void quiet_kernel() {
+  dev::detail::fence_system();
+}
 
 }  // namespace
 

@@ -7,8 +7,8 @@
 
 struct ccl_team {
   ccl_comm* comm = nullptr;
-  std::vector<int> members;         // team rank -> communicator rank
-  std::vector<int> index_of;        // communicator rank -> team rank, -1 if not a member
+  std::vector<int> members;   // team rank -> communicator rank
+  std::vector<int> index_of;  // communicator rank -> team rank, -1 if not a member
   int my_index = -1;
   bool predefined = false;
 

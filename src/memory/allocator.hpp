@@ -36,8 +36,8 @@ class RangeAllocator {
     uint64_t region;  // start of the region it belongs to (coalescing never crosses regions)
   };
   void insert_free(uint64_t offset, uint64_t size, uint64_t region);
-  std::map<uint64_t, Free> free_;      // offset -> free range
-  std::map<uint64_t, uint64_t> used_;  // offset -> size
+  std::map<uint64_t, Free> free_;                // offset -> free range
+  std::map<uint64_t, uint64_t> used_;            // offset -> size
   std::map<uint64_t, uint64_t> region_of_used_;  // offset -> region
   uint64_t end_ = 0;
   uint64_t last_region_ = 0;

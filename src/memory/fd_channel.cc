@@ -55,7 +55,9 @@ void FdChannel::shutdown() {
   if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
 }
 
-std::string FdChannel::address(int rank) const { return "ccl-" + job_ + "-" + std::to_string(rank); }
+std::string FdChannel::address(int rank) const {
+  return "ccl-" + job_ + "-" + std::to_string(rank);
+}
 
 Status FdChannel::listen(const std::string& job, int rank, const uint8_t* secret) {
   job_ = job;
@@ -96,10 +98,12 @@ Status FdChannel::connect(const std::vector<Peer>& peers, Deadline d, const Canc
     ucred cred{};
     socklen_t clen = sizeof(cred);
     ChannelHello h{};
-    bool ok = getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
-              wait_io(c, POLLIN, Deadline::after_ms(1000).earlier(d), cancel, -1, "reading hello of").ok() &&
-              ::recv(c, &h, sizeof(h), 0) == static_cast<ssize_t>(sizeof(h)) &&
-              std::memcmp(h.secret, secret_, sizeof(secret_)) == 0;
+    bool ok =
+        getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 &&
+        wait_io(c, POLLIN, Deadline::after_ms(1000).earlier(d), cancel, -1, "reading hello of")
+            .ok() &&
+        ::recv(c, &h, sizeof(h), 0) == static_cast<ssize_t>(sizeof(h)) &&
+        std::memcmp(h.secret, secret_, sizeof(secret_)) == 0;
     const Peer* expected = nullptr;
     for (const Peer& p : peers)
       if (ok && p.rank == h.rank) expected = &p;
@@ -164,8 +168,10 @@ Status FdChannel::recv_fd(int peer, FdMessage* msg, int* fd, Deadline d, const C
     for (size_t i = 0; i < n; ++i) {
       int f;
       std::memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      if (got < 0) got = f;
-      else ::close(f), ++extra;  // never leak descriptors we did not ask for
+      if (got < 0)
+        got = f;
+      else
+        ::close(f), ++extra;  // never leak descriptors we did not ask for
     }
   }
   auto reject = [&](const char* why) {

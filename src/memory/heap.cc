@@ -14,7 +14,9 @@ namespace ccl {
 namespace {
 constexpr uint64_t kAllocAlign = 512;  // covers 16-byte vectors and 128-byte lines with room
 
-uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+uint64_t round_up(uint64_t x, uint64_t a) {
+  return (x + a - 1) / a * a;
+}
 
 struct LegacyExchange {
   cudaIpcMemHandle_t handle;
@@ -69,8 +71,8 @@ Status SymmetricHeap::create(const HeapConfig& cfg, bootstrap::Bootstrap* bs,
     prop.location.id = cfg.device;
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     size_t gran = 0;
-    CCL_CU_CHECK(h->cu_->cuMemGetAllocationGranularity(&gran, &prop,
-                                                        CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    CCL_CU_CHECK(
+        h->cu_->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
     h->cfg_.chunk_bytes = round_up(cfg.chunk_bytes, gran);
     h->slot_bytes_ = round_up(cfg.max_bytes, h->cfg_.chunk_bytes);
     h->cfg_.max_bytes = h->slot_bytes_;
@@ -166,7 +168,8 @@ Status SymmetricHeap::free(void* ptr) {
                     "ccl_mem_free: ptr is not the same ccl_mem_alloc block on every rank (ranks %s "
                     "differ from rank 0 or passed a pointer that is not a block start)",
                     rank_list(bad).c_str());
-  if (!allocator_.release(off)) return CCL_FAIL(CCL_INTERNAL_ERROR, "release of a known block failed");
+  if (!allocator_.release(off))
+    return CCL_FAIL(CCL_INTERNAL_ERROR, "release of a known block failed");
   return CCL_SUCCESS;
 }
 
@@ -211,8 +214,10 @@ Status SymmetricHeap::grow(uint64_t bytes) {
                     static_cast<unsigned long long>(offset >> 20),
                     static_cast<unsigned long long>(cfg_.max_bytes >> 20));
   DeviceScope scope(cfg_.device);
-  if (cfg_.handle == HeapHandle::kPosixFd) CCL_CHECK(grow_vmm(offset, size));
-  else CCL_CHECK(grow_legacy(offset, size));
+  if (cfg_.handle == HeapHandle::kPosixFd)
+    CCL_CHECK(grow_vmm(offset, size));
+  else
+    CCL_CHECK(grow_legacy(offset, size));
   allocator_.add_region(offset, size, cfg_.handle == HeapHandle::kPosixFd);
   CCL_INFO(kSubsysMem, "rank %d: heap grew by %llu MiB to %llu MiB", rank_,
            static_cast<unsigned long long>(size >> 20),
@@ -265,15 +270,13 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
       CCL_CHECK(channel_.recv_fd(r, &m, &pfd, d, cancel_));
       if (m.kind != kFdHeapChunk || m.seq != seq || m.offset != offset || m.size != size) {
         ::close(pfd);
-        return CCL_FAIL(CCL_REMOTE_ERROR,
-                        "rank %d sent heap chunk %llu (offset %llu, %llu bytes), expected chunk "
-                        "%llu (offset %llu, %llu bytes)",
-                        r, static_cast<unsigned long long>(m.seq),
-                        static_cast<unsigned long long>(m.offset),
-                        static_cast<unsigned long long>(m.size),
-                        static_cast<unsigned long long>(seq),
-                        static_cast<unsigned long long>(offset),
-                        static_cast<unsigned long long>(size));
+        return CCL_FAIL(
+            CCL_REMOTE_ERROR,
+            "rank %d sent heap chunk %llu (offset %llu, %llu bytes), expected chunk "
+            "%llu (offset %llu, %llu bytes)",
+            r, static_cast<unsigned long long>(m.seq), static_cast<unsigned long long>(m.offset),
+            static_cast<unsigned long long>(m.size), static_cast<unsigned long long>(seq),
+            static_cast<unsigned long long>(offset), static_cast<unsigned long long>(size));
       }
       CUmemGenericAllocationHandle handle;
       CUresult e = cu_->cuMemImportFromShareableHandle(
@@ -321,8 +324,10 @@ Status SymmetricHeap::grow_legacy(uint64_t offset, uint64_t size) {
         seg.base[r] = reinterpret_cast<char*>(all[r].ptr);
         if (r != rank_ && peers_[r].device != cfg_.device) {
           cudaError_t e = cudaDeviceEnablePeerAccess(peers_[r].device, 0);
-          if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();
-          else CCL_CUDA_CHECK(e);
+          if (e == cudaErrorPeerAccessAlreadyEnabled)
+            cudaGetLastError();
+          else
+            CCL_CUDA_CHECK(e);
         }
         continue;
       }

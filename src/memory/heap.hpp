@@ -22,7 +22,7 @@ const char* heap_handle_name(HeapHandle h);
 
 struct HeapConfig {
   HeapHandle handle = HeapHandle::kPosixFd;
-  uint64_t max_bytes = 0;   // CCL_SYMMETRIC_SIZE
+  uint64_t max_bytes = 0;    // CCL_SYMMETRIC_SIZE
   uint64_t chunk_bytes = 0;  // CCL_HEAP_CHUNK_SIZE
   int device = -1;
   int64_t timeout_ms = 0;

@@ -32,7 +32,9 @@ struct Rank {
 };
 
 volatile sig_atomic_t g_signal = 0;
-void on_signal(int sig) { g_signal = sig; }
+void on_signal(int sig) {
+  g_signal = sig;
+}
 
 int usage() {
   std::fprintf(stderr,
@@ -82,7 +84,10 @@ int main(int argc, char** argv) {
   double timeout_s = 0;
   int i = 1;
   for (; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) { ++i; break; }
+    if (std::strcmp(argv[i], "--") == 0) {
+      ++i;
+      break;
+    }
     if (std::strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
       int64_t v = 0;
       if (!ccl::parse_int64(argv[++i], &v) || v < 1 || v > 4096) {
@@ -111,7 +116,7 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 16; ++k) std::snprintf(hex + 2 * k, 3, "%02x", secret[k]);
   const std::string root = "127.0.0.1:" + std::to_string(port);
 
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
@@ -152,8 +157,10 @@ int main(int argc, char** argv) {
     std::vector<int> which;
     for (int r = 0; r < n; ++r)
       if (ranks[r].out >= 0) p.push_back({ranks[r].out, POLLIN, 0}), which.push_back(r);
-    if (!p.empty()) poll(p.data(), p.size(), 100);
-    else usleep(20000);
+    if (!p.empty())
+      poll(p.data(), p.size(), 100);
+    else
+      usleep(20000);
     for (size_t k = 0; k < p.size(); ++k) {
       if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       Rank& r = ranks[which[k]];
@@ -204,7 +211,8 @@ int main(int argc, char** argv) {
       signal_all(ranks, SIGTERM);
     }
     // Ranks that ignore SIGTERM get SIGKILL after a grace period.
-    if (stopping && live > 0 && now - stop_time > std::chrono::seconds(3)) signal_all(ranks, SIGKILL);
+    if (stopping && live > 0 && now - stop_time > std::chrono::seconds(3))
+      signal_all(ranks, SIGKILL);
     if (live == 0 && open_pipes > 0 && now - stop_time > std::chrono::seconds(5)) break;
   }
   return first_failure;

@@ -65,7 +65,8 @@ Status load_machine_topology(const std::string& xml_path, MachineTopology* out) 
   if (path.empty()) CCL_CHECK(setting_string(Setting::kTopoFile, &path));
 #ifdef CCL_HAVE_HWLOC
   hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0) return CCL_FAIL(CCL_SYSTEM_ERROR, "hwloc_topology_init failed");
+  if (hwloc_topology_init(&topo) != 0)
+    return CCL_FAIL(CCL_SYSTEM_ERROR, "hwloc_topology_init failed");
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (!path.empty() && hwloc_topology_set_xml(topo, path.c_str()) != 0) {
     hwloc_topology_destroy(topo);
@@ -83,8 +84,10 @@ Status load_machine_topology(const std::string& xml_path, MachineTopology* out) 
   out->pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
   for (hwloc_obj_t o = hwloc_get_next_pcidev(topo, nullptr); o != nullptr;
        o = hwloc_get_next_pcidev(topo, o)) {
-    if (is_gpu(o->attr->pcidev)) out->gpus.push_back(to_device(topo, o));
-    else if (is_nic(o->attr->pcidev)) out->nics.push_back(to_device(topo, o));
+    if (is_gpu(o->attr->pcidev))
+      out->gpus.push_back(to_device(topo, o));
+    else if (is_nic(o->attr->pcidev))
+      out->nics.push_back(to_device(topo, o));
   }
   hwloc_topology_destroy(topo);
 #else
@@ -109,7 +112,8 @@ std::vector<const PciDevice*> nics_near(const MachineTopology& t, const std::str
 std::string describe(const MachineTopology& t) {
   char line[256];
   std::string s;
-  std::snprintf(line, sizeof(line), "topology from %s: %d package(s), %d NUMA node(s), %d core(s), %d PU(s)\n",
+  std::snprintf(line, sizeof(line),
+                "topology from %s: %d package(s), %d NUMA node(s), %d core(s), %d PU(s)\n",
                 t.source.c_str(), t.packages, t.numa_nodes, t.cores, t.pus);
   s += line;
   auto list = [&](const char* what, const std::vector<PciDevice>& v) {

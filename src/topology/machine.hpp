@@ -16,8 +16,8 @@ struct PciDevice {
   uint16_t vendor = 0;
   uint16_t device = 0;
   uint16_t class_id = 0;
-  int numa_node = -1;  // closest NUMA node, -1 if unknown
-  std::string cpuset;  // hwloc cpuset string of the closest CPUs
+  int numa_node = -1;                 // closest NUMA node, -1 if unknown
+  std::string cpuset;                 // hwloc cpuset string of the closest CPUs
   std::vector<std::string> os_names;  // "cuda0", "mlx5_0", "eth0"...
 };
 

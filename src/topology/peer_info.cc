@@ -12,9 +12,12 @@ namespace ccl {
 
 const char* peer_path_name(PeerPath p) {
   switch (p) {
-    case PeerPath::kSelf: return "self";
-    case PeerPath::kP2P: return "P2P";
-    case PeerPath::kNetwork: return "network";
+    case PeerPath::kSelf:
+      return "self";
+    case PeerPath::kP2P:
+      return "P2P";
+    case PeerPath::kNetwork:
+      return "network";
   }
   return "?";
 }
@@ -49,8 +52,10 @@ Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
   const DriverApi* api = nullptr;
   CCL_CHECK(driver_api(&api));
   int vmm = 0, fd = 0, ipc = 0;
-  CCL_CU_CHECK(api->cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device));
-  CCL_CU_CHECK(api->cuDeviceGetAttribute(&fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device));
+  CCL_CU_CHECK(api->cuDeviceGetAttribute(
+      &vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device));
+  CCL_CU_CHECK(api->cuDeviceGetAttribute(
+      &fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device));
   CCL_CUDA_CHECK(cudaDeviceGetAttribute(&ipc, cudaDevAttrIpcEventSupport, device));
   if (vmm && fd) info->heap_caps |= kCapPosixFd;
   // Legacy IPC works on every Linux device that supports unified addressing.

@@ -18,17 +18,17 @@ inline constexpr uint32_t kPeerInfoVersion = 1;
 enum HeapHandleCaps : uint32_t { kCapPosixFd = 1u << 0, kCapLegacyIpc = 1u << 1 };
 
 struct PeerInfo {
-  uint32_t version;       // kPeerInfoVersion
-  uint32_t ccl_version;   // CCL_VERSION_CODE of the sender
+  uint32_t version;      // kPeerInfoVersion
+  uint32_t ccl_version;  // CCL_VERSION_CODE of the sender
   int32_t rank;
   int32_t pid;
   uint32_t uid;
-  int32_t device;          // CUDA ordinal in the sender's process, -1 if none
-  uint64_t host_hash;      // host name and boot id
-  uint32_t heap_caps;      // HeapHandleCaps the sender's device supports
-  int32_t heap_mode;       // the sender's CCL_HEAP_HANDLE choice (index in its enum)
-  char pci_bus_id[16];     // "0000:1b:00.0", empty without a device
-  uint8_t uuid[16];        // CUDA device UUID
+  int32_t device;       // CUDA ordinal in the sender's process, -1 if none
+  uint64_t host_hash;   // host name and boot id
+  uint32_t heap_caps;   // HeapHandleCaps the sender's device supports
+  int32_t heap_mode;    // the sender's CCL_HEAP_HANDLE choice (index in its enum)
+  char pci_bus_id[16];  // "0000:1b:00.0", empty without a device
+  uint8_t uuid[16];     // CUDA device UUID
   uint8_t reserved[56];
 };
 static_assert(sizeof(PeerInfo) == 128, "PeerInfo crosses processes: keep its size fixed");

@@ -9,8 +9,8 @@
 namespace ccl {
 
 struct RdmaDevice {
-  std::string name;      // "mlx5_0"
-  std::string guid;      // node GUID, hex
+  std::string name;  // "mlx5_0"
+  std::string guid;  // node GUID, hex
   int ports = 0;
 };
 

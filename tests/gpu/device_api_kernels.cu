@@ -6,14 +6,19 @@ using namespace ccl::dev;
 
 namespace {
 
-__device__ __forceinline__ size_t gtid() { return blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; }
-__device__ __forceinline__ size_t gthreads() { return static_cast<size_t>(gridDim.x) * blockDim.x; }
+__device__ __forceinline__ size_t gtid() {
+  return blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+}
+__device__ __forceinline__ size_t gthreads() {
+  return static_cast<size_t>(gridDim.x) * blockDim.x;
+}
 
 __global__ void fill_kernel(char* p, size_t n, uint32_t seed, int src) {
   for (size_t i = gtid(); i < n; i += gthreads()) p[i] = static_cast<char>(pattern8(seed, src, i));
 }
 
-__global__ void bad_kernel(const char* p, size_t n, uint32_t seed, int src, unsigned long long* bad) {
+__global__ void bad_kernel(const char* p, size_t n, uint32_t seed, int src,
+                           unsigned long long* bad) {
   unsigned long long b = 0;
   for (size_t i = gtid(); i < n; i += gthreads())
     b += static_cast<uint8_t>(p[i]) != pattern8(seed, src, i);
@@ -39,9 +44,15 @@ __device__ void rma_unit(const DeviceComm& c, const RmaArgs& a, int unit, int un
     const size_t me_block = static_cast<size_t>(c.rank) * a.block + a.offset + lo;
     const size_t pe_block = static_cast<size_t>(pe) * a.block + a.offset + lo;
     switch (a.variant) {
-      case RmaVariant::kPut: put<S>(c, a.sym + me_block, a.local + a.offset + lo, n, pe); break;
-      case RmaVariant::kPutNbi: put_nbi<S>(c, a.sym + me_block, a.local + a.offset + lo, n, pe); break;
-      case RmaVariant::kPutQp: put<S>(c, Qp{CCL_QP_DEFAULT_ID}, a.sym + me_block, a.local + a.offset + lo, n, pe); break;
+      case RmaVariant::kPut:
+        put<S>(c, a.sym + me_block, a.local + a.offset + lo, n, pe);
+        break;
+      case RmaVariant::kPutNbi:
+        put_nbi<S>(c, a.sym + me_block, a.local + a.offset + lo, n, pe);
+        break;
+      case RmaVariant::kPutQp:
+        put<S>(c, Qp{CCL_QP_DEFAULT_ID}, a.sym + me_block, a.local + a.offset + lo, n, pe);
+        break;
       case RmaVariant::kPutCounted:
         put_nbi<S>(c, a.sym + me_block, a.local + a.offset + lo, n, pe, a.counter);
         break;
@@ -49,8 +60,12 @@ __device__ void rma_unit(const DeviceComm& c, const RmaArgs& a, int unit, int un
         put<S>(c, reinterpret_cast<uint16_t*>(a.sym + me_block),
                reinterpret_cast<const uint16_t*>(a.local + a.offset + lo), n / 2, pe);
         break;
-      case RmaVariant::kGet: get<S>(c, a.local + pe_block, a.sym + a.offset + lo, n, pe); break;
-      case RmaVariant::kGetNbi: get_nbi<S>(c, a.local + pe_block, a.sym + a.offset + lo, n, pe); break;
+      case RmaVariant::kGet:
+        get<S>(c, a.local + pe_block, a.sym + a.offset + lo, n, pe);
+        break;
+      case RmaVariant::kGetNbi:
+        get_nbi<S>(c, a.local + pe_block, a.sym + a.offset + lo, n, pe);
+        break;
       case RmaVariant::kGetTyped:
         get<S>(c, reinterpret_cast<uint16_t*>(a.local + pe_block),
                reinterpret_cast<const uint16_t*>(a.sym + a.offset + lo), n / 2, pe);
@@ -61,9 +76,12 @@ __device__ void rma_unit(const DeviceComm& c, const RmaArgs& a, int unit, int un
 
 __global__ void rma_kernel(DeviceComm c, RmaArgs a) {
   const int warps = blockDim.x / 32;
-  if (a.scope == 0) rma_unit<Scope::kThread>(c, a, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
-  else if (a.scope == 1) rma_unit<Scope::kWarp>(c, a, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps);
-  else rma_unit<Scope::kBlock>(c, a, blockIdx.x, gridDim.x);
+  if (a.scope == 0)
+    rma_unit<Scope::kThread>(c, a, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+  else if (a.scope == 1)
+    rma_unit<Scope::kWarp>(c, a, blockIdx.x * warps + threadIdx.x / 32, gridDim.x * warps);
+  else
+    rma_unit<Scope::kBlock>(c, a, blockIdx.x, gridDim.x);
 }
 
 __global__ void scalar_kernel(DeviceComm c, int64_t* p64, int32_t* strided, uint32_t seed,
@@ -86,7 +104,8 @@ __global__ void scalar_kernel(DeviceComm c, int64_t* p64, int32_t* strided, uint
   for (int pe = 0; pe < n; ++pe) {
     // Our own copy received every rank's values; g reads each peer's copy of our slot.
     b += p64[pe * blockDim.x + t] != static_cast<int64_t>(seed) * 1000 + pe * 100 + t;
-    b += g(c, p64 + c.rank * blockDim.x + t, pe) != static_cast<int64_t>(seed) * 1000 + c.rank * 100 + t;
+    b += g(c, p64 + c.rank * blockDim.x + t, pe) !=
+         static_cast<int64_t>(seed) * 1000 + c.rank * 100 + t;
   }
   if (t == 0) {
     // Element 3k of row r came from element 2k of rank r's source: seed + 7r + 2k.
@@ -103,7 +122,8 @@ __global__ void scalar_kernel(DeviceComm c, int64_t* p64, int32_t* strided, uint
 
 // Ring: block 0 streams rounds to the next rank, block 1 checks rounds from the previous one.
 __global__ void ordering_kernel(DeviceComm c, char* data, uint64_t* sig, uint64_t* ack, char* stage,
-                                int rounds, size_t max_len, uint32_t seed, unsigned long long* bad) {
+                                int rounds, size_t max_len, uint32_t seed,
+                                unsigned long long* bad) {
   const int next = (c.rank + 1) % c.nranks, prev = (c.rank + c.nranks - 1) % c.nranks;
   __shared__ unsigned long long b;
   if (threadIdx.x == 0) b = 0;
@@ -113,14 +133,18 @@ __global__ void ordering_kernel(DeviceComm c, char* data, uint64_t* sig, uint64_
     const size_t len = 1 + h % max_len, off = (h >> 16) % 61;
     if (blockIdx.x == 0) {
       // The consumer must have checked round r-1 before we overwrite its data.
-      if (threadIdx.x == 0 && !signal_wait_until(c, ack, Cmp::kAtLeast, static_cast<uint64_t>(r - 1))) b = ~0ull;
+      if (threadIdx.x == 0 &&
+          !signal_wait_until(c, ack, Cmp::kAtLeast, static_cast<uint64_t>(r - 1)))
+        b = ~0ull;
       __syncthreads();
       if (b == ~0ull) break;
-      for (size_t i = threadIdx.x; i < len; i += blockDim.x) stage[i] = static_cast<char>(pattern8(seed ^ r, c.rank, i));
+      for (size_t i = threadIdx.x; i < len; i += blockDim.x)
+        stage[i] = static_cast<char>(pattern8(seed ^ r, c.rank, i));
       __syncthreads();
       put_signal<Scope::kBlock>(c, data + off, stage, len, sig, 1, SignalOp::kAdd, next);
     } else {
-      if (threadIdx.x == 0 && !signal_wait_until(c, sig, Cmp::kAtLeast, static_cast<uint64_t>(r))) b = ~0ull;
+      if (threadIdx.x == 0 && !signal_wait_until(c, sig, Cmp::kAtLeast, static_cast<uint64_t>(r)))
+        b = ~0ull;
       __syncthreads();
       if (b == ~0ull) break;
       unsigned long long mine = 0;
@@ -166,9 +190,9 @@ __global__ void atomics_kernel(DeviceComm c, uint64_t* ctr, int iters, unsigned 
     b += atomic_swap(c, x, uint64_t{7}, pe) != 42;
     b += atomic_compare_swap(c, x, uint64_t{7}, uint64_t{9}, pe) != 7;
     b += atomic_compare_swap(c, x, uint64_t{7}, uint64_t{11}, pe) != 9;
-    b += atomic_fetch_and(c, x, uint64_t{1}, pe) != 9;   // 9 & 1 = 1
-    b += atomic_fetch_or(c, x, uint64_t{6}, pe) != 1;    // 1 | 6 = 7
-    b += atomic_fetch_xor(c, x, uint64_t{5}, pe) != 7;   // 7 ^ 5 = 2
+    b += atomic_fetch_and(c, x, uint64_t{1}, pe) != 9;  // 9 & 1 = 1
+    b += atomic_fetch_or(c, x, uint64_t{6}, pe) != 1;   // 1 | 6 = 7
+    b += atomic_fetch_xor(c, x, uint64_t{5}, pe) != 7;  // 7 ^ 5 = 2
     b += atomic_fetch_inc(c, x, pe) != 2;
     b += atomic_fetch(c, x, pe) != 3;
     int32_t* y = reinterpret_cast<int32_t*>(ctr + 6 + 64 + c.rank);
@@ -189,7 +213,7 @@ __global__ void waits_kernel(DeviceComm c, int32_t* i32, int64_t* i64, uint64_t*
   p(c, u64, uint64_t{~0ull - 1}, next);  // two below wrap
   quiet(c);
   atomic_add(c, u64, uint64_t{4}, next);  // wraps to 2
-  fence(c, next);  // signal() is relaxed: order the values before it
+  fence(c, next);                         // signal() is relaxed: order the values before it
   signal(c, sig, 77, SignalOp::kSet, next);
   b += !signal_wait_until(c, sig, Cmp::kEq, 77);
   b += read_signal(sig) != 77;
@@ -199,15 +223,16 @@ __global__ void waits_kernel(DeviceComm c, int32_t* i32, int64_t* i64, uint64_t*
   b += !wait_until(c, i32, Cmp::kLt, int32_t{6}) + !wait_until(c, i32, Cmp::kNe, int32_t{4});
   b += !wait_until(c, i64, Cmp::kLt, int64_t{0}) + dev::test(i64, Cmp::kGt, int64_t{0});
   // Wrap-safe counter: 2 is "at least" 2^64 - 1 (three steps past it), though numerically smaller.
-  b += !wait_until(c, u64, Cmp::kAtLeast, uint64_t{~0ull}) + dev::test(u64, Cmp::kGe, uint64_t{~0ull});
+  b += !wait_until(c, u64, Cmp::kAtLeast, uint64_t{~0ull}) +
+       dev::test(u64, Cmp::kGe, uint64_t{~0ull});
   b += !dev::test(u64, Cmp::kEq, uint64_t{2});
   reset_signal(sig);
   b += read_signal(sig) != 0;
   if (b) atomicAdd(bad, b);
 }
 
-__global__ void barrier_kernel(DeviceComm c, DeviceTeam t, bool use_team, uint64_t* counter, int iters,
-                               unsigned long long* bad) {
+__global__ void barrier_kernel(DeviceComm c, DeviceTeam t, bool use_team, uint64_t* counter,
+                               int iters, unsigned long long* bad) {
   __shared__ unsigned long long b;
   if (threadIdx.x == 0) b = 0;
   __syncthreads();
@@ -243,9 +268,12 @@ __global__ void stuck_kernel(DeviceComm c, uint64_t* sig, int* result) {
 }
 
 __global__ void bad_op_kernel(DeviceComm c, char* sym, char* not_sym, int kind) {
-  if (kind == 0) put(c, sym, sym + 64, 16, c.nranks);            // rank out of range
-  else if (kind == 1) put(c, not_sym, sym, 16, c.rank);           // not a symmetric address
-  else put(c, sym, not_sym, size_t{1} << 40, c.rank);             // length past the heap
+  if (kind == 0)
+    put(c, sym, sym + 64, 16, c.nranks);  // rank out of range
+  else if (kind == 1)
+    put(c, not_sym, sym, 16, c.rank);  // not a symmetric address
+  else
+    put(c, sym, not_sym, size_t{1} << 40, c.rank);  // length past the heap
 }
 
 }  // namespace
@@ -259,7 +287,8 @@ cudaError_t count_bad(const char* p, size_t n, uint32_t seed, int src, unsigned 
   bad_kernel<<<64, 256, 0, s>>>(p, n, seed, src, bad);
   return cudaGetLastError();
 }
-cudaError_t count_not(const char* p, size_t n, uint8_t value, unsigned long long* bad, cudaStream_t s) {
+cudaError_t count_not(const char* p, size_t n, uint8_t value, unsigned long long* bad,
+                      cudaStream_t s) {
   not_kernel<<<64, 256, 0, s>>>(p, n, value, bad);
   return cudaGetLastError();
 }
@@ -289,7 +318,8 @@ cudaError_t run_waits(const ccl_device_comm_t& c, int32_t* i32, int64_t* i64, ui
   return cudaGetLastError();
 }
 cudaError_t run_barrier_stress(const ccl_device_comm_t& c, const ccl_device_team_t* team,
-                               uint64_t* counter, int iters, unsigned long long* bad, cudaStream_t s) {
+                               uint64_t* counter, int iters, unsigned long long* bad,
+                               cudaStream_t s) {
   ccl_device_team_t t{};
   if (team) t = *team;
   barrier_kernel<<<1, 128, 0, s>>>(c, t, team != nullptr, counter, iters, bad);
@@ -299,9 +329,12 @@ cudaError_t run_stuck_wait(const ccl_device_comm_t& c, uint64_t* sig, int* resul
   stuck_kernel<<<1, 1, 0, s>>>(c, sig, result);
   return cudaGetLastError();
 }
-const void* stuck_kernel_address() { return reinterpret_cast<const void*>(&stuck_kernel); }
+const void* stuck_kernel_address() {
+  return reinterpret_cast<const void*>(&stuck_kernel);
+}
 
-cudaError_t run_bad_op(const ccl_device_comm_t& c, char* sym, char* not_sym, int kind, cudaStream_t s) {
+cudaError_t run_bad_op(const ccl_device_comm_t& c, char* sym, char* not_sym, int kind,
+                       cudaStream_t s) {
   bad_op_kernel<<<1, 1, 0, s>>>(c, sym, not_sym, kind);
   return cudaGetLastError();
 }

@@ -10,16 +10,25 @@
 
 namespace ccl::test {
 
-enum class RmaVariant : int { kPut, kPutNbi, kPutQp, kPutCounted, kPutTyped, kGet, kGetNbi, kGetTyped };
+enum class RmaVariant : int {
+  kPut,
+  kPutNbi,
+  kPutQp,
+  kPutCounted,
+  kPutTyped,
+  kGet,
+  kGetNbi,
+  kGetTyped
+};
 
 struct RmaArgs {
-  char* sym;          // symmetric buffer: nranks blocks of `block` bytes (+ slack)
-  char* local;        // local scratch of nranks * block bytes
-  size_t block;       // bytes per rank
-  size_t offset;      // byte offset inside each block (exercises unaligned paths)
-  size_t len;         // bytes moved per peer (<= block - offset)
+  char* sym;      // symmetric buffer: nranks blocks of `block` bytes (+ slack)
+  char* local;    // local scratch of nranks * block bytes
+  size_t block;   // bytes per rank
+  size_t offset;  // byte offset inside each block (exercises unaligned paths)
+  size_t len;     // bytes moved per peer (<= block - offset)
   uint32_t seed;
-  int scope;          // 0 thread, 1 warp, 2 block
+  int scope;  // 0 thread, 1 warp, 2 block
   RmaVariant variant;
   unsigned long long* counter;  // local completion counter (kPutCounted)
 };
@@ -37,7 +46,8 @@ cudaError_t fill_pattern(char* p, size_t n, uint32_t seed, int src, cudaStream_t
 /// Counts bytes of p[0, n) that differ from pattern8(seed, src, i).
 cudaError_t count_bad(const char* p, size_t n, uint32_t seed, int src, unsigned long long* bad,
                       cudaStream_t s);
-cudaError_t count_not(const char* p, size_t n, uint8_t value, unsigned long long* bad, cudaStream_t s);
+cudaError_t count_not(const char* p, size_t n, uint8_t value, unsigned long long* bad,
+                      cudaStream_t s);
 cudaError_t run_rma(const ccl_device_comm_t& c, const RmaArgs& a, cudaStream_t s);
 cudaError_t run_scalar(const ccl_device_comm_t& c, int64_t* p64, int32_t* strided, uint32_t seed,
                        unsigned long long* bad, cudaStream_t s);
@@ -49,12 +59,14 @@ cudaError_t run_atomics(const ccl_device_comm_t& c, uint64_t* ctr, int iters,
 cudaError_t run_waits(const ccl_device_comm_t& c, int32_t* i32, int64_t* i64, uint64_t* u64,
                       uint64_t* sig, unsigned long long* bad, cudaStream_t s);
 cudaError_t run_barrier_stress(const ccl_device_comm_t& c, const ccl_device_team_t* team,
-                               uint64_t* counter, int iters, unsigned long long* bad, cudaStream_t s);
+                               uint64_t* counter, int iters, unsigned long long* bad,
+                               cudaStream_t s);
 /// One thread waits for a signal that never comes; *result = 1 if the wait returned false.
 cudaError_t run_stuck_wait(const ccl_device_comm_t& c, uint64_t* sig, int* result, cudaStream_t s);
 /// Bad operations for CCL_DEVICE_CHECKS: kind 0 rank out of range, 1 non-symmetric address,
 /// 2 length past the heap.
-cudaError_t run_bad_op(const ccl_device_comm_t& c, char* sym, char* not_sym, int kind, cudaStream_t s);
+cudaError_t run_bad_op(const ccl_device_comm_t& c, char* sym, char* not_sym, int kind,
+                       cudaStream_t s);
 
 /// The address of the stuck-wait kernel (for launch_collective's refusal test).
 const void* stuck_kernel_address();

@@ -67,13 +67,14 @@ int check_rma(Fixture& f, uint32_t seed) {
   RANK_CUDA(cudaMalloc(&local, block * f.n));
   RANK_CUDA(cudaMalloc(&counter, sizeof(*counter)));
   std::mt19937 rng(seed);
-  const RmaVariant variants[] = {RmaVariant::kPut,     RmaVariant::kPutNbi,  RmaVariant::kPutQp,
+  const RmaVariant variants[] = {RmaVariant::kPut,        RmaVariant::kPutNbi,   RmaVariant::kPutQp,
                                  RmaVariant::kPutCounted, RmaVariant::kPutTyped, RmaVariant::kGet,
-                                 RmaVariant::kGetNbi,  RmaVariant::kGetTyped};
+                                 RmaVariant::kGetNbi,     RmaVariant::kGetTyped};
   for (RmaVariant v : variants) {
     for (int scope = 0; scope < 3; ++scope) {
       const bool typed = v == RmaVariant::kPutTyped || v == RmaVariant::kGetTyped;
-      const bool is_get = v == RmaVariant::kGet || v == RmaVariant::kGetNbi || v == RmaVariant::kGetTyped;
+      const bool is_get =
+          v == RmaVariant::kGet || v == RmaVariant::kGetNbi || v == RmaVariant::kGetTyped;
       RmaArgs a{sym, local, block, 0, 0, static_cast<uint32_t>(rng()), scope, v, counter};
       a.offset = rng() % 48;
       a.len = 1 + rng() % (block - a.offset - 1);
@@ -95,18 +96,23 @@ int check_rma(Fixture& f, uint32_t seed) {
         unsigned long long bad = count(f, [&] {
           // The pattern of byte i of rank p's source is pattern8(seed, p, i) at i = offset + j.
           cudaError_t e = count_not(blk, a.offset, 0xA5, f.bad, f.s);
-          if (e == cudaSuccess) e = count_not(blk + a.offset + a.len, block - a.offset - a.len, 0xA5, f.bad, f.s);
+          if (e == cudaSuccess)
+            e = count_not(blk + a.offset + a.len, block - a.offset - a.len, 0xA5, f.bad, f.s);
           return e;
         });
-        RANK_CHECK(bad == 0, "variant %d scope %d: %llu bytes outside [%zu, +%zu) of block %d were "
-                   "written", static_cast<int>(v), scope, bad, a.offset, a.len, p);
+        RANK_CHECK(bad == 0,
+                   "variant %d scope %d: %llu bytes outside [%zu, +%zu) of block %d were "
+                   "written",
+                   static_cast<int>(v), scope, bad, a.offset, a.len, p);
         // Compare against the pattern, shifted: the source was filled from index 0.
         std::vector<char> host(a.len), want(a.len);
         RANK_CUDA(cudaMemcpy(host.data(), blk + a.offset, a.len, cudaMemcpyDeviceToHost));
-        for (size_t i = 0; i < a.len; ++i) want[i] = static_cast<char>(pattern8(a.seed, p, a.offset + i));
+        for (size_t i = 0; i < a.len; ++i)
+          want[i] = static_cast<char>(pattern8(a.seed, p, a.offset + i));
         size_t wrong = 0;
         for (size_t i = 0; i < a.len; ++i) wrong += host[i] != want[i];
-        RANK_CHECK(wrong == 0, "variant %d scope %d: %zu of %zu bytes from rank %d wrong (offset %zu)",
+        RANK_CHECK(wrong == 0,
+                   "variant %d scope %d: %zu of %zu bytes from rank %d wrong (offset %zu)",
                    static_cast<int>(v), scope, wrong, a.len, p, a.offset);
       }
       if (v == RmaVariant::kPutCounted) {
@@ -131,7 +137,8 @@ int check_scalar(Fixture& f, uint32_t seed) {
   RANK_CUDA(cudaMemset(strided, 0xff, 256 * 4 * f.n));
   RANK_CUDA(cudaDeviceSynchronize());
   if (barrier(f)) return 1;
-  const unsigned long long bad = count(f, [&] { return run_scalar(f.dc, p64, strided, seed, f.bad, f.s); });
+  const unsigned long long bad =
+      count(f, [&] { return run_scalar(f.dc, p64, strided, seed, f.bad, f.s); });
   RANK_CHECK(bad == 0, "p/g/iput/iget: %llu wrong", bad);
   if (barrier(f)) return 1;
   RANK_OK(ccl_mem_free(f.comm, strided));
@@ -155,7 +162,9 @@ int check_ordering(Fixture& f, uint32_t seed, int rounds) {
     return run_ordering(f.dc, data, sigs, sigs + 1, stage, rounds, max_len, seed, f.bad, f.s);
   });
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  RANK_CHECK(bad == 0, "ordering stress: %llu bytes seen before their payload landed (or a wait failed)", bad);
+  RANK_CHECK(bad == 0,
+             "ordering stress: %llu bytes seen before their payload landed (or a wait failed)",
+             bad);
   std::printf("rank %d: %d put_signal rounds checked in %.2f s\n", f.rank, rounds, s);
   if (barrier(f)) return 1;
   RANK_CUDA(cudaFree(stage));
@@ -172,16 +181,20 @@ int check_atomics(Fixture& f) {
   RANK_CUDA(cudaDeviceSynchronize());
   if (barrier(f)) return 1;
   const int iters = 20, threads = 8 * 128;
-  const unsigned long long bad = count(f, [&] { return run_atomics(f.dc, ctr, iters, f.bad, f.s); });
+  const unsigned long long bad =
+      count(f, [&] { return run_atomics(f.dc, ctr, iters, f.bad, f.s); });
   RANK_CHECK(bad == 0, "fetching atomics returned %llu wrong values", bad);
   if (barrier(f)) return 1;
   std::vector<uint64_t> h(words);
   RANK_CUDA(cudaMemcpy(h.data(), ctr, words * 8, cudaMemcpyDeviceToHost));
   const uint64_t total = 1ull * f.n * threads * iters;
-  RANK_CHECK(h[0] == total, "fetch_add total %llu, expected %llu", (unsigned long long)h[0], (unsigned long long)total);
-  RANK_CHECK(h[1] == total, "inc total %llu, expected %llu", (unsigned long long)h[1], (unsigned long long)total);
+  RANK_CHECK(h[0] == total, "fetch_add total %llu, expected %llu", (unsigned long long)h[0],
+             (unsigned long long)total);
+  RANK_CHECK(h[1] == total, "inc total %llu, expected %llu", (unsigned long long)h[1],
+             (unsigned long long)total);
   RANK_CHECK(h[2] == 3 * total, "add total %llu", (unsigned long long)h[2]);
-  RANK_CHECK((h[3] & 0xffffffffull) == total, "CAS increments %llu", (unsigned long long)(h[3] & 0xffffffffull));
+  RANK_CHECK((h[3] & 0xffffffffull) == total, "CAS increments %llu",
+             (unsigned long long)(h[3] & 0xffffffffull));
   RANK_CHECK(h[4] == ~0ull, "or-mask %llx", (unsigned long long)h[4]);
   RANK_CHECK(h[5] == 0, "xor twice left %llx", (unsigned long long)h[5]);
   RANK_OK(ccl_mem_free(f.comm, ctr));
@@ -196,7 +209,8 @@ int check_waits(Fixture& f) {
   if (barrier(f)) return 1;
   const unsigned long long bad = count(f, [&] {
     return run_waits(f.dc, reinterpret_cast<int32_t*>(buf), reinterpret_cast<int64_t*>(buf + 8),
-                     reinterpret_cast<uint64_t*>(buf + 16), reinterpret_cast<uint64_t*>(buf + 24), f.bad, f.s);
+                     reinterpret_cast<uint64_t*>(buf + 16), reinterpret_cast<uint64_t*>(buf + 24),
+                     f.bad, f.s);
   });
   RANK_CHECK(bad == 0, "wait/test comparisons: %llu wrong", bad);
   if (barrier(f)) return 1;
@@ -210,7 +224,8 @@ int check_barriers(Fixture& f) {
   RANK_CUDA(cudaMemset(counter, 0, 8));
   RANK_CUDA(cudaDeviceSynchronize());
   if (barrier(f)) return 1;
-  unsigned long long bad = count(f, [&] { return run_barrier_stress(f.dc, nullptr, counter, 2000, f.bad, f.s); });
+  unsigned long long bad =
+      count(f, [&] { return run_barrier_stress(f.dc, nullptr, counter, 2000, f.bad, f.s); });
   RANK_CHECK(bad == 0, "world barrier stress: %llu violations", bad);
   if (barrier(f)) return 1;
   // A team of the even ranks (strided split of the world team).
@@ -252,12 +267,16 @@ int check_stream_ops_and_qps(Fixture& f, uint32_t seed) {
   RANK_OK(ccl_quiet_on_stream(f.comm, f.s));
   RANK_OK(ccl_signal_on_stream(f.comm, sig, 1, CCL_SIGNAL_ADD, next, f.s));
   RANK_OK(ccl_wait_signal_on_stream(f.comm, sig, CCL_CMP_GE, 1, f.s));
-  const unsigned long long bad = count(f, [&] { return count_bad(sym, bytes, seed, prev, f.bad, f.s); });
+  const unsigned long long bad =
+      count(f, [&] { return count_bad(sym, bytes, seed, prev, f.bad, f.s); });
   RANK_CHECK(bad == 0, "stream put + signal: %llu bytes wrong", bad);
   // Bad arguments are refused before anything is enqueued.
-  RANK_CHECK(ccl_put_on_stream(f.comm, src, src, 16, next, f.s) == CCL_INVALID_ARGUMENT, "non-symmetric dst");
-  RANK_CHECK(ccl_put_on_stream(f.comm, sym, src, 16, f.n, f.s) == CCL_INVALID_ARGUMENT, "peer out of range");
-  RANK_CHECK(ccl_put_on_stream(f.comm, sym, src, 1ull << 40, next, f.s) == CCL_INVALID_ARGUMENT, "oversize");
+  RANK_CHECK(ccl_put_on_stream(f.comm, src, src, 16, next, f.s) == CCL_INVALID_ARGUMENT,
+             "non-symmetric dst");
+  RANK_CHECK(ccl_put_on_stream(f.comm, sym, src, 16, f.n, f.s) == CCL_INVALID_ARGUMENT,
+             "peer out of range");
+  RANK_CHECK(ccl_put_on_stream(f.comm, sym, src, 1ull << 40, next, f.s) == CCL_INVALID_ARGUMENT,
+             "oversize");
   RANK_CHECK(ccl_signal_on_stream(f.comm, sig, 1, 7, next, f.s) == CCL_INVALID_ARGUMENT, "bad op");
   RANK_CHECK(ccl_wait_signal_on_stream(f.comm, sig, 42, 1, f.s) == CCL_INVALID_ARGUMENT, "bad cmp");
   if (barrier(f)) return 1;
@@ -275,23 +294,27 @@ TEST_P(DeviceApi, AllOperations) {
   ccl_unique_id_t id;
   ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
   const uint32_t seed = std::random_device{}();
-  auto results = fork_ranks(n, [&](int r) {
-    Fixture f;
-    if (setup(id, n, r, &f)) return 1;
-    if (check_rma(f, seed)) return 2;
-    if (check_scalar(f, seed)) return 3;
-    if (check_ordering(f, seed, 100000)) return 4;
-    if (check_atomics(f)) return 5;
-    if (check_waits(f)) return 6;
-    if (check_barriers(f)) return 7;
-    if (check_stream_ops_and_qps(f, seed)) return 8;
-    ccl_result_t async;
-    RANK_OK(ccl_comm_get_async_error(f.comm, &async, nullptr));
-    RANK_CHECK(async == CCL_SUCCESS, "communicator in error: %d", async);
-    RANK_OK(ccl_comm_destroy(f.comm));
-    return 0;
-  }, 120000);
-  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r << " (seed " << seed << ")";
+  auto results = fork_ranks(
+      n,
+      [&](int r) {
+        Fixture f;
+        if (setup(id, n, r, &f)) return 1;
+        if (check_rma(f, seed)) return 2;
+        if (check_scalar(f, seed)) return 3;
+        if (check_ordering(f, seed, 100000)) return 4;
+        if (check_atomics(f)) return 5;
+        if (check_waits(f)) return 6;
+        if (check_barriers(f)) return 7;
+        if (check_stream_ops_and_qps(f, seed)) return 8;
+        ccl_result_t async;
+        RANK_OK(ccl_comm_get_async_error(f.comm, &async, nullptr));
+        RANK_CHECK(async == CCL_SUCCESS, "communicator in error: %d", async);
+        RANK_OK(ccl_comm_destroy(f.comm));
+        return 0;
+      },
+      120000);
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(results[r].code, 0) << "rank " << r << " (seed " << seed << ")";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DeviceApi, ::testing::Values(2, 4));
@@ -323,11 +346,12 @@ TEST(DeviceApiFailures, UnsatisfiableWaitEndsWithATimeoutReport) {
     RANK_CHECK(async == CCL_TIMEOUT, "async error %d", async);
     const std::string m = msg;
     // sig + 3 lies 0x18 bytes into its allocation (which need not start at offset 0).
-    for (const char* word : {"timed out", "signal_wait_until", "== 12345", "last seen 0",
-                             "heap offset 0x", "18)"}) {
+    for (const char* word :
+         {"timed out", "signal_wait_until", "== 12345", "last seen 0", "heap offset 0x", "18)"}) {
       RANK_CHECK(m.find(word) != std::string::npos, "report '%s' lacks '%s'", msg, word);
     }
-    RANK_CHECK(m.find("rank " + std::to_string(r)) != std::string::npos, "report names no rank: %s", msg);
+    RANK_CHECK(m.find("rank " + std::to_string(r)) != std::string::npos, "report names no rank: %s",
+               msg);
     RANK_OK(ccl_comm_abort(f.comm));
     return 0;
   });

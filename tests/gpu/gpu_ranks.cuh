@@ -17,16 +17,16 @@ inline int visible_gpus() {
   return n;
 }
 
-#define REQUIRE_GPUS(k)                                                                      \
-  do {                                                                                       \
-    if (::ccl::test::visible_gpus() < (k))                                                   \
+#define REQUIRE_GPUS(k)                                                                            \
+  do {                                                                                             \
+    if (::ccl::test::visible_gpus() < (k))                                                         \
       GTEST_SKIP() << "needs " << (k) << " GPU(s); " << ::ccl::test::visible_gpus() << " visible"; \
   } while (0)
 
-#define RANK_CUDA(expr)                                                            \
-  do {                                                                             \
-    cudaError_t e_ = (expr);                                                       \
-    RANK_CHECK(e_ == cudaSuccess, "%s: %s", #expr, cudaGetErrorString(e_));        \
+#define RANK_CUDA(expr)                                                     \
+  do {                                                                      \
+    cudaError_t e_ = (expr);                                                \
+    RANK_CHECK(e_ == cudaSuccess, "%s: %s", #expr, cudaGetErrorString(e_)); \
   } while (0)
 
 /// Rank r of n on GPU r % gpus.

@@ -11,8 +11,8 @@
 #include "ccl/ccl.h"
 #include "common/cuda.hpp"
 #include "core/comm.hpp"
-#include "gpu/heap_kernels.cuh"
 #include "gpu/gpu_ranks.cuh"
+#include "gpu/heap_kernels.cuh"
 
 namespace ccl {
 namespace {
@@ -212,7 +212,8 @@ TEST(Heap, AbortWhilePeersAreMapped) {
     RANK_CHECK(s != CCL_SUCCESS, "allocation with a dead peer succeeded");
     const auto t0 = std::chrono::steady_clock::now();
     RANK_OK(ccl_comm_abort(comm));
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     RANK_CHECK(secs < 1.0, "abort took %.2f s", secs);
     // Our chunk is also held by rank 1's import until rank 1's process is gone, so wait for that
     // (bounded) before deciding that the abort leaked it.
@@ -222,8 +223,7 @@ TEST(Heap, AbortWhilePeersAreMapped) {
       if (free1 + (8 << 20) >= free0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    RANK_CHECK(free1 + (8 << 20) >= free0, "abort left %zu MiB allocated",
-               (free0 - free1) >> 20);
+    RANK_CHECK(free1 + (8 << 20) >= free0, "abort left %zu MiB allocated", (free0 - free1) >> 20);
     return 0;
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;

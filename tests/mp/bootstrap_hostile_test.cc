@@ -83,7 +83,8 @@ TEST(BootstrapHostile, WrongSecretGarbageAndOversizeAreRejectedJobCompletes) {
     send_bytes(fd, id.secret, 8);
     fds.push_back(fd);
   }
-  auto results = fork_ranks(3, [&](int r) { return normal_rank(id, r, 3); }, 60000);
+  auto results = fork_ranks(
+      3, [&](int r) { return normal_rank(id, r, 3); }, 60000);
   for (int fd : fds) close(fd);
   for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
@@ -98,16 +99,21 @@ TEST(BootstrapHostile, PortScanDuringInitDoesNotStopIt) {
     while (!stop.load()) {
       int fd = connect_root(id);
       if (fd < 0) break;  // root finished and closed its port
-      if (silent.size() < 40) silent.push_back(fd);  // some stay open and say nothing
-      else close(fd);
+      if (silent.size() < 40)
+        silent.push_back(fd);  // some stay open and say nothing
+      else
+        close(fd);
       ++scans;
     }
     for (int fd : silent) close(fd);
   });
-  auto results = fork_ranks(4, [&](int r) {
-    usleep(50000 * r);  // arrive while the scan is under way
-    return normal_rank(id, r, 4);
-  }, 60000);
+  auto results = fork_ranks(
+      4,
+      [&](int r) {
+        usleep(50000 * r);  // arrive while the scan is under way
+        return normal_rank(id, r, 4);
+      },
+      60000);
   stop = true;
   scanner.join();
   EXPECT_GT(scans.load(), 10);
@@ -120,15 +126,19 @@ TEST(BootstrapHostile, MissingRankTimesOutNamingIt) {
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
   unsetenv("CCL_BOOTSTRAP_TIMEOUT");
   // Ranks 0, 1 and 3 of 4 start; rank 2 never does.
-  auto results = fork_ranks(3, [&](int i) {
-    const int r = i == 2 ? 3 : i;
-    std::unique_ptr<Bootstrap> b;
-    Status s = Bootstrap::create(id, r, 4, nullptr, 1500, &b);
-    RANK_CHECK(s.code() == CCL_TIMEOUT, "expected a timeout, got %d", s.code());
-    const std::string msg = last_error();
-    RANK_CHECK(msg.find("(2)") != std::string::npos, "message does not name rank 2: %s", msg.c_str());
-    return 0;
-  }, 30000);
+  auto results = fork_ranks(
+      3,
+      [&](int i) {
+        const int r = i == 2 ? 3 : i;
+        std::unique_ptr<Bootstrap> b;
+        Status s = Bootstrap::create(id, r, 4, nullptr, 1500, &b);
+        RANK_CHECK(s.code() == CCL_TIMEOUT, "expected a timeout, got %d", s.code());
+        const std::string msg = last_error();
+        RANK_CHECK(msg.find("(2)") != std::string::npos, "message does not name rank 2: %s",
+                   msg.c_str());
+        return 0;
+      },
+      30000);
   for (auto& res : results) {
     EXPECT_EQ(res.code, 0);
     EXPECT_LT(res.seconds, 10.0) << "the timeout took too long";
@@ -138,22 +148,25 @@ TEST(BootstrapHostile, MissingRankTimesOutNamingIt) {
 TEST(BootstrapHostile, DeadRankIsNamedByItsPeers) {
   UniqueIdData id;
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
-  auto results = fork_ranks(3, [&](int r) {
-    std::unique_ptr<Bootstrap> b;
-    RANK_OK(Bootstrap::create(id, r, 3, nullptr, 3000, &b));
-    RANK_OK(b->barrier());
-    if (r == 2) _exit(0);  // dies without a word, connections and all
-    Status s = Status();
-    for (int i = 0; i < 3 && s.ok(); ++i) s = b->barrier();
-    RANK_CHECK(!s.ok(), "barrier with a dead rank succeeded");
-    const std::string msg = last_error();
-    // Rank 0 waits on rank 2 first; rank 1 may instead see rank 0 leave after its failure.
-    const std::string body = msg.substr(msg.find(':') + 1);
-    const bool named = body.find("rank 2") != std::string::npos ||
-                       (r == 1 && body.find("rank 0") != std::string::npos);
-    RANK_CHECK(named, "message does not name the dead rank: %s", msg.c_str());
-    return 0;
-  }, 30000);
+  auto results = fork_ranks(
+      3,
+      [&](int r) {
+        std::unique_ptr<Bootstrap> b;
+        RANK_OK(Bootstrap::create(id, r, 3, nullptr, 3000, &b));
+        RANK_OK(b->barrier());
+        if (r == 2) _exit(0);  // dies without a word, connections and all
+        Status s = Status();
+        for (int i = 0; i < 3 && s.ok(); ++i) s = b->barrier();
+        RANK_CHECK(!s.ok(), "barrier with a dead rank succeeded");
+        const std::string msg = last_error();
+        // Rank 0 waits on rank 2 first; rank 1 may instead see rank 0 leave after its failure.
+        const std::string body = msg.substr(msg.find(':') + 1);
+        const bool named = body.find("rank 2") != std::string::npos ||
+                           (r == 1 && body.find("rank 0") != std::string::npos);
+        RANK_CHECK(named, "message does not name the dead rank: %s", msg.c_str());
+        return 0;
+      },
+      30000);
   for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 

@@ -23,7 +23,8 @@ int exercise(const bootstrap::UniqueIdData& id, int rank, int n, uint32_t seed) 
     // allgather of a random block size, content derived from (rank, round, index)
     const size_t bytes = 1 + rng() % (round == 3 ? 300000 : 257);
     std::vector<uint8_t> buf(bytes * n, 0xee);
-    for (size_t i = 0; i < bytes; ++i) buf[rank * bytes + i] = static_cast<uint8_t>(rank * 31 + round * 7 + i);
+    for (size_t i = 0; i < bytes; ++i)
+      buf[rank * bytes + i] = static_cast<uint8_t>(rank * 31 + round * 7 + i);
     RANK_OK(b->allgather(buf.data(), bytes));
     for (int r = 0; r < n; ++r)
       for (size_t i = 0; i < bytes; ++i)

@@ -132,40 +132,46 @@ TEST(Comm, AbortFromAnotherThreadReturnsWithinOneSecond) {
 // the ranks of later tests. Two ranks as two threads; on a GPU machine each cycle also creates
 // and releases the symmetric heap (VMM range, handle sockets).
 TEST(Comm, ThousandInitAbortCyclesLeaveNothingBehind) {
-  auto results = fork_ranks(1, [](int) {
-    auto once = []() -> int {
-      ccl_unique_id_t id;
-      RANK_OK(ccl_get_unique_id(&id));
-      ccl_comm_t c[2] = {nullptr, nullptr};
-      int rc1 = 0;
-      std::thread t([&] { rc1 = ccl_comm_init_rank(&c[1], 2, id, 1); });
-      RANK_OK(ccl_comm_init_rank(&c[0], 2, id, 0));
-      t.join();
-      RANK_CHECK(rc1 == 0, "rank 1 init: %d", rc1);
-      RANK_OK(ccl_comm_abort(c[0]));
-      RANK_OK(ccl_comm_abort(c[1]));
-      return 0;
-    };
-    for (int i = 0; i < 5; ++i)  // warm-up: one-time allocations (logging, CUDA probe)
-      if (once()) return 1;
-    bootstrap::reap_roots(true);
-    const int fds0 = count_entries("/proc/self/fd");
-    const int threads0 = count_entries("/proc/self/task");
-    const long rss0 = resident_kib();
-    const long long gpu0 = gpu_used_bytes();
-    for (int i = 0; i < 1000; ++i)
-      if (once()) return 1;
-    bootstrap::reap_roots(true);
-    const int fds1 = count_entries("/proc/self/fd"), threads1 = count_entries("/proc/self/task");
-    RANK_CHECK(fds1 == fds0, "open fds went from %d to %d", fds0, fds1);
-    RANK_CHECK(threads1 == threads0, "threads went from %d to %d", threads0, threads1);
-    RANK_CHECK(bootstrap::live_roots() == 0, "bootstrap roots still alive");
-    const long rss1 = resident_kib();
-    RANK_CHECK(rss1 - rss0 < 8192, "resident memory grew by %ld KiB over 1000 cycles", rss1 - rss0);
-    const long long gpu1 = gpu_used_bytes();
-    RANK_CHECK(gpu1 - gpu0 < (16ll << 20), "GPU memory in use grew by %lld MiB", (gpu1 - gpu0) >> 20);
-    return 0;
-  }, 600000);
+  auto results = fork_ranks(
+      1,
+      [](int) {
+        auto once = []() -> int {
+          ccl_unique_id_t id;
+          RANK_OK(ccl_get_unique_id(&id));
+          ccl_comm_t c[2] = {nullptr, nullptr};
+          int rc1 = 0;
+          std::thread t([&] { rc1 = ccl_comm_init_rank(&c[1], 2, id, 1); });
+          RANK_OK(ccl_comm_init_rank(&c[0], 2, id, 0));
+          t.join();
+          RANK_CHECK(rc1 == 0, "rank 1 init: %d", rc1);
+          RANK_OK(ccl_comm_abort(c[0]));
+          RANK_OK(ccl_comm_abort(c[1]));
+          return 0;
+        };
+        for (int i = 0; i < 5; ++i)  // warm-up: one-time allocations (logging, CUDA probe)
+          if (once()) return 1;
+        bootstrap::reap_roots(true);
+        const int fds0 = count_entries("/proc/self/fd");
+        const int threads0 = count_entries("/proc/self/task");
+        const long rss0 = resident_kib();
+        const long long gpu0 = gpu_used_bytes();
+        for (int i = 0; i < 1000; ++i)
+          if (once()) return 1;
+        bootstrap::reap_roots(true);
+        const int fds1 = count_entries("/proc/self/fd"),
+                  threads1 = count_entries("/proc/self/task");
+        RANK_CHECK(fds1 == fds0, "open fds went from %d to %d", fds0, fds1);
+        RANK_CHECK(threads1 == threads0, "threads went from %d to %d", threads0, threads1);
+        RANK_CHECK(bootstrap::live_roots() == 0, "bootstrap roots still alive");
+        const long rss1 = resident_kib();
+        RANK_CHECK(rss1 - rss0 < 8192, "resident memory grew by %ld KiB over 1000 cycles",
+                   rss1 - rss0);
+        const long long gpu1 = gpu_used_bytes();
+        RANK_CHECK(gpu1 - gpu0 < (16ll << 20), "GPU memory in use grew by %lld MiB",
+                   (gpu1 - gpu0) >> 20);
+        return 0;
+      },
+      600000);
   EXPECT_EQ(results[0].code, 0);
 }
 

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   int rank = -1, size = -1;
   ccl_comm_rank(comm, &rank);
   ccl_comm_size(comm, &size);
-  if (rank != std::atoi(std::getenv("CCL_RANK")) || size != std::atoi(std::getenv("CCL_WORLD_SIZE")))
+  if (rank != std::atoi(std::getenv("CCL_RANK")) ||
+      size != std::atoi(std::getenv("CCL_WORLD_SIZE")))
     return 11;
   std::printf("hello from %d of %d\n", rank, size);
   if (argc == 3 && rank == std::atoi(argv[1])) return std::atoi(argv[2]);

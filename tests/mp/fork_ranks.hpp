@@ -17,8 +17,12 @@
 
 namespace ccl::test {
 
-inline int result_code(ccl_result_t r) { return static_cast<int>(r); }
-inline int result_code(const ccl::Status& s) { return static_cast<int>(s.code()); }
+inline int result_code(ccl_result_t r) {
+  return static_cast<int>(r);
+}
+inline int result_code(const ccl::Status& s) {
+  return static_cast<int>(s.code());
+}
 
 struct RankResult {
   int code = -1;       // exit code, or 128 + signal
@@ -63,7 +67,8 @@ inline std::vector<RankResult> fork_ranks(int n, const std::function<int(int)>& 
       }
       continue;
     }
-    if (!killed && std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
+    if (!killed &&
+        std::chrono::steady_clock::now() - start > std::chrono::milliseconds(timeout_ms)) {
       killed = true;
       for (int r = 0; r < n; ++r)
         if (pids[r] > 0) {
@@ -77,25 +82,25 @@ inline std::vector<RankResult> fork_ranks(int n, const std::function<int(int)>& 
 }
 
 /// In a rank: print and fail when cond is false.
-#define RANK_CHECK(cond, ...)                                             \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
+#define RANK_CHECK(cond, ...)                                                       \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      return 1;                                                           \
-    }                                                                     \
+      std::fprintf(stderr, __VA_ARGS__);                                            \
+      std::fprintf(stderr, "\n");                                                   \
+      return 1;                                                                     \
+    }                                                                               \
   } while (0)
 
 /// In a rank: a ccl call that must succeed.
-#define RANK_OK(expr)                                                              \
-  do {                                                                             \
-    auto rank_ok_s_ = (expr);                                                      \
-    if (::ccl::test::result_code(rank_ok_s_) != 0) {                                       \
+#define RANK_OK(expr)                                                                \
+  do {                                                                               \
+    auto rank_ok_s_ = (expr);                                                        \
+    if (::ccl::test::result_code(rank_ok_s_) != 0) {                                 \
       std::fprintf(stderr, "%s:%d: %s returned %d: %s\n", __FILE__, __LINE__, #expr, \
-                   ::ccl::test::result_code(rank_ok_s_), ccl_get_last_error());            \
-      return 1;                                                                    \
-    }                                                                              \
+                   ::ccl::test::result_code(rank_ok_s_), ccl_get_last_error());      \
+      return 1;                                                                      \
+    }                                                                                \
   } while (0)
 
 }  // namespace ccl::test

@@ -29,7 +29,9 @@ Launch launch(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, s};
 }
 
-std::string env_rank() { return std::string(std::getenv("CCL_TEST_BINARY_DIR")) + "/tests/env_rank"; }
+std::string env_rank() {
+  return std::string(std::getenv("CCL_TEST_BINARY_DIR")) + "/tests/env_rank";
+}
 
 TEST(Launcher, StartsRanksThatBootstrapFromTheEnvironment) {
   Launch r = launch("-n 4 -- " + env_rank());
@@ -54,7 +56,8 @@ TEST(Launcher, SignalDeathIsReportedAs128PlusSignal) {
 }
 
 TEST(Launcher, SetsTheEnvironmentAndPrefixesEveryLine) {
-  Launch r = launch("-n 2 -- /bin/sh -c 'echo R=$CCL_RANK N=$CCL_WORLD_SIZE; echo second line >&2'");
+  Launch r =
+      launch("-n 2 -- /bin/sh -c 'echo R=$CCL_RANK N=$CCL_WORLD_SIZE; echo second line >&2'");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("[0] R=0 N=2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[1] R=1 N=2"), std::string::npos) << r.out;

@@ -16,7 +16,8 @@ TEST(CollDtypes, SizesAndNamesForEveryType) {
     EXPECT_STRNE(dtype_name(static_cast<ccl_datatype_t>(d)), "unknown") << d;
   }
   EXPECT_EQ(dtype_size(static_cast<ccl_datatype_t>(99)), 0u);
-  for (int op = 0; op < ccl_num_redops; ++op) EXPECT_STRNE(redop_name(static_cast<ccl_redop_t>(op)), "unknown");
+  for (int op = 0; op < ccl_num_redops; ++op)
+    EXPECT_STRNE(redop_name(static_cast<ccl_redop_t>(op)), "unknown");
 }
 
 template <ccl_datatype_t D>
@@ -27,7 +28,8 @@ float round_trip(float x) {
 }
 
 TEST(CollDtypes, RepresentableValuesRoundTripExactly) {
-  for (float x : {0.f, 1.f, -2.5f, 1024.f, 2047.f, 0.125f}) EXPECT_EQ(round_trip<ccl_float16>(x), x);
+  for (float x : {0.f, 1.f, -2.5f, 1024.f, 2047.f, 0.125f})
+    EXPECT_EQ(round_trip<ccl_float16>(x), x);
   for (float x : {0.f, 1.f, -3.f, 256.f, 0.5f}) EXPECT_EQ(round_trip<ccl_bfloat16>(x), x);
   for (float x : {0.f, 0.5f, 1.f, 1.5f, -2.f, 448.f}) EXPECT_EQ(round_trip<ccl_float8_e4m3>(x), x);
   for (float x : {0.f, 1.f, -2.f, 57344.f, 0.25f}) EXPECT_EQ(round_trip<ccl_float8_e5m2>(x), x);
@@ -42,10 +44,12 @@ TEST(CollDtypes, Fp8SaturatesToItsFiniteRange) {
 TEST(CollDtypes, LowPrecisionAccumulatesInFp32) {
   // In fp16, 2048 + 1 rounds back to 2048 (spacing 2), so fp16 accumulation would stay at 2048;
   // fp32 accumulation reaches 2051, which rounds to 2052.
-  const __half v[4] = {__float2half(2048.f), __float2half(1.f), __float2half(1.f), __float2half(1.f)};
+  const __half v[4] = {__float2half(2048.f), __float2half(1.f), __float2half(1.f),
+                       __float2half(1.f)};
   const __half* in[4] = {&v[0], &v[1], &v[2], &v[3]};
   EXPECT_EQ(__half2float(reduce_canonical<ccl_float16, ccl_sum>(in, 4, 0)), 2052.f);
-  const __nv_bfloat16 b[3] = {__float2bfloat16(256.f), __float2bfloat16(1.f), __float2bfloat16(1.f)};
+  const __nv_bfloat16 b[3] = {__float2bfloat16(256.f), __float2bfloat16(1.f),
+                              __float2bfloat16(1.f)};
   const __nv_bfloat16* bin[3] = {&b[0], &b[1], &b[2]};
   EXPECT_EQ(__bfloat162float(reduce_canonical<ccl_bfloat16, ccl_sum>(bin, 3, 0)), 258.f);
 }

@@ -36,17 +36,19 @@ const Pair kPairs[] = {
 // Reduce-scatter, allgather and alltoall move equal blocks: their whole-buffer count is a
 // multiple of n.
 bool blocked(Collective c) {
-  return c == Collective::kReduceScatter || c == Collective::kAllGather || c == Collective::kAllToAll;
+  return c == Collective::kReduceScatter || c == Collective::kAllGather ||
+         c == Collective::kAllToAll;
 }
 
 std::vector<size_t> counts_for(Collective c, int n, std::mt19937& rng, bool big) {
   if (blocked(c)) {
-    std::vector<size_t> v = {0, size_t(n), 2 * size_t(n), 3 * size_t(n), (1 + rng() % 97) * size_t(n)};
+    std::vector<size_t> v = {0, size_t(n), 2 * size_t(n), 3 * size_t(n),
+                             (1 + rng() % 97) * size_t(n)};
     if (big) v.push_back((1 + rng() % 2000) * size_t(n));
     return v;
   }
-  std::vector<size_t> v = {0, 1, size_t(n > 1 ? n - 1 : 1), size_t(n + 1), 2 * size_t(n) + 3,
-                           1 + rng() % 999};
+  std::vector<size_t> v = {
+      0, 1, size_t(n > 1 ? n - 1 : 1), size_t(n + 1), 2 * size_t(n) + 3, 1 + rng() % 999};
   if (big) v.push_back(20000 + rng() % 80000);
   return v;
 }
@@ -75,7 +77,8 @@ INSTANTIATE_TEST_SUITE_P(All, Schedules, ::testing::ValuesIn(kPairs), [](const a
 TEST(Schedules, StepCountsAreTheTextbookOnes) {
   EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRing, 8, 100}), 14);
   EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRecursiveDoubling, 8, 100}), 3);
-  EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRecursiveDoubling, 6, 100}), 2 + 2);  // folded
+  EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRecursiveDoubling, 6, 100}),
+            2 + 2);  // folded
   EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRabenseifner, 16, 100}), 8);
   EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kOneShot, 4, 100}), 3);
   EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kTwoShot, 4, 100}), 6);

@@ -73,8 +73,8 @@ TEST(Settings, EveryDefaultIsValid) {
     std::string str;
     int64_t v = 0;
     SettingSource src;
-    Status st = d.type == SettingType::kString ? setting_string(s, &str, &src)
-                                               : setting_int(s, &v, &src);
+    Status st =
+        d.type == SettingType::kString ? setting_string(s, &str, &src) : setting_int(s, &v, &src);
     EXPECT_TRUE(st.ok()) << d.name << ": " << last_error();
     EXPECT_EQ(src, SettingSource::kDefault) << d.name;
     EXPECT_EQ(std::string(d.name).rfind("CCL_", 0), 0u) << d.name;
@@ -87,10 +87,10 @@ TEST(Settings, BadValuesNameTheVariable) {
     Setting s;
     const char* value;
   } cases[] = {
-      {Setting::kBootstrapTimeout, "soon"},   {Setting::kBootstrapTimeout, "0"},
-      {Setting::kSymmetricSize, "12Q"},       {Setting::kSymmetricSize, "1K"},
-      {Setting::kHeapHandle, "shm"},          {Setting::kDebug, "LOUD"},
-      {Setting::kSocketFamily, "ipx"},        {Setting::kRank, "-5"},
+      {Setting::kBootstrapTimeout, "soon"},  {Setting::kBootstrapTimeout, "0"},
+      {Setting::kSymmetricSize, "12Q"},      {Setting::kSymmetricSize, "1K"},
+      {Setting::kHeapHandle, "shm"},         {Setting::kDebug, "LOUD"},
+      {Setting::kSocketFamily, "ipx"},       {Setting::kRank, "-5"},
       {Setting::kDebugSubsys, "INIT,BOGUS"},
   };
   for (const auto& c : cases) {

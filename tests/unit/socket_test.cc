@@ -92,7 +92,8 @@ TEST(Socket, ListenConnectSendRecvWithDeadline) {
   CancelFlag cancel{true};
   EXPECT_EQ(recv_all(s, buf, 1, Deadline::after_ms(5000), &cancel, "peer").code(), CCL_ABORTED);
   close(c);
-  EXPECT_EQ(recv_all(s, buf, 1, Deadline::after_ms(1000), nullptr, "peer").code(), CCL_REMOTE_ERROR);
+  EXPECT_EQ(recv_all(s, buf, 1, Deadline::after_ms(1000), nullptr, "peer").code(),
+            CCL_REMOTE_ERROR);
   close(s);
   close(lfd);
 }

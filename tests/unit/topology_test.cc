@@ -97,7 +97,9 @@ TEST(PeerPaths, SelfP2PAndNetwork) {
   EXPECT_STREQ(peer_path_name(PeerPath::kP2P), "P2P");
 }
 
-TEST(PeerPaths, HostHashIsStable) { EXPECT_EQ(host_hash(), host_hash()); }
+TEST(PeerPaths, HostHashIsStable) {
+  EXPECT_EQ(host_hash(), host_hash());
+}
 
 }  // namespace
 }  // namespace ccl

@@ -11,7 +11,7 @@ namespace detail {
 
 template <typename T>
 concept AtomicInt = std::is_same_v<T, int32_t> || std::is_same_v<T, uint32_t> ||
-                    std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>;
+    std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>;
 
 // The hardware operand type of T (two's complement makes signed add/and/or/xor/cas/exch equal).
 template <typename T>
@@ -28,9 +28,10 @@ __device__ __forceinline__ HwInt<T> bits(T v) {
 
 }  // namespace detail
 
-#define CCL_ATOMIC_TARGET(op)                                                \
-  T* q = detail::route(c, CCL_OP_ATOMIC, dst, sizeof(T), pe);                \
-  if (q == nullptr) return T{}
+#define CCL_ATOMIC_TARGET(op)                                 \
+  T* q = detail::route(c, CCL_OP_ATOMIC, dst, sizeof(T), pe); \
+  if (q == nullptr) return T {                                \
+    }
 
 /// Atomically adds `value` at `pe` and returns the old value.
 template <detail::AtomicInt T>
@@ -43,7 +44,8 @@ __device__ __forceinline__ T atomic_fetch_inc(const DeviceComm& c, T* dst, int p
   return atomic_fetch_add(c, dst, T{1}, pe);
 }
 template <detail::AtomicInt T>
-__device__ __forceinline__ T atomic_compare_swap(const DeviceComm& c, T* dst, T cond, T value, int pe) {
+__device__ __forceinline__ T atomic_compare_swap(const DeviceComm& c, T* dst, T cond, T value,
+                                                 int pe) {
   CCL_ATOMIC_TARGET(cas);
   return static_cast<T>(atomicCAS_system(detail::hw(q), detail::bits(cond), detail::bits(value)));
 }

@@ -85,7 +85,8 @@ namespace detail {
 /// peer_ptr for an operation: validates under CCL_DEVICE_CHECKS and reports a peer no transport
 /// reaches (the proxy and IBGDA transports will take that branch instead).
 template <typename T>
-__device__ __forceinline__ T* route(const DeviceComm& c, uint32_t op, T* sym, size_t bytes, int pe) {
+__device__ __forceinline__ T* route(const DeviceComm& c, uint32_t op, T* sym, size_t bytes,
+                                    int pe) {
   if (checks_on(c) && !check_args(c, op, sym, bytes, pe)) return nullptr;
   T* p = peer_ptr(c, sym, pe);
   if (p == nullptr) report(c, CCL_DEVICE_ERROR_NO_TRANSPORT, op, pe, sym, bytes, 0, 0);

@@ -15,23 +15,31 @@ namespace detail {
 
 template <Scope S>
 __device__ __forceinline__ int scope_rank() {
-  if constexpr (S == Scope::kThread) return 0;
-  else if constexpr (S == Scope::kWarp) return static_cast<int>(threadIdx.x & 31);
-  else return static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  if constexpr (S == Scope::kThread)
+    return 0;
+  else if constexpr (S == Scope::kWarp)
+    return static_cast<int>(threadIdx.x & 31);
+  else
+    return static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
 }
 
 template <Scope S>
 __device__ __forceinline__ int scope_size() {
-  if constexpr (S == Scope::kThread) return 1;
-  else if constexpr (S == Scope::kWarp) return 32;
-  else return static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
+  if constexpr (S == Scope::kThread)
+    return 1;
+  else if constexpr (S == Scope::kWarp)
+    return 32;
+  else
+    return static_cast<int>(blockDim.x * blockDim.y * blockDim.z);
 }
 
 /// Execution + memory barrier among the scope's threads (CTA-scope ordering of their accesses).
 template <Scope S>
 __device__ __forceinline__ void scope_sync() {
-  if constexpr (S == Scope::kWarp) __syncwarp();
-  else if constexpr (S == Scope::kBlock) __syncthreads();
+  if constexpr (S == Scope::kWarp)
+    __syncwarp();
+  else if constexpr (S == Scope::kBlock)
+    __syncthreads();
 }
 
 template <Scope S>
@@ -41,7 +49,9 @@ __device__ __forceinline__ bool scope_leader() {
 
 /// Orders this thread's earlier writes (and, cumulatively, writes it observed through a scope
 /// barrier) before its later writes, for every observer in the system: payload before signal.
-__device__ __forceinline__ void fence_system() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+__device__ __forceinline__ void fence_system() {
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
 
 /// Reader side of a signal: a value seen here makes the writer's earlier payload visible to the
 /// loads that follow.
@@ -65,27 +75,12 @@ __device__ __forceinline__ uint32_t load_relaxed_sys(const uint32_t* p) {
   asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
-/// Writer side of a signal: everything this thread wrote (and observed) before becomes visible
-/// to a reader that acquires this value.
-__device__ __forceinline__ void store_release_sys(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
 __device__ __forceinline__ void store_relaxed_sys(uint64_t* p, uint64_t v) {
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ void store_relaxed_sys(uint32_t* p, uint32_t v) {
   asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
-/// Release add: the signal counterpart of store_release_sys for counters.
-__device__ __forceinline__ uint64_t fetch_add_release_sys(uint64_t* p, uint64_t v) {
-  uint64_t old;
-  asm volatile("atom.add.release.sys.global.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
-  return old;
-}
-__device__ __forceinline__ void add_release_sys(uint64_t* p, uint64_t v) {
-  asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
 /// Relaxed add without a result (a reduction): the cheapest remote update, no ordering.
 __device__ __forceinline__ void add_relaxed_sys(uint64_t* p, uint64_t v) {
   asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");

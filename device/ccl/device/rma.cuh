@@ -14,8 +14,10 @@ namespace detail {
 /// stays in L1; a local source (put) may be anywhere, stack and shared memory included.
 template <bool kPeerSrc, typename T>
 __device__ __forceinline__ T copy_load(const T* p) {
-  if constexpr (kPeerSrc) return __ldcg(p);
-  else return *p;
+  if constexpr (kPeerSrc)
+    return __ldcg(p);
+  else
+    return *p;
 }
 
 /// Copies `bytes` with all threads of scope S. Loads are issued eight at a time before the stores
@@ -35,7 +37,8 @@ __device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t by
     for (; i + (kDepth - 1) * static_cast<size_t>(n) < n16; i += kDepth * static_cast<size_t>(n)) {
       int4 v[kDepth];
 #pragma unroll
-      for (int k = 0; k < kDepth; ++k) v[k] = copy_load<kPeerSrc>(s4 + i + k * static_cast<size_t>(n));
+      for (int k = 0; k < kDepth; ++k)
+        v[k] = copy_load<kPeerSrc>(s4 + i + k * static_cast<size_t>(n));
 #pragma unroll
       for (int k = 0; k < kDepth; ++k) d4[i + k * static_cast<size_t>(n)] = v[k];
     }
@@ -44,7 +47,8 @@ __device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t by
   } else if (((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s)) & 3) == 0) {
     const size_t n4 = bytes / 4;
     for (size_t i = r; i < n4; i += n)
-      reinterpret_cast<uint32_t*>(d)[i] = copy_load<kPeerSrc>(reinterpret_cast<const unsigned int*>(s) + i);
+      reinterpret_cast<uint32_t*>(d)[i] =
+          copy_load<kPeerSrc>(reinterpret_cast<const unsigned int*>(s) + i);
     done = n4 * 4;
   }
   for (size_t i = done + r; i < bytes; i += n) d[i] = s[i];
@@ -97,13 +101,13 @@ __device__ __forceinline__ void get_nbi(const DeviceComm& c, void* dst, const vo
 
 /// Typed forms: `count` elements of T.
 template <Scope S = Scope::kThread, typename T>
-  requires(!std::is_void_v<T>)
-__device__ __forceinline__ void put(const DeviceComm& c, T* dst, const T* src, size_t count, int pe) {
+requires(!std::is_void_v<T>) __device__ __forceinline__
+    void put(const DeviceComm& c, T* dst, const T* src, size_t count, int pe) {
   put<S>(c, static_cast<void*>(dst), static_cast<const void*>(src), count * sizeof(T), pe);
 }
 template <Scope S = Scope::kThread, typename T>
-  requires(!std::is_void_v<T>)
-__device__ __forceinline__ void get(const DeviceComm& c, T* dst, const T* src, size_t count, int pe) {
+requires(!std::is_void_v<T>) __device__ __forceinline__
+    void get(const DeviceComm& c, T* dst, const T* src, size_t count, int pe) {
   get<S>(c, static_cast<void*>(dst), static_cast<const void*>(src), count * sizeof(T), pe);
 }
 
@@ -125,8 +129,9 @@ __device__ __forceinline__ T g(const DeviceComm& c, const T* src, int pe) {
 
 /// Strided put: element i of `src` (stride sst) goes to element i of `dst` (stride dst_stride).
 template <Scope S = Scope::kThread, typename T>
-__device__ __forceinline__ void iput(const DeviceComm& c, T* dst, const T* src, ptrdiff_t dst_stride,
-                                     ptrdiff_t src_stride, size_t nelems, int pe) {
+__device__ __forceinline__ void iput(const DeviceComm& c, T* dst, const T* src,
+                                     ptrdiff_t dst_stride, ptrdiff_t src_stride, size_t nelems,
+                                     int pe) {
   const size_t span = nelems ? ((nelems - 1) * static_cast<size_t>(dst_stride) + 1) * sizeof(T) : 0;
   T* q = detail::route(c, CCL_OP_IPUT, dst, span, pe);
   if (q == nullptr) return;
@@ -136,8 +141,9 @@ __device__ __forceinline__ void iput(const DeviceComm& c, T* dst, const T* src, 
 
 /// Strided get.
 template <Scope S = Scope::kThread, typename T>
-__device__ __forceinline__ void iget(const DeviceComm& c, T* dst, const T* src, ptrdiff_t dst_stride,
-                                     ptrdiff_t src_stride, size_t nelems, int pe) {
+__device__ __forceinline__ void iget(const DeviceComm& c, T* dst, const T* src,
+                                     ptrdiff_t dst_stride, ptrdiff_t src_stride, size_t nelems,
+                                     int pe) {
   const size_t span = nelems ? ((nelems - 1) * static_cast<size_t>(src_stride) + 1) * sizeof(T) : 0;
   const T* q = detail::route(c, CCL_OP_IGET, src, span, pe);
   if (q == nullptr) return;

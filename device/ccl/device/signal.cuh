@@ -13,8 +13,10 @@ enum class SignalOp : uint32_t { kSet = CCL_SIGNAL_SET, kAdd = CCL_SIGNAL_ADD };
 namespace detail {
 /// Updates a signal word at the peer, relaxed: no ordering with earlier stores by itself.
 __device__ __forceinline__ void signal_update(uint64_t* remote_sig, uint64_t value, SignalOp op) {
-  if (op == SignalOp::kAdd) add_relaxed_sys(remote_sig, value);
-  else store_relaxed_sys(remote_sig, value);
+  if (op == SignalOp::kAdd)
+    add_relaxed_sys(remote_sig, value);
+  else
+    store_relaxed_sys(remote_sig, value);
 }
 /// Payload before signal: the fence makes every store of the calling scope (ordered to this
 /// thread by scope_sync: a barrier followed by a fence is cumulative) visible at the peer before
@@ -28,8 +30,8 @@ __device__ __forceinline__ void signal_remote(uint64_t* remote_sig, uint64_t val
 /// put, then set/add `sig` (a symmetric uint64) at `pe` once the payload is visible there.
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_signal(const DeviceComm& c, void* dst, const void* src,
-                                           size_t bytes, uint64_t* sig, uint64_t value,
-                                           SignalOp op, int pe) {
+                                           size_t bytes, uint64_t* sig, uint64_t value, SignalOp op,
+                                           int pe) {
   void* p = detail::route(c, CCL_OP_PUT_SIGNAL, dst, bytes, pe);
   uint64_t* s = detail::route(c, CCL_OP_PUT_SIGNAL, sig, sizeof(uint64_t), pe);
   if (p == nullptr || s == nullptr) return;
@@ -75,7 +77,9 @@ __device__ __forceinline__ uint64_t read_signal(const uint64_t* sig) {
 }
 
 /// Sets the local `sig` to 0 (relaxed: order it with a later signal or barrier if peers care).
-__device__ __forceinline__ void reset_signal(uint64_t* sig) { detail::store_relaxed_sys(sig, 0); }
+__device__ __forceinline__ void reset_signal(uint64_t* sig) {
+  detail::store_relaxed_sys(sig, 0);
+}
 
 /// Waits until the local symmetric integer `*ivar` satisfies cmp (int32/uint32/int64/uint64).
 template <typename T>
@@ -93,8 +97,8 @@ __device__ __forceinline__ bool test(const T* ivar, Cmp cmp, T value) {
 // ---- queue-pair overloads
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_signal(const DeviceComm& c, Qp, void* dst, const void* src,
-                                           size_t bytes, uint64_t* sig, uint64_t value,
-                                           SignalOp op, int pe) {
+                                           size_t bytes, uint64_t* sig, uint64_t value, SignalOp op,
+                                           int pe) {
   put_signal<S>(c, dst, src, bytes, sig, value, op, pe);
 }
 template <Scope S = Scope::kThread>

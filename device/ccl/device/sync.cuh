@@ -21,8 +21,12 @@ __device__ __forceinline__ void quiet(const DeviceComm&, int pe = CCL_RANK_ALL) 
 }
 
 /// Queue-pair forms: `qps` points to `n` handles, or pass CCL_QP_ALL semantics with n = 0.
-__device__ __forceinline__ void fence(const DeviceComm& c, int pe, const Qp*, int) { fence(c, pe); }
-__device__ __forceinline__ void quiet(const DeviceComm& c, int pe, const Qp*, int) { quiet(c, pe); }
+__device__ __forceinline__ void fence(const DeviceComm& c, int pe, const Qp*, int) {
+  fence(c, pe);
+}
+__device__ __forceinline__ void quiet(const DeviceComm& c, int pe, const Qp*, int) {
+  quiet(c, pe);
+}
 
 namespace detail {
 
@@ -40,7 +44,8 @@ __device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, M
     if (remote == nullptr) return false;
     add_relaxed_sys(remote, 1);  // arrival only; barrier() fences before the first round
     const uint64_t expected = ++c.sync_expected[from];
-    ok = wait(c, op, c.sync_in + from, Cmp::kAtLeast, expected, from, static_cast<uint64_t*>(nullptr));
+    ok = wait(c, op, c.sync_in + from, Cmp::kAtLeast, expected, from,
+              static_cast<uint64_t*>(nullptr));
   }
   return ok;
 }
@@ -68,7 +73,8 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ bool sync(const DeviceComm& c) {
   bool result = true;
   if (detail::scope_leader<S>())
-    result = detail::dissemination(c, c.nranks, c.rank, [](int r) { return r; }, CCL_OP_SYNC);
+    result = detail::dissemination(
+        c, c.nranks, c.rank, [](int r) { return r; }, CCL_OP_SYNC);
   return detail::scope_broadcast<S>(result);
 }
 
@@ -77,8 +83,8 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ bool sync(const DeviceComm& c, const DeviceTeam& t) {
   bool result = true;
   if (detail::scope_leader<S>())
-    result = detail::dissemination(c, t.size, t.my_index, [&](int r) { return t.members[r]; },
-                                   CCL_OP_SYNC);
+    result = detail::dissemination(
+        c, t.size, t.my_index, [&](int r) { return t.members[r]; }, CCL_OP_SYNC);
   return detail::scope_broadcast<S>(result);
 }
 

@@ -23,12 +23,18 @@ enum class Cmp : uint32_t {
 template <typename T>
 __host__ __device__ __forceinline__ bool compare(T seen, Cmp cmp, T value) {
   switch (cmp) {
-    case Cmp::kEq: return seen == value;
-    case Cmp::kNe: return seen != value;
-    case Cmp::kGt: return seen > value;
-    case Cmp::kGe: return seen >= value;
-    case Cmp::kLt: return seen < value;
-    case Cmp::kLe: return seen <= value;
+    case Cmp::kEq:
+      return seen == value;
+    case Cmp::kNe:
+      return seen != value;
+    case Cmp::kGt:
+      return seen > value;
+    case Cmp::kGe:
+      return seen >= value;
+    case Cmp::kLt:
+      return seen < value;
+    case Cmp::kLe:
+      return seen <= value;
     case Cmp::kAtLeast: {
       using U = std::make_unsigned_t<T>;
       using I = std::make_signed_t<T>;
