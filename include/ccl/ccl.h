@@ -177,6 +177,18 @@ CCL_API ccl_result_t ccl_barrier_on_stream(ccl_comm_t comm, cudaStream_t stream)
 /// Stream-ordered completion of every earlier put and signal on the stream.
 CCL_API ccl_result_t ccl_quiet_on_stream(ccl_comm_t comm, cudaStream_t stream);
 
+// ---- collectives ----------------------------------------------------------------------------
+
+/// Stream-ordered allreduce of `count` elements: recvbuff[i] = op over ranks of sendbuff[i].
+/// In place when sendbuff == recvbuff. Buffers may be ordinary device memory (staged through the
+/// communicator's symmetric scratch) or symmetric memory from ccl_mem_alloc (sendbuff read in
+/// place by the peers). The first collective on a communicator allocates its scratch
+/// (collectively) and must not be inside CUDA graph capture; later calls can be captured.
+/// Currently the one-shot algorithm over NVLink (see docs/collectives.md).
+CCL_API ccl_result_t ccl_allreduce(const void* sendbuff, void* recvbuff, size_t count,
+                                   ccl_datatype_t datatype, ccl_redop_t op, ccl_comm_t comm,
+                                   cudaStream_t stream);
+
 /// Records `message` as the calling thread's last error and returns `code` (for header-inline
 /// helpers such as ccl::dev::launch_collective, which run in the caller's CUDA runtime).
 CCL_API ccl_result_t ccl_set_last_error(ccl_result_t code, const char* message);

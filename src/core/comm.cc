@@ -185,6 +185,8 @@ bool device_idle_within(int device, int ms) {
 
 void comm_free(ccl_comm* c, int idle_wait_ms) {
   const bool idle = !c->dev || device_idle_within(c->device, idle_wait_ms);
+  if (!idle) new std::shared_ptr<void>(std::move(c->coll_state));  // in use by kernels: leak
+  c->coll_state.reset();
   device_resources_free(c, idle);
   // The heap next: it holds device mappings and its own sockets; then the bootstrap.
   if (!idle) {

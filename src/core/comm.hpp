@@ -25,6 +25,7 @@ struct ccl_comm {
   std::vector<ccl::PeerPath> paths;
   std::unique_ptr<ccl::SymmetricHeap> heap;
   std::unique_ptr<ccl::DeviceResources> dev;  // device API state (VMM heaps only)
+  std::shared_ptr<void> coll_state;           // collectives' scratch (collectives/host), lazily
   ccl_team world;
   ccl_team node;
   std::vector<std::unique_ptr<ccl_team>> split_teams;
