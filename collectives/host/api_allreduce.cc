@@ -43,8 +43,9 @@ extern "C" ccl_result_t ccl_allreduce(const void* sendbuff, void* recvbuff, size
     const size_t piece = zero_copy ? count : st->scratch.stage_bytes / esize;
     for (size_t done = 0; done < count; done += piece) {
       const size_t n = std::min(piece, count - done);
-      // Enough blocks that each moves at least 64 KiB, at most kMaxBlocks (same on every rank).
-      const int grid = static_cast<int>(std::clamp<size_t>(n * esize / 65536, 1, ccl::coll::kMaxBlocks));
+      // Always every block: each block index keeps its own ready/done epochs with each peer, so
+      // every index must take part in every call (a block's slice may be empty).
+      const int grid = ccl::coll::kMaxBlocks;
       CCL_CUDA_CHECK(ccl::coll::launch_one_shot(datatype, op, dc, st->scratch,
                                                 static_cast<const char*>(sendbuff) + done * esize,
                                                 static_cast<char*>(recvbuff) + done * esize, n,
