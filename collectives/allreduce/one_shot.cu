@@ -52,11 +52,13 @@ __global__ void __launch_bounds__(512) one_shot_kernel(ccl_device_comm_t c, Coll
     for (size_t i = t; i < len; i += blockDim.x) stage[lo + i] = send[lo + i];
   }
   const T* mine = zero_copy ? send : stage;
-  // Our input (staged by every thread of the block) before "ready" at the peers.
+  // Our input (staged by every thread of the block, ordered to the signalling thread by the
+  // barrier) before "ready" at the peers: the fence must be in the thread that signals.
   __syncthreads();
-  if (t == 0) detail::fence_system();
-  __syncthreads();
-  if (peer_thread) detail::store_relaxed_sys(peer_ptr(c, ready + me, t), e);
+  if (peer_thread) {
+    detail::fence_system();
+    detail::store_relaxed_sys(peer_ptr(c, ready + me, t), e);
+  }
   if (peer_thread && !signal_wait_until(c, ready + t, Cmp::kAtLeast, e)) failed = 1;
   __syncthreads();
   if (failed) return;
@@ -66,11 +68,12 @@ __global__ void __launch_bounds__(512) one_shot_kernel(ccl_device_comm_t c, Coll
     for (int r = 1; r < n; ++r) acc = reduce<Op, A>(acc, to_acc<T, A>(load_cg(peer_ptr(c, mine, r) + i)));
     recv[i] = from_acc<T, A>(finish<Op, A>(acc, n));
   }
-  // Our reads of the peers' inputs are complete before we tell them.
+  // Our reads of the peers' inputs are complete before we tell them (fence in the signaller).
   __syncthreads();
-  if (t == 0) detail::fence_system();
-  __syncthreads();
-  if (peer_thread) detail::store_relaxed_sys(peer_ptr(c, done + me, t), e);
+  if (peer_thread) {
+    detail::fence_system();
+    detail::store_relaxed_sys(peer_ptr(c, done + me, t), e);
+  }
   // A symmetric send buffer is the caller's again only when every peer has read it.
   if (zero_copy && peer_thread && !signal_wait_until(c, done + t, Cmp::kAtLeast, e)) failed = 1;
   __syncthreads();
