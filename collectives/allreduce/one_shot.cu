@@ -11,9 +11,10 @@ using namespace ccl::dev;
 // A peer's element through L2 only (never a stale L1 line), for any 1/2/4/8-byte type.
 template <typename T>
 __device__ __forceinline__ T load_cg(const T* p) {
-  using Bits = std::conditional_t<sizeof(T) == 1, unsigned char,
-               std::conditional_t<sizeof(T) == 2, unsigned short,
-               std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>>>;
+  using Bits = std::conditional_t<
+      sizeof(T) == 1, unsigned char,
+      std::conditional_t<sizeof(T) == 2, unsigned short,
+                         std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>>>;
   const Bits b = __ldcg(reinterpret_cast<const Bits*>(p));
   T v;
   memcpy(&v, &b, sizeof(T));
@@ -24,9 +25,9 @@ __device__ __forceinline__ T load_cg(const T* p) {
 // read; done[b][j] = the epoch whose staging of rank i rank j has finished reading. Epochs come
 // from a device counter, so CUDA graph replays keep counting.
 template <ccl_datatype_t D, ccl_redop_t Op>
-__global__ void __launch_bounds__(512) one_shot_kernel(ccl_device_comm_t c, CollScratch s,
-                                                       const void* send_v, void* recv_v,
-                                                       size_t count, bool zero_copy) {
+__global__ void __launch_bounds__(512)
+    one_shot_kernel(ccl_device_comm_t c, CollScratch s, const void* send_v, void* recv_v,
+                    size_t count, bool zero_copy) {
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
   const int n = c.nranks, me = c.rank, b = blockIdx.x, t = threadIdx.x;
@@ -65,7 +66,8 @@ __global__ void __launch_bounds__(512) one_shot_kernel(ccl_device_comm_t c, Coll
 
   for (size_t i = lo + t; i < lo + len; i += blockDim.x) {
     A acc = to_acc<T, A>(load_cg(peer_ptr(c, mine, 0) + i));
-    for (int r = 1; r < n; ++r) acc = reduce<Op, A>(acc, to_acc<T, A>(load_cg(peer_ptr(c, mine, r) + i)));
+    for (int r = 1; r < n; ++r)
+      acc = reduce<Op, A>(acc, to_acc<T, A>(load_cg(peer_ptr(c, mine, r) + i)));
     recv[i] = from_acc<T, A>(finish<Op, A>(acc, n));
   }
   // Our reads of the peers' inputs are complete before we tell them (fence in the signaller).

@@ -26,6 +26,7 @@ struct ccl_comm {
   std::unique_ptr<ccl::SymmetricHeap> heap;
   std::unique_ptr<ccl::DeviceResources> dev;  // device API state (VMM heaps only)
   std::shared_ptr<void> coll_state;           // collectives' scratch (collectives/host), lazily
+  uint64_t coll_calls = 0;                     // collective calls made (CCL_CHECK_MODE)
   ccl_team world;
   ccl_team node;
   std::vector<std::unique_ptr<ccl_team>> split_teams;

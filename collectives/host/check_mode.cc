@@ -1,0 +1,48 @@
+#include "collectives/host/check_mode.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/common/dtypes.cuh"
+#include "collectives/sim/simulator.hpp"
+#include "common/rank_list.hpp"
+#include "common/settings.hpp"
+#include "core/comm.hpp"
+
+namespace ccl::coll {
+namespace {
+
+std::string describe(const CallSignature& s) {
+  char buf[160];
+  std::snprintf(
+      buf, sizeof(buf), "call #%llu %s(count=%llu, %s, %s, root=%d)",
+      static_cast<unsigned long long>(s.call), collective_name(static_cast<Collective>(s.coll)),
+      static_cast<unsigned long long>(s.count), dtype_name(static_cast<ccl_datatype_t>(s.dtype)),
+      s.op < 0 ? "-" : redop_name(static_cast<ccl_redop_t>(s.op)), s.root);
+  return buf;
+}
+
+}  // namespace
+
+Status check_call(ccl_comm* c, CallSignature mine) {
+  int64_t on = 0;
+  CCL_CHECK(setting_int(Setting::kCheckMode, &on));
+  if (!on) return CCL_SUCCESS;
+  mine.call = ++c->coll_calls;
+  std::vector<CallSignature> all(c->nranks);
+  all[c->rank] = mine;
+  CCL_CHECK(c->bootstrap->allgather(all.data(), sizeof(CallSignature)));
+  std::vector<int> differ;
+  for (int r = 1; r < c->nranks; ++r)
+    if (std::memcmp(&all[r], &all[0], sizeof(CallSignature)) != 0) differ.push_back(r);
+  if (differ.empty()) return CCL_SUCCESS;
+  return CCL_FAIL(CCL_INVALID_USAGE,
+                  "CCL_CHECK_MODE: mismatched collective calls: rank 0 made %s; ranks %s differ "
+                  "(rank %d made %s)",
+                  describe(all[0]).c_str(), rank_list(differ).c_str(), differ[0],
+                  describe(all[differ[0]]).c_str());
+}
+
+}  // namespace ccl::coll
