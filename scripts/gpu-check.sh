@@ -53,6 +53,7 @@ for e in "$ex"/example_*; do
   [[ -x $e ]] && run "$(basename "$e")" "$bin/ccl-run" -n 2 --timeout 120 -- "$e"
 done
 
+coll_perf=$perf  # the collective benchmarks are never rebuilt with NVSHMEM
 if [[ ${PERF:-1} == 1 && -x $perf/put_bw ]]; then
   # The same benchmark sources with NVSHMEM columns, built here when NVSHMEM and nvcc exist.
   if command -v nvcc >/dev/null && python3 -c 'import nvidia.nvshmem' 2>/dev/null &&
@@ -78,10 +79,20 @@ if [[ ${PERF:-1} == 1 && -x $perf/put_bw ]]; then
   run barrier_latency "$bin/ccl-run" -n 2 -- "$perf/barrier_latency"
 fi
 
+if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
+  # NCCL side by side (loaded at run time from the Python environment's NCCL, if any).
+  nccl_lib=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)/lib
+  cmp=""; [[ -e $nccl_lib/libnccl.so.2 ]] && cmp="--compare-nccl"
+  run all_reduce_perf env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/ccl-run" -n 2 -- \
+    "$coll_perf/all_reduce_perf" -b 8 -e 64M -f 4 $cmp --json "$out/all_reduce_perf.json"
+  run all_reduce_perf_graph env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/ccl-run" -n 2 -- \
+    "$coll_perf/all_reduce_perf" -b 8 -e 64K -f 4 -G 1 $cmp
+fi
+
 echo
 echo "== gpu-check summary ($(nvidia-smi -L 2>/dev/null | wc -l) GPU(s); logs in $out) =="
 grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/ccl-info.log" | head -12
-for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency; do
+for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency all_reduce_perf all_reduce_perf_graph; do
   [[ -f $out/$b.log ]] && grep -E '^\[0\] ( *[0-9]+ |#)' "$out/$b.log" | sed 's/^\[0\] //'
 done
 printf '%s\n' "${rows[@]}"

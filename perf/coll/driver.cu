@@ -1,0 +1,497 @@
+#include "driver.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "options.hpp"
+
+namespace perf {
+namespace {
+
+#define CUDA_OK(x)                                                                            \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(3);                                                                           \
+    }                                                                                         \
+  } while (0)
+#define CCL_OK(x)                                                                           \
+  do {                                                                                      \
+    ccl_result_t r_ = (x);                                                                  \
+    if (r_ != CCL_SUCCESS) {                                                                \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ccl_get_last_error()); \
+      std::exit(4);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+size_t esize(ccl_datatype_t d) {
+  static const size_t k[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
+  return k[d];
+}
+bool is_unsigned(ccl_datatype_t d) {
+  return d == ccl_uint8 || d == ccl_uint32 || d == ccl_uint64;
+}
+
+// Writes v as element i of a `d` array, converting like the library does (through fp32 for the
+// low-precision floats).
+void store_as(ccl_datatype_t d, double v, void* base, size_t i) {
+  char* p = static_cast<char*>(base) + i * esize(d);
+  switch (d) {
+    case ccl_int8: {
+      int8_t x = static_cast<int8_t>(static_cast<int64_t>(v));
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    case ccl_uint8: {
+      uint8_t x = static_cast<uint8_t>(static_cast<int64_t>(v));
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    case ccl_int32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case ccl_uint32: {
+      uint32_t x = static_cast<uint32_t>(static_cast<int64_t>(v));
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case ccl_int64: {
+      int64_t x = static_cast<int64_t>(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case ccl_uint64: {
+      uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(v));
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case ccl_float16: {
+      __half x = __float2half_rn(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case ccl_bfloat16: {
+      __nv_bfloat16 x = __float2bfloat16_rn(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case ccl_float32: {
+      float x = static_cast<float>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case ccl_float64:
+      std::memcpy(p, &v, 8);
+      break;
+    case ccl_float8_e4m3: {
+      __nv_fp8_e4m3 x(static_cast<float>(v));
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    case ccl_float8_e5m2: {
+      __nv_fp8_e5m2 x(static_cast<float>(v));
+      std::memcpy(p, &x, 1);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+struct Rank {
+  int rank = 0, device = 0;
+  ccl_comm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  void *send = nullptr, *recv = nullptr;
+  void* ncomm = nullptr;
+  void *nsend = nullptr, *nrecv = nullptr, *nwin_s = nullptr, *nwin_r = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+};
+
+struct Result {
+  double us = 0;
+  long long wrong = 0;
+};
+
+class Driver {
+ public:
+  Driver(const CollDesc& desc, const CollOptions& o) : desc_(desc), o_(o) {}
+
+  int main() {
+    setup();
+    if (leader()) header();
+    const size_t es = esize(o_.dtype);
+    for (size_t bytes : sweep(o_, es)) row(bytes, bytes / es);
+    if (leader() && !o_.json.empty()) write_json();
+    teardown();
+    return failures_ ? 1 : 0;
+  }
+
+ private:
+  bool leader() const { return ranks_[0].rank == 0; }
+
+  void setup() {
+    int ndev = 0;
+    CUDA_OK(cudaGetDeviceCount(&ndev));
+    if (o_.gpus > 1) {
+      // Several GPUs in this process: one communicator per GPU (ccl_comm_init_all).
+      if (o_.gpus > ndev) {
+        std::fprintf(stderr, "-g %d: only %d GPUs\n", o_.gpus, ndev);
+        std::exit(2);
+      }
+      std::vector<ccl_comm_t> comms(o_.gpus);
+      CCL_OK(ccl_comm_init_all(comms.data(), o_.gpus, nullptr));
+      for (int g = 0; g < o_.gpus; ++g) ranks_.push_back(make_rank(comms[g], g));
+      nranks_ = o_.gpus;
+    } else {
+      ccl_comm_t c;
+      CCL_OK(ccl_comm_init_env(&c));
+      int dev = 0;
+      CCL_OK(ccl_comm_device(c, &dev));
+      ranks_.push_back(make_rank(c, dev));
+      CCL_OK(ccl_comm_size(c, &nranks_));
+    }
+    if (o_.compare_nccl) setup_nccl();
+  }
+
+  Rank make_rank(ccl_comm_t c, int dev) {
+    Rank r;
+    r.comm = c;
+    r.device = dev;
+    CCL_OK(ccl_comm_rank(c, &r.rank));
+    CUDA_OK(cudaSetDevice(dev));
+    CUDA_OK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+    CUDA_OK(cudaEventCreate(&r.start));
+    CUDA_OK(cudaEventCreate(&r.stop));
+    if (o_.registration > 0) {
+      CCL_OK(ccl_mem_alloc(c, o_.max_bytes, &r.send));
+      CCL_OK(ccl_mem_alloc(c, o_.max_bytes, &r.recv));
+    } else {
+      CUDA_OK(cudaMalloc(&r.send, o_.max_bytes));
+      CUDA_OK(cudaMalloc(&r.recv, o_.max_bytes));
+    }
+    return r;
+  }
+
+  // NCCL in its best configuration: ncclMemAlloc buffers registered as symmetric windows. The
+  // unique id travels through ccl's symmetric memory (rank 0 stores it into every peer's copy).
+  void setup_nccl() {
+    if (ranks_.size() != 1) {
+      std::fprintf(stderr,
+                   "--compare-nccl runs one GPU per process (launch with ccl-run or mpirun)\n");
+      std::exit(2);
+    }
+    std::string err;
+    if (!nccl_.load(&err)) {
+      std::fprintf(stderr, "--compare-nccl: %s\n", err.c_str());
+      std::exit(5);
+    }
+    Rank& r = ranks_[0];
+    NcclUniqueId id{};
+    void* sym = nullptr;
+    CCL_OK(ccl_mem_alloc(r.comm, sizeof(id), &sym));
+    if (r.rank == 0) {
+      if (nccl_.get_unique_id(&id) != 0) {
+        std::fprintf(stderr, "ncclGetUniqueId failed\n");
+        std::exit(5);
+      }
+      for (int q = 0; q < nranks_; ++q) {
+        void* dst = nullptr;
+        CCL_OK(ccl_mem_peer_ptr(r.comm, sym, q, &dst));
+        CUDA_OK(cudaMemcpy(dst, &id, sizeof(id), cudaMemcpyHostToDevice));
+      }
+    }
+    CCL_OK(ccl_barrier_on_stream(r.comm, r.stream));  // completes rank 0's stores everywhere
+    CUDA_OK(cudaStreamSynchronize(r.stream));
+    CUDA_OK(cudaMemcpy(&id, sym, sizeof(id), cudaMemcpyDeviceToHost));
+    int rc = nccl_.init_rank(&r.ncomm, nranks_, id, r.rank);
+    if (rc == 0) rc = nccl_.mem_alloc(&r.nsend, o_.max_bytes);
+    if (rc == 0) rc = nccl_.mem_alloc(&r.nrecv, o_.max_bytes);
+    if (rc == 0) rc = nccl_.window_register(r.ncomm, r.nsend, o_.max_bytes, &r.nwin_s);
+    if (rc == 0) rc = nccl_.window_register(r.ncomm, r.nrecv, o_.max_bytes, &r.nwin_r);
+    if (rc != 0) {
+      std::fprintf(stderr, "NCCL setup: %s\n", nccl_.error_string(rc));
+      std::exit(5);
+    }
+    fill(r, r.nsend, o_.max_bytes / esize(o_.dtype));
+  }
+
+  void header() const {
+    std::printf(
+        "# ccl %s_perf: %d ranks, type %s, op %s, root %d, iters %d, warmup %d, graph %d, "
+        "buffers %s%s\n",
+        desc_.name, nranks_, dtype_label(o_.dtype), op_label(o_.op), o_.root, o_.iters, o_.warmup,
+        o_.graph_iters, o_.registration ? "symmetric (ccl_mem_alloc)" : "cudaMalloc",
+        o_.compare_nccl ? ", NCCL: ncclMemAlloc + symmetric windows" : "");
+    std::printf("#%11s %12s %7s %6s %5s   %9s %8s %8s %7s   %9s %8s %8s %7s", "size", "count",
+                "type", "redop", "root", "time(us)", "algbw", "busbw", "#wrong", "time(us)",
+                "algbw", "busbw", "#wrong");
+    if (o_.compare_nccl) std::printf("   %9s %8s %6s", "nccl(us)", "busbw", "ratio");
+    std::printf("\n");
+  }
+
+  void fill(Rank& r, void* buf, size_t count) {
+    std::vector<char> h(count * esize(o_.dtype));
+    for (size_t i = 0; i < count; ++i)
+      store_as(o_.dtype, input_value(r.rank, i, is_unsigned(o_.dtype)), h.data(), i);
+    CUDA_OK(cudaSetDevice(r.device));
+    CUDA_OK(cudaMemcpy(buf, h.data(), h.size(), cudaMemcpyHostToDevice));
+  }
+
+  long long count_wrong(Rank& r, const void* buf, size_t count) {
+    const size_t es = esize(o_.dtype);
+    std::vector<char> got(count * es), want(count * es);
+    CUDA_OK(cudaSetDevice(r.device));
+    CUDA_OK(cudaMemcpy(got.data(), buf, got.size(), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; ++i)
+      store_as(o_.dtype, desc_.expected(r.rank, nranks_, i, o_.op, o_.root, is_unsigned(o_.dtype)),
+               want.data(), i);
+    long long wrong = 0;
+    for (size_t i = 0; i < count; ++i) wrong += std::memcmp(&got[i * es], &want[i * es], es) != 0;
+    return wrong;
+  }
+
+  // Runs `op(rank)` on every local rank, interleaved so that no GPU's waiting kernel blocks the
+  // launch of its partner's.
+  void each(const std::function<void(Rank&)>& op) {
+    for (auto& r : ranks_) {
+      CUDA_OK(cudaSetDevice(r.device));
+      op(r);
+    }
+  }
+
+  double timed(const std::function<void(Rank&)>& one) {
+    for (int i = 0; i < o_.warmup; ++i) each(one);
+    each([](Rank& r) { CUDA_OK(cudaStreamSynchronize(r.stream)); });
+    std::vector<cudaGraphExec_t> graphs(ranks_.size(), nullptr);
+    if (o_.graph_iters > 0) {
+      for (size_t k = 0; k < ranks_.size(); ++k) {
+        Rank& r = ranks_[k];
+        CUDA_OK(cudaSetDevice(r.device));
+        cudaGraph_t g;
+        CUDA_OK(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < o_.iters; ++i) one(r);
+        CUDA_OK(cudaStreamEndCapture(r.stream, &g));
+        CUDA_OK(cudaGraphInstantiate(&graphs[k], g, 0));
+        CUDA_OK(cudaGraphDestroy(g));
+      }
+    }
+    for (auto& r : ranks_) CCL_OK(ccl_barrier_on_stream(r.comm, r.stream));
+    each([](Rank& r) { CUDA_OK(cudaEventRecord(r.start, r.stream)); });
+    if (o_.graph_iters > 0) {
+      for (int g = 0; g < o_.graph_iters; ++g)
+        for (size_t k = 0; k < ranks_.size(); ++k) {
+          CUDA_OK(cudaSetDevice(ranks_[k].device));
+          CUDA_OK(cudaGraphLaunch(graphs[k], ranks_[k].stream));
+        }
+    } else {
+      for (int i = 0; i < o_.iters; ++i) {
+        each(one);
+        if (o_.blocking) each([](Rank& r) { CUDA_OK(cudaStreamSynchronize(r.stream)); });
+      }
+    }
+    each([](Rank& r) { CUDA_OK(cudaEventRecord(r.stop, r.stream)); });
+    double total = 0, lo = 1e30, hi = 0;
+    for (auto& r : ranks_) {
+      CUDA_OK(cudaEventSynchronize(r.stop));
+      float ms = 0;
+      CUDA_OK(cudaEventElapsedTime(&ms, r.start, r.stop));
+      const double us = 1000.0 * ms / (o_.iters * std::max(1, o_.graph_iters));
+      total += us, lo = std::min(lo, us), hi = std::max(hi, us);
+    }
+    for (size_t k = 0; k < graphs.size(); ++k)
+      if (graphs[k]) cudaGraphExecDestroy(graphs[k]);
+    return across_ranks(o_.average == 0   ? ranks_[0].rank == 0 ? total / ranks_.size() : 0
+                        : o_.average == 2 ? lo
+                        : o_.average == 3 ? hi
+                                          : total / ranks_.size());
+  }
+
+  // -a: average (or min / max, or rank 0's) over all ranks of every process, through ccl itself.
+  double across_ranks(double local) {
+    if (o_.gpus > 1) return local;  // every rank is in this process
+    double* d = nullptr;
+    Rank& r = ranks_[0];
+    CUDA_OK(cudaMalloc(&d, sizeof(double)));
+    CUDA_OK(cudaMemcpy(d, &local, sizeof(double), cudaMemcpyHostToDevice));
+    const ccl_redop_t op = o_.average == 2 ? ccl_min : o_.average == 3 ? ccl_max : ccl_sum;
+    CCL_OK(ccl_allreduce(d, d, 1, ccl_float64, op, r.comm, r.stream));
+    CUDA_OK(cudaStreamSynchronize(r.stream));
+    double v = 0;
+    CUDA_OK(cudaMemcpy(&v, d, sizeof(double), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaFree(d));
+    return o_.average == 1 ? v / nranks_ : v;
+  }
+
+  void row(size_t bytes, size_t count) {
+    Result oop, ip;
+    const ccl_redop_t op = o_.op;
+    const int root = o_.root;
+    // Out of place.
+    each([&](Rank& r) {
+      fill(r, r.send, count);
+      CUDA_OK(cudaMemset(r.recv, 0x5a, bytes));
+    });
+    if (o_.check) {
+      each([&](Rank& r) {
+        CCL_OK(desc_.run(r.send, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
+      });
+      each([&](Rank& r) {
+        CUDA_OK(cudaStreamSynchronize(r.stream));
+        oop.wrong += count_wrong(r, r.recv, count);
+      });
+    }
+    oop.us = timed([&](Rank& r) {
+      CCL_OK(desc_.run(r.send, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
+    });
+    // In place (the check first: timing runs repeat the operation on its own output).
+    if (o_.check) {
+      each([&](Rank& r) { fill(r, r.recv, count); });
+      each([&](Rank& r) {
+        CCL_OK(desc_.run(r.recv, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
+      });
+      each([&](Rank& r) {
+        CUDA_OK(cudaStreamSynchronize(r.stream));
+        ip.wrong += count_wrong(r, r.recv, count);
+      });
+    }
+    ip.us = timed([&](Rank& r) {
+      CCL_OK(desc_.run(r.recv, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
+    });
+    const double factor = busbw_factor(desc_.name, nranks_);
+    double nccl_us = 0;
+    if (o_.compare_nccl) nccl_us = nccl_time(bytes, count);
+    if (oop.wrong || ip.wrong) ++failures_;
+    if (!leader()) return;
+    const double alg_o = bytes / oop.us / 1e3, alg_i = bytes / ip.us / 1e3;
+    std::printf("%12zu %12zu %7s %6s %5d   %9.2f %8.2f %8.2f %7lld   %9.2f %8.2f %8.2f %7lld",
+                bytes, count, dtype_label(o_.dtype), desc_.has_op ? op_label(op) : "none",
+                desc_.has_root ? root : -1, oop.us, alg_o, alg_o * factor, oop.wrong, ip.us, alg_i,
+                alg_i * factor, ip.wrong);
+    if (o_.compare_nccl) {
+      const double nbus = bytes / nccl_us / 1e3 * factor;
+      std::printf("   %9.2f %8.2f %6.3f", nccl_us, nbus, nccl_us / oop.us);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    json_rows_.push_back({bytes, count, oop.us, alg_o * factor, oop.wrong, ip.us, alg_i * factor,
+                          ip.wrong, nccl_us, nccl_us > 0 ? bytes / nccl_us / 1e3 * factor : 0});
+  }
+
+  double nccl_time(size_t bytes, size_t count) {
+    (void)bytes;
+    return timed([&](Rank& r) {
+      const int rc = desc_.run_nccl(nccl_, r.nsend, r.nrecv, count, o_.dtype, o_.op, o_.root,
+                                    r.ncomm, r.stream);
+      if (rc != 0) {
+        std::fprintf(stderr, "NCCL: %s\n", nccl_.error_string(rc));
+        std::exit(5);
+      }
+    });
+  }
+
+  void write_json() const {
+    FILE* f = std::fopen(o_.json.c_str(), "w");
+    if (!f) return;
+    std::fprintf(f,
+                 "{\"benchmark\":\"%s_perf\",\"ranks\":%d,\"type\":\"%s\",\"op\":\"%s\",\"graph\":%"
+                 "d,\"rows\":[",
+                 desc_.name, nranks_, dtype_label(o_.dtype), op_label(o_.op), o_.graph_iters);
+    for (size_t i = 0; i < json_rows_.size(); ++i) {
+      const auto& j = json_rows_[i];
+      std::fprintf(
+          f,
+          "%s{\"bytes\":%zu,\"count\":%zu,\"oop_us\":%.3f,\"oop_busbw\":%.3f,\"oop_wrong\":%lld,"
+          "\"ip_us\":%.3f,\"ip_busbw\":%.3f,\"ip_wrong\":%lld,\"nccl_us\":%.3f,\"nccl_busbw\":%."
+          "3f}",
+          i ? "," : "", j.bytes, j.count, j.oop_us, j.oop_bus, j.oop_wrong, j.ip_us, j.ip_bus,
+          j.ip_wrong, j.nccl_us, j.nccl_bus);
+    }
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+
+  void teardown() {
+    if (o_.compare_nccl) {
+      Rank& r = ranks_[0];
+      nccl_.window_deregister(r.ncomm, r.nwin_s);
+      nccl_.window_deregister(r.ncomm, r.nwin_r);
+      nccl_.mem_free(r.nsend);
+      nccl_.mem_free(r.nrecv);
+      nccl_.destroy(r.ncomm);
+    }
+    for (auto& r : ranks_) CCL_OK(ccl_barrier_on_stream(r.comm, r.stream));
+    each([](Rank& r) { CUDA_OK(cudaStreamSynchronize(r.stream)); });
+    for (auto& r : ranks_) {
+      CUDA_OK(cudaSetDevice(r.device));
+      if (o_.registration == 0) {
+        cudaFree(r.send);
+        cudaFree(r.recv);
+      }
+    }
+    if (ranks_.size() == 1) {
+      CCL_OK(ccl_comm_destroy(ranks_[0].comm));
+    } else {
+      // Destroy is collective: every rank of this process at once.
+      std::vector<std::thread> t;
+      for (auto& r : ranks_)
+        t.emplace_back([&r] {
+          CUDA_OK(cudaSetDevice(r.device));
+          CCL_OK(ccl_comm_destroy(r.comm));
+        });
+      for (auto& th : t) th.join();
+    }
+  }
+
+  struct JsonRow {
+    size_t bytes, count;
+    double oop_us, oop_bus;
+    long long oop_wrong;
+    double ip_us, ip_bus;
+    long long ip_wrong;
+    double nccl_us, nccl_bus;
+  };
+
+  const CollDesc& desc_;
+  CollOptions o_;
+  std::vector<Rank> ranks_;
+  int nranks_ = 1;
+  Nccl nccl_;
+  int failures_ = 0;
+  std::vector<JsonRow> json_rows_;
+};
+
+}  // namespace
+
+int run_driver(int argc, char** argv, const CollDesc& desc) {
+  CollOptions o;
+  std::string error;
+  if (!parse_coll_options(argc, argv, &o, &error)) {
+    std::fprintf(stderr,
+                 "%s: %s\nflags: -b -e -f -i -g -n -w -c -d -o -r -z -G -a -R --algo "
+                 "--compare-nccl --json FILE\n",
+                 argv[0], error.c_str());
+    return 2;
+  }
+  if (!o.algo.empty() && o.algo != "one_shot") {
+    std::fprintf(stderr, "--algo %s: this build has the one_shot algorithm only\n", o.algo.c_str());
+    return 2;
+  }
+  Driver d(desc, o);
+  return d.main();
+}
+
+}  // namespace perf

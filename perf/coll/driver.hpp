@@ -1,0 +1,35 @@
+// The shared driver of the collective benchmarks (the nccl-tests src/common.cu model): each
+// *_perf.cu fills a CollDesc; the driver sets up ranks (one process per GPU under ccl-run /
+// mpirun / srun, or -g GPUs in one process), sweeps sizes, checks results, times out-of-place and
+// in-place runs with CUDA events (optionally inside a CUDA graph), runs NCCL side by side with
+// --compare-nccl, and prints the nccl-tests table (+ NCCL columns and the ratio).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "ccl/ccl.h"
+#include "nccl_loader.hpp"
+
+namespace perf {
+
+struct CollDesc {
+  const char* name;  // nccl-tests name: "all_reduce"
+  bool has_op;
+  bool has_root;
+  ccl_result_t (*run)(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
+                      int root, ccl_comm_t comm, cudaStream_t s);
+  int (*run_nccl)(const Nccl& nccl, const void* send, void* recv, size_t count, ccl_datatype_t d,
+                  ccl_redop_t op, int root, void* comm, cudaStream_t s);
+  /// Expected value of output element i at `rank` when rank q's input element i is input(q, i).
+  double (*expected)(int rank, int nranks, size_t i, ccl_redop_t op, int root, bool is_unsigned);
+};
+
+/// Input element i of rank q: small integers, exact in every type (unsigned: 0 or 1).
+inline double input_value(int q, size_t i, bool is_unsigned) {
+  return is_unsigned ? static_cast<double>((q + i) % 2)
+                     : static_cast<double>(static_cast<int>((q + i) % 3) - 1);
+}
+
+int run_driver(int argc, char** argv, const CollDesc& desc);
+
+}  // namespace perf

@@ -1,0 +1,90 @@
+#include "nccl_loader.hpp"
+
+#include <dlfcn.h>
+
+namespace perf {
+namespace {
+
+enum Fn {
+  kGetVersion,
+  kGetUniqueId,
+  kInitRank,
+  kDestroy,
+  kMemAlloc,
+  kMemFree,
+  kWinReg,
+  kWinDereg,
+  kAllReduce,
+  kErrorString,
+  kCount
+};
+const char* kNames[kCount] = {
+    "ncclGetVersion", "ncclGetUniqueId",   "ncclCommInitRank",       "ncclCommDestroy",
+    "ncclMemAlloc",   "ncclMemFree",       "ncclCommWindowRegister", "ncclCommWindowDeregister",
+    "ncclAllReduce",  "ncclGetErrorString"};
+
+// NCCL's enums (nccl.h), which order min and max differently from ccl.
+int nccl_type(ccl_datatype_t d) {
+  static const int kMap[] = {0 /*int8*/,  1,          2,          3,           4,
+                             5,           6 /*half*/, 9 /*bf16*/, 7 /*float*/, 8 /*double*/,
+                             10 /*e4m3*/, 11 /*e5m2*/};
+  return kMap[d];
+}
+int nccl_op(ccl_redop_t op) {
+  static const int kMap[] = {0 /*sum*/, 1 /*prod*/, 3 /*min*/, 2 /*max*/, 4 /*avg*/};
+  return kMap[op];
+}
+constexpr int kWinCollSymmetric = 0x01;
+
+}  // namespace
+
+bool Nccl::load(std::string* error) {
+  lib_ = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (!lib_) {
+    *error = std::string("cannot load libnccl.so.2: ") + dlerror();
+    return false;
+  }
+  for (int i = 0; i < kCount; ++i) {
+    fn_[i] = dlsym(lib_, kNames[i]);
+    if (!fn_[i]) {
+      *error = std::string("libnccl.so.2 lacks ") + kNames[i] + " (NCCL >= 2.27 needed)";
+      return false;
+    }
+  }
+  reinterpret_cast<int (*)(int*)>(fn_[kGetVersion])(&version_);
+  return true;
+}
+
+int Nccl::get_unique_id(NcclUniqueId* id) const {
+  return reinterpret_cast<int (*)(NcclUniqueId*)>(fn_[kGetUniqueId])(id);
+}
+int Nccl::init_rank(void** comm, int nranks, const NcclUniqueId& id, int rank) const {
+  return reinterpret_cast<int (*)(void**, int, NcclUniqueId, int)>(fn_[kInitRank])(comm, nranks, id,
+                                                                                   rank);
+}
+int Nccl::destroy(void* comm) const {
+  return reinterpret_cast<int (*)(void*)>(fn_[kDestroy])(comm);
+}
+int Nccl::mem_alloc(void** ptr, size_t bytes) const {
+  return reinterpret_cast<int (*)(void**, size_t)>(fn_[kMemAlloc])(ptr, bytes);
+}
+int Nccl::mem_free(void* ptr) const {
+  return reinterpret_cast<int (*)(void*)>(fn_[kMemFree])(ptr);
+}
+int Nccl::window_register(void* comm, void* buf, size_t bytes, void** win) const {
+  return reinterpret_cast<int (*)(void*, void*, size_t, void**, int)>(fn_[kWinReg])(
+      comm, buf, bytes, win, kWinCollSymmetric);
+}
+int Nccl::window_deregister(void* comm, void* win) const {
+  return reinterpret_cast<int (*)(void*, void*)>(fn_[kWinDereg])(comm, win);
+}
+int Nccl::allreduce(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
+                    void* comm, cudaStream_t s) const {
+  return reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
+      fn_[kAllReduce])(send, recv, count, nccl_type(d), nccl_op(op), comm, s);
+}
+const char* Nccl::error_string(int result) const {
+  return reinterpret_cast<const char* (*)(int)>(fn_[kErrorString])(result);
+}
+
+}  // namespace perf

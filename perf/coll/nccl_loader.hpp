@@ -1,0 +1,43 @@
+// NCCL loaded at run time (dlopen libnccl.so.2) for --compare-nccl: the harness needs no NCCL
+// headers or library at build time, as a machine without NCCL still runs the ccl columns.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+
+#include "ccl/types.h"
+
+namespace perf {
+
+struct NcclUniqueId {
+  char internal[128];
+};
+
+class Nccl {
+ public:
+  /// Loads libnccl.so.2 and resolves the calls; false (with a message) if anything is missing.
+  bool load(std::string* error);
+  int version() const { return version_; }
+
+  // Thin wrappers returning NCCL's result code (0 = success).
+  int get_unique_id(NcclUniqueId* id) const;
+  int init_rank(void** comm, int nranks, const NcclUniqueId& id, int rank) const;
+  int destroy(void* comm) const;
+  int mem_alloc(void** ptr, size_t bytes) const;
+  int mem_free(void* ptr) const;
+  /// Symmetric window registration (NCCL_WIN_COLL_SYMMETRIC): NCCL's best configuration.
+  int window_register(void* comm, void* buf, size_t bytes, void** win) const;
+  int window_deregister(void* comm, void* win) const;
+  int allreduce(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
+                void* comm, cudaStream_t s) const;
+  const char* error_string(int result) const;
+
+ private:
+  void* lib_ = nullptr;
+  int version_ = 0;
+  void* fn_[12] = {};
+};
+
+}  // namespace perf

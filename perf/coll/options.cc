@@ -1,0 +1,170 @@
+#include "options.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace perf {
+namespace {
+
+bool parse_bytes(const char* s, size_t* out) {
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  if (end == s || v < 0) return false;
+  double mul = 1;
+  switch (*end) {
+    case 'K':
+    case 'k':
+      mul = 1024;
+      ++end;
+      break;
+    case 'M':
+    case 'm':
+      mul = 1 << 20;
+      ++end;
+      break;
+    case 'G':
+    case 'g':
+      mul = 1 << 30;
+      ++end;
+      break;
+    default:
+      break;
+  }
+  if (*end == 'B' || *end == 'b') ++end;
+  if (*end != '\0') return false;
+  *out = static_cast<size_t>(v * mul);
+  return true;
+}
+
+bool parse_int(const char* s, int lo, int hi, int* out) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+constexpr struct {
+  const char* name;
+  ccl_datatype_t d;
+} kTypes[] = {{"int8", ccl_int8},       {"uint8", ccl_uint8},        {"int32", ccl_int32},
+              {"uint32", ccl_uint32},   {"int64", ccl_int64},        {"uint64", ccl_uint64},
+              {"half", ccl_float16},    {"float16", ccl_float16},    {"bfloat16", ccl_bfloat16},
+              {"float", ccl_float32},   {"float32", ccl_float32},    {"double", ccl_float64},
+              {"float64", ccl_float64}, {"f8e4m3", ccl_float8_e4m3}, {"f8e5m2", ccl_float8_e5m2}};
+constexpr struct {
+  const char* name;
+  ccl_redop_t op;
+} kOps[] = {
+    {"sum", ccl_sum}, {"prod", ccl_prod}, {"min", ccl_min}, {"max", ccl_max}, {"avg", ccl_avg}};
+
+}  // namespace
+
+bool parse_dtype(const std::string& s, ccl_datatype_t* d) {
+  for (const auto& t : kTypes)
+    if (s == t.name) return *d = t.d, true;
+  return false;
+}
+
+bool parse_op(const std::string& s, ccl_redop_t* op) {
+  for (const auto& o : kOps)
+    if (s == o.name) return *op = o.op, true;
+  return false;
+}
+
+const char* dtype_label(ccl_datatype_t d) {
+  static const char* kLabels[] = {"int8", "uint8",    "int32", "uint32", "int64",  "uint64",
+                                  "half", "bfloat16", "float", "double", "f8e4m3", "f8e5m2"};
+  return d >= 0 && d < ccl_num_datatypes ? kLabels[d] : "?";
+}
+
+const char* op_label(ccl_redop_t op) {
+  return op >= 0 && op < ccl_num_redops ? kOps[op].name : "?";
+}
+
+bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* error) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    const bool has_value = i + 1 < argc;
+    const char* v = has_value ? argv[i + 1] : "";
+    auto bad = [&](const char* what) {
+      *error = flag + " " + v + ": " + what;
+      return false;
+    };
+    if (flag == "--compare-nccl") {
+      o->compare_nccl = true;
+      continue;
+    }
+    if (!has_value) return bad("needs a value");
+    ++i;
+    int n = 0;
+    if (flag == "-b") {
+      if (!parse_bytes(v, &o->min_bytes)) return bad("not a size");
+    } else if (flag == "-e") {
+      if (!parse_bytes(v, &o->max_bytes)) return bad("not a size");
+    } else if (flag == "-f") {
+      o->factor = std::atof(v);
+      if (o->factor <= 1) return bad("must be > 1");
+    } else if (flag == "-i") {
+      if (!parse_bytes(v, &o->increment)) return bad("not a size");
+    } else if (flag == "-g") {
+      if (!parse_int(v, 1, 64, &o->gpus)) return bad("must be 1..64");
+    } else if (flag == "-n") {
+      if (!parse_int(v, 1, 1 << 24, &o->iters)) return bad("must be >= 1");
+    } else if (flag == "-w") {
+      if (!parse_int(v, 0, 1 << 24, &o->warmup)) return bad("must be >= 0");
+    } else if (flag == "-c") {
+      if (!parse_int(v, 0, 1, &n)) return bad("must be 0 or 1");
+      o->check = n;
+    } else if (flag == "-d") {
+      if (!parse_dtype(v, &o->dtype)) return bad("unknown type");
+    } else if (flag == "-o") {
+      if (!parse_op(v, &o->op)) return bad("unknown op");
+    } else if (flag == "-r") {
+      if (!parse_int(v, 0, 1 << 24, &o->root)) return bad("must be >= 0");
+    } else if (flag == "-z") {
+      if (!parse_int(v, 0, 1, &n)) return bad("must be 0 or 1");
+      o->blocking = n;
+    } else if (flag == "-G") {
+      if (!parse_int(v, 0, 1 << 20, &o->graph_iters)) return bad("must be >= 0");
+    } else if (flag == "-a") {
+      if (!parse_int(v, 0, 3, &o->average)) return bad("must be 0..3");
+    } else if (flag == "-R") {
+      if (!parse_int(v, 0, 2, &o->registration)) return bad("must be 0..2");
+    } else if (flag == "--algo") {
+      o->algo = v;
+    } else if (flag == "--json") {
+      o->json = v;
+    } else {
+      *error = "unknown flag " + flag;
+      return false;
+    }
+  }
+  if (o->min_bytes > o->max_bytes) {
+    *error = "-b is larger than -e";
+    return false;
+  }
+  return true;
+}
+
+std::vector<size_t> sweep(const CollOptions& o, size_t element_bytes) {
+  std::vector<size_t> out;
+  for (double b = static_cast<double>(o.min_bytes);
+       b <= static_cast<double>(o.max_bytes) * 1.0000001;
+       b = o.increment ? b + static_cast<double>(o.increment) : b * o.factor) {
+    size_t bytes = static_cast<size_t>(b) / element_bytes * element_bytes;
+    if (bytes == 0) bytes = element_bytes;
+    if (out.empty() || out.back() != bytes) out.push_back(bytes);
+    if (o.increment == 0 && o.factor <= 1) break;
+  }
+  return out;
+}
+
+double busbw_factor(const std::string& c, int n) {
+  if (n <= 1) return c == "broadcast" || c == "reduce" || c == "sendrecv" ? 1.0 : 0.0;
+  if (c == "all_reduce") return 2.0 * (n - 1) / n;
+  if (c == "reduce_scatter" || c == "all_gather" || c == "alltoall") return double(n - 1) / n;
+  return 1.0;  // broadcast, reduce, sendrecv
+}
+
+}  // namespace perf

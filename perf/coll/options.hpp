@@ -1,0 +1,43 @@
+// Command line of the collective benchmarks: the nccl-tests flags plus ccl's extras. Pure host
+// code (unit-tested in tests/unit/perf_options_test.cc).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ccl/types.h"
+
+namespace perf {
+
+struct CollOptions {
+  size_t min_bytes = 32, max_bytes = 32 << 20;
+  double factor = 2;     // -f: multiply (nccl-tests' stepfactor)
+  size_t increment = 0;  // -i: add instead of multiply when > 0
+  int gpus = 1;          // -g: GPUs per process
+  int iters = 20, warmup = 5;
+  bool check = true;                   // -c
+  ccl_datatype_t dtype = ccl_float32;  // -d
+  ccl_redop_t op = ccl_sum;            // -o
+  int root = 0;                        // -r
+  bool blocking = false;               // -z: synchronize after every operation
+  int graph_iters = 0;                 // -G: capture -n operations in a CUDA graph, replay it
+  int average = 1;                     // -a: 0 rank 0, 1 average, 2 min, 3 max over ranks
+  int registration = 0;       // -R: 0 ordinary buffers, 1/2 symmetric (ccl_mem_alloc) buffers
+  std::string algo;           // --algo
+  bool compare_nccl = false;  // --compare-nccl
+  std::string json;           // --json FILE
+};
+
+/// Parses argv; on error returns false with a message naming the flag.
+bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* error);
+/// The message sizes of a sweep (bytes, rounded down to whole elements, at least one element).
+std::vector<size_t> sweep(const CollOptions& o, size_t element_bytes);
+/// nccl-tests' bus-bandwidth factor of a collective for n ranks.
+double busbw_factor(const std::string& collective, int n);
+bool parse_dtype(const std::string& s, ccl_datatype_t* d);
+bool parse_op(const std::string& s, ccl_redop_t* op);
+const char* dtype_label(ccl_datatype_t d);
+const char* op_label(ccl_redop_t op);
+
+}  // namespace perf

@@ -1,0 +1,102 @@
+// The collective benchmarks' command line and bandwidth factors (perf/coll/options.cc).
+#include <gtest/gtest.h>
+
+#include "options.hpp"
+
+namespace perf {
+namespace {
+
+bool parse(std::vector<const char*> args, CollOptions* o, std::string* err) {
+  args.insert(args.begin(), "all_reduce_perf");
+  return parse_coll_options(static_cast<int>(args.size()), const_cast<char**>(args.data()), o, err);
+}
+
+TEST(PerfOptions, NcclTestsFlags) {
+  CollOptions o;
+  std::string err;
+  ASSERT_TRUE(parse({"-b",
+                     "8",
+                     "-e",
+                     "128M",
+                     "-f",
+                     "2",
+                     "-g",
+                     "2",
+                     "-n",
+                     "50",
+                     "-w",
+                     "3",
+                     "-c",
+                     "0",
+                     "-d",
+                     "bfloat16",
+                     "-o",
+                     "max",
+                     "-r",
+                     "1",
+                     "-z",
+                     "1",
+                     "-G",
+                     "10",
+                     "-a",
+                     "3",
+                     "-R",
+                     "2",
+                     "--algo",
+                     "one_shot",
+                     "--compare-nccl",
+                     "--json",
+                     "out.json"},
+                    &o, &err))
+      << err;
+  EXPECT_EQ(o.min_bytes, 8u);
+  EXPECT_EQ(o.max_bytes, 128u << 20);
+  EXPECT_EQ(o.gpus, 2);
+  EXPECT_EQ(o.iters, 50);
+  EXPECT_EQ(o.warmup, 3);
+  EXPECT_FALSE(o.check);
+  EXPECT_EQ(o.dtype, ccl_bfloat16);
+  EXPECT_EQ(o.op, ccl_max);
+  EXPECT_EQ(o.root, 1);
+  EXPECT_TRUE(o.blocking);
+  EXPECT_EQ(o.graph_iters, 10);
+  EXPECT_EQ(o.average, 3);
+  EXPECT_EQ(o.registration, 2);
+  EXPECT_EQ(o.algo, "one_shot");
+  EXPECT_TRUE(o.compare_nccl);
+  EXPECT_EQ(o.json, "out.json");
+}
+
+TEST(PerfOptions, BadFlagsNameTheFlag) {
+  for (auto args : std::vector<std::vector<const char*>>{{"-d", "float7"},
+                                                         {"-o", "xor"},
+                                                         {"-f", "1"},
+                                                         {"-n", "0"},
+                                                         {"-b", "1G", "-e", "1M"},
+                                                         {"-x", "1"},
+                                                         {"-b"},
+                                                         {"-a", "9"}}) {
+    CollOptions o;
+    std::string err;
+    EXPECT_FALSE(parse(args, &o, &err)) << args[0];
+    EXPECT_FALSE(err.empty());
+  }
+}
+
+TEST(PerfOptions, SweepAndBusBandwidth) {
+  CollOptions o;
+  o.min_bytes = 8;
+  o.max_bytes = 64;
+  EXPECT_EQ(sweep(o, 4), (std::vector<size_t>{8, 16, 32, 64}));
+  o.min_bytes = 1;
+  o.max_bytes = 3;
+  o.increment = 1;
+  EXPECT_EQ(sweep(o, 2), (std::vector<size_t>{2}));  // rounded to whole elements, no repeats
+  EXPECT_DOUBLE_EQ(busbw_factor("all_reduce", 2), 1.0);
+  EXPECT_DOUBLE_EQ(busbw_factor("all_reduce", 8), 1.75);
+  EXPECT_DOUBLE_EQ(busbw_factor("all_gather", 4), 0.75);
+  EXPECT_DOUBLE_EQ(busbw_factor("broadcast", 8), 1.0);
+}
+
+}  // namespace
+}  // namespace perf
