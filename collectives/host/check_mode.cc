@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "collectives/common/dtypes.cuh"
-#include "collectives/sim/simulator.hpp"
+#include "collectives/common/names.hpp"
 #include "common/rank_list.hpp"
 #include "common/settings.hpp"
 #include "core/comm.hpp"

@@ -9,42 +9,6 @@
 
 namespace ccl::coll {
 
-const char* collective_name(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return "allreduce";
-    case Collective::kReduceScatter:
-      return "reduce_scatter";
-    case Collective::kAllGather:
-      return "allgather";
-    case Collective::kBroadcast:
-      return "broadcast";
-    case Collective::kReduce:
-      return "reduce";
-    case Collective::kAllToAll:
-      return "alltoall";
-  }
-  return "?";
-}
-
-const char* algorithm_name(Algorithm a) {
-  switch (a) {
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kRecursiveDoubling:
-      return "recursive_doubling";
-    case Algorithm::kRabenseifner:
-      return "rabenseifner";
-    case Algorithm::kOneShot:
-      return "one_shot";
-    case Algorithm::kTwoShot:
-      return "two_shot";
-    case Algorithm::kDirect:
-      return "direct";
-  }
-  return "?";
-}
-
 namespace {
 
 using Buffer = std::vector<int64_t>;

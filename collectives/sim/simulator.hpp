@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "collectives/common/names.hpp"
 #include "collectives/schedule/schedule.hpp"
 
 namespace ccl::coll {
@@ -19,8 +20,5 @@ struct SimResult {
 
 /// Runs the schedule of `shape` on random inputs from `seed` and checks the result.
 SimResult simulate(const Shape& shape, uint64_t seed);
-
-const char* collective_name(Collective c);
-const char* algorithm_name(Algorithm a);
 
 }  // namespace ccl::coll

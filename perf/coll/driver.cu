@@ -13,27 +13,11 @@
 #include <thread>
 #include <vector>
 
+#include "common/checks.hpp"
 #include "options.hpp"
 
 namespace perf {
 namespace {
-
-#define CUDA_OK(x)                                                                            \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(3);                                                                           \
-    }                                                                                         \
-  } while (0)
-#define CCL_OK(x)                                                                           \
-  do {                                                                                      \
-    ccl_result_t r_ = (x);                                                                  \
-    if (r_ != CCL_SUCCESS) {                                                                \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ccl_get_last_error()); \
-      std::exit(4);                                                                         \
-    }                                                                                       \
-  } while (0)
 
 size_t esize(ccl_datatype_t d) {
   static const size_t k[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
@@ -145,7 +129,7 @@ class Driver {
 
   void setup() {
     int ndev = 0;
-    CUDA_OK(cudaGetDeviceCount(&ndev));
+    PERF_CUDA(cudaGetDeviceCount(&ndev));
     if (o_.gpus > 1) {
       // Several GPUs in this process: one communicator per GPU (ccl_comm_init_all).
       if (o_.gpus > ndev) {
@@ -153,16 +137,16 @@ class Driver {
         std::exit(2);
       }
       std::vector<ccl_comm_t> comms(o_.gpus);
-      CCL_OK(ccl_comm_init_all(comms.data(), o_.gpus, nullptr));
+      PERF_CCL(ccl_comm_init_all(comms.data(), o_.gpus, nullptr));
       for (int g = 0; g < o_.gpus; ++g) ranks_.push_back(make_rank(comms[g], g));
       nranks_ = o_.gpus;
     } else {
       ccl_comm_t c;
-      CCL_OK(ccl_comm_init_env(&c));
+      PERF_CCL(ccl_comm_init_env(&c));
       int dev = 0;
-      CCL_OK(ccl_comm_device(c, &dev));
+      PERF_CCL(ccl_comm_device(c, &dev));
       ranks_.push_back(make_rank(c, dev));
-      CCL_OK(ccl_comm_size(c, &nranks_));
+      PERF_CCL(ccl_comm_size(c, &nranks_));
     }
     if (o_.compare_nccl) setup_nccl();
   }
@@ -171,17 +155,17 @@ class Driver {
     Rank r;
     r.comm = c;
     r.device = dev;
-    CCL_OK(ccl_comm_rank(c, &r.rank));
-    CUDA_OK(cudaSetDevice(dev));
-    CUDA_OK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
-    CUDA_OK(cudaEventCreate(&r.start));
-    CUDA_OK(cudaEventCreate(&r.stop));
+    PERF_CCL(ccl_comm_rank(c, &r.rank));
+    PERF_CUDA(cudaSetDevice(dev));
+    PERF_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+    PERF_CUDA(cudaEventCreate(&r.start));
+    PERF_CUDA(cudaEventCreate(&r.stop));
     if (o_.registration > 0) {
-      CCL_OK(ccl_mem_alloc(c, o_.max_bytes, &r.send));
-      CCL_OK(ccl_mem_alloc(c, o_.max_bytes, &r.recv));
+      PERF_CCL(ccl_mem_alloc(c, o_.max_bytes, &r.send));
+      PERF_CCL(ccl_mem_alloc(c, o_.max_bytes, &r.recv));
     } else {
-      CUDA_OK(cudaMalloc(&r.send, o_.max_bytes));
-      CUDA_OK(cudaMalloc(&r.recv, o_.max_bytes));
+      PERF_CUDA(cudaMalloc(&r.send, o_.max_bytes));
+      PERF_CUDA(cudaMalloc(&r.recv, o_.max_bytes));
     }
     return r;
   }
@@ -202,7 +186,7 @@ class Driver {
     Rank& r = ranks_[0];
     NcclUniqueId id{};
     void* sym = nullptr;
-    CCL_OK(ccl_mem_alloc(r.comm, sizeof(id), &sym));
+    PERF_CCL(ccl_mem_alloc(r.comm, sizeof(id), &sym));
     if (r.rank == 0) {
       if (nccl_.get_unique_id(&id) != 0) {
         std::fprintf(stderr, "ncclGetUniqueId failed\n");
@@ -210,13 +194,13 @@ class Driver {
       }
       for (int q = 0; q < nranks_; ++q) {
         void* dst = nullptr;
-        CCL_OK(ccl_mem_peer_ptr(r.comm, sym, q, &dst));
-        CUDA_OK(cudaMemcpy(dst, &id, sizeof(id), cudaMemcpyHostToDevice));
+        PERF_CCL(ccl_mem_peer_ptr(r.comm, sym, q, &dst));
+        PERF_CUDA(cudaMemcpy(dst, &id, sizeof(id), cudaMemcpyHostToDevice));
       }
     }
-    CCL_OK(ccl_barrier_on_stream(r.comm, r.stream));  // completes rank 0's stores everywhere
-    CUDA_OK(cudaStreamSynchronize(r.stream));
-    CUDA_OK(cudaMemcpy(&id, sym, sizeof(id), cudaMemcpyDeviceToHost));
+    PERF_CCL(ccl_barrier_on_stream(r.comm, r.stream));  // completes rank 0's stores everywhere
+    PERF_CUDA(cudaStreamSynchronize(r.stream));
+    PERF_CUDA(cudaMemcpy(&id, sym, sizeof(id), cudaMemcpyDeviceToHost));
     int rc = nccl_.init_rank(&r.ncomm, nranks_, id, r.rank);
     if (rc == 0) rc = nccl_.mem_alloc(&r.nsend, o_.max_bytes);
     if (rc == 0) rc = nccl_.mem_alloc(&r.nrecv, o_.max_bytes);
@@ -247,15 +231,15 @@ class Driver {
     std::vector<char> h(count * esize(o_.dtype));
     for (size_t i = 0; i < count; ++i)
       store_as(o_.dtype, input_value(r.rank, i, is_unsigned(o_.dtype)), h.data(), i);
-    CUDA_OK(cudaSetDevice(r.device));
-    CUDA_OK(cudaMemcpy(buf, h.data(), h.size(), cudaMemcpyHostToDevice));
+    PERF_CUDA(cudaSetDevice(r.device));
+    PERF_CUDA(cudaMemcpy(buf, h.data(), h.size(), cudaMemcpyHostToDevice));
   }
 
   long long count_wrong(Rank& r, const void* buf, size_t count) {
     const size_t es = esize(o_.dtype);
     std::vector<char> got(count * es), want(count * es);
-    CUDA_OK(cudaSetDevice(r.device));
-    CUDA_OK(cudaMemcpy(got.data(), buf, got.size(), cudaMemcpyDeviceToHost));
+    PERF_CUDA(cudaSetDevice(r.device));
+    PERF_CUDA(cudaMemcpy(got.data(), buf, got.size(), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < count; ++i)
       store_as(o_.dtype, desc_.expected(r.rank, nranks_, i, o_.op, o_.root, is_unsigned(o_.dtype)),
                want.data(), i);
@@ -268,47 +252,47 @@ class Driver {
   // launch of its partner's.
   void each(const std::function<void(Rank&)>& op) {
     for (auto& r : ranks_) {
-      CUDA_OK(cudaSetDevice(r.device));
+      PERF_CUDA(cudaSetDevice(r.device));
       op(r);
     }
   }
 
   double timed(const std::function<void(Rank&)>& one) {
     for (int i = 0; i < o_.warmup; ++i) each(one);
-    each([](Rank& r) { CUDA_OK(cudaStreamSynchronize(r.stream)); });
+    each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
     std::vector<cudaGraphExec_t> graphs(ranks_.size(), nullptr);
     if (o_.graph_iters > 0) {
       for (size_t k = 0; k < ranks_.size(); ++k) {
         Rank& r = ranks_[k];
-        CUDA_OK(cudaSetDevice(r.device));
+        PERF_CUDA(cudaSetDevice(r.device));
         cudaGraph_t g;
-        CUDA_OK(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
+        PERF_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
         for (int i = 0; i < o_.iters; ++i) one(r);
-        CUDA_OK(cudaStreamEndCapture(r.stream, &g));
-        CUDA_OK(cudaGraphInstantiate(&graphs[k], g, 0));
-        CUDA_OK(cudaGraphDestroy(g));
+        PERF_CUDA(cudaStreamEndCapture(r.stream, &g));
+        PERF_CUDA(cudaGraphInstantiate(&graphs[k], g, 0));
+        PERF_CUDA(cudaGraphDestroy(g));
       }
     }
-    for (auto& r : ranks_) CCL_OK(ccl_barrier_on_stream(r.comm, r.stream));
-    each([](Rank& r) { CUDA_OK(cudaEventRecord(r.start, r.stream)); });
+    for (auto& r : ranks_) PERF_CCL(ccl_barrier_on_stream(r.comm, r.stream));
+    each([](Rank& r) { PERF_CUDA(cudaEventRecord(r.start, r.stream)); });
     if (o_.graph_iters > 0) {
       for (int g = 0; g < o_.graph_iters; ++g)
         for (size_t k = 0; k < ranks_.size(); ++k) {
-          CUDA_OK(cudaSetDevice(ranks_[k].device));
-          CUDA_OK(cudaGraphLaunch(graphs[k], ranks_[k].stream));
+          PERF_CUDA(cudaSetDevice(ranks_[k].device));
+          PERF_CUDA(cudaGraphLaunch(graphs[k], ranks_[k].stream));
         }
     } else {
       for (int i = 0; i < o_.iters; ++i) {
         each(one);
-        if (o_.blocking) each([](Rank& r) { CUDA_OK(cudaStreamSynchronize(r.stream)); });
+        if (o_.blocking) each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
       }
     }
-    each([](Rank& r) { CUDA_OK(cudaEventRecord(r.stop, r.stream)); });
+    each([](Rank& r) { PERF_CUDA(cudaEventRecord(r.stop, r.stream)); });
     double total = 0, lo = 1e30, hi = 0;
     for (auto& r : ranks_) {
-      CUDA_OK(cudaEventSynchronize(r.stop));
+      PERF_CUDA(cudaEventSynchronize(r.stop));
       float ms = 0;
-      CUDA_OK(cudaEventElapsedTime(&ms, r.start, r.stop));
+      PERF_CUDA(cudaEventElapsedTime(&ms, r.start, r.stop));
       const double us = 1000.0 * ms / (o_.iters * std::max(1, o_.graph_iters));
       total += us, lo = std::min(lo, us), hi = std::max(hi, us);
     }
@@ -325,14 +309,14 @@ class Driver {
     if (o_.gpus > 1) return local;  // every rank is in this process
     double* d = nullptr;
     Rank& r = ranks_[0];
-    CUDA_OK(cudaMalloc(&d, sizeof(double)));
-    CUDA_OK(cudaMemcpy(d, &local, sizeof(double), cudaMemcpyHostToDevice));
+    PERF_CUDA(cudaMalloc(&d, sizeof(double)));
+    PERF_CUDA(cudaMemcpy(d, &local, sizeof(double), cudaMemcpyHostToDevice));
     const ccl_redop_t op = o_.average == 2 ? ccl_min : o_.average == 3 ? ccl_max : ccl_sum;
-    CCL_OK(ccl_allreduce(d, d, 1, ccl_float64, op, r.comm, r.stream));
-    CUDA_OK(cudaStreamSynchronize(r.stream));
+    PERF_CCL(ccl_allreduce(d, d, 1, ccl_float64, op, r.comm, r.stream));
+    PERF_CUDA(cudaStreamSynchronize(r.stream));
     double v = 0;
-    CUDA_OK(cudaMemcpy(&v, d, sizeof(double), cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaFree(d));
+    PERF_CUDA(cudaMemcpy(&v, d, sizeof(double), cudaMemcpyDeviceToHost));
+    PERF_CUDA(cudaFree(d));
     return o_.average == 1 ? v / nranks_ : v;
   }
 
@@ -343,37 +327,37 @@ class Driver {
     // Out of place.
     each([&](Rank& r) {
       fill(r, r.send, count);
-      CUDA_OK(cudaMemset(r.recv, 0x5a, bytes));
+      PERF_CUDA(cudaMemset(r.recv, 0x5a, bytes));
     });
     if (o_.check) {
       each([&](Rank& r) {
-        CCL_OK(desc_.run(r.send, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
+        PERF_CCL(desc_.run(r.send, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
       });
       each([&](Rank& r) {
-        CUDA_OK(cudaStreamSynchronize(r.stream));
+        PERF_CUDA(cudaStreamSynchronize(r.stream));
         oop.wrong += count_wrong(r, r.recv, count);
       });
     }
     oop.us = timed([&](Rank& r) {
-      CCL_OK(desc_.run(r.send, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
+      PERF_CCL(desc_.run(r.send, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
     });
     // In place (the check first: timing runs repeat the operation on its own output).
     if (o_.check) {
       each([&](Rank& r) { fill(r, r.recv, count); });
       each([&](Rank& r) {
-        CCL_OK(desc_.run(r.recv, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
+        PERF_CCL(desc_.run(r.recv, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
       });
       each([&](Rank& r) {
-        CUDA_OK(cudaStreamSynchronize(r.stream));
+        PERF_CUDA(cudaStreamSynchronize(r.stream));
         ip.wrong += count_wrong(r, r.recv, count);
       });
     }
     ip.us = timed([&](Rank& r) {
-      CCL_OK(desc_.run(r.recv, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
+      PERF_CCL(desc_.run(r.recv, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
     });
     const double factor = busbw_factor(desc_.name, nranks_);
     double nccl_us = 0;
-    if (o_.compare_nccl) nccl_us = nccl_time(bytes, count);
+    if (o_.compare_nccl) nccl_us = nccl_time(count);
     if (oop.wrong || ip.wrong) ++failures_;
     if (!leader()) return;
     const double alg_o = bytes / oop.us / 1e3, alg_i = bytes / ip.us / 1e3;
@@ -391,8 +375,7 @@ class Driver {
                           ip.wrong, nccl_us, nccl_us > 0 ? bytes / nccl_us / 1e3 * factor : 0});
   }
 
-  double nccl_time(size_t bytes, size_t count) {
-    (void)bytes;
+  double nccl_time(size_t count) {
     return timed([&](Rank& r) {
       const int rc = desc_.run_nccl(nccl_, r.nsend, r.nrecv, count, o_.dtype, o_.op, o_.root,
                                     r.ncomm, r.stream);
@@ -433,24 +416,24 @@ class Driver {
       nccl_.mem_free(r.nrecv);
       nccl_.destroy(r.ncomm);
     }
-    for (auto& r : ranks_) CCL_OK(ccl_barrier_on_stream(r.comm, r.stream));
-    each([](Rank& r) { CUDA_OK(cudaStreamSynchronize(r.stream)); });
+    for (auto& r : ranks_) PERF_CCL(ccl_barrier_on_stream(r.comm, r.stream));
+    each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
     for (auto& r : ranks_) {
-      CUDA_OK(cudaSetDevice(r.device));
+      PERF_CUDA(cudaSetDevice(r.device));
       if (o_.registration == 0) {
         cudaFree(r.send);
         cudaFree(r.recv);
       }
     }
     if (ranks_.size() == 1) {
-      CCL_OK(ccl_comm_destroy(ranks_[0].comm));
+      PERF_CCL(ccl_comm_destroy(ranks_[0].comm));
     } else {
       // Destroy is collective: every rank of this process at once.
       std::vector<std::thread> t;
       for (auto& r : ranks_)
         t.emplace_back([&r] {
-          CUDA_OK(cudaSetDevice(r.device));
-          CCL_OK(ccl_comm_destroy(r.comm));
+          PERF_CUDA(cudaSetDevice(r.device));
+          PERF_CCL(ccl_comm_destroy(r.comm));
         });
       for (auto& th : t) th.join();
     }

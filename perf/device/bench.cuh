@@ -19,6 +19,7 @@
 
 #include "ccl/ccl.h"
 #include "ccl/device.cuh"
+#include "common/checks.hpp"
 
 #ifdef CCL_PERF_NVSHMEM
 #include <nvshmem.h>
@@ -26,23 +27,6 @@
 #endif
 
 namespace perf {
-
-#define PERF_CUDA(x)                                                                          \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(3);                                                                           \
-    }                                                                                         \
-  } while (0)
-#define PERF_CCL(x)                                                                         \
-  do {                                                                                      \
-    ccl_result_t r_ = (x);                                                                  \
-    if (r_ != CCL_SUCCESS) {                                                                \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ccl_get_last_error()); \
-      std::exit(4);                                                                         \
-    }                                                                                       \
-  } while (0)
 
 struct Options {
   size_t min_bytes = 8, max_bytes = 64 << 20;

@@ -12,7 +12,7 @@ mkdir -p "$out"
 pids=()
 for b in put_bw get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency; do
   nvcc -O3 -std=c++20 -arch=sm_90 -rdc=true -DCCL_PERF_NVSHMEM \
-    -I"$root/include" -I"$root/device" -I"$root/.devinst/include" -I"$nv/include" \
+    -I"$root/include" -I"$root/device" -I"$root/perf" -I"$root/.devinst/include" -I"$nv/include" \
     "$root/perf/device/$b.cu" -o "$out/$b" \
     -L"$lib" -lccl -L"$nv/lib" -l:libnvshmem_host.so.3 "$nv/lib/libnvshmem_device.a" \
     -Xlinker -rpath="$nv/lib" -Xlinker -rpath="$lib" -lcuda &

@@ -40,11 +40,10 @@ Status check_peers_agree(const std::vector<PeerInfo>& peers, int me) {
 // The heap handle type every mapped rank can use, agreed from the one allgathered table so that
 // no rank decides alone.
 Status choose_heap_handle(const std::vector<PeerInfo>& peers, const std::vector<PeerPath>& paths,
-                          int me, HeapHandle* out) {
+                          HeapHandle* out) {
   uint32_t caps = kCapPosixFd | kCapLegacyIpc;
   for (size_t r = 0; r < peers.size(); ++r)
     if (paths[r] != PeerPath::kNetwork && peers[r].device >= 0) caps &= peers[r].heap_caps;
-  (void)me;
   const int mode = peers[0].heap_mode;  // 0 AUTO, 1 POSIX_FD, 2 LEGACY_IPC
   if (mode == 1 || (mode == 0 && (caps & kCapPosixFd))) {
     if (!(caps & kCapPosixFd))
@@ -122,7 +121,7 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
                                        [](const PeerInfo& p) { return p.device >= 0; });
   if (all_devices) {
     HeapConfig cfg;
-    CCL_CHECK(choose_heap_handle(c->peers, c->paths, c->rank, &cfg.handle));
+    CCL_CHECK(choose_heap_handle(c->peers, c->paths, &cfg.handle));
     cfg.max_bytes = static_cast<uint64_t>(max_bytes);
     cfg.chunk_bytes = static_cast<uint64_t>(chunk);
     cfg.device = c->device;
