@@ -1,5 +1,5 @@
 // What a collective kernel receives besides the device communicator: the communicator's
-// collective scratch (symmetric staging, per-block flags) and its device-side epoch counter.
+// collective scratch (symmetric staging, per-block flags, pipe FIFOs) and its epoch counter.
 // Shared by the host planner and the kernels: fixed layout.
 #pragma once
 
@@ -8,17 +8,41 @@
 
 namespace ccl::coll {
 
+/// Blocks of every direct (load/store) kernel: each block index keeps its own flags with each
+/// peer, so every launch uses all of them (a block's slice may be empty).
 inline constexpr int kMaxBlocks = 32;
+/// Channels (blocks) of a pipe kernel, each with its own FIFO to every peer.
+inline constexpr int kPipeChannels = 16;
+/// Slots of each pipe FIFO.
+inline constexpr int kPipeSlots = 4;
+/// Ranks a direct kernel reduces over (pointer tables live in shared memory).
+inline constexpr int kMaxDirectRanks = 64;
+
+/// Entry flag of one (block, peer): the epoch the peer reached, and where its windows are (heap
+/// offsets in bytes and block strides in elements; kNoWindow when it has none). Peers address
+/// each other through these, so ranks need not pass buffers at the same heap offset.
+struct alignas(64) Ready {
+  uint64_t epoch;
+  uint64_t src_off, src_ld;
+  uint64_t dst_off, dst_ld;
+  uint64_t pad[3];
+};
+inline constexpr uint64_t kNoWindow = ~uint64_t{0};
 
 struct CollScratch {
-  char* stage[2];      // symmetric staging, double-buffered by epoch parity (local view)
+  char* stage[2];      // symmetric staging, alternating by epoch parity (local view)
   size_t stage_bytes;  // bytes of each staging buffer
-  uint64_t* ready;     // symmetric [kMaxBlocks][nranks]: epoch whose input rank j has staged
-  uint64_t* done;      // symmetric [kMaxBlocks][nranks]: epoch whose staging rank j has read
-  uint64_t* epoch;     // local device: last completed epoch of this communicator
+  Ready* ready;        // symmetric [kMaxBlocks][nranks]
+  uint64_t* done;      // symmetric [kMaxBlocks][nranks]: epoch at which rank j left the block
+  uint64_t* epoch;     // symmetric [nranks]: last epoch rank j completed (j pushes it here)
   uint32_t* finished;  // local device: blocks of the running kernel that finished
-  uint32_t pad;
-  uint32_t pad2;
+  // Pipe FIFOs (pairwise, sequence-numbered: independent of the epoch).
+  char* inbox;         // symmetric [sender][channel][slot][slot_bytes]
+  size_t slot_bytes;
+  uint64_t* head;      // symmetric [sender][channel]: messages the sender has delivered to me
+  uint64_t* tail;      // symmetric [receiver][channel]: my messages the receiver has consumed
+  uint64_t* seq;       // local device [peer][channel][2]: sent, received so far
+  char* temp;          // local device, stage_bytes: work space (ring reduce-scatter)
 };
 
 }  // namespace ccl::coll

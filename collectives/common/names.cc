@@ -35,6 +35,8 @@ const char* algorithm_name(Algorithm a) {
       return "two_shot";
     case Algorithm::kDirect:
       return "direct";
+    case Algorithm::kNvls:
+      return "nvls";
   }
   return "?";
 }

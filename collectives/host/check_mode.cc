@@ -34,14 +34,22 @@ Status check_call(ccl_comm* c, CallSignature mine) {
   std::vector<CallSignature> all(c->nranks);
   all[c->rank] = mine;
   CCL_CHECK(c->bootstrap->allgather(all.data(), sizeof(CallSignature)));
+  // The call most ranks made is the reference: the odd ranks are the ones named.
+  int ref = 0, best = 0;
+  for (int r = 0; r < c->nranks; ++r) {
+    int same = 0;
+    for (int q = 0; q < c->nranks; ++q)
+      same += std::memcmp(&all[r], &all[q], sizeof(CallSignature)) == 0;
+    if (same > best) best = same, ref = r;
+  }
   std::vector<int> differ;
-  for (int r = 1; r < c->nranks; ++r)
-    if (std::memcmp(&all[r], &all[0], sizeof(CallSignature)) != 0) differ.push_back(r);
+  for (int r = 0; r < c->nranks; ++r)
+    if (std::memcmp(&all[r], &all[ref], sizeof(CallSignature)) != 0) differ.push_back(r);
   if (differ.empty()) return CCL_SUCCESS;
   return CCL_FAIL(CCL_INVALID_USAGE,
-                  "CCL_CHECK_MODE: mismatched collective calls: rank 0 made %s; ranks %s differ "
+                  "CCL_CHECK_MODE: mismatched collective calls: ranks %s differ from rank %d's %s "
                   "(rank %d made %s)",
-                  describe(all[0]).c_str(), rank_list(differ).c_str(), differ[0],
+                  rank_list(differ).c_str(), ref, describe(all[ref]).c_str(), differ[0],
                   describe(all[differ[0]]).c_str());
 }
 

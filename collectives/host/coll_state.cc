@@ -9,10 +9,16 @@
 namespace ccl::coll {
 
 CollState::~CollState() {
-  // The staging lives in the heap and goes with it; the epoch counter is ours.
+  // The staging lives in the heap and goes with it; the local part is ours.
   if (local) cudaFree(local);
   cudaGetLastError();
 }
+
+namespace {
+size_t align_up(size_t v, size_t a) {
+  return (v + a - 1) / a * a;
+}
+}  // namespace
 
 Status coll_state(ccl_comm* c, cudaStream_t stream, CollState** out) {
   if (c->coll_state) {
@@ -27,26 +33,51 @@ Status coll_state(ccl_comm* c, cudaStream_t stream, CollState** out) {
                     "captured in a CUDA graph: run one collective before capturing");
   ccl_device_comm_t dc;
   CCL_CHECK(device_comm_handle(c, &dc));
-  int64_t stage = 0;
-  CCL_CHECK(setting_int(Setting::kCollScratchSize, &stage));
-  stage = (stage + 511) & ~int64_t{511};
-  const size_t flags = static_cast<size_t>(kMaxBlocks) * c->nranks * sizeof(uint64_t);
+  int64_t stage_setting = 0;
+  CCL_CHECK(setting_int(Setting::kCollScratchSize, &stage_setting));
+  const size_t n = static_cast<size_t>(c->nranks);
+  const size_t stage = align_up(static_cast<size_t>(stage_setting), 4096);
+  // The pipe FIFOs share the staging budget: one slot per (sender, channel, slot).
+  size_t slot = stage / (n * kPipeChannels * kPipeSlots) / 256 * 256;
+  if (slot < 4096) slot = 4096;
+  const size_t ready = align_up(kMaxBlocks * n * sizeof(Ready), 256);
+  const size_t done = align_up(kMaxBlocks * n * sizeof(uint64_t), 256);
+  const size_t epoch = align_up(n * sizeof(uint64_t), 256);
+  const size_t inbox = n * kPipeChannels * kPipeSlots * slot;
+  const size_t fifo_flags = align_up(n * kPipeChannels * sizeof(uint64_t), 256);
   auto st = std::make_shared<CollState>();
-  CCL_CHECK(c->heap->alloc(2 * static_cast<uint64_t>(stage) + 2 * flags, &st->heap_block));
+  CCL_CHECK(load_tuner_config(&st->cfg));
+  CCL_CHECK(c->heap->alloc(2 * stage + ready + done + epoch + inbox + 2 * fifo_flags,
+                           &st->heap_block));
   device_resources_note_heap(c);
-  char* base = static_cast<char*>(st->heap_block);
+  char* p = static_cast<char*>(st->heap_block);
   CollScratch& s = st->scratch;
-  s.stage[0] = base;
-  s.stage[1] = base + stage;
-  s.stage_bytes = static_cast<size_t>(stage);
-  s.ready = reinterpret_cast<uint64_t*>(base + 2 * stage);
-  s.done = reinterpret_cast<uint64_t*>(base + 2 * stage + flags);
-  CCL_CUDA_CHECK(cudaMemset(s.ready, 0, 2 * flags));
-  CCL_CUDA_CHECK(cudaMalloc(&st->local, 16));
-  CCL_CUDA_CHECK(cudaMemset(st->local, 0, 16));
+  s.stage[0] = p;
+  s.stage[1] = p + stage;
+  s.stage_bytes = stage;
+  p += 2 * stage;
+  char* flags_begin = p;
+  s.ready = reinterpret_cast<Ready*>(p);
+  p += ready;
+  s.done = reinterpret_cast<uint64_t*>(p);
+  p += done;
+  s.epoch = reinterpret_cast<uint64_t*>(p);
+  p += epoch;
+  s.head = reinterpret_cast<uint64_t*>(p);
+  p += fifo_flags;
+  s.tail = reinterpret_cast<uint64_t*>(p);
+  p += fifo_flags;
+  s.inbox = p;
+  s.slot_bytes = slot;
+  CCL_CUDA_CHECK(cudaMemset(flags_begin, 0, static_cast<size_t>(p - flags_begin)));
+  const size_t seq = align_up(n * kPipeChannels * 2 * sizeof(uint64_t), 256);
+  CCL_CUDA_CHECK(cudaMalloc(&st->local, 256 + seq + stage));
+  CCL_CUDA_CHECK(cudaMemset(st->local, 0, 256 + seq));
+  char* l = static_cast<char*>(st->local);
+  s.finished = reinterpret_cast<uint32_t*>(l);
+  s.seq = reinterpret_cast<uint64_t*>(l + 256);
+  s.temp = l + 256 + seq;
   CCL_CUDA_CHECK(cudaDeviceSynchronize());
-  s.epoch = static_cast<uint64_t*>(st->local);
-  s.finished = reinterpret_cast<uint32_t*>(static_cast<char*>(st->local) + 8);
   // No rank may signal into a peer's flags before that peer has zeroed them.
   CCL_CHECK(c->bootstrap->barrier());
   c->coll_state = st;

@@ -1,8 +1,12 @@
-// A communicator's collective resources: symmetric staging and flags, and the device epoch.
+// A communicator's collective resources: symmetric staging, flags and pipe FIFOs, the epoch.
 // Created by the first collective call (collective: it allocates from the heap).
 #pragma once
 
+#include <mutex>
+#include <vector>
+
 #include "collectives/common/coll_args.h"
+#include "collectives/host/tuner.hpp"
 #include "common/status.hpp"
 
 struct ccl_comm;
@@ -11,8 +15,10 @@ namespace ccl::coll {
 
 struct CollState {
   CollScratch scratch{};
-  void* heap_block = nullptr;  // staging + flags, one heap allocation
-  void* local = nullptr;       // epoch + finished counter (cudaMalloc)
+  void* heap_block = nullptr;  // staging, flags and FIFOs: one heap allocation
+  void* local = nullptr;       // finished counter, pipe sequence numbers, temp (cudaMalloc)
+  TunerConfig cfg;             // read once, at the first collective
+  std::vector<uint64_t> logged;  // tuner choices already reported at CCL_DEBUG=INFO
   ~CollState();
 };
 

@@ -23,11 +23,13 @@ CCL_HD bool supported(Collective c, Algorithm a) {
   switch (c) {
     case Collective::kAllReduce:
       return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
-             a == Algorithm::kRabenseifner || a == Algorithm::kOneShot || a == Algorithm::kTwoShot;
+             a == Algorithm::kRabenseifner || a == Algorithm::kOneShot || a == Algorithm::kTwoShot ||
+             a == Algorithm::kNvls;
     case Collective::kReduceScatter:
       return a == Algorithm::kRing || a == Algorithm::kDirect;
     case Collective::kAllGather:
-      return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling || a == Algorithm::kDirect;
+      return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
+             a == Algorithm::kDirect || a == Algorithm::kNvls;
     case Collective::kBroadcast:
       return a == Algorithm::kRing || a == Algorithm::kDirect;
     case Collective::kReduce:
@@ -54,6 +56,8 @@ CCL_HD int num_steps(const Shape& sh) {
       return direct::steps(n);
     case Algorithm::kTwoShot:
       return direct::two_shot_steps(n);
+    case Algorithm::kNvls:
+      return sh.coll == Collective::kAllReduce ? direct::two_shot_steps(n) : direct::steps(n);
     case Algorithm::kDirect:
       return direct::steps(n);
   }
@@ -75,6 +79,7 @@ CCL_HD Step make_step(const Shape& sh, int r, int s) {
         case Algorithm::kOneShot:
           return direct::one_shot_allreduce(r, n, c, s);
         case Algorithm::kTwoShot:
+        case Algorithm::kNvls:
           return direct::two_shot_allreduce(r, n, c, s);
         default:
           break;

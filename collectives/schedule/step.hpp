@@ -32,7 +32,10 @@ enum class Algorithm : uint8_t {
   kOneShot,            // allreduce: every rank takes every peer's whole input
   kTwoShot,            // allreduce: reduce-scatter then allgather through the peers
   kDirect,             // reduce-scatter, allgather, broadcast, reduce, alltoall: straight to peers
+  kNvls,               // allreduce, allgather through NVLink multicast: the data movement of
+                       // two-shot (allreduce) and direct (allgather), one multimem op per element
 };
+inline constexpr int kNumAlgorithms = 7;
 
 /// What arriving data does to the destination range.
 enum class Action : uint8_t { kNone, kCopy, kReduce };

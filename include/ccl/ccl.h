@@ -179,15 +179,51 @@ CCL_API ccl_result_t ccl_quiet_on_stream(ccl_comm_t comm, cudaStream_t stream);
 
 // ---- collectives ----------------------------------------------------------------------------
 
-/// Stream-ordered allreduce of `count` elements: recvbuff[i] = op over ranks of sendbuff[i].
-/// In place when sendbuff == recvbuff. Buffers may be ordinary device memory (staged through the
-/// communicator's symmetric scratch) or symmetric memory from ccl_mem_alloc (sendbuff read in
-/// place by the peers). The first collective on a communicator allocates its scratch
-/// (collectively) and must not be inside CUDA graph capture; later calls can be captured.
-/// Currently the one-shot algorithm over NVLink (see docs/collectives.md).
+/// Stream-ordered collectives, as NCCL's. In place when sendbuff == recvbuff (reduce-scatter:
+/// recvbuff == sendbuff + rank x recvcount; allgather: sendbuff == recvbuff + rank x sendcount).
+/// Buffers may be ordinary device memory (staged through the communicator's symmetric scratch)
+/// or symmetric memory from ccl_mem_alloc (read in place by the peers: zero copy); ranks need not
+/// pass buffers at the same offsets. The first collective on a communicator allocates its
+/// scratch (collectively) and must not be inside CUDA graph capture; later calls can be
+/// captured and replayed. Collectives of one communicator must be issued in the same order on
+/// every rank and must not run concurrently on different streams. Algorithms: docs/collectives.md.
+///
+/// recvbuff[i] = op over ranks of sendbuff[i], on every rank.
 CCL_API ccl_result_t ccl_allreduce(const void* sendbuff, void* recvbuff, size_t count,
                                    ccl_datatype_t datatype, ccl_redop_t op, ccl_comm_t comm,
                                    cudaStream_t stream);
+/// sendbuff holds nranks blocks of recvcount; rank r receives block r reduced over ranks.
+CCL_API ccl_result_t ccl_reduce_scatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                        ccl_datatype_t datatype, ccl_redop_t op, ccl_comm_t comm,
+                                        cudaStream_t stream);
+/// recvbuff block r (of sendcount elements) = rank r's sendbuff, on every rank.
+CCL_API ccl_result_t ccl_allgather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                   ccl_datatype_t datatype, ccl_comm_t comm, cudaStream_t stream);
+/// recvbuff = root's sendbuff on every rank (sendbuff is read on the root only).
+CCL_API ccl_result_t ccl_broadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                   ccl_datatype_t datatype, int root, ccl_comm_t comm,
+                                   cudaStream_t stream);
+/// The root's recvbuff = op over ranks of sendbuff (recvbuff is written on the root only).
+CCL_API ccl_result_t ccl_reduce(const void* sendbuff, void* recvbuff, size_t count,
+                                ccl_datatype_t datatype, ccl_redop_t op, int root, ccl_comm_t comm,
+                                cudaStream_t stream);
+/// Block j (count elements) of rank r's sendbuff lands in block r of rank j's recvbuff.
+CCL_API ccl_result_t ccl_alltoall(const void* sendbuff, void* recvbuff, size_t count,
+                                  ccl_datatype_t datatype, ccl_comm_t comm, cudaStream_t stream);
+/// Point-to-point: a send to `peer` must meet a receive of the same size from this rank there,
+/// in the same order. Sends and receives between ccl_group_start and ccl_group_end progress
+/// together (one kernel per communicator); outside a group each is its own kernel.
+CCL_API ccl_result_t ccl_send(const void* sendbuff, size_t count, ccl_datatype_t datatype, int peer,
+                              ccl_comm_t comm, cudaStream_t stream);
+CCL_API ccl_result_t ccl_recv(void* recvbuff, size_t count, ccl_datatype_t datatype, int peer,
+                              ccl_comm_t comm, cudaStream_t stream);
+/// Stream-ordered barrier of all ranks (the dissemination barrier of ccl_barrier_on_stream).
+CCL_API ccl_result_t ccl_barrier(ccl_comm_t comm, cudaStream_t stream);
+/// Calls until the matching ccl_group_end are queued on this thread and issued together: fused
+/// point-to-point, and one thread may drive several communicators (ccl_comm_init_all). Groups
+/// nest; only the outermost end issues.
+CCL_API ccl_result_t ccl_group_start(void);
+CCL_API ccl_result_t ccl_group_end(void);
 
 /// Records `message` as the calling thread's last error and returns `code` (for header-inline
 /// helpers such as ccl::dev::launch_collective, which run in the caller's CUDA runtime).

@@ -10,10 +10,10 @@ cudaError_t g_load_error = cudaSuccess;
 const char* g_missing = nullptr;
 
 template <typename Fn>
-bool load(const char* name, Fn* fn) {
+bool load(const char* name, Fn* fn, unsigned version = 12000) {
   cudaDriverEntryPointQueryResult q{};
   void* p = nullptr;
-  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q);
+  cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &q);
   if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || p == nullptr) {
     if (e != cudaSuccess) g_load_error = e;
     g_missing = name;
@@ -36,7 +36,20 @@ void load_all() {
             load("cuMemAddressFree", &g_api.cuMemAddressFree) &&
             load("cuMemExportToShareableHandle", &g_api.cuMemExportToShareableHandle) &&
             load("cuMemImportFromShareableHandle", &g_api.cuMemImportFromShareableHandle) &&
-            load("cuMemGetAllocationGranularity", &g_api.cuMemGetAllocationGranularity);
+            load("cuMemGetAllocationGranularity", &g_api.cuMemGetAllocationGranularity) &&
+            load("cuMemGetAddressRange", &g_api.cuMemGetAddressRange);
+  if (ok) {
+    // Optional: a driver without multicast leaves these null and NVLS is unavailable.
+    const char* missing = g_missing;
+    const cudaError_t load_error = g_load_error;
+    load("cuMulticastCreate", &g_api.cuMulticastCreate, 12010);
+    load("cuMulticastAddDevice", &g_api.cuMulticastAddDevice, 12010);
+    load("cuMulticastBindMem", &g_api.cuMulticastBindMem, 12010);
+    load("cuMulticastUnbind", &g_api.cuMulticastUnbind, 12010);
+    load("cuMulticastGetGranularity", &g_api.cuMulticastGetGranularity, 12010);
+    g_missing = missing;
+    g_load_error = load_error;
+  }
   if (!ok && g_load_error == cudaSuccess) g_load_error = cudaErrorSymbolNotFound;
 }
 

@@ -25,6 +25,14 @@ struct DriverApi {
   PFN_cuMemExportToShareableHandle_v10020 cuMemExportToShareableHandle;
   PFN_cuMemImportFromShareableHandle_v10020 cuMemImportFromShareableHandle;
   PFN_cuMemGetAllocationGranularity_v10020 cuMemGetAllocationGranularity;
+  PFN_cuMemGetAddressRange_v3020 cuMemGetAddressRange;
+  // NVLink multicast (NVLS); null where the driver lacks it. Only the NVLS path behind
+  // CCL_NVLS_ENABLE=1 calls them.
+  PFN_cuMulticastCreate_v12010 cuMulticastCreate;
+  PFN_cuMulticastAddDevice_v12010 cuMulticastAddDevice;
+  PFN_cuMulticastBindMem_v12010 cuMulticastBindMem;
+  PFN_cuMulticastUnbind_v12010 cuMulticastUnbind;
+  PFN_cuMulticastGetGranularity_v12010 cuMulticastGetGranularity;
 };
 
 /// The driver API, or CCL_UNSUPPORTED when no usable driver is installed.

@@ -39,6 +39,16 @@ TEST(CheckMode, MismatchedCallsFailEveryRankNamingTheOdd) {
     RANK_CHECK(s == CCL_INVALID_USAGE &&
                    std::string(ccl_get_last_error()).find("max") != std::string::npos,
                "op mismatch: %d %s", s, ccl_get_last_error());
+    // Rank 0 calls another collective; rank 2 broadcasts from another root.
+    s = r == 0 ? ccl_allgather(dummy, dummy, 1, ccl_float32, comm, nullptr)
+               : ccl_reduce_scatter(dummy, dummy, 1, ccl_float32, ccl_sum, comm, nullptr);
+    RANK_CHECK(s == CCL_INVALID_USAGE &&
+                   std::string(ccl_get_last_error()).find("ranks 0 differ") != std::string::npos,
+               "collective mismatch: %d %s", s, ccl_get_last_error());
+    s = ccl_broadcast(dummy, dummy, 1, ccl_float32, r == 2 ? 1 : 0, comm, nullptr);
+    RANK_CHECK(s == CCL_INVALID_USAGE &&
+                   std::string(ccl_get_last_error()).find("root=1") != std::string::npos,
+               "root mismatch: %d %s", s, ccl_get_last_error());
     RANK_OK(ccl_comm_destroy(comm));
     return 0;
   });

@@ -1,0 +1,165 @@
+// Device helpers every collective kernel shares: the per-block entry and exit barriers with
+// published windows, the epoch bookkeeping, addressing a peer's window, and the vectorised
+// block-wide reduce of one slice over many inputs.
+#pragma once
+
+#include <cstring>
+#include <type_traits>
+
+#include "ccl/device.cuh"
+#include "collectives/common/coll_args.h"
+#include "collectives/common/dtypes.cuh"
+#include "collectives/schedule/step.hpp"
+
+namespace ccl::coll {
+
+/// An element read through L2 only (a peer's data must never come from a stale L1 line).
+template <typename T>
+__device__ __forceinline__ T load_cg(const T* p) {
+  using Bits = std::conditional_t<
+      sizeof(T) == 1, unsigned char,
+      std::conditional_t<sizeof(T) == 2, unsigned short,
+                         std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>>>;
+  const Bits b = __ldcg(reinterpret_cast<const Bits*>(p));
+  T v;
+  memcpy(&v, &b, sizeof(T));
+  return v;
+}
+
+/// Address of heap offset `off` in rank `j`'s slot, as this process sees it.
+__device__ __forceinline__ char* heap_at(const ccl_device_comm_t& c, int j, uint64_t off) {
+  const int64_t slot = (c.flags & CCL_DEVICE_FLAG_ALL_P2P) ? j : c.slots[j];
+  return c.heap_base + slot * static_cast<int64_t>(c.slot_bytes) + static_cast<int64_t>(off);
+}
+
+/// The current epoch of a kernel launch: one more than the last one this rank completed.
+__device__ __forceinline__ uint64_t next_epoch(const ccl_device_comm_t& c, const CollScratch& s) {
+  return *reinterpret_cast<volatile uint64_t*>(s.epoch + c.rank) + 1;
+}
+
+/// Block-wide: waits until every peer has completed epoch `e` (its whole kernel: nothing of that
+/// launch still reads this rank's staging). Peers push their epoch here, so the poll is local.
+__device__ __forceinline__ void wait_peer_epochs(const ccl_device_comm_t& c, const CollScratch& s,
+                                                 uint64_t e, int* fail) {
+  const int t = threadIdx.x;
+  if (t < c.nranks && t != c.rank && !dev::wait_until(c, s.epoch + t, dev::Cmp::kAtLeast, e))
+    *fail = 1;
+  __syncthreads();
+}
+
+/// Block-wide entry barrier of block b at epoch e: publishes `mine` (this rank's windows) to
+/// every peer, then waits for every peer's. Everything the block wrote before is visible to the
+/// peers after it (the signalling thread fences after the block barrier).
+__device__ __forceinline__ void entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
+                                              uint64_t e, const Ready& mine, int* fail) {
+  const int t = threadIdx.x, n = c.nranks, me = c.rank;
+  Ready* row = s.ready + static_cast<size_t>(blockIdx.x) * n;
+  __syncthreads();
+  if (t < n && t != me) {
+    Ready* r = dev::peer_ptr(c, row + me, t);
+    r->src_off = mine.src_off;
+    r->src_ld = mine.src_ld;
+    r->dst_off = mine.dst_off;
+    r->dst_ld = mine.dst_ld;
+    dev::detail::fence_system();
+    dev::detail::store_relaxed_sys(&r->epoch, e);
+    if (!dev::wait_until(c, &row[t].epoch, dev::Cmp::kAtLeast, e)) *fail = 1;
+  }
+  __syncthreads();
+}
+
+/// Block-wide exit barrier: this block's reads of and writes to the peers are complete at every
+/// peer, and theirs at this rank.
+__device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const CollScratch& s,
+                                             uint64_t e, int* fail) {
+  const int t = threadIdx.x, n = c.nranks, me = c.rank;
+  uint64_t* row = s.done + static_cast<size_t>(blockIdx.x) * n;
+  __syncthreads();
+  if (t < n && t != me) {
+    dev::detail::fence_system();
+    dev::detail::store_relaxed_sys(dev::peer_ptr(c, row + me, t), e);
+    if (!dev::wait_until(c, row + t, dev::Cmp::kAtLeast, e)) *fail = 1;
+  }
+  __syncthreads();
+}
+
+/// Called by every block at its end: the last block to finish publishes the epoch to every rank
+/// (after a system fence: everything this launch did is complete before peers see it).
+__device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const CollScratch& s,
+                                             uint64_t e) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
+    if (last) *s.finished = 0;
+  }
+  __syncthreads();
+  if (last && threadIdx.x < c.nranks) {
+    dev::detail::fence_system();
+    dev::detail::store_relaxed_sys(dev::peer_ptr(c, s.epoch + c.rank, threadIdx.x), e);
+  }
+}
+
+/// A window published by rank j (heap offset + block stride), as a typed pointer here.
+template <typename T>
+__device__ __forceinline__ T* window(const ccl_device_comm_t& c, int j, uint64_t off) {
+  return reinterpret_cast<T*>(heap_at(c, j, off));
+}
+
+/// Block-wide: out[o][i] = reduce over r (in rank order 0..n-1) of in[r][i], for i < len and
+/// every o < nout. Accumulates in the accumulation type and rounds once, so the result is the
+/// canonical one whatever algorithm called it. `in` and `out` live in shared memory. Uses 16-byte
+/// packs when every pointer allows it.
+template <ccl_datatype_t D, ccl_redop_t Op>
+__device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* const* in, int n,
+                                             typename DType<D>::Storage* const* out, int nout,
+                                             size_t len) {
+  using T = typename DType<D>::Storage;
+  using A = typename DType<D>::Acc;
+  constexpr int V = 16 / sizeof(T);
+  uintptr_t align = 0;
+  for (int r = 0; r < n; ++r) align |= reinterpret_cast<uintptr_t>(in[r]);
+  for (int o = 0; o < nout; ++o) align |= reinterpret_cast<uintptr_t>(out[o]);
+  size_t done = 0;
+  if ((align & 15) == 0) {
+    const size_t packs = len / V;
+    for (size_t p = threadIdx.x; p < packs; p += blockDim.x) {
+      A acc[V];
+      {
+        const uint4 w = __ldcg(reinterpret_cast<const uint4*>(in[0]) + p);
+        T v[V];
+        memcpy(v, &w, 16);
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] = to_acc<T, A>(v[k]);
+      }
+      for (int r = 1; r < n; ++r) {
+        const uint4 w = __ldcg(reinterpret_cast<const uint4*>(in[r]) + p);
+        T v[V];
+        memcpy(v, &w, 16);
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[k] = reduce<Op, A>(acc[k], to_acc<T, A>(v[k]));
+      }
+      T res[V];
+#pragma unroll
+      for (int k = 0; k < V; ++k) res[k] = from_acc<T, A>(finish<Op, A>(acc[k], n));
+      uint4 w;
+      memcpy(&w, res, 16);
+      for (int o = 0; o < nout; ++o) reinterpret_cast<uint4*>(out[o])[p] = w;
+    }
+    done = packs * V;
+  }
+  for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) {
+    A acc = to_acc<T, A>(load_cg(in[0] + i));
+    for (int r = 1; r < n; ++r) acc = reduce<Op, A>(acc, to_acc<T, A>(load_cg(in[r] + i)));
+    const T v = from_acc<T, A>(finish<Op, A>(acc, n));
+    for (int o = 0; o < nout; ++o) out[o][i] = v;
+  }
+}
+
+/// Block-wide copy of `bytes` (a peer's memory read through L2).
+__device__ __forceinline__ void copy_slice(void* dst, const void* src, size_t bytes) {
+  dev::detail::scope_copy<dev::Scope::kBlock, true>(dst, src, bytes);
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,240 @@
+#include "collectives/common/kernel_util.cuh"
+#include "collectives/direct/direct.cuh"
+
+namespace ccl::coll {
+namespace {
+
+constexpr int kThreads = 512;
+
+/// Slice of block b within a range of `len` elements.
+__device__ __forceinline__ void my_slice(size_t len, size_t* lo, size_t* n) {
+  partition(len, gridDim.x, blockIdx.x, lo, n);
+}
+
+/// Heap offset of this rank's staging buffer i.
+__device__ __forceinline__ uint64_t stage_off(const ccl_device_comm_t& c, const CollScratch& s,
+                                              int i) {
+  return static_cast<uint64_t>(s.stage[i] - heap_at(c, c.rank, 0));
+}
+
+/// Places the staging windows by epoch parity (the host cannot: graph replays advance the
+/// epoch), stages the source, then the entry barrier; false when a wait failed.
+__device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
+                      size_t esize, int* fail) {
+  const int n = c.nranks;
+  if (a.stage_src) a.src_off = stage_off(c, s, e & 1);
+  if (a.unstage_dst) {
+    a.dst_off = stage_off(c, s, (e + 1) & 1);
+    // Peers push into this buffer once they see this rank's entry flag; the launch before this
+    // one may have been a one-shot whose readers of this buffer have no exit barrier.
+    if (e > 1) wait_peer_epochs(c, s, e - 1, fail);
+  }
+  if (a.stage_src) {
+    // This staging buffer was last read by the peers two launches ago.
+    if (e > 2) wait_peer_epochs(c, s, e - 2, fail);
+    if (*fail) return false;
+    char* stage = heap_at(c, c.rank, a.src_off);
+    const char* send = static_cast<const char*>(a.send);
+    size_t lo, len;
+    switch (a.kind) {
+      case DirectKind::kTwoShot:
+        for (int j = 0; j < n; ++j) {
+          size_t jlo, jlen;
+          partition(a.count, n, j, &jlo, &jlen);
+          my_slice(jlen, &lo, &len);
+          copy_slice(stage + (jlo + lo) * esize, send + (jlo + lo) * esize, len * esize);
+        }
+        break;
+      case DirectKind::kReduceScatter:
+      case DirectKind::kAllToAll:
+        my_slice(a.count, &lo, &len);
+        for (int j = 0; j < n; ++j)
+          copy_slice(stage + (j * a.src_ld + lo) * esize, send + (j * a.send_ld + lo) * esize,
+                     len * esize);
+        break;
+      default:
+        my_slice(a.count, &lo, &len);
+        copy_slice(stage + lo * esize, send + lo * esize, len * esize);
+        break;
+    }
+  }
+  Ready mine{};
+  mine.src_off = a.src_off;
+  mine.src_ld = a.src_ld;
+  mine.dst_off = a.dst_off;
+  mine.dst_ld = a.dst_ld;
+  entry_barrier(c, s, e, mine, fail);
+  return !*fail;
+}
+
+/// Rank j's published windows for this block (through L2: the line may be in L1 from an
+/// earlier launch).
+struct Win {
+  uint64_t src_off, src_ld, dst_off;
+};
+__device__ __forceinline__ Win peer_ready(const CollScratch& s, int n, int j) {
+  const Ready* r = s.ready + static_cast<size_t>(blockIdx.x) * n + j;
+  return Win{__ldcg(reinterpret_cast<const unsigned long long*>(&r->src_off)),
+             __ldcg(reinterpret_cast<const unsigned long long*>(&r->src_ld)),
+             __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_off))};
+}
+
+template <ccl_datatype_t D, ccl_redop_t Op>
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a) {
+  // `a` is a by-value kernel parameter: enter() fills in the staging windows.
+  using T = typename DType<D>::Storage;
+  const int n = c.nranks, me = c.rank;
+  __shared__ int fail;
+  __shared__ const T* in[kMaxDirectRanks];
+  __shared__ T* out[kMaxDirectRanks];
+  if (threadIdx.x == 0) fail = 0;
+  const uint64_t e = next_epoch(c, s);
+  if (!enter(c, s, a, e, sizeof(T), &fail)) return;
+  size_t lo, len;
+  if (a.kind == DirectKind::kOneShot) {
+    my_slice(a.count, &lo, &len);
+    for (int j = threadIdx.x; j < n; j += blockDim.x)
+      in[j] = window<const T>(c, j, j == me ? a.src_off : peer_ready(s, n, j).src_off) + lo;
+    if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
+    __syncthreads();
+    reduce_slice<D, Op>(in, n, out, 1, len);
+    // Staged: no exit barrier. The peers read this rank's staging until their launch ends, and
+    // the next launch stages into the other buffer; the one after waits for their epochs.
+    if (a.stage_src) {
+      finish_epoch(c, s, e);
+      return;
+    }
+  } else if (a.kind == DirectKind::kTwoShot) {
+    size_t mlo, mlen;
+    partition(a.count, n, me, &mlo, &mlen);
+    my_slice(mlen, &lo, &len);
+    lo += mlo;
+    // Peers' windows were published before the barrier; reading them here is ordered after it.
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+      const Win r = peer_ready(s, n, j);
+      const uint64_t so = j == me ? a.src_off : r.src_off, dof = j == me ? a.dst_off : r.dst_off;
+      in[j] = window<const T>(c, j, so) + lo;
+      out[j] = window<T>(c, j, dof) + lo;
+    }
+    __syncthreads();
+    reduce_slice<D, Op>(in, n, out, n, len);
+  } else if (a.kind == DirectKind::kReduceScatter) {
+    my_slice(a.count, &lo, &len);
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+      const Win r = peer_ready(s, n, j);
+      const uint64_t so = j == me ? a.src_off : r.src_off, ld = j == me ? a.src_ld : r.src_ld;
+      in[j] = window<const T>(c, j, so) + me * ld + lo;
+    }
+    if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
+    __syncthreads();
+    reduce_slice<D, Op>(in, n, out, 1, len);
+  } else if (me == a.root) {  // kReduce
+    my_slice(a.count, &lo, &len);
+    for (int j = threadIdx.x; j < n; j += blockDim.x)
+      in[j] = window<const T>(c, j, j == me ? a.src_off : peer_ready(s, n, j).src_off) + lo;
+    if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
+    __syncthreads();
+    reduce_slice<D, Op>(in, n, out, 1, len);
+  }
+  exit_barrier(c, s, e, &fail);
+  if (fail) return;
+  if (a.unstage_dst) {
+    const T* stage = window<const T>(c, me, a.dst_off);
+    for (int j = 0; j < n; ++j) {
+      size_t jlo, jlen;
+      partition(a.count, n, j, &jlo, &jlen);
+      my_slice(jlen, &lo, &len);
+      copy_slice(static_cast<T*>(a.recv) + jlo + lo, stage + jlo + lo, len * sizeof(T));
+    }
+  }
+  finish_epoch(c, s, e);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    copy_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a, int esize) {
+  const int n = c.nranks, me = c.rank;
+  __shared__ int fail;
+  if (threadIdx.x == 0) fail = 0;
+  const uint64_t e = next_epoch(c, s);
+  if (!enter(c, s, a, e, esize, &fail)) return;
+  size_t lo, len;
+  my_slice(a.count, &lo, &len);
+  char* recv = static_cast<char*>(a.recv);
+  const char* send = static_cast<const char*>(a.send);
+  const size_t b = len * esize;
+  switch (a.kind) {
+    case DirectKind::kAllGather:
+      // Start with the next peer so that the ranks do not all read from one peer at once.
+      for (int k = 0; k < n; ++k) {
+        const int j = (me + k) % n;
+        const char* src = j == me ? send : window<const char>(c, j, peer_ready(s, n, j).src_off);
+        copy_slice(recv + (j * a.recv_ld + lo) * esize, src + lo * esize, b);
+      }
+      break;
+    case DirectKind::kBroadcast:
+      if (me != a.root) {
+        const char* src = window<const char>(c, a.root, peer_ready(s, n, a.root).src_off);
+        copy_slice(recv + lo * esize, src + lo * esize, b);
+      } else if (recv != send) {
+        copy_slice(recv + lo * esize, send + lo * esize, b);
+      }
+      break;
+    case DirectKind::kAllToAll:
+      for (int k = 0; k < n; ++k) {
+        const int j = (me + k) % n;
+        const Win w = peer_ready(s, n, j);
+        const char* src = j == me ? send + (me * a.send_ld + lo) * esize
+                                  : window<const char>(c, j, w.src_off) + (me * w.src_ld + lo) * esize;
+        copy_slice(recv + (j * a.recv_ld + lo) * esize, src, b);
+      }
+      break;
+    default:
+      break;
+  }
+  exit_barrier(c, s, e, &fail);
+  if (fail) return;
+  finish_epoch(c, s, e);
+}
+
+using Launch = void (*)(const ccl_device_comm_t&, const CollScratch&, const DirectArgs&, int,
+                        cudaStream_t);
+
+template <ccl_datatype_t D, ccl_redop_t Op>
+void launch(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a, int grid,
+            cudaStream_t stream) {
+  reduce_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
+}
+
+// The instantiation table: every type x every reduction, generated from the one type table.
+#define CCL_OP_ENTRY(op, name) launch<D, op>,
+template <ccl_datatype_t D>
+struct Row {
+  static constexpr Launch kOps[ccl_num_redops] = {CCL_FOR_EACH_REDOP(CCL_OP_ENTRY)};
+};
+#undef CCL_OP_ENTRY
+#define CCL_ROW(e, T, A, name) Row<e>::kOps,
+constexpr const Launch* kTable[ccl_num_datatypes] = {CCL_FOR_EACH_DTYPE(CCL_ROW)};
+#undef CCL_ROW
+
+}  // namespace
+
+cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+                          const CollScratch& s, const DirectArgs& a, int grid,
+                          cudaStream_t stream) {
+  switch (a.kind) {
+    case DirectKind::kOneShot:
+    case DirectKind::kTwoShot:
+    case DirectKind::kReduceScatter:
+    case DirectKind::kReduce:
+      kTable[dtype][op](c, s, a, grid, stream);
+      break;
+    default:
+      copy_kernel<<<grid, kThreads, 0, stream>>>(c, s, a,
+                                                       static_cast<int>(dtype_size(dtype)));
+      break;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,43 @@
+// Direct (load/store) collectives: every rank reads what it needs straight from its peers'
+// published windows over NVLink, in one kernel per piece with an entry and an exit barrier per
+// block. A window is the caller's buffer when it lies in the symmetric heap (zero copy) or this
+// rank's staging otherwise; peers learn where through the entry barrier, so ranks need not agree
+// on heap offsets. Reductions run in rank order 0..n-1 with one rounding (canonical).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "ccl/ccl.h"
+#include "collectives/common/coll_args.h"
+
+namespace ccl::coll {
+
+enum class DirectKind : uint8_t {
+  kOneShot,        // allreduce: every rank reduces the whole buffer from every peer
+  kTwoShot,        // allreduce: reduce my rank block from every peer, push it to every peer
+  kReduceScatter,  // pull my block from every peer and reduce
+  kReduce,         // the root pulls everything and reduces
+  kAllGather,      // pull every peer's block
+  kBroadcast,      // pull the root's buffer
+  kAllToAll,       // pull my block of every peer's input
+};
+
+struct DirectArgs {
+  const void* send;
+  void* recv;
+  size_t count;    // allreduce, broadcast, reduce: elements; otherwise elements per rank block
+  size_t send_ld;  // elements between rank blocks of send (reduce-scatter, alltoall)
+  size_t recv_ld;  // elements between rank blocks of recv (allgather, alltoall)
+  uint64_t src_off, src_ld;  // this rank's source window: heap offset (bytes), block stride
+  uint64_t dst_off, dst_ld;  // this rank's destination window (two-shot only)
+  int root;
+  DirectKind kind;
+  bool stage_src;    // copy send into the source window (this rank's staging) first
+  bool unstage_dst;  // the destination window is staging: copy it into recv at the end
+};
+
+/// Launches one piece (kMaxBlocks blocks). Reducing kinds use (dtype, op); the others move bytes.
+cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+                          const CollScratch& s, const DirectArgs& a, int grid, cudaStream_t stream);
+
+}  // namespace ccl::coll

@@ -1,0 +1,133 @@
+#include "collectives/host/group.hpp"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "collectives/host/coll_state.hpp"
+#include "common/cuda.hpp"
+#include "core/api_guard.hpp"
+#include "core/comm.hpp"
+
+namespace ccl::coll {
+namespace {
+
+struct Pending {
+  ccl_comm* comm;
+  cudaStream_t stream;
+  std::function<Status()> fn;  // a collective; empty for a point-to-point op
+  P2pOp op;
+};
+
+thread_local int g_depth = 0;
+thread_local std::vector<Pending> g_pending;
+
+Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
+  if (ops.size() > static_cast<size_t>(kMaxP2pOps))
+    return CCL_FAIL(CCL_INVALID_USAGE,
+                    "a group holds %zu sends and receives on one communicator; at most %d run "
+                    "together",
+                    ops.size(), kMaxP2pOps);
+  std::lock_guard<std::mutex> lock(comm->op_mutex);
+  CommOp guard(comm);
+  CCL_CHECK(guard.check());
+  CollState* st = nullptr;
+  CCL_CHECK(coll_state(comm, stream, &st));
+  if (!(comm->dev->handle.flags & CCL_DEVICE_FLAG_ALL_P2P))
+    return CCL_FAIL(CCL_UNSUPPORTED,
+                    "send/recv need every rank reachable over NVLink/PCIe peer mappings in this "
+                    "build");
+  P2pArgs a{};
+  a.nops = static_cast<int>(ops.size());
+  std::copy(ops.begin(), ops.end(), a.ops);
+  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, st->scratch, a, stream));
+  return CCL_SUCCESS;
+}
+
+/// The first collective of a communicator allocates its scratch collectively; when one thread
+/// drives several communicators (ccl_comm_init_all) they must do so concurrently.
+Status prepare_states(const std::vector<Pending>& q) {
+  std::vector<Pending> todo;
+  for (const Pending& p : q)
+    if (!p.comm->coll_state &&
+        std::none_of(todo.begin(), todo.end(), [&](const Pending& t) { return t.comm == p.comm; }))
+      todo.push_back(p);
+  if (todo.size() <= 1) return CCL_SUCCESS;  // the call itself creates it
+  std::vector<Status> results(todo.size(), Status(CCL_SUCCESS));
+  std::vector<std::thread> threads;
+  int device = 0;
+  CCL_CUDA_CHECK(cudaGetDevice(&device));
+  for (size_t i = 0; i < todo.size(); ++i)
+    threads.emplace_back([&, i] {
+      if (cudaSetDevice(todo[i].comm->device) != cudaSuccess) {
+        results[i] = CCL_FAIL(CCL_UNHANDLED_CUDA_ERROR, "cudaSetDevice(%d)", todo[i].comm->device);
+        return;
+      }
+      std::lock_guard<std::mutex> lock(todo[i].comm->op_mutex);
+      CollState* st = nullptr;
+      results[i] = coll_state(todo[i].comm, todo[i].stream, &st);
+    });
+  for (auto& t : threads) t.join();
+  for (const Status& s : results)
+    if (!s.ok()) return s;
+  return CCL_SUCCESS;
+}
+
+}  // namespace
+
+Status group_start() {
+  ++g_depth;
+  return CCL_SUCCESS;
+}
+
+Status group_end() {
+  if (g_depth == 0)
+    return CCL_FAIL(CCL_INVALID_USAGE, "ccl_group_end without a matching ccl_group_start");
+  if (--g_depth > 0) return CCL_SUCCESS;
+  std::vector<Pending> q;
+  q.swap(g_pending);
+  CCL_CHECK(prepare_states(q));
+  Status first = CCL_SUCCESS;
+  auto note = [&](Status s) {
+    if (first.ok() && !s.ok()) first = s;
+  };
+  for (const Pending& p : q)
+    if (p.fn) note(p.fn());
+  // Point-to-point: one fused launch per communicator, in the order the comms first appeared.
+  std::vector<ccl_comm*> comms;
+  for (const Pending& p : q)
+    if (!p.fn && std::find(comms.begin(), comms.end(), p.comm) == comms.end())
+      comms.push_back(p.comm);
+  for (ccl_comm* c : comms) {
+    std::vector<P2pOp> ops;
+    cudaStream_t stream = nullptr;
+    bool mixed = false;
+    for (const Pending& p : q)
+      if (!p.fn && p.comm == c) {
+        if (ops.empty()) stream = p.stream;
+        mixed |= p.stream != stream;
+        ops.push_back(p.op);
+      }
+    if (mixed) {
+      note(CCL_FAIL(CCL_INVALID_USAGE,
+                    "sends and receives of one communicator in a group must use one stream"));
+      continue;
+    }
+    note(launch_p2p_ops(c, stream, ops));
+  }
+  return first;
+}
+
+Status run_or_queue(ccl_comm* comm, cudaStream_t stream, std::function<Status()> fn) {
+  if (g_depth == 0) return fn();
+  g_pending.push_back({comm, stream, std::move(fn), {}});
+  return CCL_SUCCESS;
+}
+
+Status p2p(ccl_comm* comm, const P2pOp& op, cudaStream_t stream) {
+  if (g_depth == 0) return launch_p2p_ops(comm, stream, {op});
+  g_pending.push_back({comm, stream, {}, op});
+  return CCL_SUCCESS;
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,25 @@
+// ccl_group_start / ccl_group_end: calls between them are queued per thread and issued at the
+// end, point-to-point operations of one communicator fused into one kernel so that a rank's
+// sends and receives progress together (no send waits for a receive queued behind it).
+#pragma once
+
+#include <functional>
+
+#include <cuda_runtime_api.h>
+
+#include "collectives/pipe/pipe.cuh"
+#include "common/status.hpp"
+
+struct ccl_comm;
+
+namespace ccl::coll {
+
+Status group_start();
+Status group_end();
+
+/// Runs `fn` now, or at group end when a group is open. `fn` runs the whole call (it locks).
+Status run_or_queue(ccl_comm* comm, cudaStream_t stream, std::function<Status()> fn);
+/// A checked send or receive: launched alone now, or fused with the group's others at its end.
+Status p2p(ccl_comm* comm, const P2pOp& op, cudaStream_t stream);
+
+}  // namespace ccl::coll

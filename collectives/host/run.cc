@@ -1,0 +1,249 @@
+#include "collectives/host/run.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "collectives/common/dtypes.cuh"
+#include "collectives/common/names.hpp"
+#include "collectives/direct/direct.cuh"
+#include "collectives/host/check_mode.hpp"
+#include "collectives/host/coll_state.hpp"
+#include "collectives/host/tuner.hpp"
+#include "collectives/pipe/pipe.cuh"
+#include "common/cuda.hpp"
+#include "common/log.hpp"
+#include "core/api_guard.hpp"
+#include "core/comm.hpp"
+
+namespace ccl::coll {
+namespace {
+
+bool reduces(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+}
+bool has_root(Collective c) {
+  return c == Collective::kBroadcast || c == Collective::kReduce;
+}
+
+/// Elements of send and recv for a call of `count` on n ranks.
+void buffer_elems(const CollCall& k, int n, size_t* send, size_t* recv) {
+  switch (k.coll) {
+    case Collective::kReduceScatter:
+      *send = k.count * n, *recv = k.count;
+      break;
+    case Collective::kAllGather:
+      *send = k.count, *recv = k.count * n;
+      break;
+    case Collective::kAllToAll:
+      *send = *recv = k.count * n;
+      break;
+    default:
+      *send = *recv = k.count;
+  }
+}
+
+/// Heap offset of [p, p + bytes) when all of it is in the mapped symmetric heap.
+bool symmetric(ccl_comm* comm, const void* p, size_t bytes, uint64_t* off) {
+  return comm->heap && comm->heap->offset_of(p, off) && comm->heap->mapped_bytes() - *off >= bytes;
+}
+
+/// A buffer must be device memory of this process holding `bytes` from `p`.
+Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name) {
+  uint64_t off;
+  if (symmetric(comm, p, bytes, &off)) return CCL_SUCCESS;
+  const DriverApi* cu = nullptr;
+  CCL_CHECK(driver_api(&cu));
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (cu->cuMemGetAddressRange(&base, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS)
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "%s: %s=%p is not device memory (cudaMalloc, ccl_mem_alloc or VMM)", fn, name,
+                    p);
+  const size_t left = static_cast<size_t>(base + size - reinterpret_cast<CUdeviceptr>(p));
+  if (left < bytes)
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "%s: %s=%p needs %zu bytes but its allocation ends %zu bytes after it", fn,
+                    name, p, bytes, left);
+  return CCL_SUCCESS;
+}
+
+void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch) {
+  // Once per (collective, algorithm, protocol, blocks, power-of-two size class).
+  int lg = 0;
+  while ((size_t{1} << lg) < bytes && lg < 63) ++lg;
+  const uint64_t key = (static_cast<uint64_t>(k.coll) << 40) |
+                       (static_cast<uint64_t>(ch.algo) << 32) |
+                       (static_cast<uint64_t>(ch.proto) << 24) |
+                       (static_cast<uint64_t>(ch.blocks) << 8) | static_cast<uint64_t>(lg);
+  if (std::find(st->logged.begin(), st->logged.end(), key) != st->logged.end()) return;
+  st->logged.push_back(key);
+  CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s",
+           collective_name(k.coll), bytes, lg, algorithm_name(ch.algo),
+           ch.algo == Algorithm::kOneShot ? (ch.proto == Proto::kLL ? "/LL" : "/SIMPLE") : "",
+           ch.blocks, ch.forced ? " (CCL_ALGO)" : "");
+}
+
+DirectKind direct_kind(Collective c, Algorithm a) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return a == Algorithm::kOneShot ? DirectKind::kOneShot : DirectKind::kTwoShot;
+    case Collective::kReduceScatter:
+      return DirectKind::kReduceScatter;
+    case Collective::kAllGather:
+      return DirectKind::kAllGather;
+    case Collective::kBroadcast:
+      return DirectKind::kBroadcast;
+    case Collective::kReduce:
+      return DirectKind::kReduce;
+    case Collective::kAllToAll:
+      return DirectKind::kAllToAll;
+  }
+  return DirectKind::kOneShot;
+}
+
+/// Direct kernels, in pieces of what the staging holds when a buffer has to be staged.
+Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
+  const int n = comm->nranks, me = comm->rank;
+  const size_t E = dtype_size(k.dtype);
+  const CollScratch& s = st->scratch;
+  const ccl_device_comm_t& dc = comm->dev->handle;
+  DirectArgs a{};
+  a.kind = direct_kind(k.coll, ch.algo);
+  a.root = k.root;
+  const bool blocked_send = k.coll == Collective::kReduceScatter || k.coll == Collective::kAllToAll;
+  const bool blocked_recv = k.coll == Collective::kAllGather || k.coll == Collective::kAllToAll;
+  size_t send_elems, recv_elems;
+  buffer_elems(k, n, &send_elems, &recv_elems);
+  // The source window: the caller's send buffer when symmetric, else staging. The one-shot's LL
+  // protocol stages even a symmetric buffer (no exit barrier); in place, a rank would overwrite
+  // what its peers still read.
+  uint64_t send_off = 0, recv_off = 0;
+  bool src_zero = symmetric(comm, k.send, send_elems * E, &send_off);
+  if (a.kind == DirectKind::kOneShot && (ch.proto == Proto::kLL || k.send == k.recv))
+    src_zero = false;
+  if (a.kind == DirectKind::kAllToAll && k.send == k.recv) src_zero = false;
+  const bool dst_zero =
+      a.kind == DirectKind::kTwoShot && symmetric(comm, k.recv, recv_elems * E, &recv_off);
+  // Piece size in elements of `count` (per rank block where blocked).
+  size_t piece = k.count;
+  if (!src_zero) piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
+  if (a.kind == DirectKind::kTwoShot && !dst_zero) piece = std::min(piece, s.stage_bytes / E);
+  if (piece == 0)
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "CCL_COLL_SCRATCH_SIZE is too small to stage one element per rank");
+  for (size_t done = 0; done < k.count; done += piece) {
+    const size_t len = std::min(piece, k.count - done);
+    a.count = len;
+    a.send_ld = blocked_send ? k.count : 0;
+    a.recv_ld = blocked_recv ? k.count : 0;
+    a.send = static_cast<const char*>(k.send) + done * E;
+    a.recv = static_cast<char*>(k.recv) + done * E;
+    a.stage_src = !src_zero;
+    a.src_off = src_zero ? send_off + done * E : kNoWindow;
+    a.src_ld = src_zero ? a.send_ld : len;
+    a.unstage_dst = a.kind == DirectKind::kTwoShot && !dst_zero;
+    a.dst_off = dst_zero ? recv_off + done * E : kNoWindow;
+    a.dst_ld = 0;
+    // Non-roots of a broadcast have nothing to publish or stage.
+    if (a.kind == DirectKind::kBroadcast && me != k.root) a.stage_src = false;
+    CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks, k.stream));
+  }
+  return CCL_SUCCESS;
+}
+
+Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
+  const int n = comm->nranks;
+  const size_t E = dtype_size(k.dtype);
+  const CollScratch& s = st->scratch;
+  if (n > kMaxDirectRanks)
+    return CCL_FAIL(CCL_UNSUPPORTED, "pipe algorithms support at most %d ranks", kMaxDirectRanks);
+  PipeArgs a{};
+  a.coll = k.coll;
+  a.algo = ch.algo;
+  a.root = k.root;
+  a.canonical = st->cfg.deterministic || k.op == ccl_avg;
+  const size_t per_block = k.count / std::max(ch.blocks, 1) * E;
+  a.chunks = static_cast<int>(std::clamp<size_t>(per_block / s.slot_bytes, 1, 64));
+  // Reduce-scatter works in the local temp buffer: pieces of what it holds.
+  const size_t piece =
+      k.coll == Collective::kReduceScatter ? std::max<size_t>(s.stage_bytes / E / n, 1) : k.count;
+  for (size_t done = 0; done < k.count; done += piece) {
+    const size_t len = std::min(piece, k.count - done);
+    a.count = len;
+    a.send_ld = k.count;
+    a.send = static_cast<const char*>(k.send) + done * E;
+    a.recv = static_cast<char*>(k.recv) + done * E;
+    if (k.coll == Collective::kAllGather && len != k.count)
+      return CCL_FAIL(CCL_INTERNAL_ERROR, "allgather pieces");
+    CCL_CUDA_CHECK(launch_pipe(k.dtype, k.op, comm->dev->handle, s, a, ch.blocks, k.stream));
+  }
+  return CCL_SUCCESS;
+}
+
+}  // namespace
+
+Status check_collective(ccl_comm* comm, const CollCall& k, const char* fn) {
+  CCL_ARG_CHECK(comm != nullptr, "%s: comm must not be NULL", fn);
+  CCL_ARG_CHECK(k.dtype >= 0 && k.dtype < ccl_num_datatypes, "%s: datatype=%d is not a ccl_datatype_t",
+                fn, static_cast<int>(k.dtype));
+  if (reduces(k.coll))
+    CCL_ARG_CHECK(k.op >= 0 && k.op < ccl_num_redops, "%s: op=%d is not a ccl_redop_t", fn,
+                  static_cast<int>(k.op));
+  const int n = comm->nranks;
+  if (has_root(k.coll))
+    CCL_ARG_CHECK(k.root >= 0 && k.root < n, "%s: root=%d is out of range [0, %d)", fn, k.root, n);
+  const size_t E = dtype_size(k.dtype);
+  const bool blocked = k.coll == Collective::kReduceScatter || k.coll == Collective::kAllGather ||
+                       k.coll == Collective::kAllToAll;
+  CCL_ARG_CHECK(k.count <= SIZE_MAX / E / (blocked ? n : 1),
+                "%s: count=%zu overflows the byte size of the %s buffers", fn, k.count,
+                dtype_name(k.dtype));
+  if (k.count == 0) return CCL_SUCCESS;
+  const bool root_only_recv = k.coll == Collective::kReduce && comm->rank != k.root;
+  CCL_ARG_CHECK(k.send != nullptr || (k.coll == Collective::kBroadcast && comm->rank != k.root),
+                "%s: sendbuff must not be NULL", fn);
+  CCL_ARG_CHECK(k.recv != nullptr || root_only_recv, "%s: recvbuff must not be NULL", fn);
+  return CCL_SUCCESS;
+}
+
+Status check_buffers(ccl_comm* comm, const CollCall& k, const char* fn) {
+  if (k.count == 0) return CCL_SUCCESS;
+  if (!comm->heap) return CCL_FAIL(CCL_UNSUPPORTED, "%s: the communicator has no GPU", fn);
+  const size_t E = dtype_size(k.dtype);
+  size_t send_elems, recv_elems;
+  buffer_elems(k, comm->nranks, &send_elems, &recv_elems);
+  const bool root_only_recv = k.coll == Collective::kReduce && comm->rank != k.root;
+  if (k.send != nullptr && !(k.coll == Collective::kBroadcast && comm->rank != k.root))
+    CCL_CHECK(check_buffer(comm, k.send, send_elems * E, fn, "sendbuff"));
+  if (k.recv != nullptr && !root_only_recv)
+    CCL_CHECK(check_buffer(comm, k.recv, recv_elems * E, fn, "recvbuff"));
+  return CCL_SUCCESS;
+}
+
+Status run_collective(ccl_comm* comm, const CollCall& k) {
+  std::lock_guard<std::mutex> lock(comm->op_mutex);
+  CommOp guard(comm);
+  CCL_CHECK(guard.check());
+  CCL_CHECK(check_call(comm, {0, k.count, static_cast<int32_t>(k.coll), k.dtype,
+                              reduces(k.coll) ? k.op : -1, has_root(k.coll) ? k.root : -1}));
+  if (k.count == 0) return CCL_SUCCESS;
+  CCL_CHECK(check_buffers(comm, k, collective_name(k.coll)));
+  CollState* st = nullptr;
+  CCL_CHECK(coll_state(comm, k.stream, &st));
+  const ccl_device_comm_t& dc = comm->dev->handle;
+  const size_t E = dtype_size(k.dtype);
+  size_t send_elems, recv_elems;
+  buffer_elems(k, comm->nranks, &send_elems, &recv_elems);
+  const size_t bytes = std::max(send_elems, recv_elems) * E;
+  Choice ch = choose(st->cfg, {k.coll, bytes, comm->nranks, (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0});
+  if (!(dc.flags & CCL_DEVICE_FLAG_ALL_P2P))
+    return CCL_FAIL(CCL_UNSUPPORTED,
+                    "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",
+                    collective_name(k.coll));
+  if (ch.algo == Algorithm::kNvls) return CCL_FAIL(CCL_UNSUPPORTED, "nvls: not in this build");
+  log_choice(st, k, bytes, ch);
+  if (is_pipe(k.coll, ch.algo)) return run_pipe(comm, st, k, ch);
+  return run_direct(comm, st, k, ch);
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,34 @@
+// One collective call from the host API to kernel launches: argument checks (nothing is enqueued
+// when one fails), CCL_CHECK_MODE, the tuner's choice, and the launches in pieces.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "ccl/ccl.h"
+#include "collectives/schedule/step.hpp"
+#include "common/status.hpp"
+
+namespace ccl::coll {
+
+/// A call as the user made it. `count` follows NCCL: allreduce, broadcast, reduce: elements of
+/// the buffer; reduce-scatter: elements received; allgather: elements sent; alltoall: elements
+/// exchanged with each rank.
+struct CollCall {
+  Collective coll;
+  const void* send;
+  void* recv;
+  size_t count;
+  ccl_datatype_t dtype;
+  ccl_redop_t op;  // reducing collectives only
+  int root;        // broadcast, reduce only
+  cudaStream_t stream;
+};
+
+/// Checks every scalar argument; CCL_INVALID_ARGUMENT names the first bad one.
+Status check_collective(ccl_comm* comm, const CollCall& call, const char* fn);
+/// Checks that the buffers are device memory holding what the call needs.
+Status check_buffers(ccl_comm* comm, const CollCall& call, const char* fn);
+/// Runs a checked call on its stream: CCL_CHECK_MODE, buffer checks, then the launches.
+Status run_collective(ccl_comm* comm, const CollCall& call);
+
+}  // namespace ccl::coll

@@ -1,0 +1,182 @@
+#include "collectives/host/tuner.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "collectives/common/coll_args.h"
+#include "collectives/common/names.hpp"
+#include "collectives/schedule/schedule.hpp"
+#include "common/settings.hpp"
+
+namespace ccl::coll {
+namespace {
+
+constexpr Collective kAll[kNumCollectives] = {
+    Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+    Collective::kBroadcast, Collective::kReduce,        Collective::kAllToAll};
+
+bool algo_from_name(const std::string& s, Algorithm* out) {
+  for (int i = 0; i < kNumAlgorithms; ++i)
+    if (s == algorithm_name(static_cast<Algorithm>(i))) {
+      *out = static_cast<Algorithm>(i);
+      return true;
+    }
+  return false;
+}
+
+bool coll_from_name(const std::string& s, Collective* out) {
+  for (Collective c : kAll)
+    if (s == collective_name(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
+
+// Crossover points, measured on 2 x H200 NV18 (perf/results/2026-11-23_h200x2_collectives.md).
+// Below kOneShotMax the one-shot allreduce wins (one NVLink read of every input, no second
+// phase); above it two-shot moves half the bytes per rank. The LL protocol (staged, no exit
+// barrier) wins while the staging copy is cheaper than the barrier.
+constexpr size_t kOneShotMax = 256 << 10;
+constexpr size_t kLLMax = 64 << 10;
+
+int direct_blocks(size_t bytes) {
+  // One block per 64 KiB, at least 4 and at most the flag rows there are.
+  return static_cast<int>(std::clamp<size_t>(bytes >> 16, 4, kMaxBlocks));
+}
+
+int pipe_blocks(size_t bytes) {
+  return static_cast<int>(std::clamp<size_t>(bytes >> 18, 1, kPipeChannels));
+}
+
+}  // namespace
+
+bool is_pipe(Collective c, Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing:
+    case Algorithm::kRecursiveDoubling:
+    case Algorithm::kRabenseifner:
+      return true;
+    default:
+      (void)c;
+      return false;
+  }
+}
+
+Status parse_algo_setting(const std::string& text, TunerConfig* cfg) {
+  if (text.empty()) return CCL_SUCCESS;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const size_t colon = item.find(':');
+    Algorithm a;
+    const std::string an = colon == std::string::npos ? item : item.substr(colon + 1);
+    if (!algo_from_name(an, &a))
+      return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                      "CCL_ALGO=%s: unknown algorithm '%s' (one_shot, two_shot, ring, "
+                      "recursive_doubling, rabenseifner, direct, nvls)",
+                      text.c_str(), an.c_str());
+    if (colon == std::string::npos) {
+      bool any = false;
+      for (Collective c : kAll)
+        if (supported(c, a)) {
+          cfg->forced[static_cast<int>(c)] = true;
+          cfg->algo[static_cast<int>(c)] = a;
+          any = true;
+        }
+      if (!any) return CCL_FAIL(CCL_INVALID_ARGUMENT, "CCL_ALGO=%s: no collective has it", text.c_str());
+      continue;
+    }
+    Collective c;
+    const std::string cn = item.substr(0, colon);
+    if (!coll_from_name(cn, &c))
+      return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                      "CCL_ALGO=%s: unknown collective '%s' (allreduce, reduce_scatter, allgather, "
+                      "broadcast, reduce, alltoall)",
+                      text.c_str(), cn.c_str());
+    if (!supported(c, a))
+      return CCL_FAIL(CCL_INVALID_ARGUMENT, "CCL_ALGO=%s: %s has no algorithm %s", text.c_str(),
+                      cn.c_str(), an.c_str());
+    cfg->forced[static_cast<int>(c)] = true;
+    cfg->algo[static_cast<int>(c)] = a;
+  }
+  return CCL_SUCCESS;
+}
+
+Status load_tuner_config(TunerConfig* cfg) {
+  *cfg = TunerConfig{};
+  std::string algo;
+  CCL_CHECK(setting_string(Setting::kAlgo, &algo));
+  CCL_CHECK(parse_algo_setting(algo, cfg));
+  int64_t v = 0;
+  CCL_CHECK(setting_int(Setting::kProto, &v));
+  cfg->proto = static_cast<Proto>(v);
+  CCL_CHECK(setting_int(Setting::kNChannels, &v));
+  cfg->nchannels = static_cast<int>(v);
+  CCL_CHECK(setting_int(Setting::kDeterministic, &v));
+  cfg->deterministic = v != 0;
+  CCL_CHECK(setting_int(Setting::kNvlsEmulate, &v));
+  cfg->nvls_emulate = v != 0;
+  CCL_CHECK(setting_int(Setting::kNvlsEnable, &v));
+  if (v != 0) {
+    // Peer libraries' switches win: a job that turned multicast off for NCCL or NVSHMEM has a
+    // reason (a shared machine whose fabric manager must not be disturbed).
+    const char* nccl = std::getenv("NCCL_NVLS_ENABLE");
+    const char* nvshmem = std::getenv("NVSHMEM_DISABLE_NVLS");
+    if (nccl != nullptr && std::strcmp(nccl, "0") == 0)
+      return CCL_FAIL(CCL_INVALID_USAGE,
+                      "CCL_NVLS_ENABLE=1 is refused because NCCL_NVLS_ENABLE=0 is set");
+    if (nvshmem != nullptr && std::strcmp(nvshmem, "1") == 0)
+      return CCL_FAIL(CCL_INVALID_USAGE,
+                      "CCL_NVLS_ENABLE=1 is refused because NVSHMEM_DISABLE_NVLS=1 is set");
+    cfg->nvls_real = true;
+  }
+  return CCL_SUCCESS;
+}
+
+Choice table_choice(const TunerInput& in) {
+  Choice ch{Algorithm::kDirect, Proto::kSimple, direct_blocks(in.bytes), false};
+  const bool direct_ok = in.all_p2p && in.nranks <= kMaxDirectRanks;
+  switch (in.coll) {
+    case Collective::kAllReduce:
+      if (!direct_ok) {
+        ch.algo = Algorithm::kRing;
+      } else if (in.bytes <= kOneShotMax) {
+        ch.algo = Algorithm::kOneShot;
+        ch.proto = in.bytes <= kLLMax ? Proto::kLL : Proto::kSimple;
+      } else {
+        ch.algo = Algorithm::kTwoShot;
+      }
+      break;
+    case Collective::kReduceScatter:
+    case Collective::kAllGather:
+    case Collective::kBroadcast:
+      if (!direct_ok) ch.algo = Algorithm::kRing;
+      break;
+    default:
+      break;
+  }
+  if (is_pipe(in.coll, ch.algo)) ch.blocks = pipe_blocks(in.bytes);
+  return ch;
+}
+
+Choice choose(const TunerConfig& cfg, const TunerInput& in) {
+  Choice ch = table_choice(in);
+  const int ci = static_cast<int>(in.coll);
+  if (cfg.forced[ci]) {
+    ch.algo = cfg.algo[ci];
+    ch.forced = true;
+    ch.blocks = is_pipe(in.coll, ch.algo) ? pipe_blocks(in.bytes) : direct_blocks(in.bytes);
+  }
+  if (ch.algo == Algorithm::kOneShot && cfg.proto != Proto::kAuto) ch.proto = cfg.proto;
+  if (cfg.nchannels > 0)
+    ch.blocks = std::min(cfg.nchannels, is_pipe(in.coll, ch.algo) ? kPipeChannels : kMaxBlocks);
+  return ch;
+}
+
+}  // namespace ccl::coll

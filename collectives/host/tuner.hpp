@@ -1,0 +1,58 @@
+// The tuner: which algorithm, protocol and block count a collective call runs with. A table of
+// crossover points measured on the GPU machine (docs/collectives.md, perf/results), overridden
+// by CCL_ALGO, CCL_PROTO and CCL_NCHANNELS. Pure functions of its inputs: unit-tested.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "ccl/types.h"
+#include "collectives/schedule/step.hpp"
+#include "common/status.hpp"
+
+namespace ccl::coll {
+
+inline constexpr int kNumCollectives = 6;
+
+enum class Proto : uint8_t { kAuto, kLL, kSimple };
+
+/// The settings a communicator reads once, at its first collective.
+struct TunerConfig {
+  bool forced[kNumCollectives] = {};
+  Algorithm algo[kNumCollectives] = {};
+  Proto proto = Proto::kAuto;
+  int nchannels = 0;
+  bool deterministic = false;
+  bool nvls_real = false;     // CCL_NVLS_ENABLE=1 and no peer library forbids multicast
+  bool nvls_emulate = false;  // CCL_NVLS_EMULATE=1
+};
+
+/// Parses CCL_ALGO's text ("ring", "allreduce:two_shot,allgather:ring"): unknown names and
+/// algorithms a collective lacks are CCL_INVALID_ARGUMENT naming them.
+Status parse_algo_setting(const std::string& text, TunerConfig* cfg);
+/// Reads CCL_ALGO, CCL_PROTO, CCL_NCHANNELS, CCL_DETERMINISTIC and the NVLS gates.
+Status load_tuner_config(TunerConfig* cfg);
+
+struct TunerInput {
+  Collective coll;
+  size_t bytes;  // the nccl-tests "size": allreduce/broadcast/reduce: count x type size;
+                 // allgather/reduce-scatter/alltoall: the whole (n-block) buffer
+  int nranks;
+  bool all_p2p;  // every rank reachable by load/store
+};
+
+struct Choice {
+  Algorithm algo;
+  Proto proto;  // kLL or kSimple (one-shot only)
+  int blocks;   // grid of the kernel
+  bool forced;  // from CCL_ALGO
+};
+
+/// The table (no overrides): what runs when nothing is forced.
+Choice table_choice(const TunerInput& in);
+/// The table, then the overrides of `cfg`.
+Choice choose(const TunerConfig& cfg, const TunerInput& in);
+/// Whether the algorithm runs in a pipe kernel (its own block limit) or a direct kernel.
+bool is_pipe(Collective c, Algorithm a);
+
+}  // namespace ccl::coll

@@ -1,0 +1,388 @@
+#include "collectives/common/kernel_util.cuh"
+#include "collectives/pipe/pipe.cuh"
+#include "collectives/schedule/schedule.hpp"
+
+namespace ccl::coll {
+namespace {
+
+constexpr int kThreads = 512;
+
+/// Where schedule offset o of this channel lives in a working buffer. Blocked buffers
+/// (allgather, reduce-scatter) hold n rank blocks `ld` bytes apart, of which this channel owns
+/// elements [lo, lo + blk) of each; the schedule sees them back to back.
+struct Map {
+  char* base;
+  size_t ld;   // bytes between rank blocks
+  size_t blk;  // elements of each rank block in this channel (0: not blocked)
+  size_t lo;   // first element of the channel within a block
+  size_t esize;
+  __device__ char* at(size_t o) const {
+    if (blk == 0) return base + (lo + o) * esize;
+    return base + (o / blk) * ld + (lo + o % blk) * esize;
+  }
+  /// Elements from o that are contiguous in memory (at most `left`).
+  __device__ size_t run(size_t o, size_t left) const {
+    if (blk == 0) return left;
+    const size_t r = blk - o % blk;
+    return r < left ? r : left;
+  }
+};
+
+/// Per-block FIFO state: message counts with every peer (shared memory), loaded from and stored
+/// back to the communicator's sequence table so they continue across launches and graph replays.
+struct Fifo {
+  uint64_t sent[kMaxDirectRanks];
+  uint64_t rcvd[kMaxDirectRanks];
+  int fail;
+};
+
+__device__ void fifo_load(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f) {
+  const int ch = blockIdx.x;
+  if (threadIdx.x == 0) f.fail = 0;
+  for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
+    f.sent[j] = s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2];
+    f.rcvd[j] = s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2 + 1];
+  }
+  __syncthreads();
+}
+
+__device__ void fifo_store(const ccl_device_comm_t& c, const CollScratch& s, const Fifo& f) {
+  const int ch = blockIdx.x;
+  __syncthreads();
+  for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
+    s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2] = f.sent[j];
+    s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2 + 1] = f.rcvd[j];
+  }
+}
+
+/// Slot of message m (1-based) from `sender` on this channel, in the local view of the inbox.
+__device__ __forceinline__ char* slot_of(const CollScratch& s, int sender, uint64_t m) {
+  const size_t idx =
+      (static_cast<size_t>(sender) * kPipeChannels + blockIdx.x) * kPipeSlots + (m - 1) % kPipeSlots;
+  return s.inbox + idx * s.slot_bytes;
+}
+
+/// Block-wide: waits for a free slot at `peer`, returns its address (this rank's symmetric view
+/// of the peer's inbox) or nullptr when the wait failed.
+__device__ char* send_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
+                            uint64_t* m) {
+  const int ch = blockIdx.x;
+  *m = f.sent[peer] + 1;
+  __syncthreads();
+  if (threadIdx.x == 0 && *m > kPipeSlots &&
+      !dev::wait_until(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + ch,
+                       dev::Cmp::kAtLeast, *m - kPipeSlots))
+    f.fail = 1;
+  __syncthreads();
+  if (f.fail) return nullptr;
+  return slot_of(s, c.rank, *m);
+}
+
+/// Block-wide: the message's payload is written; signal it.
+__device__ void send_end(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
+                         uint64_t m) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    dev::detail::fence_system();
+    dev::signal(c, s.head + static_cast<size_t>(c.rank) * kPipeChannels + blockIdx.x, m,
+                dev::SignalOp::kSet, peer);
+  }
+  if (threadIdx.x == 0) f.sent[peer] = m;
+}
+
+/// Block-wide: waits for the next message from `peer`; returns its slot or nullptr.
+__device__ const char* recv_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
+                                  int peer, uint64_t* m) {
+  *m = f.rcvd[peer] + 1;
+  __syncthreads();
+  if (threadIdx.x == 0 &&
+      !dev::signal_wait_until(c, s.head + static_cast<size_t>(peer) * kPipeChannels + blockIdx.x,
+                              dev::Cmp::kAtLeast, *m))
+    f.fail = 1;
+  __syncthreads();
+  if (f.fail) return nullptr;
+  return slot_of(s, peer, *m);
+}
+
+/// Block-wide: the slot is consumed (its contents are stored); give it back to the sender.
+__device__ void recv_end(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
+                         uint64_t m) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    dev::signal(c, s.tail + static_cast<size_t>(c.rank) * kPipeChannels + blockIdx.x, m,
+                dev::SignalOp::kSet, peer);
+    f.rcvd[peer] = m;
+  }
+}
+
+/// Block-wide dst[i] = dst[i] (op) src[i] in the storage type.
+template <ccl_datatype_t D, ccl_redop_t Op>
+__device__ void reduce_into(char* dst_b, const char* src_b, size_t len) {
+  using T = typename DType<D>::Storage;
+  using A = typename DType<D>::Acc;
+  constexpr int V = 16 / sizeof(T);
+  T* dst = reinterpret_cast<T*>(dst_b);
+  const T* src = reinterpret_cast<const T*>(src_b);
+  size_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0) {
+    const size_t packs = len / V;
+    for (size_t p = threadIdx.x; p < packs; p += blockDim.x) {
+      const uint4 wa = reinterpret_cast<const uint4*>(dst)[p];
+      const uint4 wb = __ldcg(reinterpret_cast<const uint4*>(src) + p);
+      T va[V], vb[V];
+      memcpy(va, &wa, 16);
+      memcpy(vb, &wb, 16);
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        va[k] = from_acc<T, A>(reduce<Op, A>(to_acc<T, A>(va[k]), to_acc<T, A>(vb[k])));
+      uint4 w;
+      memcpy(&w, va, 16);
+      reinterpret_cast<uint4*>(dst)[p] = w;
+    }
+    done = packs * V;
+  }
+  for (size_t i = done + threadIdx.x; i < len; i += blockDim.x)
+    dst[i] = from_acc<T, A>(reduce<Op, A>(to_acc<T, A>(dst[i]), to_acc<T, A>(load_cg(src + i))));
+}
+
+/// Sends schedule range [o, o + len) of `w` to `peer` as messages of at most one slot.
+/// Receives likewise; the two are interleaved message by message, sends first, so that no pair
+/// of ranks waits on each other (see docs/collectives.md, "pipe").
+template <ccl_datatype_t D, ccl_redop_t Op>
+__device__ bool run_step(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, const Map& w,
+                         const Step& st) {
+  const size_t per = s.slot_bytes / w.esize;
+  const size_t ns = st.send.peer >= 0 ? (st.send.count + per - 1) / per : 0;
+  const size_t nr = st.recv.peer >= 0 ? (st.recv.count + per - 1) / per : 0;
+  for (size_t k = 0; k < ns || k < nr; ++k) {
+    if (k < ns) {
+      uint64_t m;
+      char* slot = send_begin(c, s, f, st.send.peer, &m);
+      if (slot == nullptr) return false;
+      const size_t o0 = st.send.offset + k * per;
+      const size_t len = min(per, st.send.count - k * per);
+      for (size_t o = 0; o < len;) {
+        const size_t r = w.run(o0 + o, len - o);
+        dev::put<dev::Scope::kBlock>(c, slot + o * w.esize, w.at(o0 + o), r * w.esize,
+                                     st.send.peer);
+        o += r;
+      }
+      send_end(c, s, f, st.send.peer, m);
+    }
+    if (k < nr) {
+      uint64_t m;
+      const char* slot = recv_begin(c, s, f, st.recv.peer, &m);
+      if (slot == nullptr) return false;
+      const size_t o0 = st.recv.offset + k * per;
+      const size_t len = min(per, st.recv.count - k * per);
+      for (size_t o = 0; o < len;) {
+        const size_t r = w.run(o0 + o, len - o);
+        if (st.action == Action::kReduce)
+          reduce_into<D, Op>(w.at(o0 + o), slot + o * w.esize, r);
+        else
+          copy_slice(w.at(o0 + o), slot + o * w.esize, r * w.esize);
+        o += r;
+      }
+      recv_end(c, s, f, st.recv.peer, m);
+    }
+  }
+  return true;
+}
+
+/// Canonical reduce-scatter over the schedule space of `w` (block j = partition(count, n, j)):
+/// every rank sends block j to rank j, and each rank reduces its block from all n inputs at once
+/// in rank order 0..n-1 with one rounding, so the result does not depend on the algorithm.
+template <ccl_datatype_t D, ccl_redop_t Op>
+__device__ bool canonical_reduce_scatter(const ccl_device_comm_t& c, const CollScratch& s,
+                                         Fifo& f, const Map& w, size_t count) {
+  using T = typename DType<D>::Storage;
+  const int n = c.nranks, me = c.rank;
+  const size_t per = s.slot_bytes / w.esize;
+  __shared__ const T* in[kMaxDirectRanks];
+  __shared__ T* out[1];
+  __shared__ uint64_t msg[kMaxDirectRanks];
+  size_t mlo, mlen;
+  partition(count, n, me, &mlo, &mlen);
+  const size_t rounds = (count / n + 1 + per - 1) / per;
+  for (size_t k = 0; k < rounds; ++k) {
+    for (int j = 0; j < n; ++j) {
+      size_t lo, len;
+      partition(count, n, j, &lo, &len);
+      if (j == me || k * per >= len) continue;
+      uint64_t m;
+      char* slot = send_begin(c, s, f, j, &m);
+      if (slot == nullptr) return false;
+      const size_t o0 = lo + k * per, l = min(per, len - k * per);
+      for (size_t o = 0; o < l;) {
+        const size_t r = w.run(o0 + o, l - o);
+        dev::put<dev::Scope::kBlock>(c, slot + o * w.esize, w.at(o0 + o), r * w.esize, j);
+        o += r;
+      }
+      send_end(c, s, f, j, m);
+    }
+    if (k * per >= mlen) continue;
+    const size_t o0 = mlo + k * per, l = min(per, mlen - k * per);
+    for (int q = 0; q < n; ++q) {
+      if (q == me) continue;
+      uint64_t m;
+      const char* slot = recv_begin(c, s, f, q, &m);
+      if (slot == nullptr) return false;
+      if (threadIdx.x == 0) msg[q] = m;
+    }
+    // The rank block is contiguous in memory run by run; reduce each run over all inputs.
+    for (size_t o = 0; o < l;) {
+      const size_t r = w.run(o0 + o, l - o);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        for (int q = 0; q < n; ++q)
+          in[q] = q == me ? reinterpret_cast<const T*>(w.at(o0 + o))
+                          : reinterpret_cast<const T*>(slot_of(s, q, msg[q])) + o;
+        out[0] = reinterpret_cast<T*>(w.at(o0 + o));
+      }
+      __syncthreads();
+      reduce_slice<D, Op>(in, n, out, 1, r);
+      o += r;
+    }
+    for (int q = 0; q < n; ++q)
+      if (q != me) recv_end(c, s, f, q, msg[q]);
+  }
+  return true;
+}
+
+template <ccl_datatype_t D, ccl_redop_t Op>
+__global__ void __launch_bounds__(kThreads) pipe_kernel(ccl_device_comm_t c, CollScratch s,
+                                                        PipeArgs a) {
+  using T = typename DType<D>::Storage;
+  constexpr size_t E = sizeof(T);
+  __shared__ Fifo f;
+  fifo_load(c, s, f);
+  const int n = c.nranks, me = c.rank;
+  size_t lo, len;
+  partition(a.count, gridDim.x, blockIdx.x, &lo, &len);
+  const char* send = static_cast<const char*>(a.send);
+  char* recv = static_cast<char*>(a.recv);
+  Map w{recv, a.count * E, 0, lo, E};
+  Shape sh{a.coll, a.algo, n, len, a.root, a.chunks};
+  switch (a.coll) {
+    case Collective::kAllReduce:
+      if (send != recv) copy_slice(recv + lo * E, send + lo * E, len * E);
+      break;
+    case Collective::kBroadcast:
+      if (me == a.root && send != recv) copy_slice(recv + lo * E, send + lo * E, len * E);
+      break;
+    case Collective::kAllGather:
+      w.blk = len;
+      sh.count = n * len;
+      if (send != recv + me * a.count * E)
+        copy_slice(recv + (me * a.count + lo) * E, send + lo * E, len * E);
+      break;
+    case Collective::kReduceScatter:
+      w.base = s.temp;
+      w.blk = len;
+      sh.count = n * len;
+      for (int j = 0; j < n; ++j)
+        copy_slice(s.temp + (j * a.count + lo) * E, send + (j * a.send_ld + lo) * E, len * E);
+      break;
+    default:
+      break;
+  }
+  __syncthreads();
+  if (a.canonical) {
+    // Reduce-scatter in the canonical order, then the algorithm's allgather (allreduce).
+    if (!canonical_reduce_scatter<D, Op>(c, s, f, w, sh.count)) return;
+    if (a.coll == Collective::kAllReduce) {
+      sh.coll = Collective::kAllGather;
+      if (sh.algo != Algorithm::kRing) sh.algo = Algorithm::kRecursiveDoubling;
+    } else {
+      sh.algo = Algorithm::kDirect;  // nothing left to do
+      sh.nranks = 1;
+    }
+  }
+  const int steps = num_steps(sh);
+  for (int i = 0; i < steps; ++i)
+    if (!run_step<D, Op>(c, s, f, w, make_step(sh, me, i))) return;
+  if (a.coll == Collective::kReduceScatter) {
+    __syncthreads();
+    copy_slice(recv + lo * E, s.temp + (me * a.count + lo) * E, len * E);
+  }
+  fifo_store(c, s, f);
+}
+
+__global__ void __launch_bounds__(kThreads) p2p_kernel(ccl_device_comm_t c, CollScratch s,
+                                                       P2pArgs a) {
+  __shared__ Fifo f;
+  fifo_load(c, s, f);
+  // This channel's share of each operation, in 16-byte units (the last channel takes the rest).
+  size_t lo[kMaxP2pOps], len[kMaxP2pOps], msgs = 0;
+  const size_t per = s.slot_bytes;
+  for (int i = 0; i < a.nops; ++i) {
+    const size_t units = a.ops[i].bytes / 16;
+    partition(units, gridDim.x, blockIdx.x, &lo[i], &len[i]);
+    lo[i] *= 16;
+    len[i] *= 16;
+    if (blockIdx.x == gridDim.x - 1) len[i] += a.ops[i].bytes % 16;
+    const size_t k = (len[i] + per - 1) / per;
+    if (k > msgs) msgs = k;
+  }
+  for (size_t k = 0; k < msgs; ++k) {
+    // Every send of this round before any receive: no two ranks wait on each other.
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int i = 0; i < a.nops; ++i) {
+        const P2pOp& op = a.ops[i];
+        if ((op.is_send != 0) != (pass == 0) || k * per >= len[i]) continue;
+        const size_t off = lo[i] + k * per, b = min(per, len[i] - k * per);
+        uint64_t m;
+        if (op.is_send) {
+          char* slot = send_begin(c, s, f, op.peer, &m);
+          if (slot == nullptr) return;
+          dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b,
+                                       op.peer);
+          send_end(c, s, f, op.peer, m);
+        } else {
+          const char* slot = recv_begin(c, s, f, op.peer, &m);
+          if (slot == nullptr) return;
+          copy_slice(static_cast<char*>(op.buf) + off, slot, b);
+          recv_end(c, s, f, op.peer, m);
+        }
+      }
+    }
+  }
+  fifo_store(c, s, f);
+}
+
+using Launch = void (*)(const ccl_device_comm_t&, const CollScratch&, const PipeArgs&, int,
+                        cudaStream_t);
+
+template <ccl_datatype_t D, ccl_redop_t Op>
+void launch(const ccl_device_comm_t& c, const CollScratch& s, const PipeArgs& a, int grid,
+            cudaStream_t stream) {
+  pipe_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
+}
+
+#define CCL_OP_ENTRY(op, name) launch<D, op>,
+template <ccl_datatype_t D>
+struct Row {
+  static constexpr Launch kOps[ccl_num_redops] = {CCL_FOR_EACH_REDOP(CCL_OP_ENTRY)};
+};
+#undef CCL_OP_ENTRY
+#define CCL_ROW(e, T, A, name) Row<e>::kOps,
+constexpr const Launch* kTable[ccl_num_datatypes] = {CCL_FOR_EACH_DTYPE(CCL_ROW)};
+#undef CCL_ROW
+
+}  // namespace
+
+cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+                        const CollScratch& s, const PipeArgs& a, int grid, cudaStream_t stream) {
+  // Copy-only collectives do not depend on the operation: one instantiation per type.
+  const bool reduces = a.coll == Collective::kAllReduce || a.coll == Collective::kReduceScatter;
+  kTable[dtype][reduces ? op : ccl_sum](c, s, a, grid, stream);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+                       cudaStream_t stream) {
+  p2p_kernel<<<kPipeChannels, kThreads, 0, stream>>>(c, s, a);
+  return cudaGetLastError();
+}
+
+}  // namespace ccl::coll

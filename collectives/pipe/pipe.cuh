@@ -1,0 +1,47 @@
+// Pipe collectives: algorithms given as schedules (collectives/schedule) run over pairwise
+// FIFOs of the communicator's scratch. Every message is a put into the receiver's inbox slot
+// followed by a signal (head); the receiver copies or reduces the slot into its working buffer
+// and returns the slot (tail). Only device-API operations cross ranks, so the same kernel runs
+// over any transport the device API reaches. Point-to-point groups use the same FIFOs.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "ccl/ccl.h"
+#include "collectives/common/coll_args.h"
+#include "collectives/schedule/step.hpp"
+
+namespace ccl::coll {
+
+struct PipeArgs {
+  Collective coll;  // kAllReduce, kAllGather, kBroadcast or kReduceScatter
+  Algorithm algo;
+  int root;
+  int chunks;       // pipeline depth of a ring broadcast
+  bool canonical;   // reduce in rank order (CCL_DETERMINISTIC, avg): canonical reduce-scatter
+                    // first, then the algorithm's allgather
+  const void* send;
+  void* recv;
+  size_t count;     // allreduce, broadcast: elements; allgather, reduce-scatter: per rank
+  size_t send_ld;   // reduce-scatter: elements between rank blocks of send
+};
+
+/// One point-to-point operation of a group.
+struct P2pOp {
+  void* buf;  // send: source; recv: destination
+  size_t bytes;
+  int peer;
+  int is_send;
+};
+inline constexpr int kMaxP2pOps = 32;
+struct P2pArgs {
+  int nops;
+  P2pOp ops[kMaxP2pOps];
+};
+
+cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+                        const CollScratch& s, const PipeArgs& a, int grid, cudaStream_t stream);
+cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+                       cudaStream_t stream);
+
+}  // namespace ccl::coll

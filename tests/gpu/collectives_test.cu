@@ -1,0 +1,428 @@
+// Every collective on real GPUs, 2 processes on 2 GPUs and 3 and 4 ranks sharing them: every
+// algorithm (CCL_ALGO) x every type x every reduction, in place and out of place, ordinary and
+// symmetric buffers, unaligned offsets, counts from 1 element to several staging pieces,
+// poisoned outputs, bitwise comparison with the host's reference, run-to-run determinism,
+// cross-algorithm identity under CCL_DETERMINISTIC=1, CUDA graph capture and replay, 10^4 mixed
+// back-to-back calls, send/recv in groups, and argument checks.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "collectives/common/names.hpp"
+#include "gpu/coll_reference.hpp"
+#include "gpu/gpu_ranks.cuh"
+
+namespace ccl::test {
+namespace {
+
+ccl_result_t call(ccl_comm_t comm, Collective c, const void* send, void* recv, size_t count,
+                  ccl_datatype_t d, ccl_redop_t op, int root, cudaStream_t s) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return ccl_allreduce(send, recv, count, d, op, comm, s);
+    case Collective::kReduceScatter:
+      return ccl_reduce_scatter(send, recv, count, d, op, comm, s);
+    case Collective::kAllGather:
+      return ccl_allgather(send, recv, count, d, comm, s);
+    case Collective::kBroadcast:
+      return ccl_broadcast(send, recv, count, d, root, comm, s);
+    case Collective::kReduce:
+      return ccl_reduce(send, recv, count, d, op, root, comm, s);
+    case Collective::kAllToAll:
+      return ccl_alltoall(send, recv, count, d, comm, s);
+  }
+  return CCL_INTERNAL_ERROR;
+}
+
+enum class Mem { kDevice, kInPlace, kSymmetric };
+
+struct Case {
+  Collective coll;
+  ccl_redop_t op;
+  int root;
+  size_t count;
+  Mem mem;
+  size_t offset;  // elements past an aligned address (unaligned buffers)
+  bool exact;
+  uint32_t seed;
+};
+
+/// Runs one case twice and compares bitwise with the reference (and run 2 with run 1).
+template <ccl_datatype_t D>
+int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, const char* label) {
+  using T = typename DType<D>::Storage;
+  size_t se, re;
+  coll_elems(k.coll, k.count, n, &se, &re);
+  std::vector<std::vector<T>> in(n);
+  for (int r = 0; r < n; ++r) in[r] = make_input<D>(k.seed, r, se, k.op, k.exact);
+  const std::vector<T> want = reference<D>(k.coll, k.op, k.root, me, n, k.count, in);
+  const bool root_only = k.coll == Collective::kReduce;
+  const bool check = !root_only || me == k.root;
+
+  // One allocation holds both buffers (or one, in place) past `offset` elements.
+  const size_t off = k.offset;
+  const size_t bytes = (off + se + re + 64) * sizeof(T);
+  T* base = nullptr;
+  if (k.mem == Mem::kSymmetric) {
+    RANK_OK(ccl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&base)));
+  } else {
+    RANK_CUDA(cudaMalloc(&base, bytes));
+  }
+  T *send = base + off, *recv = base + off + se + 16;
+  if (k.mem == Mem::kInPlace) {
+    // NCCL's in-place conventions.
+    if (k.coll == Collective::kReduceScatter) {
+      recv = send + me * k.count;
+    } else if (k.coll == Collective::kAllGather) {
+      recv = base + off;
+      send = recv + me * k.count;
+    } else {
+      recv = send;
+    }
+  }
+  std::vector<T> got(re), first(re);
+  for (int rep = 0; rep < 2; ++rep) {
+    RANK_CUDA(cudaMemset(base, 0x7b, bytes));  // poison
+    RANK_CUDA(cudaMemcpy(send, in[me].data(), se * sizeof(T), cudaMemcpyHostToDevice));
+    RANK_OK(call(comm, k.coll, send, recv, k.count, D, k.op, k.root, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), recv, re * sizeof(T), cudaMemcpyDeviceToHost));
+    if (check) {
+      size_t wrong = 0, at = re;
+      for (size_t i = 0; i < re; ++i)
+        if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) wrong++, at = std::min(at, i);
+      RANK_CHECK(wrong == 0,
+                 "[%s] %s %s %s count %zu root %d %s offset %zu: %zu of %zu wrong (first at %zu)",
+                 label, coll::collective_name(k.coll), coll::dtype_name(D),
+                 reduces(k.coll) ? coll::redop_name(k.op) : "-", k.count, k.root,
+                 k.mem == Mem::kInPlace ? "in place" : k.mem == Mem::kSymmetric ? "symmetric" : "device",
+                 off, wrong, re, at);
+      if (rep == 1)
+        RANK_CHECK(std::memcmp(got.data(), first.data(), re * sizeof(T)) == 0,
+                   "[%s] %s: run 2 differs from run 1", label, coll::collective_name(k.coll));
+      first = got;
+    }
+  }
+  if (k.mem == Mem::kSymmetric) {
+    RANK_OK(ccl_mem_free(comm, base));
+  } else {
+    RANK_CUDA(cudaFree(base));
+  }
+  return 0;
+}
+
+int run_case_any(ccl_comm_t comm, int me, int n, ccl_datatype_t d, const Case& k, cudaStream_t s,
+                 const char* label) {
+  switch (d) {
+#define CCL_CASE(e, T, A, name) \
+  case e:                       \
+    return run_case<e>(comm, me, n, k, s, label);
+    CCL_FOR_EACH_DTYPE(CCL_CASE)
+#undef CCL_CASE
+    default:
+      return 99;
+  }
+}
+
+/// The matrix of one collective under the current algorithm settings.
+int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStream_t s,
+           const char* label, bool full) {
+  // 70001 x n elements of 8 bytes pass the 1 MiB staging several times.
+  const size_t counts[] = {1, 7, 1000, 70001};
+  const ccl_redop_t ops[] = {ccl_sum, ccl_prod, ccl_min, ccl_max, ccl_avg};
+  for (int d = 0; d < ccl_num_datatypes; ++d) {
+    for (size_t ci = 0; ci < 4; ++ci) {
+      const size_t count = counts[ci];
+      for (int m = 0; m < 3; ++m) {
+        if (!full && m != 0 && ci != 2) continue;
+        for (int oi = 0; oi < (reduces(c) ? 5 : 1); ++oi) {
+          if (!full && oi > 0 && ci == 3) continue;
+          Case k{c, ops[oi], static_cast<int>((seed + count) % n), count, static_cast<Mem>(m),
+                 (count % 3 == 1 && m != 1) ? size_t{1} : size_t{0}, true, seed++};
+          if (run_case_any(comm, me, n, static_cast<ccl_datatype_t>(d), k, s, label)) return 1;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+/// A communicator that reads the current environment (the tuner reads it at the first call).
+int fresh_comm(ccl_comm_t world, int me, ccl_comm_t* out) {
+  RANK_OK(ccl_comm_split(world, 0, me, out));
+  return 0;
+}
+
+struct AlgoConfig {
+  const char* algo;  // CCL_ALGO
+  const char* proto;
+  std::vector<Collective> colls;
+};
+
+int algorithms(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
+  using C = Collective;
+  const std::vector<AlgoConfig> configs = {
+      {"", "AUTO", {C::kAllReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
+      {"allreduce:one_shot", "LL", {C::kAllReduce}},
+      {"allreduce:one_shot", "SIMPLE", {C::kAllReduce}},
+      {"allreduce:two_shot", "AUTO", {C::kAllReduce}},
+      {"ring", "AUTO", {C::kAllReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast}},
+      {"recursive_doubling", "AUTO", {C::kAllReduce, C::kAllGather}},
+      {"rabenseifner", "AUTO", {C::kAllReduce}},
+      {"direct", "AUTO", {C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
+  };
+  for (const AlgoConfig& cfg : configs) {
+    setenv("CCL_ALGO", cfg.algo, 1);
+    setenv("CCL_PROTO", cfg.proto, 1);
+    ccl_comm_t comm;
+    if (fresh_comm(world, me, &comm)) return 1;
+    std::string label = std::string(cfg.algo[0] ? cfg.algo : "tuner") + "/" + cfg.proto;
+    for (Collective c : cfg.colls)
+      if (matrix(comm, me, n, c, seed, s, label.c_str(), cfg.algo[0] == 0 || c == C::kAllReduce))
+        return 1;
+    RANK_OK(ccl_comm_destroy(comm));
+  }
+  unsetenv("CCL_ALGO");
+  unsetenv("CCL_PROTO");
+  return 0;
+}
+
+/// CCL_DETERMINISTIC=1: random (inexact) inputs reduce to the canonical result bitwise under
+/// every allreduce algorithm and for sizes that pick different protocols.
+int deterministic(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
+  setenv("CCL_DETERMINISTIC", "1", 1);
+  for (const char* algo : {"allreduce:one_shot", "allreduce:two_shot", "ring", "recursive_doubling",
+                           "rabenseifner"}) {
+    setenv("CCL_ALGO", algo, 1);
+    ccl_comm_t comm;
+    if (fresh_comm(world, me, &comm)) return 1;
+    for (size_t count : {size_t{5}, size_t{4099}, size_t{300001}})
+      for (ccl_datatype_t d : {ccl_float32, ccl_bfloat16, ccl_float16, ccl_float8_e4m3})
+        for (ccl_redop_t op : {ccl_sum, ccl_avg}) {
+          Case k{Collective::kAllReduce, op, 0, count, Mem::kDevice, 0, false, seed};
+          if (run_case_any(comm, me, n, d, k, s, algo)) return 1;
+        }
+    Case rs{Collective::kReduceScatter, ccl_sum, 0, 4099, Mem::kDevice, 0, false, seed};
+    if (std::strcmp(algo, "ring") == 0 && run_case_any(comm, me, n, ccl_float32, rs, s, algo))
+      return 1;
+    RANK_OK(ccl_comm_destroy(comm));
+  }
+  unsetenv("CCL_ALGO");
+  unsetenv("CCL_DETERMINISTIC");
+  return 0;
+}
+
+/// Every collective captured into one graph, replayed with new inputs each time.
+int graphs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  const size_t count = 3000;
+  const Collective colls[] = {Collective::kAllReduce, Collective::kReduceScatter,
+                              Collective::kAllGather, Collective::kBroadcast, Collective::kReduce,
+                              Collective::kAllToAll};
+  std::vector<float*> send(6), recv(6);
+  for (int i = 0; i < 6; ++i) {
+    RANK_CUDA(cudaMalloc(&send[i], count * n * 4));
+    RANK_CUDA(cudaMalloc(&recv[i], count * n * 4));
+  }
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < 6; ++i)
+    RANK_OK(call(comm, colls[i], send[i], recv[i], count, ccl_float32, ccl_sum, 1 % n, s));
+  RANK_CUDA(cudaStreamEndCapture(s, &graph));
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 4; ++replay) {
+    std::vector<std::vector<std::vector<float>>> in(6);
+    for (int i = 0; i < 6; ++i) {
+      size_t se, re;
+      coll_elems(colls[i], count, n, &se, &re);
+      for (int r = 0; r < n; ++r) in[i].push_back(make_input<ccl_float32>(replay * 10 + i, r, se, ccl_sum, true));
+      RANK_CUDA(cudaMemcpy(send[i], in[i][me].data(), se * 4, cudaMemcpyHostToDevice));
+      RANK_CUDA(cudaMemset(recv[i], 0, re * 4));
+    }
+    RANK_CUDA(cudaGraphLaunch(exec, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    for (int i = 0; i < 6; ++i) {
+      if (colls[i] == Collective::kReduce && me != 1 % n) continue;
+      size_t se, re;
+      coll_elems(colls[i], count, n, &se, &re);
+      const auto want = reference<ccl_float32>(colls[i], ccl_sum, 1 % n, me, n, count, in[i]);
+      std::vector<float> got(re);
+      RANK_CUDA(cudaMemcpy(got.data(), recv[i], re * 4, cudaMemcpyDeviceToHost));
+      RANK_CHECK(std::memcmp(got.data(), want.data(), re * 4) == 0, "graph replay %d: %s wrong",
+                 replay, coll::collective_name(colls[i]));
+    }
+  }
+  RANK_CUDA(cudaGraphExecDestroy(exec));
+  RANK_CUDA(cudaGraphDestroy(graph));
+  for (int i = 0; i < 6; ++i) {
+    RANK_CUDA(cudaFree(send[i]));
+    RANK_CUDA(cudaFree(recv[i]));
+  }
+  return 0;
+}
+
+/// 10^4 back-to-back mixed collectives (sizes, types, kernels), checked every 1000 calls.
+int stress(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  const size_t count = 257;
+  float *a, *b;
+  RANK_CUDA(cudaMalloc(&a, count * n * 8));
+  RANK_CUDA(cudaMalloc(&b, count * n * 8));
+  std::vector<float> ones(count * n, 1.0f);
+  RANK_CUDA(cudaMemcpy(a, ones.data(), ones.size() * 4, cudaMemcpyHostToDevice));
+  for (int i = 0; i < 10000; ++i) {
+    switch (i % 5) {
+      case 0:
+        RANK_OK(ccl_allreduce(a, b, count, ccl_float32, ccl_max, comm, s));
+        break;
+      case 1:
+        RANK_OK(ccl_allgather(a, b, count, ccl_float32, comm, s));
+        break;
+      case 2:
+        RANK_OK(ccl_reduce_scatter(a, b, count, ccl_float32, ccl_sum, comm, s));
+        break;
+      case 3:
+        RANK_OK(ccl_allreduce(a, b, count * n * 2, ccl_bfloat16, ccl_min, comm, s));
+        break;
+      default:
+        RANK_OK(ccl_broadcast(a, b, count * 3, ccl_int8, i % n, comm, s));
+        break;
+    }
+    if (i % 1000 == 2) {
+      std::vector<float> got(count);
+      RANK_CUDA(cudaStreamSynchronize(s));
+      RANK_CUDA(cudaMemcpy(got.data(), b, count * 4, cudaMemcpyDeviceToHost));
+      for (size_t j = 0; j < count; ++j)
+        RANK_CHECK(got[j] == static_cast<float>(n), "stress call %d: element %zu is %f", i, j, got[j]);
+    }
+  }
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaFree(a));
+  RANK_CUDA(cudaFree(b));
+  return 0;
+}
+
+/// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
+int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  for (size_t bytes : {size_t{1}, size_t{4097}, size_t{5} << 20}) {
+    char *sb, *rb, *self_rb;
+    RANK_CUDA(cudaMalloc(&sb, bytes));
+    RANK_CUDA(cudaMalloc(&rb, bytes));
+    RANK_CUDA(cudaMalloc(&self_rb, bytes));
+    std::vector<char> h(bytes), got(bytes);
+    for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 7 + me * 13);
+    RANK_CUDA(cudaMemcpy(sb, h.data(), bytes, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(rb, 0, bytes));
+    RANK_OK(ccl_group_start());
+    RANK_OK(ccl_send(sb, bytes, ccl_uint8, (me + 1) % n, comm, s));
+    RANK_OK(ccl_recv(rb, bytes, ccl_uint8, (me + n - 1) % n, comm, s));
+    RANK_OK(ccl_send(sb, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_recv(self_rb, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_group_end());
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), rb, bytes, cudaMemcpyDeviceToHost));
+    const int from = (me + n - 1) % n;
+    for (size_t i = 0; i < bytes; ++i)
+      RANK_CHECK(got[i] == static_cast<char>(i * 7 + from * 13), "sendrecv %zu bytes: byte %zu", bytes, i);
+    RANK_CUDA(cudaMemcpy(got.data(), self_rb, bytes, cudaMemcpyDeviceToHost));
+    RANK_CHECK(std::memcmp(got.data(), h.data(), bytes) == 0, "self send/recv %zu bytes", bytes);
+    // Outside a group: rank 0 sends, rank 1 receives.
+    if (me == 0) RANK_OK(ccl_send(sb, bytes, ccl_uint8, 1, comm, s));
+    if (me == 1) RANK_OK(ccl_recv(rb, bytes, ccl_uint8, 0, comm, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    if (me == 1) {
+      RANK_CUDA(cudaMemcpy(got.data(), rb, bytes, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < bytes; ++i)
+        RANK_CHECK(got[i] == static_cast<char>(i * 7), "lone recv %zu bytes: byte %zu", bytes, i);
+    }
+    RANK_CUDA(cudaFree(sb));
+    RANK_CUDA(cudaFree(rb));
+    RANK_CUDA(cudaFree(self_rb));
+  }
+  return 0;
+}
+
+/// Every entry point refuses bad input with CCL_INVALID_ARGUMENT and enqueues nothing.
+int bad_input(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  float* d = nullptr;
+  RANK_CUDA(cudaMalloc(&d, 64 * n));
+  std::vector<float> host(16);
+  const auto I = CCL_INVALID_ARGUMENT;
+  const auto bad_t = static_cast<ccl_datatype_t>(99);
+  const auto bad_op = static_cast<ccl_redop_t>(99);
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
+                       Collective::kBroadcast, Collective::kReduce, Collective::kAllToAll}) {
+    const char* name = coll::collective_name(c);
+    RANK_CHECK(call(nullptr, c, d, d, 4, ccl_float32, ccl_sum, 0, s) == I, "%s: null comm", name);
+    RANK_CHECK(call(comm, c, d, d, 4, bad_t, ccl_sum, 0, s) == I, "%s: datatype", name);
+    RANK_CHECK(call(comm, c, d, d, SIZE_MAX / 2, ccl_float32, ccl_sum, 0, s) == I, "%s: overflow", name);
+    RANK_CHECK(call(comm, c, host.data(), d, 4, ccl_float32, ccl_sum, 0, s) == I, "%s: host send", name);
+    RANK_CHECK(call(comm, c, d, d, 1 << 24, ccl_float32, ccl_sum, 0, s) == I, "%s: small buffer", name);
+    if (c != Collective::kBroadcast)
+      RANK_CHECK(call(comm, c, nullptr, d, 4, ccl_float32, ccl_sum, 0, s) == I, "%s: null send", name);
+    if (c != Collective::kReduce)
+      RANK_CHECK(call(comm, c, d, nullptr, 4, ccl_float32, ccl_sum, 0, s) == I, "%s: null recv", name);
+    if (reduces(c))
+      RANK_CHECK(call(comm, c, d, d, 4, ccl_float32, bad_op, 0, s) == I, "%s: op", name);
+    if (c == Collective::kBroadcast || c == Collective::kReduce) {
+      RANK_CHECK(call(comm, c, d, d, 4, ccl_float32, ccl_sum, n, s) == I, "%s: root n", name);
+      RANK_CHECK(call(comm, c, d, d, 4, ccl_float32, ccl_sum, -1, s) == I, "%s: root -1", name);
+    }
+    RANK_CHECK(std::strstr(ccl_get_last_error(), name) != nullptr, "%s: message '%s'", name,
+               ccl_get_last_error());
+  }
+  RANK_CHECK(ccl_send(d, 4, ccl_float32, n, comm, s) == I, "send: peer");
+  RANK_CHECK(ccl_recv(d, 4, ccl_float32, -1, comm, s) == I, "recv: peer");
+  RANK_CHECK(ccl_send(nullptr, 4, ccl_float32, 0, comm, s) == I, "send: null");
+  RANK_CHECK(ccl_recv(d, 4, bad_t, 0, comm, s) == I, "recv: datatype");
+  RANK_CHECK(ccl_send(nullptr, 4, ccl_float32, 0, nullptr, s) == I, "send: comm");
+  RANK_CHECK(ccl_barrier(nullptr, s) == I, "barrier: comm");
+  RANK_CHECK(ccl_group_end() == CCL_INVALID_USAGE, "group end without start");
+  // Nothing was enqueued: the stream is idle and the communicator healthy.
+  RANK_CHECK(cudaStreamQuery(s) == cudaSuccess, "stream busy after refused calls");
+  ccl_result_t async;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, nullptr));
+  RANK_CHECK(async == CCL_SUCCESS, "communicator in error");
+  RANK_CUDA(cudaFree(d));
+  return 0;
+}
+
+class Collectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
+  REQUIRE_GPUS(1);
+  const int n = GetParam();
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  const uint32_t seed = std::random_device{}();
+  auto results = fork_ranks(n, [&](int r) {
+    setenv("CCL_COLL_SCRATCH_SIZE", "1M", 1);
+    ccl_comm_t world;
+    if (init_on_gpu(id, n, r, &world)) return 1;
+    cudaStream_t s;
+    RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (bad_input(world, r, n, s)) return 2;
+    if (algorithms(world, r, n, seed, s)) return 3;
+    if (deterministic(world, r, n, seed, s)) return 4;
+    if (graphs(world, r, n, s)) return 5;
+    if (stress(world, r, n, s)) return 6;
+    if (point_to_point(world, r, n, s)) return 7;
+    RANK_OK(ccl_barrier(world, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    ccl_result_t async;
+    RANK_OK(ccl_comm_get_async_error(world, &async, nullptr));
+    RANK_CHECK(async == CCL_SUCCESS, "communicator in error");
+    RANK_OK(ccl_comm_destroy(world));
+    return 0;
+  }, 600000);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r << " (seed " << seed << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(2, 3, 4));
+
+}  // namespace
+}  // namespace ccl::test
