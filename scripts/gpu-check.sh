@@ -5,6 +5,10 @@
 # builds with scripts/setup.sh.
 #   RANKS="2 4"      rank counts for the launcher jobs (default: 2 and 4)
 #   PERF=0           skip the benchmarks
+#   DEVICE_PERF=0    skip the device-API benchmarks (put_bw ... barrier_latency)
+#   COLL_MAX=1G      largest size of the collective benchmarks
+#   CROSSOVER=1      also sweep each allreduce/allgather/reduce-scatter algorithm alone
+#   TESTS='gpu_*'    which GPU test binaries to run
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # NVLink multicast must stay off on shared machines: never enable it here.
@@ -42,7 +46,7 @@ run() {  # run NAME COMMAND...: logs to $out/NAME.log, records a summary row
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 } >"$out/machine.txt" 2>&1
 run ccl-info "$bin/ccl-info"
-for t in "$tests"/gpu_*; do
+for t in "$tests"/${TESTS:-gpu_*}; do
   [[ -x $t ]] && run "$(basename "$t")" "$t"
 done
 for n in $ranks; do
@@ -54,7 +58,7 @@ for e in "$ex"/example_*; do
 done
 
 coll_perf=$perf  # the collective benchmarks are never rebuilt with NVSHMEM
-if [[ ${PERF:-1} == 1 && -x $perf/put_bw ]]; then
+if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
   # The same benchmark sources with NVSHMEM columns, built here when NVSHMEM and nvcc exist.
   if command -v nvcc >/dev/null && python3 -c 'import nvidia.nvshmem' 2>/dev/null &&
      nvlib=$("$root/perf/device/build_nvshmem.sh" /tmp/ccl-perf-nvshmem 2>"$out/build_nvshmem.log" | tail -1); then
@@ -80,20 +84,39 @@ if [[ ${PERF:-1} == 1 && -x $perf/put_bw ]]; then
 fi
 
 if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
-  # NCCL side by side (loaded at run time from the Python environment's NCCL, if any).
+  # NCCL side by side (loaded at run time from the Python environment's NCCL, if any), in its
+  # best configuration (ncclMemAlloc + symmetric windows); ccl on symmetric buffers (-R 1).
   nccl_lib=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)/lib
   cmp=""; [[ -e $nccl_lib/libnccl.so.2 ]] && cmp="--compare-nccl"
-  run all_reduce_perf env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/ccl-run" -n 2 -- \
-    "$coll_perf/all_reduce_perf" -b 8 -e 64M -f 4 $cmp --json "$out/all_reduce_perf.json"
-  run all_reduce_perf_graph env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/ccl-run" -n 2 -- \
-    "$coll_perf/all_reduce_perf" -b 8 -e 64K -f 4 -G 1 $cmp
+  crun() { local name=$1; shift; run "$name" env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/ccl-run" -n 2 -- "$@"; }
+  top=${COLL_MAX:-1G}
+  for c in all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv; do
+    crun ${c}_perf "$coll_perf/${c}_perf" -b 8 -e "$top" -f 2 -R 1 $cmp --json "$out/${c}_perf.json"
+  done
+  crun all_reduce_perf_graph "$coll_perf/all_reduce_perf" -b 8 -e 1M -f 2 -R 1 -G 1 $cmp --json "$out/all_reduce_perf_graph.json"
+  crun all_reduce_perf_malloc "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 $cmp
+  if [[ ${CROSSOVER:-0} == 1 ]]; then
+    # Crossover points of the tuner's table: each algorithm alone over the same sweep.
+    for a in allreduce:one_shot allreduce:two_shot ring recursive_doubling rabenseifner; do
+      crun "all_reduce_${a#allreduce:}" "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 -R 1 --algo "$a"
+    done
+    for a in allgather:direct allgather:ring reduce_scatter:direct reduce_scatter:ring; do
+      c=${a%%:*}; b=${c/allgather/all_gather}
+      crun "${b}_${a#*:}" "$coll_perf/${b}_perf" -b 1K -e 256M -f 8 -R 1 --algo "$a"
+    done
+  fi
 fi
 
 echo
 echo "== gpu-check summary ($(nvidia-smi -L 2>/dev/null | wc -l) GPU(s); logs in $out) =="
 grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/ccl-info.log" | head -12
-for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency all_reduce_perf all_reduce_perf_graph; do
+for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency; do
   [[ -f $out/$b.log ]] && grep -E '^\[0\] ( *[0-9]+ |#)' "$out/$b.log" | sed 's/^\[0\] //'
 done
+for f in "$out"/*_perf*.log "$out"/all_reduce_*.log "$out"/all_gather_*.log "$out"/reduce_scatter_*.log; do
+  [[ -f $f ]] || continue
+  echo "-- $(basename "$f" .log)"
+  grep -E '^\[0\] ( *[0-9]+ )' "$f" | sed 's/^\[0\] //' | awk '{printf "%s %s %s %s %s\n", $1, $6, $8, $9, $(NF-3) " " $(NF-1)}' | column -t | head -40
+done | awk '!seen[$0]++'
 printf '%s\n' "${rows[@]}"
 ! printf '%s\n' "${rows[@]}" | grep -q ' FAIL:'

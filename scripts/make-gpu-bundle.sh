@@ -12,7 +12,7 @@ mkdir -p "$dest"/{bin,tests,lib,perf,examples,include/ccl}
 cp "$build"/include/ccl/version.h "$dest/include/ccl/"  # generated; the rest of include/ travels as source
 cp "$build"/src/tools/ccl-info "$build"/src/tools/ccl-run "$dest/bin/"
 cp -P "$build"/src/libccl.so* "$dest/lib/"
-find "$build/tests" -maxdepth 1 -type f -executable \( -name 'gpu_*' -o -name 'mp_*' -o -name 'env_rank' \) \
+find "$build/tests" -maxdepth 1 -type f -executable \( -name 'gpu_*' -o -name 'mp_comm' -o -name 'env_rank' \) \
   -exec cp {} "$dest/tests/" \;
 find "$build/examples" -maxdepth 1 -type f -executable -exec cp {} "$dest/examples/" \;
 if [[ -d $build/perf ]]; then

@@ -32,7 +32,7 @@ inline constexpr uint64_t kNoWindow = ~uint64_t{0};
 struct CollScratch {
   char* stage[2];      // symmetric staging, alternating by epoch parity (local view)
   size_t stage_bytes;  // bytes of each staging buffer
-  Ready* ready;        // symmetric [kMaxBlocks][nranks]
+  Ready* ready;        // symmetric [2 (epoch parity)][kMaxBlocks][nranks]
   uint64_t* done;      // symmetric [kMaxBlocks][nranks]: epoch at which rank j left the block
   uint64_t* epoch;     // symmetric [nranks]: last epoch rank j completed (j pushes it here)
   uint32_t* finished;  // local device: blocks of the running kernel that finished

@@ -47,13 +47,20 @@ __device__ __forceinline__ void wait_peer_epochs(const ccl_device_comm_t& c, con
   __syncthreads();
 }
 
+/// This block's row of entry flags for epoch e. Rows alternate by epoch parity: a launch without
+/// an exit barrier (the one-shot LL) lets a fast rank publish its next launch's windows while a
+/// slow peer has yet to read this one's; the launch after that waits for the peer's epoch.
+__device__ __forceinline__ Ready* ready_row(const CollScratch& s, int n, uint64_t e) {
+  return s.ready + ((e & 1) * kMaxBlocks + blockIdx.x) * static_cast<size_t>(n);
+}
+
 /// Block-wide entry barrier of block b at epoch e: publishes `mine` (this rank's windows) to
 /// every peer, then waits for every peer's. Everything the block wrote before is visible to the
 /// peers after it (the signalling thread fences after the block barrier).
 __device__ __forceinline__ void entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
                                               uint64_t e, const Ready& mine, int* fail) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
-  Ready* row = s.ready + static_cast<size_t>(blockIdx.x) * n;
+  Ready* row = ready_row(s, n, e);
   __syncthreads();
   if (t < n && t != me) {
     Ready* r = dev::peer_ptr(c, row + me, t);

@@ -72,8 +72,8 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
 struct Win {
   uint64_t src_off, src_ld, dst_off;
 };
-__device__ __forceinline__ Win peer_ready(const CollScratch& s, int n, int j) {
-  const Ready* r = s.ready + static_cast<size_t>(blockIdx.x) * n + j;
+__device__ __forceinline__ Win peer_ready(const CollScratch& s, int n, uint64_t e, int j) {
+  const Ready* r = ready_row(s, n, e) + j;
   return Win{__ldcg(reinterpret_cast<const unsigned long long*>(&r->src_off)),
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->src_ld)),
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_off))};
@@ -89,13 +89,14 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ const T* in[kMaxDirectRanks];
   __shared__ T* out[kMaxDirectRanks];
   if (threadIdx.x == 0) fail = 0;
+  __syncthreads();
   const uint64_t e = next_epoch(c, s);
   if (!enter(c, s, a, e, sizeof(T), &fail)) return;
   size_t lo, len;
   if (a.kind == DirectKind::kOneShot) {
     my_slice(a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x)
-      in[j] = window<const T>(c, j, j == me ? a.src_off : peer_ready(s, n, j).src_off) + lo;
+      in[j] = window<const T>(c, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
@@ -112,7 +113,7 @@ __global__ void __launch_bounds__(kThreads)
     lo += mlo;
     // Peers' windows were published before the barrier; reading them here is ordered after it.
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const Win r = peer_ready(s, n, j);
+      const Win r = peer_ready(s, n, e, j);
       const uint64_t so = j == me ? a.src_off : r.src_off, dof = j == me ? a.dst_off : r.dst_off;
       in[j] = window<const T>(c, j, so) + lo;
       out[j] = window<T>(c, j, dof) + lo;
@@ -122,7 +123,7 @@ __global__ void __launch_bounds__(kThreads)
   } else if (a.kind == DirectKind::kReduceScatter) {
     my_slice(a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const Win r = peer_ready(s, n, j);
+      const Win r = peer_ready(s, n, e, j);
       const uint64_t so = j == me ? a.src_off : r.src_off, ld = j == me ? a.src_ld : r.src_ld;
       in[j] = window<const T>(c, j, so) + me * ld + lo;
     }
@@ -132,7 +133,7 @@ __global__ void __launch_bounds__(kThreads)
   } else if (me == a.root) {  // kReduce
     my_slice(a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x)
-      in[j] = window<const T>(c, j, j == me ? a.src_off : peer_ready(s, n, j).src_off) + lo;
+      in[j] = window<const T>(c, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
@@ -156,6 +157,7 @@ __global__ void __launch_bounds__(kThreads)
   const int n = c.nranks, me = c.rank;
   __shared__ int fail;
   if (threadIdx.x == 0) fail = 0;
+  __syncthreads();
   const uint64_t e = next_epoch(c, s);
   if (!enter(c, s, a, e, esize, &fail)) return;
   size_t lo, len;
@@ -168,13 +170,13 @@ __global__ void __launch_bounds__(kThreads)
       // Start with the next peer so that the ranks do not all read from one peer at once.
       for (int k = 0; k < n; ++k) {
         const int j = (me + k) % n;
-        const char* src = j == me ? send : window<const char>(c, j, peer_ready(s, n, j).src_off);
+        const char* src = j == me ? send : window<const char>(c, j, peer_ready(s, n, e, j).src_off);
         copy_slice(recv + (j * a.recv_ld + lo) * esize, src + lo * esize, b);
       }
       break;
     case DirectKind::kBroadcast:
       if (me != a.root) {
-        const char* src = window<const char>(c, a.root, peer_ready(s, n, a.root).src_off);
+        const char* src = window<const char>(c, a.root, peer_ready(s, n, e, a.root).src_off);
         copy_slice(recv + lo * esize, src + lo * esize, b);
       } else if (recv != send) {
         copy_slice(recv + lo * esize, send + lo * esize, b);
@@ -183,7 +185,7 @@ __global__ void __launch_bounds__(kThreads)
     case DirectKind::kAllToAll:
       for (int k = 0; k < n; ++k) {
         const int j = (me + k) % n;
-        const Win w = peer_ready(s, n, j);
+        const Win w = peer_ready(s, n, e, j);
         const char* src = j == me ? send + (me * a.send_ld + lo) * esize
                                   : window<const char>(c, j, w.src_off) + (me * w.src_ld + lo) * esize;
         copy_slice(recv + (j * a.recv_ld + lo) * esize, src, b);

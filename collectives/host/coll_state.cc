@@ -40,7 +40,7 @@ Status coll_state(ccl_comm* c, cudaStream_t stream, CollState** out) {
   // The pipe FIFOs share the staging budget: one slot per (sender, channel, slot).
   size_t slot = stage / (n * kPipeChannels * kPipeSlots) / 256 * 256;
   if (slot < 4096) slot = 4096;
-  const size_t ready = align_up(kMaxBlocks * n * sizeof(Ready), 256);
+  const size_t ready = align_up(2 * kMaxBlocks * n * sizeof(Ready), 256);
   const size_t done = align_up(kMaxBlocks * n * sizeof(uint64_t), 256);
   const size_t epoch = align_up(n * sizeof(uint64_t), 256);
   const size_t inbox = n * kPipeChannels * kPipeSlots * slot;

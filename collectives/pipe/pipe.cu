@@ -67,8 +67,9 @@ __device__ __forceinline__ char* slot_of(const CollScratch& s, int sender, uint6
 __device__ char* send_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
                             uint64_t* m) {
   const int ch = blockIdx.x;
-  *m = f.sent[peer] + 1;
+  // Thread 0 advanced the count at the end of the previous message: read it after a barrier.
   __syncthreads();
+  *m = f.sent[peer] + 1;
   if (threadIdx.x == 0 && *m > kPipeSlots &&
       !dev::wait_until(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + ch,
                        dev::Cmp::kAtLeast, *m - kPipeSlots))
@@ -93,8 +94,8 @@ __device__ void send_end(const ccl_device_comm_t& c, const CollScratch& s, Fifo&
 /// Block-wide: waits for the next message from `peer`; returns its slot or nullptr.
 __device__ const char* recv_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
                                   int peer, uint64_t* m) {
-  *m = f.rcvd[peer] + 1;
   __syncthreads();
+  *m = f.rcvd[peer] + 1;
   if (threadIdx.x == 0 &&
       !dev::signal_wait_until(c, s.head + static_cast<size_t>(peer) * kPipeChannels + blockIdx.x,
                               dev::Cmp::kAtLeast, *m))

@@ -5,6 +5,7 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,9 +20,52 @@
 namespace perf {
 namespace {
 
+int g_rank = 0, g_ranks = 1;
+
 size_t esize(ccl_datatype_t d) {
   static const size_t k[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
   return k[d];
+}
+
+bool per_rank(Kind k) {
+  return k == Kind::kReduceScatter || k == Kind::kAllGather || k == Kind::kAllToAll;
+}
+
+double reduce_inputs(int n, size_t i, ccl_redop_t op, bool uns) {
+  double acc = input_value(0, i, uns);
+  for (int q = 1; q < n; ++q) {
+    const double v = input_value(q, i, uns);
+    if (op == ccl_sum || op == ccl_avg)
+      acc += v;
+    else if (op == ccl_prod)
+      acc *= v;
+    else if (op == ccl_min)
+      acc = v < acc ? v : acc;
+    else
+      acc = v > acc ? v : acc;
+  }
+  return op == ccl_avg ? acc / n : acc;
+}
+
+/// Expected element i of `rank`'s receive buffer for a call of `count`.
+double expected_value(Kind k, int rank, int n, size_t i, size_t count, ccl_redop_t op, int root,
+                      bool uns) {
+  switch (k) {
+    case Kind::kAllReduce:
+    case Kind::kReduce:
+      return reduce_inputs(n, i, op, uns);
+    case Kind::kReduceScatter:
+      return reduce_inputs(n, rank * count + i, op, uns);
+    case Kind::kAllGather:
+      return input_value(static_cast<int>(i / count), i % count, uns);
+    case Kind::kBroadcast:
+      return input_value(root, i, uns);
+    case Kind::kAllToAll:
+      return input_value(static_cast<int>(i / count), rank * count + i % count, uns);
+    case Kind::kSendRecv:
+      return input_value((rank + n - 1) % n, i, uns);
+  }
+  return 0;
 }
 bool is_unsigned(ccl_datatype_t d) {
   return d == ccl_uint8 || d == ccl_uint32 || d == ccl_uint64;
@@ -201,6 +245,8 @@ class Driver {
     PERF_CCL(ccl_barrier_on_stream(r.comm, r.stream));  // completes rank 0's stores everywhere
     PERF_CUDA(cudaStreamSynchronize(r.stream));
     PERF_CUDA(cudaMemcpy(&id, sym, sizeof(id), cudaMemcpyDeviceToHost));
+    g_rank = r.rank;
+    g_ranks = nranks_;
     int rc = nccl_.init_rank(&r.ncomm, nranks_, id, r.rank);
     if (rc == 0) rc = nccl_.mem_alloc(&r.nsend, o_.max_bytes);
     if (rc == 0) rc = nccl_.mem_alloc(&r.nrecv, o_.max_bytes);
@@ -211,6 +257,7 @@ class Driver {
       std::exit(5);
     }
     fill(r, r.nsend, o_.max_bytes / esize(o_.dtype));
+    PERF_CUDA(cudaMemset(r.nrecv, 0, o_.max_bytes));
   }
 
   void header() const {
@@ -224,6 +271,7 @@ class Driver {
                 "type", "redop", "root", "time(us)", "algbw", "busbw", "#wrong", "time(us)",
                 "algbw", "busbw", "#wrong");
     if (o_.compare_nccl) std::printf("   %9s %8s %6s", "nccl(us)", "busbw", "ratio");
+    if (o_.graph_iters == 0) std::printf("   %7s", "enq(us)");
     std::printf("\n");
   }
 
@@ -236,16 +284,36 @@ class Driver {
   }
 
   long long count_wrong(Rank& r, const void* buf, size_t count) {
+    if (desc_.kind == Kind::kReduce && r.rank != o_.root) return 0;  // only the root receives
     const size_t es = esize(o_.dtype);
-    std::vector<char> got(count * es), want(count * es);
+    const size_t elems = count * (desc_.kind == Kind::kAllGather || desc_.kind == Kind::kAllToAll
+                                      ? nranks_
+                                      : 1);
+    std::vector<char> got(elems * es), want(elems * es);
     PERF_CUDA(cudaSetDevice(r.device));
     PERF_CUDA(cudaMemcpy(got.data(), buf, got.size(), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < count; ++i)
-      store_as(o_.dtype, desc_.expected(r.rank, nranks_, i, o_.op, o_.root, is_unsigned(o_.dtype)),
+    for (size_t i = 0; i < elems; ++i)
+      store_as(o_.dtype,
+               expected_value(desc_.kind, r.rank, nranks_, i, count, o_.op, o_.root,
+                              is_unsigned(o_.dtype)),
                want.data(), i);
     long long wrong = 0;
-    for (size_t i = 0; i < count; ++i) wrong += std::memcmp(&got[i * es], &want[i * es], es) != 0;
+    for (size_t i = 0; i < elems; ++i) wrong += std::memcmp(&got[i * es], &want[i * es], es) != 0;
     return wrong;
+  }
+
+  size_t send_elems(size_t count) const {
+    return count * (desc_.kind == Kind::kReduceScatter || desc_.kind == Kind::kAllToAll ? nranks_ : 1);
+  }
+
+  /// nccl-tests' in-place layout inside the receive buffer.
+  void in_place(Rank& r, size_t count, const void** send, void** recv) const {
+    char* b = static_cast<char*>(r.recv);
+    const size_t off = static_cast<size_t>(r.rank) * count * esize(o_.dtype);
+    *send = b;
+    *recv = b;
+    if (desc_.kind == Kind::kAllGather) *send = b + off;
+    if (desc_.kind == Kind::kReduceScatter) *recv = b + off;
   }
 
   // Runs `op(rank)` on every local rank, interleaved so that no GPU's waiting kernel blocks the
@@ -282,10 +350,15 @@ class Driver {
           PERF_CUDA(cudaGraphLaunch(graphs[k], ranks_[k].stream));
         }
     } else {
+      const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < o_.iters; ++i) {
         each(one);
         if (o_.blocking) each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
       }
+      // Host time to enqueue one call (every local rank's), the CPU cost a framework pays.
+      enqueue_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
+                        .count() /
+                    (o_.iters * static_cast<double>(ranks_.size()));
     }
     each([](Rank& r) { PERF_CUDA(cudaEventRecord(r.stop, r.stream)); });
     double total = 0, lo = 1e30, hi = 0;
@@ -320,13 +393,15 @@ class Driver {
     return o_.average == 1 ? v / nranks_ : v;
   }
 
-  void row(size_t bytes, size_t count) {
+  void row(size_t bytes, size_t elems) {
+    const size_t count = per_rank(desc_.kind) ? elems / nranks_ : elems;
+    if (count == 0) return;  // fewer elements than ranks: nothing to move
     Result oop, ip;
     const ccl_redop_t op = o_.op;
     const int root = o_.root;
     // Out of place.
     each([&](Rank& r) {
-      fill(r, r.send, count);
+      fill(r, r.send, send_elems(count));
       PERF_CUDA(cudaMemset(r.recv, 0x5a, bytes));
     });
     if (o_.check) {
@@ -338,23 +413,42 @@ class Driver {
         oop.wrong += count_wrong(r, r.recv, count);
       });
     }
+    enqueue_us_ = 0;
     oop.us = timed([&](Rank& r) {
       PERF_CCL(desc_.run(r.send, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
     });
-    // In place (the check first: timing runs repeat the operation on its own output).
-    if (o_.check) {
-      each([&](Rank& r) { fill(r, r.recv, count); });
+    const double enq = enqueue_us_;
+    // In place (the check first: timing runs repeat the operation on its own output). Point to
+    // point has no in-place form: a rank's send would race with the data arriving.
+    const bool has_ip = desc_.kind != Kind::kSendRecv;
+    if (has_ip && o_.check) {
       each([&](Rank& r) {
-        PERF_CCL(desc_.run(r.recv, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
+        const void* s;
+        void* d;
+        in_place(r, count, &s, &d);
+        fill(r, const_cast<void*>(s), send_elems(count));
       });
       each([&](Rank& r) {
+        const void* s;
+        void* d;
+        in_place(r, count, &s, &d);
+        PERF_CCL(desc_.run(s, d, count, o_.dtype, op, root, r.comm, r.stream));
+      });
+      each([&](Rank& r) {
+        const void* s;
+        void* d;
+        in_place(r, count, &s, &d);
         PERF_CUDA(cudaStreamSynchronize(r.stream));
-        ip.wrong += count_wrong(r, r.recv, count);
+        ip.wrong += count_wrong(r, d, count);
       });
     }
-    ip.us = timed([&](Rank& r) {
-      PERF_CCL(desc_.run(r.recv, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
-    });
+    if (has_ip)
+      ip.us = timed([&](Rank& r) {
+        const void* s;
+        void* d;
+        in_place(r, count, &s, &d);
+        PERF_CCL(desc_.run(s, d, count, o_.dtype, op, root, r.comm, r.stream));
+      });
     const double factor = busbw_factor(desc_.name, nranks_);
     double nccl_us = 0;
     if (o_.compare_nccl) nccl_us = nccl_time(count);
@@ -369,6 +463,7 @@ class Driver {
       const double nbus = bytes / nccl_us / 1e3 * factor;
       std::printf("   %9.2f %8.2f %6.3f", nccl_us, nbus, nccl_us / oop.us);
     }
+    if (o_.graph_iters == 0) std::printf("   %7.2f", enq);
     std::printf("\n");
     std::fflush(stdout);
     json_rows_.push_back({bytes, count, oop.us, alg_o * factor, oop.wrong, ip.us, alg_i * factor,
@@ -455,6 +550,7 @@ class Driver {
   Nccl nccl_;
   int failures_ = 0;
   std::vector<JsonRow> json_rows_;
+  double enqueue_us_ = 0;
 };
 
 }  // namespace
@@ -469,12 +565,21 @@ int run_driver(int argc, char** argv, const CollDesc& desc) {
                  argv[0], error.c_str());
     return 2;
   }
-  if (!o.algo.empty() && o.algo != "one_shot") {
-    std::fprintf(stderr, "--algo %s: this build has the one_shot algorithm only\n", o.algo.c_str());
-    return 2;
-  }
+  // --algo NAME: CCL_ALGO for this run (the communicator reads it at its first collective; an
+  // unknown name or one the collective lacks fails there with a message naming it).
+  if (!o.algo.empty()) setenv("CCL_ALGO", o.algo.c_str(), 1);
   Driver d(desc, o);
   return d.main();
+}
+
+int nccl_rank() {
+  return g_rank;
+}
+int nccl_ranks() {
+  return g_ranks;
+}
+int type_bytes(ccl_datatype_t d) {
+  return static_cast<int>(esize(d));
 }
 
 }  // namespace perf

@@ -2,7 +2,8 @@
 // *_perf.cu fills a CollDesc; the driver sets up ranks (one process per GPU under ccl-run /
 // mpirun / srun, or -g GPUs in one process), sweeps sizes, checks results, times out-of-place and
 // in-place runs with CUDA events (optionally inside a CUDA graph), runs NCCL side by side with
-// --compare-nccl, and prints the nccl-tests table (+ NCCL columns and the ratio).
+// --compare-nccl, and prints the nccl-tests table (+ NCCL columns, the ratio and ccl's host
+// enqueue time per call).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -12,16 +13,19 @@
 
 namespace perf {
 
+/// Which collective a benchmark runs: decides counts, buffer sizes, expected values and the
+/// in-place layout (nccl-tests conventions: the size is the largest buffer).
+enum class Kind { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
+
 struct CollDesc {
   const char* name;  // nccl-tests name: "all_reduce"
+  Kind kind;
   bool has_op;
   bool has_root;
   ccl_result_t (*run)(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
                       int root, ccl_comm_t comm, cudaStream_t s);
   int (*run_nccl)(const Nccl& nccl, const void* send, void* recv, size_t count, ccl_datatype_t d,
                   ccl_redop_t op, int root, void* comm, cudaStream_t s);
-  /// Expected value of output element i at `rank` when rank q's input element i is input(q, i).
-  double (*expected)(int rank, int nranks, size_t i, ccl_redop_t op, int root, bool is_unsigned);
 };
 
 /// Input element i of rank q: small integers, exact in every type (unsigned: 0 or 1).
@@ -31,5 +35,11 @@ inline double input_value(int q, size_t i, bool is_unsigned) {
 }
 
 int run_driver(int argc, char** argv, const CollDesc& desc);
+
+/// For NCCL call sequences (alltoall, sendrecv): this process's rank and the rank count, and an
+/// element's bytes.
+int nccl_rank();
+int nccl_ranks();
+int type_bytes(ccl_datatype_t d);
 
 }  // namespace perf

@@ -16,12 +16,22 @@ enum Fn {
   kWinDereg,
   kAllReduce,
   kErrorString,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kSend,
+  kRecv,
+  kGroupStart,
+  kGroupEnd,
   kCount
 };
 const char* kNames[kCount] = {
     "ncclGetVersion", "ncclGetUniqueId",   "ncclCommInitRank",       "ncclCommDestroy",
     "ncclMemAlloc",   "ncclMemFree",       "ncclCommWindowRegister", "ncclCommWindowDeregister",
-    "ncclAllReduce",  "ncclGetErrorString"};
+    "ncclAllReduce",  "ncclGetErrorString", "ncclReduceScatter",      "ncclAllGather",
+    "ncclBroadcast",  "ncclReduce",        "ncclSend",               "ncclRecv",
+    "ncclGroupStart", "ncclGroupEnd"};
 
 // NCCL's enums (nccl.h), which order min and max differently from ccl.
 int nccl_type(ccl_datatype_t d) {
@@ -82,6 +92,42 @@ int Nccl::allreduce(const void* send, void* recv, size_t count, ccl_datatype_t d
                     void* comm, cudaStream_t s) const {
   return reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
       fn_[kAllReduce])(send, recv, count, nccl_type(d), nccl_op(op), comm, s);
+}
+int Nccl::reduce_scatter(const void* send, void* recv, size_t count, ccl_datatype_t d,
+                         ccl_redop_t op, void* comm, cudaStream_t s) const {
+  return reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
+      fn_[kReduceScatter])(send, recv, count, nccl_type(d), nccl_op(op), comm, s);
+}
+int Nccl::allgather(const void* send, void* recv, size_t count, ccl_datatype_t d, void* comm,
+                    cudaStream_t s) const {
+  return reinterpret_cast<int (*)(const void*, void*, size_t, int, void*, cudaStream_t)>(
+      fn_[kAllGather])(send, recv, count, nccl_type(d), comm, s);
+}
+int Nccl::broadcast(const void* send, void* recv, size_t count, ccl_datatype_t d, int root,
+                    void* comm, cudaStream_t s) const {
+  return reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
+      fn_[kBroadcast])(send, recv, count, nccl_type(d), root, comm, s);
+}
+int Nccl::reduce(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
+                 int root, void* comm, cudaStream_t s) const {
+  return reinterpret_cast<int (*)(const void*, void*, size_t, int, int, int, void*, cudaStream_t)>(
+      fn_[kReduce])(send, recv, count, nccl_type(d), nccl_op(op), root, comm, s);
+}
+int Nccl::send(const void* buf, size_t count, ccl_datatype_t d, int peer, void* comm,
+               cudaStream_t s) const {
+  return reinterpret_cast<int (*)(const void*, size_t, int, int, void*, cudaStream_t)>(
+      fn_[kSend])(buf, count, nccl_type(d), peer, comm, s);
+}
+int Nccl::recv(void* buf, size_t count, ccl_datatype_t d, int peer, void* comm,
+               cudaStream_t s) const {
+  return reinterpret_cast<int (*)(void*, size_t, int, int, void*, cudaStream_t)>(fn_[kRecv])(
+      buf, count, nccl_type(d), peer, comm, s);
+}
+int Nccl::group_start() const {
+  return reinterpret_cast<int (*)()>(fn_[kGroupStart])();
+}
+int Nccl::group_end() const {
+  return reinterpret_cast<int (*)()>(fn_[kGroupEnd])();
 }
 const char* Nccl::error_string(int result) const {
   return reinterpret_cast<const char* (*)(int)>(fn_[kErrorString])(result);

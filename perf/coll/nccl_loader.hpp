@@ -32,12 +32,25 @@ class Nccl {
   int window_deregister(void* comm, void* win) const;
   int allreduce(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
                 void* comm, cudaStream_t s) const;
+  int reduce_scatter(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
+                     void* comm, cudaStream_t s) const;
+  int allgather(const void* send, void* recv, size_t count, ccl_datatype_t d, void* comm,
+                cudaStream_t s) const;
+  int broadcast(const void* send, void* recv, size_t count, ccl_datatype_t d, int root, void* comm,
+                cudaStream_t s) const;
+  int reduce(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op, int root,
+             void* comm, cudaStream_t s) const;
+  int send(const void* buf, size_t count, ccl_datatype_t d, int peer, void* comm,
+           cudaStream_t s) const;
+  int recv(void* buf, size_t count, ccl_datatype_t d, int peer, void* comm, cudaStream_t s) const;
+  int group_start() const;
+  int group_end() const;
   const char* error_string(int result) const;
 
  private:
   void* lib_ = nullptr;
   int version_ = 0;
-  void* fn_[12] = {};
+  void* fn_[24] = {};
 };
 
 }  // namespace perf

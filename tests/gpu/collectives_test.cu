@@ -96,12 +96,18 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
       size_t wrong = 0, at = re;
       for (size_t i = 0; i < re; ++i)
         if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) wrong++, at = std::min(at, i);
+      unsigned long long g = 0, w = 0;
+      if (wrong) {
+        std::memcpy(&g, &got[at], sizeof(T));
+        std::memcpy(&w, &want[at], sizeof(T));
+      }
       RANK_CHECK(wrong == 0,
-                 "[%s] %s %s %s count %zu root %d %s offset %zu: %zu of %zu wrong (first at %zu)",
+                 "[%s] %s %s %s count %zu root %d %s offset %zu run %d: %zu of %zu wrong (first "
+                 "at %zu: 0x%llx, expected 0x%llx)",
                  label, coll::collective_name(k.coll), coll::dtype_name(D),
                  reduces(k.coll) ? coll::redop_name(k.op) : "-", k.count, k.root,
                  k.mem == Mem::kInPlace ? "in place" : k.mem == Mem::kSymmetric ? "symmetric" : "device",
-                 off, wrong, re, at);
+                 off, rep, wrong, re, at, g, w);
       if (rep == 1)
         RANK_CHECK(std::memcmp(got.data(), first.data(), re * sizeof(T)) == 0,
                    "[%s] %s: run 2 differs from run 1", label, coll::collective_name(k.coll));
@@ -176,7 +182,9 @@ int algorithms(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
       {"rabenseifner", "AUTO", {C::kAllReduce}},
       {"direct", "AUTO", {C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
   };
+  const char* only = std::getenv("CCL_TEST_ALGO");  // debugging: one configuration
   for (const AlgoConfig& cfg : configs) {
+    if (only != nullptr && std::strcmp(only, cfg.algo) != 0) continue;
     setenv("CCL_ALGO", cfg.algo, 1);
     setenv("CCL_PROTO", cfg.proto, 1);
     ccl_comm_t comm;
@@ -228,6 +236,8 @@ int graphs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaMalloc(&send[i], count * n * 4));
     RANK_CUDA(cudaMalloc(&recv[i], count * n * 4));
   }
+  // The first collective of a communicator allocates its scratch: not under capture.
+  RANK_OK(ccl_allreduce(send[0], recv[0], 1, ccl_float32, ccl_sum, comm, s));
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -357,17 +367,18 @@ int bad_input(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
                        Collective::kBroadcast, Collective::kReduce, Collective::kAllToAll}) {
     const char* name = coll::collective_name(c);
-    RANK_CHECK(call(nullptr, c, d, d, 4, ccl_float32, ccl_sum, 0, s) == I, "%s: null comm", name);
-    RANK_CHECK(call(comm, c, d, d, 4, bad_t, ccl_sum, 0, s) == I, "%s: datatype", name);
-    RANK_CHECK(call(comm, c, d, d, SIZE_MAX / 2, ccl_float32, ccl_sum, 0, s) == I, "%s: overflow", name);
-    RANK_CHECK(call(comm, c, host.data(), d, 4, ccl_float32, ccl_sum, 0, s) == I, "%s: host send", name);
-    RANK_CHECK(call(comm, c, d, d, 1 << 24, ccl_float32, ccl_sum, 0, s) == I, "%s: small buffer", name);
-    if (c != Collective::kBroadcast)
-      RANK_CHECK(call(comm, c, nullptr, d, 4, ccl_float32, ccl_sum, 0, s) == I, "%s: null send", name);
-    if (c != Collective::kReduce)
-      RANK_CHECK(call(comm, c, d, nullptr, 4, ccl_float32, ccl_sum, 0, s) == I, "%s: null recv", name);
+    // Every rank must refuse every call (a rank that accepted one would run it alone): each is
+    // its own root, so no rank ignores a buffer as a non-root would.
+    const int root = me;
+    RANK_CHECK(call(nullptr, c, d, d, 4, ccl_float32, ccl_sum, root, s) == I, "%s: null comm", name);
+    RANK_CHECK(call(comm, c, d, d, 4, bad_t, ccl_sum, root, s) == I, "%s: datatype", name);
+    RANK_CHECK(call(comm, c, d, d, SIZE_MAX / 2, ccl_float32, ccl_sum, root, s) == I, "%s: overflow", name);
+    RANK_CHECK(call(comm, c, host.data(), d, 4, ccl_float32, ccl_sum, root, s) == I, "%s: host send", name);
+    RANK_CHECK(call(comm, c, d, d, 1 << 24, ccl_float32, ccl_sum, root, s) == I, "%s: small buffer", name);
+    RANK_CHECK(call(comm, c, nullptr, d, 4, ccl_float32, ccl_sum, root, s) == I, "%s: null send", name);
+    RANK_CHECK(call(comm, c, d, nullptr, 4, ccl_float32, ccl_sum, root, s) == I, "%s: null recv", name);
     if (reduces(c))
-      RANK_CHECK(call(comm, c, d, d, 4, ccl_float32, bad_op, 0, s) == I, "%s: op", name);
+      RANK_CHECK(call(comm, c, d, d, 4, ccl_float32, bad_op, root, s) == I, "%s: op", name);
     if (c == Collective::kBroadcast || c == Collective::kReduce) {
       RANK_CHECK(call(comm, c, d, d, 4, ccl_float32, ccl_sum, n, s) == I, "%s: root n", name);
       RANK_CHECK(call(comm, c, d, d, 4, ccl_float32, ccl_sum, -1, s) == I, "%s: root -1", name);
@@ -404,7 +415,9 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
     ccl_comm_t world;
     if (init_on_gpu(id, n, r, &world)) return 1;
     cudaStream_t s;
-    RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    // A blocking stream: the cudaMemset/cudaMemcpy of the set-up (legacy default stream) are
+    // ordered before the collectives.
+    RANK_CUDA(cudaStreamCreate(&s));
     if (bad_input(world, r, n, s)) return 2;
     if (algorithms(world, r, n, seed, s)) return 3;
     if (deterministic(world, r, n, seed, s)) return 4;
