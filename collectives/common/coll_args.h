@@ -15,6 +15,8 @@ inline constexpr int kMaxBlocks = 32;
 inline constexpr int kPipeChannels = 16;
 /// Slots of each pipe FIFO.
 inline constexpr int kPipeSlots = 4;
+/// Largest allreduce (bytes per rank) of the LL one-shot: data travels with its flags.
+inline constexpr size_t kLLMaxBytes = 64 << 10;
 /// Ranks a direct kernel reduces over (pointer tables live in shared memory).
 inline constexpr int kMaxDirectRanks = 64;
 
@@ -43,6 +45,7 @@ struct CollScratch {
   uint64_t* tail;      // symmetric [receiver][channel]: my messages the receiver has consumed
   uint64_t* seq;       // local device [peer][channel][2]: sent, received so far
   char* temp;          // local device, stage_bytes: work space (ring reduce-scatter)
+  uint64_t* ll;        // symmetric [2 (epoch parity)][sender][kLLMaxBytes / 4]: LL entries
 };
 
 }  // namespace ccl::coll

@@ -93,7 +93,7 @@ __device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const C
 /// Called by every block at its end: the last block to finish publishes the epoch to every rank
 /// (after a system fence: everything this launch did is complete before peers see it).
 __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const CollScratch& s,
-                                             uint64_t e) {
+                                             uint64_t e, bool fence = true) {
   __shared__ bool last;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -103,7 +103,7 @@ __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const C
   }
   __syncthreads();
   if (last && threadIdx.x < c.nranks) {
-    dev::detail::fence_system();
+    if (fence) dev::detail::fence_system();
     dev::detail::store_relaxed_sys(dev::peer_ptr(c, s.epoch + c.rank, threadIdx.x), e);
   }
 }
@@ -130,8 +130,48 @@ __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* c
   for (int o = 0; o < nout; ++o) align |= reinterpret_cast<uintptr_t>(out[o]);
   size_t done = 0;
   if ((align & 15) == 0) {
+    // U packs per thread in flight from each input: NVLink latency needs many loads
+    // outstanding, and one 16-byte load per thread per input does not cover it.
+    constexpr int U = 4;
     const size_t packs = len / V;
-    for (size_t p = threadIdx.x; p < packs; p += blockDim.x) {
+    const size_t step = static_cast<size_t>(blockDim.x) * U;
+    size_t p0 = threadIdx.x;
+    for (; p0 + (U - 1) * blockDim.x < packs; p0 += step) {
+      A acc[U][V];
+      uint4 w[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) w[u] = __ldcg(reinterpret_cast<const uint4*>(in[0]) + p0 + u * blockDim.x);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        T v[V];
+        memcpy(v, &w[u], 16);
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[u][k] = to_acc<T, A>(v[k]);
+      }
+      for (int r = 1; r < n; ++r) {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          w[u] = __ldcg(reinterpret_cast<const uint4*>(in[r]) + p0 + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          T v[V];
+          memcpy(v, &w[u], 16);
+#pragma unroll
+          for (int k = 0; k < V; ++k) acc[u][k] = reduce<Op, A>(acc[u][k], to_acc<T, A>(v[k]));
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        T res[V];
+#pragma unroll
+        for (int k = 0; k < V; ++k) res[k] = from_acc<T, A>(finish<Op, A>(acc[u][k], n));
+        memcpy(&w[u], res, 16);
+      }
+      for (int o = 0; o < nout; ++o)
+#pragma unroll
+        for (int u = 0; u < U; ++u) reinterpret_cast<uint4*>(out[o])[p0 + u * blockDim.x] = w[u];
+    }
+    for (size_t p = p0; p < packs; p += blockDim.x) {
       A acc[V];
       {
         const uint4 w = __ldcg(reinterpret_cast<const uint4*>(in[0]) + p);

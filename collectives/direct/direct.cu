@@ -29,10 +29,11 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
     // one may have been a one-shot whose readers of this buffer have no exit barrier.
     if (e > 1) wait_peer_epochs(c, s, e - 1, fail);
   }
+  // This launch's staging buffer and entry-flag row were last read by the peers two launches
+  // ago; launches without an exit barrier (LL) let a rank get that far ahead.
+  if (e > 2) wait_peer_epochs(c, s, e - 2, fail);
+  if (*fail) return false;
   if (a.stage_src) {
-    // This staging buffer was last read by the peers two launches ago.
-    if (e > 2) wait_peer_epochs(c, s, e - 2, fail);
-    if (*fail) return false;
     char* stage = heap_at(c, c.rank, a.src_off);
     const char* send = static_cast<const char*>(a.send);
     size_t lo, len;
@@ -70,13 +71,14 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
 /// Rank j's published windows for this block (through L2: the line may be in L1 from an
 /// earlier launch).
 struct Win {
-  uint64_t src_off, src_ld, dst_off;
+  uint64_t src_off, src_ld, dst_off, dst_ld;
 };
 __device__ __forceinline__ Win peer_ready(const CollScratch& s, int n, uint64_t e, int j) {
   const Ready* r = ready_row(s, n, e) + j;
   return Win{__ldcg(reinterpret_cast<const unsigned long long*>(&r->src_off)),
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->src_ld)),
-             __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_off))};
+             __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_off)),
+             __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_ld))};
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>
@@ -167,11 +169,23 @@ __global__ void __launch_bounds__(kThreads)
   const size_t b = len * esize;
   switch (a.kind) {
     case DirectKind::kAllGather:
-      // Start with the next peer so that the ranks do not all read from one peer at once.
+      // A peer that published a destination window (its recv is symmetric) receives by push:
+      // writes run at full NVLink speed in both directions at once, reads do not. Otherwise it
+      // pulls. Start with the next peer so that the ranks do not all hit one peer at once.
       for (int k = 0; k < n; ++k) {
         const int j = (me + k) % n;
-        const char* src = j == me ? send : window<const char>(c, j, peer_ready(s, n, e, j).src_off);
-        copy_slice(recv + (j * a.recv_ld + lo) * esize, src + lo * esize, b);
+        if (j == me) {
+          if (recv + me * a.recv_ld * esize != send)
+            copy_slice(recv + (me * a.recv_ld + lo) * esize, send + lo * esize, b);
+          continue;
+        }
+        const Win w = peer_ready(s, n, e, j);
+        if (w.dst_off != kNoWindow)
+          copy_slice(window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize, send + lo * esize,
+                     b);
+        if (a.dst_off == kNoWindow)
+          copy_slice(recv + (j * a.recv_ld + lo) * esize,
+                     window<const char>(c, j, w.src_off) + lo * esize, b);
       }
       break;
     case DirectKind::kBroadcast:
@@ -183,12 +197,20 @@ __global__ void __launch_bounds__(kThreads)
       }
       break;
     case DirectKind::kAllToAll:
+      // Push to peers with a destination window, pull from the others (as allgather).
       for (int k = 0; k < n; ++k) {
         const int j = (me + k) % n;
+        if (j == me) {
+          copy_slice(recv + (me * a.recv_ld + lo) * esize, send + (me * a.send_ld + lo) * esize, b);
+          continue;
+        }
         const Win w = peer_ready(s, n, e, j);
-        const char* src = j == me ? send + (me * a.send_ld + lo) * esize
-                                  : window<const char>(c, j, w.src_off) + (me * w.src_ld + lo) * esize;
-        copy_slice(recv + (j * a.recv_ld + lo) * esize, src, b);
+        if (w.dst_off != kNoWindow)
+          copy_slice(window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize,
+                     send + (j * a.send_ld + lo) * esize, b);
+        if (a.dst_off == kNoWindow)
+          copy_slice(recv + (j * a.recv_ld + lo) * esize,
+                     window<const char>(c, j, w.src_off) + (me * w.src_ld + lo) * esize, b);
       }
       break;
     default:

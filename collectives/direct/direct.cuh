@@ -40,4 +40,11 @@ struct DirectArgs {
 cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                           const CollScratch& s, const DirectArgs& a, int grid, cudaStream_t stream);
 
+/// The LL one-shot allreduce (count x type size <= kLLMaxBytes): every rank stores its input
+/// with the epoch as a flag in every 8-byte word straight into each peer's LL buffer; receivers
+/// spin on their local copy, so one NVLink crossing and no barrier make up the whole call.
+cudaError_t launch_ll_one_shot(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+                               const CollScratch& s, const void* send, void* recv, size_t count,
+                               cudaStream_t stream);
+
 }  // namespace ccl::coll

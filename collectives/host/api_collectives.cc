@@ -15,6 +15,7 @@ namespace {
 ccl_result_t collective(ccl_comm_t comm, const CollCall& call, const char* fn) {
   return ccl::api_call([&]() -> Status {
     CCL_CHECK(ccl::coll::check_collective(comm, call, fn));
+    if (!ccl::coll::in_group()) return ccl::coll::run_collective(comm, call);
     return ccl::coll::run_or_queue(comm, call.stream,
                                    [comm, call] { return ccl::coll::run_collective(comm, call); });
   });

@@ -27,9 +27,13 @@ std::string describe(const CallSignature& s) {
 }  // namespace
 
 Status check_call(ccl_comm* c, CallSignature mine) {
-  int64_t on = 0;
-  CCL_CHECK(setting_int(Setting::kCheckMode, &on));
-  if (!on) return CCL_SUCCESS;
+  if (c->check_mode < 0) {
+    // Read once per communicator: a getenv per call is measurable host overhead.
+    int64_t on = 0;
+    CCL_CHECK(setting_int(Setting::kCheckMode, &on));
+    c->check_mode = on != 0;
+  }
+  if (!c->check_mode) return CCL_SUCCESS;
   mine.call = ++c->coll_calls;
   std::vector<CallSignature> all(c->nranks);
   all[c->rank] = mine;

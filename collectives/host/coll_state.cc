@@ -47,7 +47,8 @@ Status coll_state(ccl_comm* c, cudaStream_t stream, CollState** out) {
   const size_t fifo_flags = align_up(n * kPipeChannels * sizeof(uint64_t), 256);
   auto st = std::make_shared<CollState>();
   CCL_CHECK(load_tuner_config(&st->cfg));
-  CCL_CHECK(c->heap->alloc(2 * stage + ready + done + epoch + inbox + 2 * fifo_flags,
+  const size_t ll = 2 * n * (kLLMaxBytes / 4) * sizeof(uint64_t);
+  CCL_CHECK(c->heap->alloc(2 * stage + ready + done + epoch + inbox + 2 * fifo_flags + ll,
                            &st->heap_block));
   device_resources_note_heap(c);
   char* p = static_cast<char*>(st->heap_block);
@@ -67,9 +68,12 @@ Status coll_state(ccl_comm* c, cudaStream_t stream, CollState** out) {
   p += fifo_flags;
   s.tail = reinterpret_cast<uint64_t*>(p);
   p += fifo_flags;
+  s.ll = reinterpret_cast<uint64_t*>(p);
+  p += ll;
+  // LL entries carry their epoch as a flag: zero (never an epoch) until first written.
+  CCL_CUDA_CHECK(cudaMemset(flags_begin, 0, static_cast<size_t>(p - flags_begin)));
   s.inbox = p;
   s.slot_bytes = slot;
-  CCL_CUDA_CHECK(cudaMemset(flags_begin, 0, static_cast<size_t>(p - flags_begin)));
   const size_t seq = align_up(n * kPipeChannels * 2 * sizeof(uint64_t), 256);
   CCL_CUDA_CHECK(cudaMalloc(&st->local, 256 + seq + stage));
   CCL_CUDA_CHECK(cudaMemset(st->local, 0, 256 + seq));

@@ -118,6 +118,10 @@ Status group_end() {
   return first;
 }
 
+bool in_group() {
+  return g_depth > 0;
+}
+
 Status run_or_queue(ccl_comm* comm, cudaStream_t stream, std::function<Status()> fn) {
   if (g_depth == 0) return fn();
   g_pending.push_back({comm, stream, std::move(fn), {}});

@@ -17,6 +17,8 @@ namespace ccl::coll {
 Status group_start();
 Status group_end();
 
+/// Whether this thread has a group open.
+bool in_group();
 /// Runs `fn` now, or at group end when a group is open. `fn` runs the whole call (it locks).
 Status run_or_queue(ccl_comm* comm, cudaStream_t stream, std::function<Status()> fn);
 /// A checked send or receive: launched alone now, or fused with the group's others at its end.

@@ -68,6 +68,7 @@ Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn,
 }
 
 void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch) {
+  if (!log_enabled(LogLevel::kInfo, kSubsysColl)) return;
   // Once per (collective, algorithm, protocol, blocks, power-of-two size class).
   int lg = 0;
   while ((size_t{1} << lg) < bytes && lg < 63) ++lg;
@@ -122,8 +123,16 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   if (a.kind == DirectKind::kOneShot && (ch.proto == Proto::kLL || k.send == k.recv))
     src_zero = false;
   if (a.kind == DirectKind::kAllToAll && k.send == k.recv) src_zero = false;
-  const bool dst_zero =
-      a.kind == DirectKind::kTwoShot && symmetric(comm, k.recv, recv_elems * E, &recv_off);
+  // The destination window: two-shot pushes its results there (else into staging); allgather
+  // and alltoall peers push into it instead of this rank pulling. Not for an in-place alltoall:
+  // peers would overwrite blocks this rank has yet to send.
+  const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
+                         (a.kind == DirectKind::kAllToAll && k.send != k.recv);
+  const bool dst_zero = wants_dst && symmetric(comm, k.recv, recv_elems * E, &recv_off);
+  if (a.kind == DirectKind::kOneShot && ch.proto == Proto::kLL && k.count * E <= kLLMaxBytes) {
+    CCL_CUDA_CHECK(launch_ll_one_shot(k.dtype, k.op, dc, s, k.send, k.recv, k.count, k.stream));
+    return CCL_SUCCESS;
+  }
   // Piece size in elements of `count` (per rank block where blocked).
   size_t piece = k.count;
   if (!src_zero) piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
@@ -143,7 +152,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
     a.src_ld = src_zero ? a.send_ld : len;
     a.unstage_dst = a.kind == DirectKind::kTwoShot && !dst_zero;
     a.dst_off = dst_zero ? recv_off + done * E : kNoWindow;
-    a.dst_ld = 0;
+    a.dst_ld = blocked_recv ? k.count : 0;
     // Non-roots of a broadcast have nothing to publish or stage.
     if (a.kind == DirectKind::kBroadcast && me != k.root) a.stage_src = false;
     CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks, k.stream));

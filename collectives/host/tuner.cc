@@ -39,7 +39,7 @@ bool coll_from_name(const std::string& s, Collective* out) {
 // phase); above it two-shot moves half the bytes per rank. The LL protocol (staged, no exit
 // barrier) wins while the staging copy is cheaper than the barrier.
 constexpr size_t kOneShotMax = 256 << 10;
-constexpr size_t kLLMax = 64 << 10;
+constexpr size_t kLLMax = kLLMaxBytes;
 
 int direct_blocks(size_t bytes) {
   // One block per 64 KiB, at least 4 and at most the flag rows there are.

@@ -24,6 +24,7 @@
 
 #include "ccl/ccl.h"
 #include "ccl/device/atomic.cuh"
+#include "ccl/device/coll.cuh"
 #include "ccl/device/comm.cuh"
 #include "ccl/device/primitives.cuh"
 #include "ccl/device/rma.cuh"

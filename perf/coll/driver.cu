@@ -281,6 +281,8 @@ class Driver {
       store_as(o_.dtype, input_value(r.rank, i, is_unsigned(o_.dtype)), h.data(), i);
     PERF_CUDA(cudaSetDevice(r.device));
     PERF_CUDA(cudaMemcpy(buf, h.data(), h.size(), cudaMemcpyHostToDevice));
+    // The benchmark streams do not wait for the legacy default stream.
+    PERF_CUDA(cudaDeviceSynchronize());
   }
 
   long long count_wrong(Rank& r, const void* buf, size_t count) {
@@ -401,8 +403,8 @@ class Driver {
     const int root = o_.root;
     // Out of place.
     each([&](Rank& r) {
-      fill(r, r.send, send_elems(count));
       PERF_CUDA(cudaMemset(r.recv, 0x5a, bytes));
+      fill(r, r.send, send_elems(count));
     });
     if (o_.check) {
       each([&](Rank& r) {
