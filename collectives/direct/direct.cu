@@ -39,6 +39,7 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
     size_t lo, len;
     switch (a.kind) {
       case DirectKind::kTwoShot:
+      case DirectKind::kNvlsAllReduce:
         for (int j = 0; j < n; ++j) {
           size_t jlo, jlen;
           partition(a.count, n, j, &jlo, &jlen);
@@ -81,6 +82,90 @@ __device__ __forceinline__ Win peer_ready(const CollScratch& s, int n, uint64_t 
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_ld))};
 }
 
+/// NVLS windows are multicast addresses: every rank must use the same heap offsets. Checked
+/// against the peers' published windows (emulated and real alike), reported as a bad argument.
+__device__ bool nvls_same_windows(const ccl_device_comm_t& c, const CollScratch& s,
+                                  const DirectArgs& a, uint64_t e, int* fail) {
+  const int t = threadIdx.x;
+  if (t < c.nranks && t != c.rank) {
+    const Win w = peer_ready(s, c.nranks, e, t);
+    const bool src_ok = a.kind != DirectKind::kNvlsAllReduce || w.src_off == a.src_off;
+    if (!src_ok || w.dst_off != a.dst_off) {
+      dev::detail::report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, CCL_OP_PEER_PTR, t,
+                          window<char>(c, c.rank, a.dst_off), a.dst_off, w.dst_off, 0);
+      *fail = 1;
+    }
+  }
+  __syncthreads();
+  return !*fail;
+}
+
+/// Real multimem operations on 16-byte packs (float sum; half and bfloat16 sum, min, max):
+/// the NVSwitch reduces the ranks' copies and broadcasts the store.
+template <ccl_datatype_t D, ccl_redop_t Op>
+struct Multimem {
+  static constexpr bool kSupported =
+      (D == ccl_float32 && Op == ccl_sum) ||
+      ((D == ccl_float16 || D == ccl_bfloat16) && (Op == ccl_sum || Op == ccl_min || Op == ccl_max));
+  __device__ static uint4 ld_reduce(const char* mc) {
+    uint4 v{};
+    if constexpr (D == ccl_float32 && Op == ccl_sum)
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    else if constexpr (D == ccl_float16 && Op == ccl_sum)
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.f16x2 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    else if constexpr (D == ccl_float16 && Op == ccl_min)
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.min.v4.f16x2 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    else if constexpr (D == ccl_float16 && Op == ccl_max)
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    else if constexpr (D == ccl_bfloat16 && Op == ccl_sum)
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    else if constexpr (D == ccl_bfloat16 && Op == ccl_min)
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    else if constexpr (D == ccl_bfloat16 && Op == ccl_max)
+      asm volatile("multimem.ld_reduce.relaxed.sys.global.max.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    return v;
+  }
+};
+
+__device__ __forceinline__ void multimem_st(char* mc, uint4 v) {
+  asm volatile("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1,%2,%3,%4};" ::"l"(mc), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+template <ccl_datatype_t D, ccl_redop_t Op>
+__device__ void nvls_allreduce(const ccl_device_comm_t& c, const DirectArgs& a, size_t lo,
+                               size_t len) {
+  using T = typename DType<D>::Storage;
+  if (a.mc == nullptr) {
+    // Emulated: the multicast address of offset X reads and writes offset X at every rank.
+    __shared__ const T* in[kMaxDirectRanks];
+    __shared__ T* out[kMaxDirectRanks];
+    for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
+      in[j] = window<const T>(c, j, a.src_off) + lo;
+      out[j] = window<T>(c, j, a.dst_off) + lo;
+    }
+    __syncthreads();
+    reduce_slice<D, Op>(in, c.nranks, out, c.nranks, len);
+    return;
+  }
+  if constexpr (Multimem<D, Op>::kSupported) {
+    // The host checked 16-byte alignment and size for the real path.
+    constexpr size_t V = 16 / sizeof(T);
+    for (size_t p = threadIdx.x; p < len / V; p += blockDim.x) {
+      const size_t byte = (lo + p * V) * sizeof(T);
+      multimem_st(a.mc + a.dst_off + byte, Multimem<D, Op>::ld_reduce(a.mc + a.src_off + byte));
+    }
+  }
+}
+
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a) {
@@ -108,6 +193,12 @@ __global__ void __launch_bounds__(kThreads)
       finish_epoch(c, s, e);
       return;
     }
+  } else if (a.kind == DirectKind::kNvlsAllReduce) {
+    if (!nvls_same_windows(c, s, a, e, &fail)) return;
+    size_t mlo, mlen;
+    partition(a.count, n, me, &mlo, &mlen);
+    my_slice(mlen, &lo, &len);
+    nvls_allreduce<D, Op>(c, a, mlo + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
     size_t mlo, mlen;
     partition(a.count, n, me, &mlo, &mlen);
@@ -144,6 +235,7 @@ __global__ void __launch_bounds__(kThreads)
   if (fail) return;
   if (a.unstage_dst) {
     const T* stage = window<const T>(c, me, a.dst_off);
+    // Two-shot and NVLS allreduce: every rank block's slice b arrived from its owner.
     for (int j = 0; j < n; ++j) {
       size_t jlo, jlen;
       partition(a.count, n, j, &jlo, &jlen);
@@ -188,6 +280,19 @@ __global__ void __launch_bounds__(kThreads)
                      window<const char>(c, j, w.src_off) + lo * esize, b);
       }
       break;
+    case DirectKind::kNvlsAllGather:
+      if (!nvls_same_windows(c, s, a, e, &fail)) return;
+      if (a.mc == nullptr) {
+        // Emulated multimem store: my block to the same offset at every rank.
+        for (int k = 0; k < n; ++k)
+          copy_slice(window<char>(c, (me + k) % n, a.dst_off) + (me * a.dst_ld + lo) * esize,
+                     send + lo * esize, b);
+      } else {
+        const size_t base = a.dst_off + (me * a.dst_ld + lo) * esize;
+        for (size_t p = threadIdx.x; p < b / 16; p += blockDim.x)
+          multimem_st(a.mc + base + p * 16, reinterpret_cast<const uint4*>(send + lo * esize)[p]);
+      }
+      break;
     case DirectKind::kBroadcast:
       if (me != a.root) {
         const char* src = window<const char>(c, a.root, peer_ready(s, n, e, a.root).src_off);
@@ -218,6 +323,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   exit_barrier(c, s, e, &fail);
   if (fail) return;
+  if (a.unstage_dst) {  // NVLS allgather into staging: every rank's slice b arrived
+    const char* stage = window<const char>(c, me, a.dst_off);
+    for (int j = 0; j < n; ++j)
+      copy_slice(recv + (j * a.recv_ld + lo) * esize, stage + (j * a.dst_ld + lo) * esize, b);
+  }
   finish_epoch(c, s, e);
 }
 
@@ -251,6 +361,7 @@ cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device
     case DirectKind::kTwoShot:
     case DirectKind::kReduceScatter:
     case DirectKind::kReduce:
+    case DirectKind::kNvlsAllReduce:
       kTable[dtype][op](c, s, a, grid, stream);
       break;
     default:

@@ -20,6 +20,8 @@ enum class DirectKind : uint8_t {
   kAllGather,      // pull every peer's block
   kBroadcast,      // pull the root's buffer
   kAllToAll,       // pull my block of every peer's input
+  kNvlsAllReduce,  // NVLS: multimem ld_reduce of my rank block, multimem store of the result
+  kNvlsAllGather,  // NVLS: multimem store of my block to every rank
 };
 
 struct DirectArgs {
@@ -34,6 +36,7 @@ struct DirectArgs {
   DirectKind kind;
   bool stage_src;    // copy send into the source window (this rank's staging) first
   bool unstage_dst;  // the destination window is staging: copy it into recv at the end
+  char* mc;          // NVLS: multicast address of heap offset 0; null = emulated (unicast)
 };
 
 /// Launches one piece (kMaxBlocks blocks). Reducing kinds use (dtype, op); the others move bytes.

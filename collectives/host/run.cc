@@ -85,6 +85,8 @@ void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch
 }
 
 DirectKind direct_kind(Collective c, Algorithm a) {
+  if (a == Algorithm::kNvls)
+    return c == Collective::kAllReduce ? DirectKind::kNvlsAllReduce : DirectKind::kNvlsAllGather;
   switch (c) {
     case Collective::kAllReduce:
       return a == Algorithm::kOneShot ? DirectKind::kOneShot : DirectKind::kTwoShot;
@@ -126,8 +128,9 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   // The destination window: two-shot pushes its results there (else into staging); allgather
   // and alltoall peers push into it instead of this rank pulling. Not for an in-place alltoall:
   // peers would overwrite blocks this rank has yet to send.
+  const bool nvls = a.kind == DirectKind::kNvlsAllReduce || a.kind == DirectKind::kNvlsAllGather;
   const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
-                         (a.kind == DirectKind::kAllToAll && k.send != k.recv);
+                         nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
   const bool dst_zero = wants_dst && symmetric(comm, k.recv, recv_elems * E, &recv_off);
   if (a.kind == DirectKind::kOneShot && ch.proto == Proto::kLL && k.count * E <= kLLMaxBytes) {
     CCL_CUDA_CHECK(launch_ll_one_shot(k.dtype, k.op, dc, s, k.send, k.recv, k.count, k.stream));
@@ -136,7 +139,10 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   // Piece size in elements of `count` (per rank block where blocked).
   size_t piece = k.count;
   if (!src_zero) piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
-  if (a.kind == DirectKind::kTwoShot && !dst_zero) piece = std::min(piece, s.stage_bytes / E);
+  const bool unstage = (a.kind == DirectKind::kTwoShot || nvls) && !dst_zero;
+  if (unstage)
+    piece = std::min(piece, s.stage_bytes / E / (a.kind == DirectKind::kNvlsAllGather ? n : 1));
+  a.mc = nvls ? st->mc_base : nullptr;
   if (piece == 0)
     return CCL_FAIL(CCL_INVALID_ARGUMENT,
                     "CCL_COLL_SCRATCH_SIZE is too small to stage one element per rank");
@@ -150,9 +156,11 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
     a.stage_src = !src_zero;
     a.src_off = src_zero ? send_off + done * E : kNoWindow;
     a.src_ld = src_zero ? a.send_ld : len;
-    a.unstage_dst = a.kind == DirectKind::kTwoShot && !dst_zero;
+    a.unstage_dst = unstage;
     a.dst_off = dst_zero ? recv_off + done * E : kNoWindow;
-    a.dst_ld = blocked_recv ? k.count : 0;
+    a.dst_ld = blocked_recv ? (dst_zero ? k.count : len) : 0;
+    // NVLS allgather pushes from the local send buffer: nothing to stage.
+    if (a.kind == DirectKind::kNvlsAllGather) a.stage_src = false;
     // Non-roots of a broadcast have nothing to publish or stage.
     if (a.kind == DirectKind::kBroadcast && me != k.root) a.stage_src = false;
     CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks, k.stream));
@@ -185,6 +193,44 @@ Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& 
     if (k.coll == Collective::kAllGather && len != k.count)
       return CCL_FAIL(CCL_INTERNAL_ERROR, "allgather pieces");
     CCL_CUDA_CHECK(launch_pipe(k.dtype, k.op, comm->dev->handle, s, a, ch.blocks, k.stream));
+  }
+  return CCL_SUCCESS;
+}
+
+/// NVLS: the emulated mode needs nothing; the real one maps the heap's multicast object on first
+/// use and runs only where multimem has the type and operation and every slice is 16-byte
+/// aligned, else the same data movement over unicast (two-shot, direct) with a log line.
+Status prepare_nvls(ccl_comm* comm, CollState* st, const CollCall& k, Choice* ch) {
+  if (st->cfg.nvls_emulate) return CCL_SUCCESS;
+  if (!st->cfg.nvls_real)
+    return CCL_FAIL(CCL_INVALID_USAGE,
+                    "%s: the nvls algorithm needs CCL_NVLS_ENABLE=1 (NVLink multicast) or "
+                    "CCL_NVLS_EMULATE=1",
+                    collective_name(k.coll));
+  if (st->mc_base == nullptr) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CCL_CUDA_CHECK(cudaStreamIsCapturing(k.stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      return CCL_FAIL(CCL_INVALID_USAGE,
+                      "the first nvls collective maps the multicast object: not under capture");
+    CUdeviceptr va = 0;
+    CCL_CHECK(comm->heap->map_multicast(&va, &st->mc_bytes));
+    st->mc_base = reinterpret_cast<char*>(va);
+  }
+  const size_t E = dtype_size(k.dtype);
+  const bool types = k.coll == Collective::kAllGather ||
+                     (k.dtype == ccl_float32 && k.op == ccl_sum) ||
+                     ((k.dtype == ccl_float16 || k.dtype == ccl_bfloat16) &&
+                      (k.op == ccl_sum || k.op == ccl_min || k.op == ccl_max));
+  const size_t unit = 16 / E * static_cast<size_t>(comm->nranks) * kMaxBlocks;
+  uint64_t off = 0;
+  const bool inside = symmetric(comm, k.recv, k.count * E, &off) && off + k.count * E <= st->mc_bytes;
+  if (!types || k.count % unit != 0 || !inside || st->cfg.deterministic) {
+    CCL_INFO(kSubsysColl, "%s: multimem cannot run this call (type/op, alignment, buffer outside "
+             "the multicast range, or CCL_DETERMINISTIC); unicast instead", collective_name(k.coll));
+    ch->algo = k.coll == Collective::kAllReduce ? Algorithm::kTwoShot : Algorithm::kDirect;
+  } else {
+    ch->blocks = kMaxBlocks;
   }
   return CCL_SUCCESS;
 }
@@ -249,7 +295,7 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
     return CCL_FAIL(CCL_UNSUPPORTED,
                     "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",
                     collective_name(k.coll));
-  if (ch.algo == Algorithm::kNvls) return CCL_FAIL(CCL_UNSUPPORTED, "nvls: not in this build");
+  if (ch.algo == Algorithm::kNvls) CCL_CHECK(prepare_nvls(comm, st, k, &ch));
   log_choice(st, k, bytes, ch);
   if (is_pipe(k.coll, ch.algo)) return run_pipe(comm, st, k, ch);
   return run_direct(comm, st, k, ch);

@@ -100,6 +100,7 @@ Status SymmetricHeap::create(const HeapConfig& cfg, bootstrap::Bootstrap* bs,
 
 SymmetricHeap::~SymmetricHeap() {
   DeviceScope scope(cfg_.device);
+  if (mc_handle_ || mc_va_) unmap_multicast();  // before the memory it is bound to goes
   for (auto it = mappings_.rbegin(); it != mappings_.rend(); ++it) {
     if (it->ptr) cu_->cuMemUnmap(it->ptr, it->size);
     cu_->cuMemRelease(it->handle);

@@ -57,6 +57,13 @@ class SymmetricHeap {
   /// Wakes blocked calls (abort).
   void shutdown() { channel_.shutdown(); }
 
+  /// Collective over the heap's ranks (all load/store local): creates an NVLink multicast object
+  /// covering the heap as mapped now, binds every rank's memory to it and maps it here; `*va`
+  /// receives the multicast address of heap offset 0 (multimem instructions only). Never
+  /// called unless CCL_NVLS_ENABLE=1 (see memory/multicast.cc).
+  Status map_multicast(CUdeviceptr* va, size_t* bytes);
+  void unmap_multicast();
+
  private:
   struct Segment {
     uint64_t offset;
@@ -92,6 +99,10 @@ class SymmetricHeap {
   size_t va_bytes_ = 0;
   std::vector<Mapping> mappings_;
   FdChannel channel_;
+  // NVLink multicast (NVLS) state: object, its mapping, the bytes bound
+  CUmemGenericAllocationHandle mc_handle_ = 0;
+  CUdeviceptr mc_va_ = 0;
+  size_t mc_bytes_ = 0;
   // legacy IPC state
   std::vector<void*> own_chunks_;
   std::vector<void*> opened_;

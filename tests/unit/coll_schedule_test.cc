@@ -22,6 +22,8 @@ const Pair kPairs[] = {
     {Collective::kAllReduce, Algorithm::kRabenseifner},
     {Collective::kAllReduce, Algorithm::kOneShot},
     {Collective::kAllReduce, Algorithm::kTwoShot},
+    {Collective::kAllReduce, Algorithm::kNvls},
+    {Collective::kAllGather, Algorithm::kNvls},
     {Collective::kReduceScatter, Algorithm::kRing},
     {Collective::kReduceScatter, Algorithm::kDirect},
     {Collective::kAllGather, Algorithm::kRing},

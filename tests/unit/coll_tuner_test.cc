@@ -1,0 +1,99 @@
+// The tuner's table, CCL_ALGO parsing and the NVLS gates.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "collectives/common/coll_args.h"
+#include "collectives/host/tuner.hpp"
+
+namespace ccl::coll {
+namespace {
+
+TunerInput in(Collective c, size_t bytes, int n = 2, bool p2p = true) {
+  return {c, bytes, n, p2p};
+}
+
+TEST(Tuner, AllReduceTableFollowsTheMeasuredCrossovers) {
+  const Choice tiny = table_choice(in(Collective::kAllReduce, 8));
+  EXPECT_EQ(tiny.algo, Algorithm::kOneShot);
+  EXPECT_EQ(tiny.proto, Proto::kLL);
+  const Choice ll_edge = table_choice(in(Collective::kAllReduce, kLLMaxBytes));
+  EXPECT_EQ(ll_edge.proto, Proto::kLL);
+  const Choice mid = table_choice(in(Collective::kAllReduce, kLLMaxBytes + 4));
+  EXPECT_NE(mid.proto, Proto::kLL);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 64 << 20)).algo, Algorithm::kTwoShot);
+  // No load/store path to every rank: the pipe algorithms.
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, 2, false)).algo, Algorithm::kRing);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, kMaxDirectRanks + 1)).algo, Algorithm::kRing);
+}
+
+TEST(Tuner, BlocksGrowWithSizeWithinLimits) {
+  for (size_t b = 1; b < (size_t{1} << 34); b *= 4) {
+    const Choice c = table_choice(in(Collective::kAllGather, b));
+    EXPECT_GE(c.blocks, 1);
+    EXPECT_LE(c.blocks, kMaxBlocks);
+  }
+  EXPECT_LT(table_choice(in(Collective::kAllGather, 1024)).blocks,
+            table_choice(in(Collective::kAllGather, 1 << 30)).blocks);
+  EXPECT_LE(table_choice(in(Collective::kAllReduce, 1 << 30, 2, false)).blocks, kPipeChannels);
+}
+
+TEST(Tuner, OtherCollectivesUseDirectOnNvlink) {
+  for (Collective c : {Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast,
+                       Collective::kReduce, Collective::kAllToAll})
+    EXPECT_EQ(table_choice(in(c, 1 << 20)).algo, Algorithm::kDirect);
+}
+
+TEST(Tuner, AlgoSettingForcesPerCollective) {
+  TunerConfig cfg;
+  ASSERT_TRUE(parse_algo_setting("allreduce:ring,allgather:recursive_doubling", &cfg).ok());
+  Choice c = choose(cfg, in(Collective::kAllReduce, 8));
+  EXPECT_EQ(c.algo, Algorithm::kRing);
+  EXPECT_TRUE(c.forced);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 8)).algo, Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, 8)).algo, Algorithm::kDirect);  // not forced
+}
+
+TEST(Tuner, BareAlgorithmNameAppliesWhereItExists) {
+  TunerConfig cfg;
+  ASSERT_TRUE(parse_algo_setting("ring", &cfg).ok());
+  EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, 8)).algo, Algorithm::kRing);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllToAll, 8)).algo, Algorithm::kDirect);  // has no ring
+}
+
+TEST(Tuner, BadAlgoSettingsAreRefusedNamingThem) {
+  TunerConfig cfg;
+  EXPECT_EQ(parse_algo_setting("allreduce:bogus", &cfg).code(), CCL_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_algo_setting("bogus:ring", &cfg).code(), CCL_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_algo_setting("alltoall:ring", &cfg).code(), CCL_INVALID_ARGUMENT);
+}
+
+TEST(Tuner, ProtoAndChannelOverrides) {
+  TunerConfig cfg;
+  cfg.proto = Proto::kSimple;
+  cfg.nchannels = 3;
+  const Choice c = choose(cfg, in(Collective::kAllReduce, 8));
+  EXPECT_EQ(c.proto, Proto::kSimple);
+  EXPECT_EQ(c.blocks, 3);
+}
+
+TEST(Tuner, NvlsEnableIsRefusedWhenPeerLibrariesForbidMulticast) {
+  TunerConfig cfg;
+  setenv("CCL_NVLS_ENABLE", "1", 1);
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  unsetenv("NVSHMEM_DISABLE_NVLS");
+  EXPECT_EQ(load_tuner_config(&cfg).code(), CCL_INVALID_USAGE);
+  setenv("NCCL_NVLS_ENABLE", "1", 1);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+  EXPECT_EQ(load_tuner_config(&cfg).code(), CCL_INVALID_USAGE);
+  unsetenv("NVSHMEM_DISABLE_NVLS");
+  unsetenv("NCCL_NVLS_ENABLE");
+  ASSERT_TRUE(load_tuner_config(&cfg).ok());
+  EXPECT_TRUE(cfg.nvls_real);
+  unsetenv("CCL_NVLS_ENABLE");
+  ASSERT_TRUE(load_tuner_config(&cfg).ok());
+  EXPECT_FALSE(cfg.nvls_real);  // off by default
+}
+
+}  // namespace
+}  // namespace ccl::coll
