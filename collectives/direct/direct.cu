@@ -260,34 +260,26 @@ __global__ void __launch_bounds__(kThreads)
   const char* send = static_cast<const char*>(a.send);
   const size_t b = len * esize;
   switch (a.kind) {
-    case DirectKind::kAllGather: {
+    case DirectKind::kAllGather:
       // A peer that published a destination window (its recv is symmetric) receives by push:
-      // writes run at full NVLink speed in both directions at once, reads do not. One read of
-      // the send slice feeds this rank's own block and every push. Peers without a window are
-      // pulled from.
-      __shared__ char* dsts[kMaxDirectRanks];
-      __shared__ int nd;
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        nd = 0;
-        if (recv + me * a.recv_ld * esize != send) dsts[nd++] = recv + (me * a.recv_ld + lo) * esize;
-        for (int k = 1; k < n; ++k) {
-          const int j = (me + k) % n;  // next peer first: spread the traffic
-          const Win w = peer_ready(s, n, e, j);
-          if (w.dst_off != kNoWindow)
-            dsts[nd++] = window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize;
+      // writes run at full NVLink speed in both directions at once, reads do not. Otherwise it
+      // pulls. Start with the next peer so that the ranks do not all hit one peer at once.
+      for (int k = 0; k < n; ++k) {
+        const int j = (me + k) % n;
+        if (j == me) {
+          if (recv + me * a.recv_ld * esize != send)
+            copy_slice(recv + (me * a.recv_ld + lo) * esize, send + lo * esize, b);
+          continue;
         }
-      }
-      __syncthreads();
-      fanout_copy(dsts, nd, send + lo * esize, b);
-      if (a.dst_off == kNoWindow)
-        for (int k = 1; k < n; ++k) {
-          const int j = (me + k) % n;
+        const Win w = peer_ready(s, n, e, j);
+        if (w.dst_off != kNoWindow)
+          copy_slice(window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize, send + lo * esize,
+                     b);
+        if (a.dst_off == kNoWindow)
           copy_slice(recv + (j * a.recv_ld + lo) * esize,
-                     window<const char>(c, j, peer_ready(s, n, e, j).src_off) + lo * esize, b);
-        }
+                     window<const char>(c, j, w.src_off) + lo * esize, b);
+      }
       break;
-    }
     case DirectKind::kNvlsAllGather:
       if (!nvls_same_windows(c, s, a, e, &fail)) return;
       if (a.mc == nullptr) {
@@ -309,28 +301,23 @@ __global__ void __launch_bounds__(kThreads)
         copy_slice(recv + lo * esize, send + lo * esize, b);
       }
       break;
-    case DirectKind::kAllToAll: {
-      // Push to peers with a destination window, pull from the others (as allgather). The first
-      // quarter of the threads copies this rank's own block in HBM while the rest drive NVLink.
-      const int local = blockDim.x / 4;
-      if (static_cast<int>(threadIdx.x) < local) {
-        copy_part(recv + (me * a.recv_ld + lo) * esize, send + (me * a.send_ld + lo) * esize, b,
-                  threadIdx.x, local);
-      } else {
-        const int r = threadIdx.x - local, nt = blockDim.x - local;
-        for (int k = 1; k < n; ++k) {
-          const int j = (me + k) % n;
-          const Win w = peer_ready(s, n, e, j);
-          if (w.dst_off != kNoWindow)
-            copy_part(window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize,
-                      send + (j * a.send_ld + lo) * esize, b, r, nt);
-          if (a.dst_off == kNoWindow)
-            copy_part(recv + (j * a.recv_ld + lo) * esize,
-                      window<const char>(c, j, w.src_off) + (me * w.src_ld + lo) * esize, b, r, nt);
+    case DirectKind::kAllToAll:
+      // Push to peers with a destination window, pull from the others (as allgather).
+      for (int k = 0; k < n; ++k) {
+        const int j = (me + k) % n;
+        if (j == me) {
+          copy_slice(recv + (me * a.recv_ld + lo) * esize, send + (me * a.send_ld + lo) * esize, b);
+          continue;
         }
+        const Win w = peer_ready(s, n, e, j);
+        if (w.dst_off != kNoWindow)
+          copy_slice(window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize,
+                     send + (j * a.send_ld + lo) * esize, b);
+        if (a.dst_off == kNoWindow)
+          copy_slice(recv + (j * a.recv_ld + lo) * esize,
+                     window<const char>(c, j, w.src_off) + (me * w.src_ld + lo) * esize, b);
       }
       break;
-    }
     default:
       break;
   }

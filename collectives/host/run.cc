@@ -80,7 +80,7 @@ void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch
   st->logged.push_back(key);
   CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s",
            collective_name(k.coll), bytes, lg, algorithm_name(ch.algo),
-           ch.proto == Proto::kLL ? "/LL" : "/SIMPLE",
+           ch.algo == Algorithm::kOneShot ? (ch.proto == Proto::kLL ? "/LL" : "/SIMPLE") : "",
            ch.blocks, ch.forced ? " (CCL_ALGO)" : "");
 }
 
@@ -132,10 +132,8 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
                          nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
   const bool dst_zero = wants_dst && symmetric(comm, k.recv, recv_elems * E, &recv_off);
-  if (ch.proto == Proto::kLL && !nvls && k.count * E <= kLLMaxBytes &&
-      (a.kind == DirectKind::kOneShot || ch.algo == Algorithm::kDirect)) {
-    CCL_CUDA_CHECK(launch_ll(k.dtype, k.op, dc, s, {k.send, k.recv, k.count * E, k.root, k.coll},
-                             k.stream));
+  if (a.kind == DirectKind::kOneShot && ch.proto == Proto::kLL && k.count * E <= kLLMaxBytes) {
+    CCL_CUDA_CHECK(launch_ll_one_shot(k.dtype, k.op, dc, s, k.send, k.recv, k.count, k.stream));
     return CCL_SUCCESS;
   }
   // Piece size in elements of `count` (per rank block where blocked).

@@ -139,24 +139,6 @@ Status load_tuner_config(TunerConfig* cfg) {
   return CCL_SUCCESS;
 }
 
-namespace {
-
-/// Bytes of one rank block: what the LL protocol carries per peer.
-size_t block_bytes(const TunerInput& in) {
-  const bool blocked = in.coll == Collective::kReduceScatter || in.coll == Collective::kAllGather ||
-                       in.coll == Collective::kAllToAll;
-  return blocked ? in.bytes / std::max(in.nranks, 1) : in.bytes;
-}
-
-/// LL where it can carry the call (one-shot allreduce and the direct collectives), measured
-/// faster than the barrier-delimited kernels up to kLLMax.
-Proto table_proto(const TunerInput& in, Algorithm a) {
-  const bool ll_capable = a == Algorithm::kOneShot || a == Algorithm::kDirect;
-  return ll_capable && block_bytes(in) <= kLLMax ? Proto::kLL : Proto::kSimple;
-}
-
-}  // namespace
-
 Choice table_choice(const TunerInput& in) {
   Choice ch{Algorithm::kDirect, Proto::kSimple, direct_blocks(in.bytes), false};
   const bool direct_ok = in.all_p2p && in.nranks <= kMaxDirectRanks;
@@ -166,6 +148,7 @@ Choice table_choice(const TunerInput& in) {
         ch.algo = Algorithm::kRing;
       } else if (in.bytes <= kOneShotMax) {
         ch.algo = Algorithm::kOneShot;
+        ch.proto = in.bytes <= kLLMax ? Proto::kLL : Proto::kSimple;
       } else {
         ch.algo = Algorithm::kTwoShot;
       }
@@ -179,7 +162,6 @@ Choice table_choice(const TunerInput& in) {
       break;
   }
   if (is_pipe(in.coll, ch.algo)) ch.blocks = pipe_blocks(in.bytes);
-  ch.proto = table_proto(in, ch.algo);
   return ch;
 }
 
@@ -190,10 +172,8 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
     ch.algo = cfg.algo[ci];
     ch.forced = true;
     ch.blocks = is_pipe(in.coll, ch.algo) ? pipe_blocks(in.bytes) : direct_blocks(in.bytes);
-    ch.proto = table_proto(in, ch.algo);
   }
-  if (cfg.proto != Proto::kAuto && (ch.algo == Algorithm::kOneShot || ch.algo == Algorithm::kDirect))
-    ch.proto = cfg.proto;
+  if (ch.algo == Algorithm::kOneShot && cfg.proto != Proto::kAuto) ch.proto = cfg.proto;
   if (cfg.nchannels > 0)
     ch.blocks = std::min(cfg.nchannels, is_pipe(in.coll, ch.algo) ? kPipeChannels : kMaxBlocks);
   return ch;
