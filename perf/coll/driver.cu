@@ -456,7 +456,8 @@ class Driver {
     if (o_.compare_nccl) nccl_us = nccl_time(count);
     if (oop.wrong || ip.wrong) ++failures_;
     if (!leader()) return;
-    const double alg_o = bytes / oop.us / 1e3, alg_i = bytes / ip.us / 1e3;
+    // No in-place run (point to point): report zeros, not a division by zero.
+    const double alg_o = bytes / oop.us / 1e3, alg_i = ip.us > 0 ? bytes / ip.us / 1e3 : 0;
     std::printf("%12zu %12zu %7s %6s %5d   %9.2f %8.2f %8.2f %7lld   %9.2f %8.2f %8.2f %7lld",
                 bytes, count, dtype_label(o_.dtype), desc_.has_op ? op_label(op) : "none",
                 desc_.has_root ? root : -1, oop.us, alg_o, alg_o * factor, oop.wrong, ip.us, alg_i,

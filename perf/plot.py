@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Draws busbw and latency against message size, ccl beside NCCL, from the --json files of the
+collective benchmarks (all_reduce_perf ... sendrecv_perf).
+
+    perf/plot.py OUT.png FILE.json [FILE.json ...]
+
+One column per file: busbw (GB/s, top) and time (us, bottom, log scale) against size, ccl's
+out-of-place and in-place runs and, when the run had --compare-nccl, NCCL's.
+"""
+import json
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def main(argv):
+    if len(argv) < 3:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("perf/plot.py needs matplotlib (apt-get install python3-matplotlib)", file=sys.stderr)
+        return 2
+    runs = [load(p) for p in argv[2:]]
+    fig, axes = plt.subplots(2, len(runs), figsize=(4.2 * len(runs), 7), squeeze=False)
+    for col, run in enumerate(runs):
+        rows = [r for r in run["rows"] if r["bytes"] > 0]
+        size = [r["bytes"] for r in rows]
+        title = run["benchmark"] + (" (graph)" if run.get("graph") else "")
+        bw, lat = axes[0][col], axes[1][col]
+        bw.plot(size, [r["oop_busbw"] for r in rows], "o-", label="ccl out-of-place")
+        ip = [r for r in rows if r["ip_us"] > 0]  # point to point has no in-place run
+        if ip:
+            bw.plot([r["bytes"] for r in ip], [r["ip_busbw"] for r in ip], "s--",
+                    label="ccl in-place", alpha=0.7)
+        lat.plot(size, [r["oop_us"] for r in rows], "o-", label="ccl")
+        if any(r["nccl_us"] > 0 for r in rows):
+            bw.plot(size, [r["nccl_busbw"] for r in rows], "^-", label="NCCL")
+            lat.plot(size, [r["nccl_us"] for r in rows], "^-", label="NCCL")
+        for ax in (bw, lat):
+            ax.set_xscale("log", base=2)
+            ax.grid(True, which="both", alpha=0.3)
+        lat.set_yscale("log")
+        bw.set_title(title)
+        bw.set_ylabel("busbw (GB/s)")
+        lat.set_ylabel("time (us)")
+        lat.set_xlabel("size (bytes)")
+        bw.legend(fontsize=7)
+        lat.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(argv[1], dpi=110)
+    print(argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
