@@ -13,5 +13,8 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "run: no GPU on this machine: built and printed ccl-info; nothing to run on a GPU."
   exit 0
 fi
-# Until the collectives land, the main job is the symmetric-heap smoke test on all local GPUs.
-CCL_SOCKET_IFNAME=${CCL_SOCKET_IFNAME:-lo} "$build/tests/gpu_heap"
+# The main job: all_reduce_perf on every local GPU, one process each, symmetric buffers (the
+# nccl-tests table; add --compare-nccl with libnccl.so.2 on LD_LIBRARY_PATH to see NCCL beside it).
+ngpu=$(nvidia-smi -L | wc -l)
+CCL_SOCKET_IFNAME=${CCL_SOCKET_IFNAME:-lo} "$build/src/tools/ccl-run" -n "$ngpu" -- \
+  "$build/perf/all_reduce_perf" -b 8 -e 256M -f 2 -R 1

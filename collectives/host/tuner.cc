@@ -34,11 +34,18 @@ bool coll_from_name(const std::string& s, Collective* out) {
   return false;
 }
 
-// Crossover points, measured on 2 x H200 NV18 (perf/results/2026-11-23_h200x2_collectives.md).
-// Below kOneShotMax the one-shot allreduce wins (one NVLink read of every input, no second
-// phase); above it two-shot moves half the bytes per rank. The LL protocol (staged, no exit
-// barrier) wins while the staging copy is cheaper than the barrier.
-constexpr size_t kOneShotMax = 256 << 10;
+// Crossover points, measured on 2 x H200 NV18 (perf/results/2026-11-23_h200x2_collectives.md,
+// each algorithm forced over one sweep, symmetric buffers, median of 20 calls):
+//   bytes      one_shot (LL <= 64K)   two_shot   ring
+//   16 KiB         6.98 us            13.41 us   16.78 us
+//   64 KiB         6.83               13.17      20.43
+//   256 KiB       15.18 (SIMPLE)      14.72      34.24
+//   1 MiB         16.05               16.26      34.31
+//   16 MiB        64.17               64.22     117.34
+// The LL one-shot (data with flags, no barrier) wins up to its 64 KiB limit; above it the
+// barrier-delimited one-shot and two-shot are within 3% of each other on two ranks and
+// two-shot moves half the bytes per rank as ranks grow, so it takes everything above.
+constexpr size_t kOneShotMax = kLLMaxBytes;
 constexpr size_t kLLMax = kLLMaxBytes;
 
 int direct_blocks(size_t bytes) {
