@@ -154,6 +154,36 @@ TEST_F(ApiArgs, DeviceApiHostCalls) {
   }
 }
 
+TEST_F(ApiArgs, Collectives) {
+  char b[64];
+  const auto bad_t = static_cast<ccl_datatype_t>(12);
+  const auto bad_op = static_cast<ccl_redop_t>(5);
+  EXPECT_BAD_ARG(ccl_allreduce(b, b, 4, ccl_float32, ccl_sum, nullptr, nullptr), "comm");
+  EXPECT_BAD_ARG(ccl_allreduce(b, b, 4, bad_t, ccl_sum, comm_, nullptr), "datatype");
+  EXPECT_BAD_ARG(ccl_allreduce(b, b, 4, ccl_float32, bad_op, comm_, nullptr), "op");
+  EXPECT_BAD_ARG(ccl_allreduce(nullptr, b, 4, ccl_float32, ccl_sum, comm_, nullptr), "sendbuff");
+  EXPECT_BAD_ARG(ccl_allreduce(b, nullptr, 4, ccl_float32, ccl_sum, comm_, nullptr), "recvbuff");
+  EXPECT_BAD_ARG(ccl_allreduce(b, b, SIZE_MAX / 2, ccl_float32, ccl_sum, comm_, nullptr), "count");
+  EXPECT_BAD_ARG(ccl_reduce_scatter(b, b, 4, ccl_int8, bad_op, comm_, nullptr), "op");
+  EXPECT_BAD_ARG(ccl_allgather(b, nullptr, 4, ccl_int8, comm_, nullptr), "recvbuff");
+  EXPECT_BAD_ARG(ccl_broadcast(b, b, 4, ccl_int8, 1, comm_, nullptr), "root");
+  EXPECT_BAD_ARG(ccl_reduce(b, b, 4, ccl_int8, ccl_max, -1, comm_, nullptr), "root");
+  EXPECT_BAD_ARG(ccl_alltoall(b, b, 4, bad_t, comm_, nullptr), "datatype");
+  EXPECT_BAD_ARG(ccl_send(b, 4, ccl_int8, 1, comm_, nullptr), "peer");
+  EXPECT_BAD_ARG(ccl_recv(nullptr, 4, ccl_int8, 0, comm_, nullptr), "recvbuff");
+  EXPECT_BAD_ARG(ccl_barrier(nullptr, nullptr), "comm");
+  // Nothing to move: success without a GPU.
+  EXPECT_EQ(ccl_allreduce(nullptr, nullptr, 0, ccl_float32, ccl_sum, comm_, nullptr), CCL_SUCCESS);
+  // Valid arguments on a communicator without a GPU: unsupported, said plainly.
+  EXPECT_EQ(ccl_allgather(b, b, 4, ccl_int8, comm_, nullptr), CCL_UNSUPPORTED);
+  EXPECT_NE(std::string(ccl_get_last_error()).find("no GPU"), std::string::npos);
+  EXPECT_EQ(ccl_group_end(), CCL_INVALID_USAGE);
+  // A group defers the calls; an argument error is still reported at the call.
+  EXPECT_EQ(ccl_group_start(), CCL_SUCCESS);
+  EXPECT_BAD_ARG(ccl_send(b, 4, ccl_int8, 3, comm_, nullptr), "peer");
+  EXPECT_EQ(ccl_group_end(), CCL_SUCCESS);
+}
+
 TEST(ApiErrors, EveryResultHasAString) {
   for (int r = 0; r < CCL_NUM_RESULTS; ++r)
     EXPECT_GT(std::strlen(ccl_get_error_string(static_cast<ccl_result_t>(r))), 3u);
