@@ -1,4 +1,5 @@
 #include "collectives/common/kernel_util.cuh"
+#include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
 
 namespace ccl::coll {
@@ -331,25 +332,13 @@ __global__ void __launch_bounds__(kThreads)
   finish_epoch(c, s, e);
 }
 
-using Launch = void (*)(const ccl_device_comm_t&, const CollScratch&, const DirectArgs&, int,
-                        cudaStream_t);
-
 template <ccl_datatype_t D, ccl_redop_t Op>
-void launch(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a, int grid,
-            cudaStream_t stream) {
-  reduce_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
-}
-
-// The instantiation table: every type x every reduction, generated from the one type table.
-#define CCL_OP_ENTRY(op, name) launch<D, op>,
-template <ccl_datatype_t D>
-struct Row {
-  static constexpr Launch kOps[ccl_num_redops] = {CCL_FOR_EACH_REDOP(CCL_OP_ENTRY)};
+struct DirectLaunch {
+  static void run(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a, int grid,
+                  cudaStream_t stream) {
+    reduce_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
+  }
 };
-#undef CCL_OP_ENTRY
-#define CCL_ROW(e, T, A, name) Row<e>::kOps,
-constexpr const Launch* kTable[ccl_num_datatypes] = {CCL_FOR_EACH_DTYPE(CCL_ROW)};
-#undef CCL_ROW
 
 }  // namespace
 
@@ -362,7 +351,7 @@ cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device
     case DirectKind::kReduceScatter:
     case DirectKind::kReduce:
     case DirectKind::kNvlsAllReduce:
-      kTable[dtype][op](c, s, a, grid, stream);
+      launcher<DirectLaunch>(dtype, op)(c, s, a, grid, stream);
       break;
     default:
       copy_kernel<<<grid, kThreads, 0, stream>>>(c, s, a,

@@ -1,4 +1,5 @@
 #include "collectives/common/kernel_util.cuh"
+#include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
 
 namespace ccl::coll {
@@ -112,24 +113,13 @@ __global__ void __launch_bounds__(kThreads)
   finish_epoch(c, s, e, false);
 }
 
-using Launch = void (*)(const ccl_device_comm_t&, const CollScratch&, const void*, void*, size_t,
-                        int, cudaStream_t);
-
 template <ccl_datatype_t D, ccl_redop_t Op>
-void launch(const ccl_device_comm_t& c, const CollScratch& s, const void* send, void* recv,
-            size_t bytes, int grid, cudaStream_t stream) {
-  ll_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, send, recv, bytes);
-}
-
-#define CCL_OP_ENTRY(op, name) launch<D, op>,
-template <ccl_datatype_t D>
-struct Row {
-  static constexpr Launch kOps[ccl_num_redops] = {CCL_FOR_EACH_REDOP(CCL_OP_ENTRY)};
+struct LLLaunch {
+  static void run(const ccl_device_comm_t& c, const CollScratch& s, const void* send, void* recv,
+                  size_t bytes, int grid, cudaStream_t stream) {
+    ll_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, send, recv, bytes);
+  }
 };
-#undef CCL_OP_ENTRY
-#define CCL_ROW(e, T, A, name) Row<e>::kOps,
-constexpr const Launch* kTable[ccl_num_datatypes] = {CCL_FOR_EACH_DTYPE(CCL_ROW)};
-#undef CCL_ROW
 
 }  // namespace
 
@@ -139,7 +129,7 @@ cudaError_t launch_ll_one_shot(ccl_datatype_t dtype, ccl_redop_t op, const ccl_d
   const size_t bytes = count * dtype_size(dtype);
   const size_t units = (bytes + 7) / 8;
   const int grid = static_cast<int>(std::max<size_t>(1, (units + kThreads - 1) / kThreads));
-  kTable[dtype][op](c, s, send, recv, bytes, grid, stream);
+  launcher<LLLaunch>(dtype, op)(c, s, send, recv, bytes, grid, stream);
   return cudaGetLastError();
 }
 

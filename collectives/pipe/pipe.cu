@@ -1,4 +1,5 @@
 #include "collectives/common/kernel_util.cuh"
+#include "collectives/common/launch_table.cuh"
 #include "collectives/pipe/pipe.cuh"
 #include "collectives/schedule/schedule.hpp"
 
@@ -351,24 +352,13 @@ __global__ void __launch_bounds__(kThreads) p2p_kernel(ccl_device_comm_t c, Coll
   fifo_store(c, s, f);
 }
 
-using Launch = void (*)(const ccl_device_comm_t&, const CollScratch&, const PipeArgs&, int,
-                        cudaStream_t);
-
 template <ccl_datatype_t D, ccl_redop_t Op>
-void launch(const ccl_device_comm_t& c, const CollScratch& s, const PipeArgs& a, int grid,
-            cudaStream_t stream) {
-  pipe_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
-}
-
-#define CCL_OP_ENTRY(op, name) launch<D, op>,
-template <ccl_datatype_t D>
-struct Row {
-  static constexpr Launch kOps[ccl_num_redops] = {CCL_FOR_EACH_REDOP(CCL_OP_ENTRY)};
+struct PipeLaunch {
+  static void run(const ccl_device_comm_t& c, const CollScratch& s, const PipeArgs& a, int grid,
+                  cudaStream_t stream) {
+    pipe_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
+  }
 };
-#undef CCL_OP_ENTRY
-#define CCL_ROW(e, T, A, name) Row<e>::kOps,
-constexpr const Launch* kTable[ccl_num_datatypes] = {CCL_FOR_EACH_DTYPE(CCL_ROW)};
-#undef CCL_ROW
 
 }  // namespace
 
@@ -376,7 +366,7 @@ cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_c
                         const CollScratch& s, const PipeArgs& a, int grid, cudaStream_t stream) {
   // Copy-only collectives do not depend on the operation: one instantiation per type.
   const bool reduces = a.coll == Collective::kAllReduce || a.coll == Collective::kReduceScatter;
-  kTable[dtype][reduces ? op : ccl_sum](c, s, a, grid, stream);
+  launcher<PipeLaunch>(dtype, reduces ? op : ccl_sum)(c, s, a, grid, stream);
   return cudaGetLastError();
 }
 
