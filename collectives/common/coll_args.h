@@ -39,13 +39,13 @@ struct CollScratch {
   uint64_t* epoch;     // symmetric [nranks]: last epoch rank j completed (j pushes it here)
   uint32_t* finished;  // local device: blocks of the running kernel that finished
   // Pipe FIFOs (pairwise, sequence-numbered: independent of the epoch).
-  char* inbox;         // symmetric [sender][channel][slot][slot_bytes]
+  char* inbox;  // symmetric [sender][channel][slot][slot_bytes]
   size_t slot_bytes;
-  uint64_t* head;      // symmetric [sender][channel]: messages the sender has delivered to me
-  uint64_t* tail;      // symmetric [receiver][channel]: my messages the receiver has consumed
-  uint64_t* seq;       // local device [peer][channel][2]: sent, received so far
-  char* temp;          // local device, stage_bytes: work space (ring reduce-scatter)
-  uint64_t* ll;        // symmetric [2 (epoch parity)][sender][kLLMaxBytes / 4]: LL entries
+  uint64_t* head;  // symmetric [sender][channel]: messages the sender has delivered to me
+  uint64_t* tail;  // symmetric [receiver][channel]: my messages the receiver has consumed
+  uint64_t* seq;   // local device [peer][channel][2]: sent, received so far
+  char* temp;      // local device, stage_bytes: work space (ring reduce-scatter)
+  uint64_t* ll;    // symmetric [2 (epoch parity)][sender][kLLMaxBytes / 4]: LL entries
 };
 
 }  // namespace ccl::coll

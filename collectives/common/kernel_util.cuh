@@ -140,7 +140,8 @@ __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* c
       A acc[U][V];
       uint4 w[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) w[u] = __ldcg(reinterpret_cast<const uint4*>(in[0]) + p0 + u * blockDim.x);
+      for (int u = 0; u < U; ++u)
+        w[u] = __ldcg(reinterpret_cast<const uint4*>(in[0]) + p0 + u * blockDim.x);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         T v[V];

@@ -106,31 +106,47 @@ __device__ bool nvls_same_windows(const ccl_device_comm_t& c, const CollScratch&
 template <ccl_datatype_t D, ccl_redop_t Op>
 struct Multimem {
   static constexpr bool kSupported =
-      (D == ccl_float32 && Op == ccl_sum) ||
-      ((D == ccl_float16 || D == ccl_bfloat16) && (Op == ccl_sum || Op == ccl_min || Op == ccl_max));
+      (D == ccl_float32 && Op == ccl_sum) || ((D == ccl_float16 || D == ccl_bfloat16) &&
+                                              (Op == ccl_sum || Op == ccl_min || Op == ccl_max));
   __device__ static uint4 ld_reduce(const char* mc) {
     uint4 v{};
     if constexpr (D == ccl_float32 && Op == ccl_sum)
       asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(mc)
+                   : "memory");
     else if constexpr (D == ccl_float16 && Op == ccl_sum)
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.f16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+      asm volatile(
+          "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.f16x2 {%0,%1,%2,%3}, [%4];"
+          : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+          : "l"(mc)
+          : "memory");
     else if constexpr (D == ccl_float16 && Op == ccl_min)
       asm volatile("multimem.ld_reduce.relaxed.sys.global.min.v4.f16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(mc)
+                   : "memory");
     else if constexpr (D == ccl_float16 && Op == ccl_max)
       asm volatile("multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(mc)
+                   : "memory");
     else if constexpr (D == ccl_bfloat16 && Op == ccl_sum)
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+      asm volatile(
+          "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
+          : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+          : "l"(mc)
+          : "memory");
     else if constexpr (D == ccl_bfloat16 && Op == ccl_min)
       asm volatile("multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(mc)
+                   : "memory");
     else if constexpr (D == ccl_bfloat16 && Op == ccl_max)
       asm volatile("multimem.ld_reduce.relaxed.sys.global.max.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "l"(mc)
+                   : "memory");
     return v;
   }
 };
@@ -274,8 +290,8 @@ __global__ void __launch_bounds__(kThreads)
         }
         const Win w = peer_ready(s, n, e, j);
         if (w.dst_off != kNoWindow)
-          copy_slice(window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize, send + lo * esize,
-                     b);
+          copy_slice(window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize,
+                     send + lo * esize, b);
         if (a.dst_off == kNoWindow)
           copy_slice(recv + (j * a.recv_ld + lo) * esize,
                      window<const char>(c, j, w.src_off) + lo * esize, b);
@@ -354,8 +370,7 @@ cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device
       launcher<DirectLaunch>(dtype, op)(c, s, a, grid, stream);
       break;
     default:
-      copy_kernel<<<grid, kThreads, 0, stream>>>(c, s, a,
-                                                       static_cast<int>(dtype_size(dtype)));
+      copy_kernel<<<grid, kThreads, 0, stream>>>(c, s, a, static_cast<int>(dtype_size(dtype)));
       break;
   }
   return cudaGetLastError();

@@ -32,7 +32,10 @@ __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t
   const uint64_t start = dev::detail::global_ns();
   for (uint32_t spin = 0;; ++spin) {
     uint64_t a, b;
-    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(e2) : "memory");
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                 : "=l"(a), "=l"(b)
+                 : "l"(e2)
+                 : "memory");
     if (static_cast<uint32_t>(a >> 32) == flag && static_cast<uint32_t>(b >> 32) == flag) {
       *out = (a & 0xffffffffull) | (b << 32);
       return true;
@@ -43,8 +46,8 @@ __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t
                                    a >> 32, CCL_CMP_EQ);
       if (c.state->error.state != 0) return false;
       if (c.wait_timeout_ns != 0 && dev::detail::global_ns() - start > c.wait_timeout_ns)
-        return dev::detail::report(c, CCL_DEVICE_ERROR_TIMEOUT, CCL_OP_SIGNAL_WAIT, peer, e2,
-                                   flag, a >> 32, CCL_CMP_EQ);
+        return dev::detail::report(c, CCL_DEVICE_ERROR_TIMEOUT, CCL_OP_SIGNAL_WAIT, peer, e2, flag,
+                                   a >> 32, CCL_CMP_EQ);
     }
   }
 }

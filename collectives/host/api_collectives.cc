@@ -25,10 +25,10 @@ ccl_result_t point_to_point(void* buf, size_t count, ccl_datatype_t dtype, int p
                             ccl_comm_t comm, cudaStream_t stream, bool is_send, const char* fn) {
   return ccl::api_call([&]() -> Status {
     CCL_ARG_CHECK(comm != nullptr, "%s: comm must not be NULL", fn);
-    CCL_ARG_CHECK(dtype >= 0 && dtype < ccl_num_datatypes, "%s: datatype=%d is not a ccl_datatype_t",
-                  fn, static_cast<int>(dtype));
-    CCL_ARG_CHECK(peer >= 0 && peer < comm->nranks, "%s: peer=%d is out of range [0, %d)", fn,
-                  peer, comm->nranks);
+    CCL_ARG_CHECK(dtype >= 0 && dtype < ccl_num_datatypes,
+                  "%s: datatype=%d is not a ccl_datatype_t", fn, static_cast<int>(dtype));
+    CCL_ARG_CHECK(peer >= 0 && peer < comm->nranks, "%s: peer=%d is out of range [0, %d)", fn, peer,
+                  comm->nranks);
     const size_t esize = ccl::coll::dtype_size(dtype);
     CCL_ARG_CHECK(count <= SIZE_MAX / esize, "%s: count=%zu overflows the byte size", fn, count);
     if (count == 0) return CCL_SUCCESS;

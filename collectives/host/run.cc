@@ -190,8 +190,6 @@ Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& 
     a.send_ld = k.count;
     a.send = static_cast<const char*>(k.send) + done * E;
     a.recv = static_cast<char*>(k.recv) + done * E;
-    if (k.coll == Collective::kAllGather && len != k.count)
-      return CCL_FAIL(CCL_INTERNAL_ERROR, "allgather pieces");
     CCL_CUDA_CHECK(launch_pipe(k.dtype, k.op, comm->dev->handle, s, a, ch.blocks, k.stream));
   }
   return CCL_SUCCESS;
@@ -224,10 +222,13 @@ Status prepare_nvls(ccl_comm* comm, CollState* st, const CollCall& k, Choice* ch
                       (k.op == ccl_sum || k.op == ccl_min || k.op == ccl_max));
   const size_t unit = 16 / E * static_cast<size_t>(comm->nranks) * kMaxBlocks;
   uint64_t off = 0;
-  const bool inside = symmetric(comm, k.recv, k.count * E, &off) && off + k.count * E <= st->mc_bytes;
+  const bool inside =
+      symmetric(comm, k.recv, k.count * E, &off) && off + k.count * E <= st->mc_bytes;
   if (!types || k.count % unit != 0 || !inside || st->cfg.deterministic) {
-    CCL_INFO(kSubsysColl, "%s: multimem cannot run this call (type/op, alignment, buffer outside "
-             "the multicast range, or CCL_DETERMINISTIC); unicast instead", collective_name(k.coll));
+    CCL_INFO(kSubsysColl,
+             "%s: multimem cannot run this call (type/op, alignment, buffer outside "
+             "the multicast range, or CCL_DETERMINISTIC); unicast instead",
+             collective_name(k.coll));
     ch->algo = k.coll == Collective::kAllReduce ? Algorithm::kTwoShot : Algorithm::kDirect;
   } else {
     ch->blocks = kMaxBlocks;
@@ -239,8 +240,8 @@ Status prepare_nvls(ccl_comm* comm, CollState* st, const CollCall& k, Choice* ch
 
 Status check_collective(ccl_comm* comm, const CollCall& k, const char* fn) {
   CCL_ARG_CHECK(comm != nullptr, "%s: comm must not be NULL", fn);
-  CCL_ARG_CHECK(k.dtype >= 0 && k.dtype < ccl_num_datatypes, "%s: datatype=%d is not a ccl_datatype_t",
-                fn, static_cast<int>(k.dtype));
+  CCL_ARG_CHECK(k.dtype >= 0 && k.dtype < ccl_num_datatypes,
+                "%s: datatype=%d is not a ccl_datatype_t", fn, static_cast<int>(k.dtype));
   if (reduces(k.coll))
     CCL_ARG_CHECK(k.op >= 0 && k.op < ccl_num_redops, "%s: op=%d is not a ccl_redop_t", fn,
                   static_cast<int>(k.op));
@@ -290,7 +291,8 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
   size_t send_elems, recv_elems;
   buffer_elems(k, comm->nranks, &send_elems, &recv_elems);
   const size_t bytes = std::max(send_elems, recv_elems) * E;
-  Choice ch = choose(st->cfg, {k.coll, bytes, comm->nranks, (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0});
+  Choice ch =
+      choose(st->cfg, {k.coll, bytes, comm->nranks, (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0});
   if (!(dc.flags & CCL_DEVICE_FLAG_ALL_P2P))
     return CCL_FAIL(CCL_UNSUPPORTED,
                     "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",

@@ -12,9 +12,9 @@
 namespace ccl::coll {
 namespace {
 
-constexpr Collective kAll[kNumCollectives] = {
-    Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-    Collective::kBroadcast, Collective::kReduce,        Collective::kAllToAll};
+constexpr Collective kAll[kNumCollectives] = {Collective::kAllReduce, Collective::kReduceScatter,
+                                              Collective::kAllGather, Collective::kBroadcast,
+                                              Collective::kReduce,    Collective::kAllToAll};
 
 bool algo_from_name(const std::string& s, Algorithm* out) {
   for (int i = 0; i < kNumAlgorithms; ++i)
@@ -96,7 +96,8 @@ Status parse_algo_setting(const std::string& text, TunerConfig* cfg) {
           cfg->algo[static_cast<int>(c)] = a;
           any = true;
         }
-      if (!any) return CCL_FAIL(CCL_INVALID_ARGUMENT, "CCL_ALGO=%s: no collective has it", text.c_str());
+      if (!any)
+        return CCL_FAIL(CCL_INVALID_ARGUMENT, "CCL_ALGO=%s: no collective has it", text.c_str());
       continue;
     }
     Collective c;

@@ -58,8 +58,8 @@ __device__ void fifo_store(const ccl_device_comm_t& c, const CollScratch& s, con
 
 /// Slot of message m (1-based) from `sender` on this channel, in the local view of the inbox.
 __device__ __forceinline__ char* slot_of(const CollScratch& s, int sender, uint64_t m) {
-  const size_t idx =
-      (static_cast<size_t>(sender) * kPipeChannels + blockIdx.x) * kPipeSlots + (m - 1) % kPipeSlots;
+  const size_t idx = (static_cast<size_t>(sender) * kPipeChannels + blockIdx.x) * kPipeSlots +
+                     (m - 1) % kPipeSlots;
   return s.inbox + idx * s.slot_bytes;
 }
 
@@ -195,8 +195,8 @@ __device__ bool run_step(const ccl_device_comm_t& c, const CollScratch& s, Fifo&
 /// every rank sends block j to rank j, and each rank reduces its block from all n inputs at once
 /// in rank order 0..n-1 with one rounding, so the result does not depend on the algorithm.
 template <ccl_datatype_t D, ccl_redop_t Op>
-__device__ bool canonical_reduce_scatter(const ccl_device_comm_t& c, const CollScratch& s,
-                                         Fifo& f, const Map& w, size_t count) {
+__device__ bool canonical_reduce_scatter(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
+                                         const Map& w, size_t count) {
   using T = typename DType<D>::Storage;
   const int n = c.nranks, me = c.rank;
   const size_t per = s.slot_bytes / w.esize;
@@ -252,8 +252,8 @@ __device__ bool canonical_reduce_scatter(const ccl_device_comm_t& c, const CollS
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>
-__global__ void __launch_bounds__(kThreads) pipe_kernel(ccl_device_comm_t c, CollScratch s,
-                                                        PipeArgs a) {
+__global__ void __launch_bounds__(kThreads)
+    pipe_kernel(ccl_device_comm_t c, CollScratch s, PipeArgs a) {
   using T = typename DType<D>::Storage;
   constexpr size_t E = sizeof(T);
   __shared__ Fifo f;
@@ -310,8 +310,8 @@ __global__ void __launch_bounds__(kThreads) pipe_kernel(ccl_device_comm_t c, Col
   fifo_store(c, s, f);
 }
 
-__global__ void __launch_bounds__(kThreads) p2p_kernel(ccl_device_comm_t c, CollScratch s,
-                                                       P2pArgs a) {
+__global__ void __launch_bounds__(kThreads)
+    p2p_kernel(ccl_device_comm_t c, CollScratch s, P2pArgs a) {
   __shared__ Fifo f;
   fifo_load(c, s, f);
   // This channel's share of each operation, in 16-byte units (the last channel takes the rest).
@@ -337,8 +337,7 @@ __global__ void __launch_bounds__(kThreads) p2p_kernel(ccl_device_comm_t c, Coll
         if (op.is_send) {
           char* slot = send_begin(c, s, f, op.peer, &m);
           if (slot == nullptr) return;
-          dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b,
-                                       op.peer);
+          dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b, op.peer);
           send_end(c, s, f, op.peer, m);
         } else {
           const char* slot = recv_begin(c, s, f, op.peer, &m);

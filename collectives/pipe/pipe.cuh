@@ -17,13 +17,13 @@ struct PipeArgs {
   Collective coll;  // kAllReduce, kAllGather, kBroadcast or kReduceScatter
   Algorithm algo;
   int root;
-  int chunks;       // pipeline depth of a ring broadcast
-  bool canonical;   // reduce in rank order (CCL_DETERMINISTIC, avg): canonical reduce-scatter
-                    // first, then the algorithm's allgather
+  int chunks;      // pipeline depth of a ring broadcast
+  bool canonical;  // reduce in rank order (CCL_DETERMINISTIC, avg): canonical reduce-scatter
+                   // first, then the algorithm's allgather
   const void* send;
   void* recv;
-  size_t count;     // allreduce, broadcast: elements; allgather, reduce-scatter: per rank
-  size_t send_ld;   // reduce-scatter: elements between rank blocks of send
+  size_t count;    // allreduce, broadcast: elements; allgather, reduce-scatter: per rank
+  size_t send_ld;  // reduce-scatter: elements between rank blocks of send
 };
 
 /// One point-to-point operation of a group.

@@ -23,8 +23,8 @@ CCL_HD bool supported(Collective c, Algorithm a) {
   switch (c) {
     case Collective::kAllReduce:
       return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
-             a == Algorithm::kRabenseifner || a == Algorithm::kOneShot || a == Algorithm::kTwoShot ||
-             a == Algorithm::kNvls;
+             a == Algorithm::kRabenseifner || a == Algorithm::kOneShot ||
+             a == Algorithm::kTwoShot || a == Algorithm::kNvls;
     case Collective::kReduceScatter:
       return a == Algorithm::kRing || a == Algorithm::kDirect;
     case Collective::kAllGather:

@@ -7,6 +7,6 @@ int main(int argc, char** argv) {
       {"all_gather", perf::Kind::kAllGather, false, false,
        [](const void* s, void* r, size_t n, ccl_datatype_t d, ccl_redop_t, int, ccl_comm_t c,
           cudaStream_t st) { return ccl_allgather(s, r, n, d, c, st); },
-       [](const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d, ccl_redop_t,
-          int, void* c, cudaStream_t st) { return x.allgather(s, r, n, d, c, st); }});
+       [](const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d, ccl_redop_t, int,
+          void* c, cudaStream_t st) { return x.allgather(s, r, n, d, c, st); }});
 }

@@ -288,9 +288,8 @@ class Driver {
   long long count_wrong(Rank& r, const void* buf, size_t count) {
     if (desc_.kind == Kind::kReduce && r.rank != o_.root) return 0;  // only the root receives
     const size_t es = esize(o_.dtype);
-    const size_t elems = count * (desc_.kind == Kind::kAllGather || desc_.kind == Kind::kAllToAll
-                                      ? nranks_
-                                      : 1);
+    const size_t elems =
+        count * (desc_.kind == Kind::kAllGather || desc_.kind == Kind::kAllToAll ? nranks_ : 1);
     std::vector<char> got(elems * es), want(elems * es);
     PERF_CUDA(cudaSetDevice(r.device));
     PERF_CUDA(cudaMemcpy(got.data(), buf, got.size(), cudaMemcpyDeviceToHost));
@@ -305,7 +304,8 @@ class Driver {
   }
 
   size_t send_elems(size_t count) const {
-    return count * (desc_.kind == Kind::kReduceScatter || desc_.kind == Kind::kAllToAll ? nranks_ : 1);
+    return count *
+           (desc_.kind == Kind::kReduceScatter || desc_.kind == Kind::kAllToAll ? nranks_ : 1);
   }
 
   /// nccl-tests' in-place layout inside the receive buffer.
@@ -358,9 +358,9 @@ class Driver {
         if (o_.blocking) each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
       }
       // Host time to enqueue one call (every local rank's), the CPU cost a framework pays.
-      enqueue_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                        .count() /
-                    (o_.iters * static_cast<double>(ranks_.size()));
+      enqueue_us_ =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+          (o_.iters * static_cast<double>(ranks_.size()));
     }
     each([](Rank& r) { PERF_CUDA(cudaEventRecord(r.stop, r.stream)); });
     double total = 0, lo = 1e30, hi = 0;

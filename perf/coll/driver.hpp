@@ -15,7 +15,15 @@ namespace perf {
 
 /// Which collective a benchmark runs: decides counts, buffer sizes, expected values and the
 /// in-place layout (nccl-tests conventions: the size is the largest buffer).
-enum class Kind { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
+enum class Kind {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kSendRecv
+};
 
 struct CollDesc {
   const char* name;  // nccl-tests name: "all_reduce"

@@ -26,12 +26,24 @@ enum Fn {
   kGroupEnd,
   kCount
 };
-const char* kNames[kCount] = {
-    "ncclGetVersion", "ncclGetUniqueId",   "ncclCommInitRank",       "ncclCommDestroy",
-    "ncclMemAlloc",   "ncclMemFree",       "ncclCommWindowRegister", "ncclCommWindowDeregister",
-    "ncclAllReduce",  "ncclGetErrorString", "ncclReduceScatter",      "ncclAllGather",
-    "ncclBroadcast",  "ncclReduce",        "ncclSend",               "ncclRecv",
-    "ncclGroupStart", "ncclGroupEnd"};
+const char* kNames[kCount] = {"ncclGetVersion",
+                              "ncclGetUniqueId",
+                              "ncclCommInitRank",
+                              "ncclCommDestroy",
+                              "ncclMemAlloc",
+                              "ncclMemFree",
+                              "ncclCommWindowRegister",
+                              "ncclCommWindowDeregister",
+                              "ncclAllReduce",
+                              "ncclGetErrorString",
+                              "ncclReduceScatter",
+                              "ncclAllGather",
+                              "ncclBroadcast",
+                              "ncclReduce",
+                              "ncclSend",
+                              "ncclRecv",
+                              "ncclGroupStart",
+                              "ncclGroupEnd"};
 
 // NCCL's enums (nccl.h), which order min and max differently from ccl.
 int nccl_type(ccl_datatype_t d) {
@@ -115,8 +127,8 @@ int Nccl::reduce(const void* send, void* recv, size_t count, ccl_datatype_t d, c
 }
 int Nccl::send(const void* buf, size_t count, ccl_datatype_t d, int peer, void* comm,
                cudaStream_t s) const {
-  return reinterpret_cast<int (*)(const void*, size_t, int, int, void*, cudaStream_t)>(
-      fn_[kSend])(buf, count, nccl_type(d), peer, comm, s);
+  return reinterpret_cast<int (*)(const void*, size_t, int, int, void*, cudaStream_t)>(fn_[kSend])(
+      buf, count, nccl_type(d), peer, comm, s);
 }
 int Nccl::recv(void* buf, size_t count, ccl_datatype_t d, int peer, void* comm,
                cudaStream_t s) const {

@@ -29,7 +29,6 @@ int nccl_sendrecv(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_dat
 }  // namespace
 
 int main(int argc, char** argv) {
-  return perf::run_driver(argc, argv,
-                          {"sendrecv", perf::Kind::kSendRecv, false, false, ccl_sendrecv,
-                           nccl_sendrecv});
+  return perf::run_driver(
+      argc, argv, {"sendrecv", perf::Kind::kSendRecv, false, false, ccl_sendrecv, nccl_sendrecv});
 }

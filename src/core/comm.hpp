@@ -26,8 +26,8 @@ struct ccl_comm {
   std::unique_ptr<ccl::SymmetricHeap> heap;
   std::unique_ptr<ccl::DeviceResources> dev;  // device API state (VMM heaps only)
   std::shared_ptr<void> coll_state;           // collectives' scratch (collectives/host), lazily
-  uint64_t coll_calls = 0;                     // collective calls made (CCL_CHECK_MODE)
-  int check_mode = -1;                         // CCL_CHECK_MODE, read at the first collective
+  uint64_t coll_calls = 0;                    // collective calls made (CCL_CHECK_MODE)
+  int check_mode = -1;                        // CCL_CHECK_MODE, read at the first collective
   ccl_team world;
   ccl_team node;
   std::vector<std::unique_ptr<ccl_team>> split_teams;

@@ -106,7 +106,9 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
                  "at %zu: 0x%llx, expected 0x%llx)",
                  label, coll::collective_name(k.coll), coll::dtype_name(D),
                  reduces(k.coll) ? coll::redop_name(k.op) : "-", k.count, k.root,
-                 k.mem == Mem::kInPlace ? "in place" : k.mem == Mem::kSymmetric ? "symmetric" : "device",
+                 k.mem == Mem::kInPlace     ? "in place"
+                 : k.mem == Mem::kSymmetric ? "symmetric"
+                                            : "device",
                  off, rep, wrong, re, at, g, w);
       if (rep == 1)
         RANK_CHECK(std::memcmp(got.data(), first.data(), re * sizeof(T)) == 0,
@@ -152,8 +154,14 @@ int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStre
         if (!full && m != 0 && ci != 2) continue;
         for (int oi = 0; oi < (reduces(c) ? 5 : 1); ++oi) {
           if (!full && oi > 0 && ci == 3) continue;
-          Case k{c, ops[oi], static_cast<int>((seed + count) % n), count, static_cast<Mem>(m),
-                 (count % 3 == 1 && m != 1) ? size_t{1} : size_t{0}, true, seed++};
+          Case k{c,
+                 ops[oi],
+                 static_cast<int>((seed + count) % n),
+                 count,
+                 static_cast<Mem>(m),
+                 (count % 3 == 1 && m != 1) ? size_t{1} : size_t{0},
+                 true,
+                 seed++};
           if (run_case_any(comm, me, n, static_cast<ccl_datatype_t>(d), k, s, label)) return 1;
         }
       }
@@ -178,14 +186,18 @@ struct AlgoConfig {
 int algorithms(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
   using C = Collective;
   const std::vector<AlgoConfig> configs = {
-      {"", "AUTO", {C::kAllReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
+      {"",
+       "AUTO",
+       {C::kAllReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
       {"allreduce:one_shot", "LL", {C::kAllReduce}},
       {"allreduce:one_shot", "SIMPLE", {C::kAllReduce}},
       {"allreduce:two_shot", "AUTO", {C::kAllReduce}},
       {"ring", "AUTO", {C::kAllReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast}},
       {"recursive_doubling", "AUTO", {C::kAllReduce, C::kAllGather}},
       {"rabenseifner", "AUTO", {C::kAllReduce}},
-      {"direct", "AUTO", {C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
+      {"direct",
+       "AUTO",
+       {C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
       // NVLS in its emulated mode only: multicast must stay off on shared machines.
       {"allreduce:nvls,allgather:nvls", "AUTO", {C::kAllReduce, C::kAllGather}, true},
   };
@@ -212,8 +224,8 @@ int algorithms(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
 /// every allreduce algorithm and for sizes that pick different protocols.
 int deterministic(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
   setenv("CCL_DETERMINISTIC", "1", 1);
-  for (const char* algo : {"allreduce:one_shot", "allreduce:two_shot", "ring", "recursive_doubling",
-                           "rabenseifner"}) {
+  for (const char* algo :
+       {"allreduce:one_shot", "allreduce:two_shot", "ring", "recursive_doubling", "rabenseifner"}) {
     setenv("CCL_ALGO", algo, 1);
     ccl_comm_t comm;
     if (fresh_comm(world, me, &comm)) return 1;
@@ -237,8 +249,8 @@ int deterministic(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s
 int graphs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   const size_t count = 3000;
   const Collective colls[] = {Collective::kAllReduce, Collective::kReduceScatter,
-                              Collective::kAllGather, Collective::kBroadcast, Collective::kReduce,
-                              Collective::kAllToAll};
+                              Collective::kAllGather, Collective::kBroadcast,
+                              Collective::kReduce,    Collective::kAllToAll};
   std::vector<float*> send(6), recv(6);
   for (int i = 0; i < 6; ++i) {
     RANK_CUDA(cudaMalloc(&send[i], count * n * 4));
@@ -258,7 +270,8 @@ int graphs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     for (int i = 0; i < 6; ++i) {
       size_t se, re;
       coll_elems(colls[i], count, n, &se, &re);
-      for (int r = 0; r < n; ++r) in[i].push_back(make_input<ccl_float32>(replay * 10 + i, r, se, ccl_sum, true));
+      for (int r = 0; r < n; ++r)
+        in[i].push_back(make_input<ccl_float32>(replay * 10 + i, r, se, ccl_sum, true));
       RANK_CUDA(cudaMemcpy(send[i], in[i][me].data(), se * 4, cudaMemcpyHostToDevice));
       RANK_CUDA(cudaMemset(recv[i], 0, re * 4));
     }
@@ -316,7 +329,8 @@ int stress(ccl_comm_t comm, int me, int n, cudaStream_t s) {
       RANK_CUDA(cudaStreamSynchronize(s));
       RANK_CUDA(cudaMemcpy(got.data(), b, count * 4, cudaMemcpyDeviceToHost));
       for (size_t j = 0; j < count; ++j)
-        RANK_CHECK(got[j] == static_cast<float>(n), "stress call %d: element %zu is %f", i, j, got[j]);
+        RANK_CHECK(got[j] == static_cast<float>(n), "stress call %d: element %zu is %f", i, j,
+                   got[j]);
     }
   }
   RANK_CUDA(cudaStreamSynchronize(s));
@@ -346,7 +360,8 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaMemcpy(got.data(), rb, bytes, cudaMemcpyDeviceToHost));
     const int from = (me + n - 1) % n;
     for (size_t i = 0; i < bytes; ++i)
-      RANK_CHECK(got[i] == static_cast<char>(i * 7 + from * 13), "sendrecv %zu bytes: byte %zu", bytes, i);
+      RANK_CHECK(got[i] == static_cast<char>(i * 7 + from * 13), "sendrecv %zu bytes: byte %zu",
+                 bytes, i);
     RANK_CUDA(cudaMemcpy(got.data(), self_rb, bytes, cudaMemcpyDeviceToHost));
     RANK_CHECK(std::memcmp(got.data(), h.data(), bytes) == 0, "self send/recv %zu bytes", bytes);
     // Outside a group: rank 0 sends, rank 1 receives.
@@ -379,13 +394,19 @@ int bad_input(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     // Every rank must refuse every call (a rank that accepted one would run it alone): each is
     // its own root, so no rank ignores a buffer as a non-root would.
     const int root = me;
-    RANK_CHECK(call(nullptr, c, d, d, 4, ccl_float32, ccl_sum, root, s) == I, "%s: null comm", name);
+    RANK_CHECK(call(nullptr, c, d, d, 4, ccl_float32, ccl_sum, root, s) == I, "%s: null comm",
+               name);
     RANK_CHECK(call(comm, c, d, d, 4, bad_t, ccl_sum, root, s) == I, "%s: datatype", name);
-    RANK_CHECK(call(comm, c, d, d, SIZE_MAX / 2, ccl_float32, ccl_sum, root, s) == I, "%s: overflow", name);
-    RANK_CHECK(call(comm, c, host.data(), d, 4, ccl_float32, ccl_sum, root, s) == I, "%s: host send", name);
-    RANK_CHECK(call(comm, c, d, d, 1 << 24, ccl_float32, ccl_sum, root, s) == I, "%s: small buffer", name);
-    RANK_CHECK(call(comm, c, nullptr, d, 4, ccl_float32, ccl_sum, root, s) == I, "%s: null send", name);
-    RANK_CHECK(call(comm, c, d, nullptr, 4, ccl_float32, ccl_sum, root, s) == I, "%s: null recv", name);
+    RANK_CHECK(call(comm, c, d, d, SIZE_MAX / 2, ccl_float32, ccl_sum, root, s) == I,
+               "%s: overflow", name);
+    RANK_CHECK(call(comm, c, host.data(), d, 4, ccl_float32, ccl_sum, root, s) == I,
+               "%s: host send", name);
+    RANK_CHECK(call(comm, c, d, d, 1 << 24, ccl_float32, ccl_sum, root, s) == I, "%s: small buffer",
+               name);
+    RANK_CHECK(call(comm, c, nullptr, d, 4, ccl_float32, ccl_sum, root, s) == I, "%s: null send",
+               name);
+    RANK_CHECK(call(comm, c, d, nullptr, 4, ccl_float32, ccl_sum, root, s) == I, "%s: null recv",
+               name);
     if (reduces(c))
       RANK_CHECK(call(comm, c, d, d, 4, ccl_float32, bad_op, root, s) == I, "%s: op", name);
     if (c == Collective::kBroadcast || c == Collective::kReduce) {
@@ -419,29 +440,33 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
   ccl_unique_id_t id;
   ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
   const uint32_t seed = std::random_device{}();
-  auto results = fork_ranks(n, [&](int r) {
-    setenv("CCL_COLL_SCRATCH_SIZE", "1M", 1);
-    ccl_comm_t world;
-    if (init_on_gpu(id, n, r, &world)) return 1;
-    cudaStream_t s;
-    // A blocking stream: the cudaMemset/cudaMemcpy of the set-up (legacy default stream) are
-    // ordered before the collectives.
-    RANK_CUDA(cudaStreamCreate(&s));
-    if (bad_input(world, r, n, s)) return 2;
-    if (algorithms(world, r, n, seed, s)) return 3;
-    if (deterministic(world, r, n, seed, s)) return 4;
-    if (graphs(world, r, n, s)) return 5;
-    if (stress(world, r, n, s)) return 6;
-    if (point_to_point(world, r, n, s)) return 7;
-    RANK_OK(ccl_barrier(world, s));
-    RANK_CUDA(cudaStreamSynchronize(s));
-    ccl_result_t async;
-    RANK_OK(ccl_comm_get_async_error(world, &async, nullptr));
-    RANK_CHECK(async == CCL_SUCCESS, "communicator in error");
-    RANK_OK(ccl_comm_destroy(world));
-    return 0;
-  }, 600000);
-  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r << " (seed " << seed << ")";
+  auto results = fork_ranks(
+      n,
+      [&](int r) {
+        setenv("CCL_COLL_SCRATCH_SIZE", "1M", 1);
+        ccl_comm_t world;
+        if (init_on_gpu(id, n, r, &world)) return 1;
+        cudaStream_t s;
+        // A blocking stream: the cudaMemset/cudaMemcpy of the set-up (legacy default stream) are
+        // ordered before the collectives.
+        RANK_CUDA(cudaStreamCreate(&s));
+        if (bad_input(world, r, n, s)) return 2;
+        if (algorithms(world, r, n, seed, s)) return 3;
+        if (deterministic(world, r, n, seed, s)) return 4;
+        if (graphs(world, r, n, s)) return 5;
+        if (stress(world, r, n, s)) return 6;
+        if (point_to_point(world, r, n, s)) return 7;
+        RANK_OK(ccl_barrier(world, s));
+        RANK_CUDA(cudaStreamSynchronize(s));
+        ccl_result_t async;
+        RANK_OK(ccl_comm_get_async_error(world, &async, nullptr));
+        RANK_CHECK(async == CCL_SUCCESS, "communicator in error");
+        RANK_OK(ccl_comm_destroy(world));
+        return 0;
+      },
+      600000);
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(results[r].code, 0) << "rank " << r << " (seed " << seed << ")";
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(2, 3, 4));

@@ -13,9 +13,18 @@ namespace {
 
 using dev::Scope;
 
-enum Which { kBroadcast, kFcollect, kAlltoall, kAllreduceSum, kAllreduceMax, kReduceScatter, kReduce, kCount };
-const char* kNames[] = {"broadcast", "fcollect", "alltoall", "allreduce(sum)", "allreduce(max)",
-                        "reduce_scatter", "reduce"};
+enum Which {
+  kBroadcast,
+  kFcollect,
+  kAlltoall,
+  kAllreduceSum,
+  kAllreduceMax,
+  kReduceScatter,
+  kReduce,
+  kCount
+};
+const char* kNames[] = {"broadcast",      "fcollect",       "alltoall", "allreduce(sum)",
+                        "allreduce(max)", "reduce_scatter", "reduce"};
 
 template <Scope S>
 __global__ void run(ccl_device_comm_t c, ccl_device_team_t t, bool team, int which, float* dst,
@@ -23,7 +32,8 @@ __global__ void run(ccl_device_comm_t c, ccl_device_team_t t, bool team, int whi
   bool r = false;
   switch (which) {
     case kBroadcast:
-      r = team ? dev::broadcast<S>(c, t, dst, src, count, root) : dev::broadcast<S>(c, dst, src, count, root);
+      r = team ? dev::broadcast<S>(c, t, dst, src, count, root)
+               : dev::broadcast<S>(c, dst, src, count, root);
       break;
     case kFcollect:
       r = team ? dev::fcollect<S>(c, t, dst, src, count) : dev::fcollect<S>(c, dst, src, count);
@@ -51,12 +61,18 @@ __global__ void run(ccl_device_comm_t c, ccl_device_team_t t, bool team, int whi
   if (threadIdx.x == 0) *ok = r ? 1 : 0;
 }
 
-float input(int rank, size_t i) { return static_cast<float>((rank + 1) * 1000 + static_cast<int>(i % 997)); }
+float input(int rank, size_t i) {
+  return static_cast<float>((rank + 1) * 1000 + static_cast<int>(i % 997));
+}
 
 /// Expected dst of `rank` (n ranks; count per block where the collective has blocks).
 std::vector<float> expect(int which, int rank, int n, size_t count, int root, size_t* elems) {
   std::vector<float> out;
-  auto sum = [&](size_t i) { float s = 0; for (int q = 0; q < n; ++q) s += input(q, i); return s; };
+  auto sum = [&](size_t i) {
+    float s = 0;
+    for (int q = 0; q < n; ++q) s += input(q, i);
+    return s;
+  };
   switch (which) {
     case kBroadcast:
       for (size_t i = 0; i < count; ++i) out.push_back(input(root, i));
@@ -91,52 +107,59 @@ TEST(DeviceCollectives, EveryCollectiveAtEveryScope) {
   const int n = 2;
   ccl_unique_id_t id;
   ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
-  auto results = fork_ranks(n, [&](int r) {
-    ccl_comm_t comm;
-    if (init_on_gpu(id, n, r, &comm)) return 1;
-    ccl_device_comm_t dc;
-    RANK_OK(ccl_comm_get_device_comm(comm, &dc));
-    ccl_team_t world, all;
-    RANK_OK(ccl_comm_get_team(comm, CCL_TEAM_WORLD, &world));
-    RANK_OK(ccl_team_split_strided(world, 0, 1, n, &all));
-    ccl_device_team_t dt;
-    RANK_OK(ccl_team_get_device(all, &dt));
-    const size_t count = 5000;
-    float *src, *dst;
-    RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&src)));
-    RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&dst)));
-    int* ok;
-    RANK_CUDA(cudaMallocManaged(&ok, sizeof(int)));
-    std::vector<float> h(count * n);
-    for (size_t i = 0; i < h.size(); ++i) h[i] = input(r, i);
-    for (int scope = 0; scope < 3; ++scope) {
-      for (int team = 0; team < 2; ++team) {
-        for (int which = 0; which < kCount; ++which) {
-          const int root = (which + scope) % n;
-          RANK_CUDA(cudaMemcpy(src, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
-          std::vector<float> minus(count * n, -1.0f);
-          RANK_CUDA(cudaMemcpy(dst, minus.data(), minus.size() * 4, cudaMemcpyHostToDevice));
-          *ok = -1;
-          if (scope == 0) run<Scope::kThread><<<1, 1>>>(dc, dt, team, which, dst, src, count, root, ok);
-          if (scope == 1) run<Scope::kWarp><<<1, 32>>>(dc, dt, team, which, dst, src, count, root, ok);
-          if (scope == 2) run<Scope::kBlock><<<1, 256>>>(dc, dt, team, which, dst, src, count, root, ok);
-          RANK_CUDA(cudaGetLastError());
-          RANK_CUDA(cudaDeviceSynchronize());
-          RANK_CHECK(*ok == 1, "%s scope %d team %d: returned false", kNames[which], scope, team);
-          size_t elems;
-          const std::vector<float> want = expect(which, r, n, count, root, &elems);
-          std::vector<float> got(elems);
-          RANK_CUDA(cudaMemcpy(got.data(), dst, elems * 4, cudaMemcpyDeviceToHost));
-          for (size_t i = 0; i < elems; ++i)
-            RANK_CHECK(got[i] == want[i], "%s scope %d team %d: element %zu is %f, expected %f",
-                       kNames[which], scope, team, i, got[i], want[i]);
+  auto results = fork_ranks(
+      n,
+      [&](int r) {
+        ccl_comm_t comm;
+        if (init_on_gpu(id, n, r, &comm)) return 1;
+        ccl_device_comm_t dc;
+        RANK_OK(ccl_comm_get_device_comm(comm, &dc));
+        ccl_team_t world, all;
+        RANK_OK(ccl_comm_get_team(comm, CCL_TEAM_WORLD, &world));
+        RANK_OK(ccl_team_split_strided(world, 0, 1, n, &all));
+        ccl_device_team_t dt;
+        RANK_OK(ccl_team_get_device(all, &dt));
+        const size_t count = 5000;
+        float *src, *dst;
+        RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&src)));
+        RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&dst)));
+        int* ok;
+        RANK_CUDA(cudaMallocManaged(&ok, sizeof(int)));
+        std::vector<float> h(count * n);
+        for (size_t i = 0; i < h.size(); ++i) h[i] = input(r, i);
+        for (int scope = 0; scope < 3; ++scope) {
+          for (int team = 0; team < 2; ++team) {
+            for (int which = 0; which < kCount; ++which) {
+              const int root = (which + scope) % n;
+              RANK_CUDA(cudaMemcpy(src, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+              std::vector<float> minus(count * n, -1.0f);
+              RANK_CUDA(cudaMemcpy(dst, minus.data(), minus.size() * 4, cudaMemcpyHostToDevice));
+              *ok = -1;
+              if (scope == 0)
+                run<Scope::kThread><<<1, 1>>>(dc, dt, team, which, dst, src, count, root, ok);
+              if (scope == 1)
+                run<Scope::kWarp><<<1, 32>>>(dc, dt, team, which, dst, src, count, root, ok);
+              if (scope == 2)
+                run<Scope::kBlock><<<1, 256>>>(dc, dt, team, which, dst, src, count, root, ok);
+              RANK_CUDA(cudaGetLastError());
+              RANK_CUDA(cudaDeviceSynchronize());
+              RANK_CHECK(*ok == 1, "%s scope %d team %d: returned false", kNames[which], scope,
+                         team);
+              size_t elems;
+              const std::vector<float> want = expect(which, r, n, count, root, &elems);
+              std::vector<float> got(elems);
+              RANK_CUDA(cudaMemcpy(got.data(), dst, elems * 4, cudaMemcpyDeviceToHost));
+              for (size_t i = 0; i < elems; ++i)
+                RANK_CHECK(got[i] == want[i], "%s scope %d team %d: element %zu is %f, expected %f",
+                           kNames[which], scope, team, i, got[i], want[i]);
+            }
+          }
         }
-      }
-    }
-    RANK_OK(ccl_team_destroy(all));
-    RANK_OK(ccl_comm_destroy(comm));
-    return 0;
-  }, 300000);
+        RANK_OK(ccl_team_destroy(all));
+        RANK_OK(ccl_comm_destroy(comm));
+        return 0;
+      },
+      300000);
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 

@@ -24,7 +24,8 @@ TEST(Tuner, AllReduceTableFollowsTheMeasuredCrossovers) {
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, 64 << 20)).algo, Algorithm::kTwoShot);
   // No load/store path to every rank: the pipe algorithms.
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, 2, false)).algo, Algorithm::kRing);
-  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, kMaxDirectRanks + 1)).algo, Algorithm::kRing);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, kMaxDirectRanks + 1)).algo,
+            Algorithm::kRing);
 }
 
 TEST(Tuner, BlocksGrowWithSizeWithinLimits) {

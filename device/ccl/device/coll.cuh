@@ -21,10 +21,10 @@ namespace detail {
 
 /// The accumulation type of T: float for the 8- and 16-bit floats, T otherwise.
 template <typename T>
-using AccOf = std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16> ||
-                                     std::is_same_v<T, __nv_fp8_e4m3> ||
-                                     std::is_same_v<T, __nv_fp8_e5m2>,
-                                 float, T>;
+using AccOf =
+    std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16> ||
+                           std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>,
+                       float, T>;
 
 template <ccl_redop_t Op, typename A>
 __device__ __forceinline__ A combine(A a, A b) {
@@ -61,7 +61,8 @@ __device__ __forceinline__ T reduce_element(const DeviceComm& c, const Members& 
     const T* p = peer_ptr(c, src, m.rank(k)) + i;
     T v;
     if constexpr (sizeof(T) == 8)
-      *reinterpret_cast<unsigned long long*>(&v) = __ldcg(reinterpret_cast<const unsigned long long*>(p));
+      *reinterpret_cast<unsigned long long*>(&v) =
+          __ldcg(reinterpret_cast<const unsigned long long*>(p));
     else if constexpr (sizeof(T) == 4)
       *reinterpret_cast<unsigned int*>(&v) = __ldcg(reinterpret_cast<const unsigned int*>(p));
     else if constexpr (sizeof(T) == 2)
