@@ -29,6 +29,7 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
                     "together",
                     ops.size(), kMaxP2pOps);
   std::lock_guard<std::mutex> lock(comm->op_mutex);
+  DeviceScope device(comm->device);
   CommOp guard(comm);
   CCL_CHECK(guard.check());
   CollState* st = nullptr;
@@ -55,8 +56,6 @@ Status prepare_states(const std::vector<Pending>& q) {
   if (todo.size() <= 1) return CCL_SUCCESS;  // the call itself creates it
   std::vector<Status> results(todo.size(), Status(CCL_SUCCESS));
   std::vector<std::thread> threads;
-  int device = 0;
-  CCL_CUDA_CHECK(cudaGetDevice(&device));
   for (size_t i = 0; i < todo.size(); ++i)
     threads.emplace_back([&, i] {
       if (cudaSetDevice(todo[i].comm->device) != cudaSuccess) {

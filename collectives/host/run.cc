@@ -278,6 +278,7 @@ Status check_buffers(ccl_comm* comm, const CollCall& k, const char* fn) {
 
 Status run_collective(ccl_comm* comm, const CollCall& k) {
   std::lock_guard<std::mutex> lock(comm->op_mutex);
+  DeviceScope device(comm->device);
   CommOp guard(comm);
   CCL_CHECK(guard.check());
   CCL_CHECK(check_call(comm, {0, k.count, static_cast<int32_t>(k.coll), k.dtype,

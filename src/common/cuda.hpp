@@ -41,6 +41,25 @@ Status driver_api(const DriverApi** api);
 /// Number of visible CUDA devices; 0 (not an error) when there is no driver or device.
 int cuda_device_count();
 
+/// Makes `device` current for a scope and restores the caller's device after: a communicator's
+/// work runs on its own device whatever thread calls (abort, destroy, group ends driving
+/// several communicators).
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
+    if (device >= 0 && device != saved_) cudaSetDevice(device);
+  }
+  ~DeviceScope() {
+    if (saved_ >= 0) cudaSetDevice(saved_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
 Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line);
 Status cu_fail(CUresult err, const char* expr, const char* file, int line);
 

@@ -26,20 +26,6 @@ struct LegacyExchange {
 };
 static_assert(sizeof(LegacyExchange) == 80);
 
-// Keeps the caller's current device: abort and destroy may run on any thread.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
-    if (device >= 0 && device != saved_) cudaSetDevice(device);
-  }
-  ~DeviceScope() {
-    if (saved_ >= 0) cudaSetDevice(saved_);
-  }
-
- private:
-  int saved_ = -1;
-};
 }  // namespace
 
 const char* heap_handle_name(HeapHandle h) {
