@@ -155,7 +155,7 @@ TEST_F(ApiArgs, DeviceApiHostCalls) {
 }
 
 TEST_F(ApiArgs, Collectives) {
-  char b[64];
+  char b[64] = {};
   const auto bad_t = static_cast<ccl_datatype_t>(12);
   const auto bad_op = static_cast<ccl_redop_t>(5);
   EXPECT_BAD_ARG(ccl_allreduce(b, b, 4, ccl_float32, ccl_sum, nullptr, nullptr), "comm");
