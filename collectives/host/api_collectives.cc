@@ -33,10 +33,9 @@ ccl_result_t point_to_point(void* buf, size_t count, ccl_datatype_t dtype, int p
     CCL_ARG_CHECK(count <= SIZE_MAX / esize, "%s: count=%zu overflows the byte size", fn, count);
     if (count == 0) return CCL_SUCCESS;
     CCL_ARG_CHECK(buf != nullptr, "%s: %s must not be NULL", fn, is_send ? "sendbuff" : "recvbuff");
-    // The buffer check of the collectives, through a one-rank-block call shape.
-    CollCall probe{Collective::kBroadcast, buf, buf, count, dtype, ccl_sum, comm->rank, stream};
-    CCL_CHECK(ccl::coll::check_collective(comm, probe, fn));
-    CCL_CHECK(ccl::coll::check_buffers(comm, probe, fn));
+    if (!comm->heap) return CCL_FAIL(CCL_UNSUPPORTED, "%s: the communicator has no GPU", fn);
+    CCL_CHECK(
+        ccl::coll::check_buffer(comm, buf, count * esize, fn, is_send ? "sendbuff" : "recvbuff"));
     ccl::coll::P2pOp op{buf, count * esize, peer, is_send ? 1 : 0};
     return ccl::coll::p2p(comm, op, stream);
   });

@@ -2,7 +2,6 @@
 // Created by the first collective call (collective: it allocates from the heap).
 #pragma once
 
-#include <mutex>
 #include <vector>
 
 #include "collectives/common/coll_args.h"

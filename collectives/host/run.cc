@@ -47,6 +47,8 @@ bool symmetric(ccl_comm* comm, const void* p, size_t bytes, uint64_t* off) {
   return comm->heap && comm->heap->offset_of(p, off) && comm->heap->mapped_bytes() - *off >= bytes;
 }
 
+}  // namespace
+
 /// A buffer must be device memory of this process holding `bytes` from `p`.
 Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name) {
   uint64_t off;
@@ -66,6 +68,8 @@ Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn,
                     name, p, bytes, left);
   return CCL_SUCCESS;
 }
+
+namespace {
 
 void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch) {
   if (!log_enabled(LogLevel::kInfo, kSubsysColl)) return;
@@ -300,7 +304,7 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
                     collective_name(k.coll));
   if (ch.algo == Algorithm::kNvls) CCL_CHECK(prepare_nvls(comm, st, k, &ch));
   log_choice(st, k, bytes, ch);
-  if (is_pipe(k.coll, ch.algo)) return run_pipe(comm, st, k, ch);
+  if (is_pipe(ch.algo)) return run_pipe(comm, st, k, ch);
   return run_direct(comm, st, k, ch);
 }
 

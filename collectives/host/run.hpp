@@ -26,6 +26,9 @@ struct CollCall {
 
 /// Checks every scalar argument; CCL_INVALID_ARGUMENT names the first bad one.
 Status check_collective(ccl_comm* comm, const CollCall& call, const char* fn);
+/// One buffer: device memory of this process (or the symmetric heap) holding `bytes` from `p`;
+/// CCL_INVALID_ARGUMENT naming `fn` and `name` otherwise.
+Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name);
 /// Checks that the buffers are device memory holding what the call needs.
 Status check_buffers(ccl_comm* comm, const CollCall& call, const char* fn);
 /// Runs a checked call on its stream: CCL_CHECK_MODE, buffer checks, then the launches.

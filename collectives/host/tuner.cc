@@ -59,17 +59,16 @@ int pipe_blocks(size_t bytes) {
 
 }  // namespace
 
-bool is_pipe(Collective c, Algorithm a) {
-  switch (a) {
-    case Algorithm::kRing:
-    case Algorithm::kRecursiveDoubling:
-    case Algorithm::kRabenseifner:
-      return true;
-    default:
-      (void)c;
-      return false;
-  }
+bool is_pipe(Algorithm a) {
+  return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
+         a == Algorithm::kRabenseifner;
 }
+
+namespace {
+int blocks_for(Algorithm a, size_t bytes) {
+  return is_pipe(a) ? pipe_blocks(bytes) : direct_blocks(bytes);
+}
+}  // namespace
 
 Status parse_algo_setting(const std::string& text, TunerConfig* cfg) {
   if (text.empty()) return CCL_SUCCESS;
@@ -148,7 +147,7 @@ Status load_tuner_config(TunerConfig* cfg) {
 }
 
 Choice table_choice(const TunerInput& in) {
-  Choice ch{Algorithm::kDirect, Proto::kSimple, direct_blocks(in.bytes), false};
+  Choice ch{Algorithm::kDirect, Proto::kSimple, 0, false};
   const bool direct_ok = in.all_p2p && in.nranks <= kMaxDirectRanks;
   switch (in.coll) {
     case Collective::kAllReduce:
@@ -169,7 +168,7 @@ Choice table_choice(const TunerInput& in) {
     default:
       break;
   }
-  if (is_pipe(in.coll, ch.algo)) ch.blocks = pipe_blocks(in.bytes);
+  ch.blocks = blocks_for(ch.algo, in.bytes);
   return ch;
 }
 
@@ -179,11 +178,11 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
   if (cfg.forced[ci]) {
     ch.algo = cfg.algo[ci];
     ch.forced = true;
-    ch.blocks = is_pipe(in.coll, ch.algo) ? pipe_blocks(in.bytes) : direct_blocks(in.bytes);
+    ch.blocks = blocks_for(ch.algo, in.bytes);
   }
   if (ch.algo == Algorithm::kOneShot && cfg.proto != Proto::kAuto) ch.proto = cfg.proto;
   if (cfg.nchannels > 0)
-    ch.blocks = std::min(cfg.nchannels, is_pipe(in.coll, ch.algo) ? kPipeChannels : kMaxBlocks);
+    ch.blocks = std::min(cfg.nchannels, is_pipe(ch.algo) ? kPipeChannels : kMaxBlocks);
   return ch;
 }
 

@@ -53,6 +53,6 @@ Choice table_choice(const TunerInput& in);
 /// The table, then the overrides of `cfg`.
 Choice choose(const TunerConfig& cfg, const TunerInput& in);
 /// Whether the algorithm runs in a pipe kernel (its own block limit) or a direct kernel.
-bool is_pipe(Collective c, Algorithm a);
+bool is_pipe(Algorithm a);
 
 }  // namespace ccl::coll

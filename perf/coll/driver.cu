@@ -309,13 +309,43 @@ class Driver {
   }
 
   /// nccl-tests' in-place layout inside the receive buffer.
-  void in_place(Rank& r, size_t count, const void** send, void** recv) const {
+  struct Buffers {
+    const void* send;
+    void* recv;
+  };
+
+  /// Out of place: the rank's two buffers; in place: nccl-tests' layout inside the receive
+  /// buffer.
+  Buffers buffers(const Rank& r, size_t count, bool in_place) const {
+    if (!in_place) return {r.send, r.recv};
     char* b = static_cast<char*>(r.recv);
     const size_t off = static_cast<size_t>(r.rank) * count * esize(o_.dtype);
-    *send = b;
-    *recv = b;
-    if (desc_.kind == Kind::kAllGather) *send = b + off;
-    if (desc_.kind == Kind::kReduceScatter) *recv = b + off;
+    if (desc_.kind == Kind::kAllGather) return {b + off, b};
+    if (desc_.kind == Kind::kReduceScatter) return {b, b + off};
+    return {b, b};
+  }
+
+  /// One column of the row: inputs filled (and, out of place, the output poisoned), the call
+  /// checked once, then timed (timing runs repeat the call on its own output).
+  Result measure(size_t bytes, size_t count, bool in_place) {
+    Result res;
+    auto call = [&](Rank& r) {
+      const Buffers b = buffers(r, count, in_place);
+      PERF_CCL(desc_.run(b.send, b.recv, count, o_.dtype, o_.op, o_.root, r.comm, r.stream));
+    };
+    each([&](Rank& r) {
+      if (!in_place) PERF_CUDA(cudaMemset(r.recv, 0x5a, bytes));
+      fill(r, const_cast<void*>(buffers(r, count, in_place).send), send_elems(count));
+    });
+    if (o_.check) {
+      each(call);
+      each([&](Rank& r) {
+        PERF_CUDA(cudaStreamSynchronize(r.stream));
+        res.wrong += count_wrong(r, buffers(r, count, in_place).recv, count);
+      });
+    }
+    res.us = timed(call);
+    return res;
   }
 
   // Runs `op(rank)` on every local rank, interleaved so that no GPU's waiting kernel blocks the
@@ -398,59 +428,13 @@ class Driver {
   void row(size_t bytes, size_t elems) {
     const size_t count = per_rank(desc_.kind) ? elems / nranks_ : elems;
     if (count == 0) return;  // fewer elements than ranks: nothing to move
-    Result oop, ip;
+    enqueue_us_ = 0;
+    const Result oop = measure(bytes, count, false);
+    const double enq = enqueue_us_;
+    // Point to point has no in-place form: a rank's send would race with the data arriving.
+    const Result ip = desc_.kind != Kind::kSendRecv ? measure(bytes, count, true) : Result{};
     const ccl_redop_t op = o_.op;
     const int root = o_.root;
-    // Out of place.
-    each([&](Rank& r) {
-      PERF_CUDA(cudaMemset(r.recv, 0x5a, bytes));
-      fill(r, r.send, send_elems(count));
-    });
-    if (o_.check) {
-      each([&](Rank& r) {
-        PERF_CCL(desc_.run(r.send, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
-      });
-      each([&](Rank& r) {
-        PERF_CUDA(cudaStreamSynchronize(r.stream));
-        oop.wrong += count_wrong(r, r.recv, count);
-      });
-    }
-    enqueue_us_ = 0;
-    oop.us = timed([&](Rank& r) {
-      PERF_CCL(desc_.run(r.send, r.recv, count, o_.dtype, op, root, r.comm, r.stream));
-    });
-    const double enq = enqueue_us_;
-    // In place (the check first: timing runs repeat the operation on its own output). Point to
-    // point has no in-place form: a rank's send would race with the data arriving.
-    const bool has_ip = desc_.kind != Kind::kSendRecv;
-    if (has_ip && o_.check) {
-      each([&](Rank& r) {
-        const void* s;
-        void* d;
-        in_place(r, count, &s, &d);
-        fill(r, const_cast<void*>(s), send_elems(count));
-      });
-      each([&](Rank& r) {
-        const void* s;
-        void* d;
-        in_place(r, count, &s, &d);
-        PERF_CCL(desc_.run(s, d, count, o_.dtype, op, root, r.comm, r.stream));
-      });
-      each([&](Rank& r) {
-        const void* s;
-        void* d;
-        in_place(r, count, &s, &d);
-        PERF_CUDA(cudaStreamSynchronize(r.stream));
-        ip.wrong += count_wrong(r, d, count);
-      });
-    }
-    if (has_ip)
-      ip.us = timed([&](Rank& r) {
-        const void* s;
-        void* d;
-        in_place(r, count, &s, &d);
-        PERF_CCL(desc_.run(s, d, count, o_.dtype, op, root, r.comm, r.stream));
-      });
     const double factor = busbw_factor(desc_.name, nranks_);
     double nccl_us = 0;
     if (o_.compare_nccl) nccl_us = nccl_time(count);
