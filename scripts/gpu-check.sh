@@ -85,24 +85,27 @@ fi
 
 if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   # NCCL side by side (loaded at run time from the Python environment's NCCL, if any), in its
-  # best configuration (ncclMemAlloc + symmetric windows); ccl on symmetric buffers (-R 1).
+  # best configuration (ncclMemAlloc + symmetric windows); ccl on symmetric buffers (-R 2), and
+  # on cudaMalloc buffers registered (-R 1) and staged (-R 0).
   nccl_lib=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)/lib
   cmp=""; [[ -e $nccl_lib/libnccl.so.2 ]] && cmp="--compare-nccl"
   crun() { local name=$1; shift; run "$name" env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/ccl-run" -n 2 -- "$@"; }
   top=${COLL_MAX:-1G}
   for c in all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv; do
-    crun ${c}_perf "$coll_perf/${c}_perf" -b 8 -e "$top" -f 2 -R 1 $cmp --json "$out/${c}_perf.json"
+    crun ${c}_perf "$coll_perf/${c}_perf" -b 8 -e "$top" -f 2 -R 2 $cmp --json "$out/${c}_perf.json"
   done
-  crun all_reduce_perf_graph "$coll_perf/all_reduce_perf" -b 8 -e 1M -f 2 -R 1 -G 1 $cmp --json "$out/all_reduce_perf_graph.json"
+  crun all_reduce_perf_graph "$coll_perf/all_reduce_perf" -b 8 -e 1M -f 2 -R 2 -G 1 $cmp --json "$out/all_reduce_perf_graph.json"
   crun all_reduce_perf_malloc "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 $cmp
+  crun all_reduce_perf_registered "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 -R 1 $cmp
+  crun all_gather_perf_registered "$coll_perf/all_gather_perf" -b 8 -e 256M -f 4 -R 1 $cmp
   if [[ ${CROSSOVER:-0} == 1 ]]; then
     # Crossover points of the tuner's table: each algorithm alone over the same sweep.
     for a in allreduce:one_shot allreduce:two_shot ring recursive_doubling rabenseifner; do
-      crun "all_reduce_${a#allreduce:}" "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 -R 1 --algo "$a"
+      crun "all_reduce_${a#allreduce:}" "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 -R 2 --algo "$a"
     done
     for a in allgather:direct allgather:ring reduce_scatter:direct reduce_scatter:ring; do
       c=${a%%:*}; b=${c/allgather/all_gather}
-      crun "${b}_${a#*:}" "$coll_perf/${b}_perf" -b 1K -e 256M -f 8 -R 1 --algo "$a"
+      crun "${b}_${a#*:}" "$coll_perf/${b}_perf" -b 1K -e 256M -f 8 -R 2 --algo "$a"
     done
   fi
 fi

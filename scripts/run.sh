@@ -17,4 +17,4 @@ fi
 # nccl-tests table; add --compare-nccl with libnccl.so.2 on LD_LIBRARY_PATH to see NCCL beside it).
 ngpu=$(nvidia-smi -L | wc -l)
 CCL_SOCKET_IFNAME=${CCL_SOCKET_IFNAME:-lo} "$build/src/tools/ccl-run" -n "$ngpu" -- \
-  "$build/perf/all_reduce_perf" -b 8 -e 256M -f 2 -R 1
+  "$build/perf/all_reduce_perf" -b 8 -e 256M -f 2 -R 2

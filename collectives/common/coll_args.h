@@ -20,8 +20,8 @@ inline constexpr size_t kLLMaxBytes = 64 << 10;
 /// Ranks a direct kernel reduces over (pointer tables live in shared memory).
 inline constexpr int kMaxDirectRanks = 64;
 
-/// Entry flag of one (block, peer): the epoch the peer reached, and where its windows are (heap
-/// offsets in bytes and block strides in elements; kNoWindow when it has none). Peers address
+/// Entry flag of one (block, peer): the epoch the peer reached, and where its windows are (window
+/// addresses, below, and block strides in elements; kNoWindow when it has none). Peers address
 /// each other through these, so ranks need not pass buffers at the same heap offset.
 struct alignas(64) Ready {
   uint64_t epoch;
@@ -30,6 +30,16 @@ struct alignas(64) Ready {
   uint64_t pad[3];
 };
 inline constexpr uint64_t kNoWindow = ~uint64_t{0};
+
+/// A window address is a byte offset in the symmetric heap, or (top bit set) a byte offset in a
+/// registered buffer (ccl_comm_register): registration slot in bits 48..62, offset in 0..47.
+/// Byte offsets may be added to either form.
+inline constexpr uint64_t kRegWindow = uint64_t{1} << 63;
+inline constexpr int kRegShift = 48;
+inline constexpr uint64_t kRegOffsetMask = (uint64_t{1} << kRegShift) - 1;
+constexpr uint64_t registered_window(int slot, uint64_t offset) {
+  return kRegWindow | (static_cast<uint64_t>(slot) << kRegShift) | offset;
+}
 
 struct CollScratch {
   char* stage[2];      // symmetric staging, alternating by epoch parity (local view)
@@ -41,11 +51,12 @@ struct CollScratch {
   // Pipe FIFOs (pairwise, sequence-numbered: independent of the epoch).
   char* inbox;  // symmetric [sender][channel][slot][slot_bytes]
   size_t slot_bytes;
-  uint64_t* head;  // symmetric [sender][channel]: messages the sender has delivered to me
-  uint64_t* tail;  // symmetric [receiver][channel]: my messages the receiver has consumed
-  uint64_t* seq;   // local device [peer][channel][2]: sent, received so far
-  char* temp;      // local device, stage_bytes: work space (ring reduce-scatter)
-  uint64_t* ll;    // symmetric [2 (epoch parity)][sender][kLLMaxBytes / 4]: LL entries
+  uint64_t* head;     // symmetric [sender][channel]: messages the sender has delivered to me
+  uint64_t* tail;     // symmetric [receiver][channel]: my messages the receiver has consumed
+  uint64_t* seq;      // local device [peer][channel][2]: sent, received so far
+  char* temp;         // local device, stage_bytes: work space (ring reduce-scatter)
+  uint64_t* ll;       // symmetric [2 (epoch parity)][sender][kLLMaxBytes / 4]: LL entries
+  char* const* regs;  // local device [registration slot][rank]: registered buffers as mapped here
 };
 
 }  // namespace ccl::coll

@@ -108,10 +108,15 @@ __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const C
   }
 }
 
-/// A window published by rank j (heap offset + block stride), as a typed pointer here.
+/// A window address published by rank j (heap or registered buffer), as a typed pointer here.
 template <typename T>
-__device__ __forceinline__ T* window(const ccl_device_comm_t& c, int j, uint64_t off) {
-  return reinterpret_cast<T*>(heap_at(c, j, off));
+__device__ __forceinline__ T* window(const ccl_device_comm_t& c, const CollScratch& s, int j,
+                                     uint64_t w) {
+  if (w & kRegWindow) {
+    const size_t slot = (w & ~kRegWindow) >> kRegShift;
+    return reinterpret_cast<T*>(s.regs[slot * c.nranks + j] + (w & kRegOffsetMask));
+  }
+  return reinterpret_cast<T*>(heap_at(c, j, w));
 }
 
 /// Block-wide: out[o][i] = reduce over r (in rank order 0..n-1) of in[r][i], for i < len and
@@ -208,6 +213,60 @@ __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* c
 /// Block-wide copy of `bytes` (a peer's memory read through L2).
 __device__ __forceinline__ void copy_slice(void* dst, const void* src, size_t bytes) {
   dev::detail::scope_copy<dev::Scope::kBlock, true>(dst, src, bytes);
+}
+
+/// Copy by threads [r0, r0 + nt) of the block: thread groups of one block can move different
+/// data at once (a push over NVLink beside a local copy in HBM).
+__device__ __forceinline__ void copy_part(char* d, const char* s, size_t bytes, int r, int nt) {
+  size_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s)) & 15) == 0) {
+    const size_t n16 = bytes / 16;
+    int4* d4 = reinterpret_cast<int4*>(d);
+    const int4* s4 = reinterpret_cast<const int4*>(s);
+    constexpr int kDepth = 8;
+    size_t i = r;
+    for (; i + (kDepth - 1) * static_cast<size_t>(nt) < n16;
+         i += kDepth * static_cast<size_t>(nt)) {
+      int4 v[kDepth];
+#pragma unroll
+      for (int k = 0; k < kDepth; ++k) v[k] = __ldcg(s4 + i + k * static_cast<size_t>(nt));
+#pragma unroll
+      for (int k = 0; k < kDepth; ++k) d4[i + k * static_cast<size_t>(nt)] = v[k];
+    }
+    for (; i < n16; i += nt) d4[i] = __ldcg(s4 + i);
+    done = n16 * 16;
+  }
+  for (size_t i = done + r; i < bytes; i += nt) d[i] = s[i];
+}
+
+/// Block-wide: one read of `src`, written to each of the `nd` destinations (shared memory).
+/// Allgather's own block and its pushes to the peers share the load.
+__device__ __forceinline__ void fanout_copy(char* const* dst, int nd, const char* src,
+                                            size_t bytes) {
+  uintptr_t align = reinterpret_cast<uintptr_t>(src);
+  for (int k = 0; k < nd; ++k) align |= reinterpret_cast<uintptr_t>(dst[k]);
+  size_t done = 0;
+  if ((align & 15) == 0) {
+    constexpr int kDepth = 4;
+    const size_t n16 = bytes / 16, nt = blockDim.x;
+    const int4* s4 = reinterpret_cast<const int4*>(src);
+    size_t i = threadIdx.x;
+    for (; i + (kDepth - 1) * nt < n16; i += kDepth * nt) {
+      int4 v[kDepth];
+#pragma unroll
+      for (int k = 0; k < kDepth; ++k) v[k] = __ldcg(s4 + i + k * nt);
+      for (int j = 0; j < nd; ++j)
+#pragma unroll
+        for (int k = 0; k < kDepth; ++k) reinterpret_cast<int4*>(dst[j])[i + k * nt] = v[k];
+    }
+    for (; i < n16; i += nt) {
+      const int4 v = __ldcg(s4 + i);
+      for (int j = 0; j < nd; ++j) reinterpret_cast<int4*>(dst[j])[i] = v;
+    }
+    done = n16 * 16;
+  }
+  for (size_t i = done + threadIdx.x; i < bytes; i += blockDim.x)
+    for (int j = 0; j < nd; ++j) dst[j][i] = src[i];
 }
 
 }  // namespace ccl::coll

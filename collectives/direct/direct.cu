@@ -93,7 +93,7 @@ __device__ bool nvls_same_windows(const ccl_device_comm_t& c, const CollScratch&
     const bool src_ok = a.kind != DirectKind::kNvlsAllReduce || w.src_off == a.src_off;
     if (!src_ok || w.dst_off != a.dst_off) {
       dev::detail::report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, CCL_OP_PEER_PTR, t,
-                          window<char>(c, c.rank, a.dst_off), a.dst_off, w.dst_off, 0);
+                          window<char>(c, s, c.rank, a.dst_off), a.dst_off, w.dst_off, 0);
       *fail = 1;
     }
   }
@@ -158,16 +158,16 @@ __device__ __forceinline__ void multimem_st(char* mc, uint4 v) {
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>
-__device__ void nvls_allreduce(const ccl_device_comm_t& c, const DirectArgs& a, size_t lo,
-                               size_t len) {
+__device__ void nvls_allreduce(const ccl_device_comm_t& c, const CollScratch& s,
+                               const DirectArgs& a, size_t lo, size_t len) {
   using T = typename DType<D>::Storage;
   if (a.mc == nullptr) {
     // Emulated: the multicast address of offset X reads and writes offset X at every rank.
     __shared__ const T* in[kMaxDirectRanks];
     __shared__ T* out[kMaxDirectRanks];
     for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
-      in[j] = window<const T>(c, j, a.src_off) + lo;
-      out[j] = window<T>(c, j, a.dst_off) + lo;
+      in[j] = window<const T>(c, s, j, a.src_off) + lo;
+      out[j] = window<T>(c, s, j, a.dst_off) + lo;
     }
     __syncthreads();
     reduce_slice<D, Op>(in, c.nranks, out, c.nranks, len);
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(kThreads)
   if (a.kind == DirectKind::kOneShot) {
     my_slice(a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x)
-      in[j] = window<const T>(c, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
+      in[j] = window<const T>(c, s, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(kThreads)
     size_t mlo, mlen;
     partition(a.count, n, me, &mlo, &mlen);
     my_slice(mlen, &lo, &len);
-    nvls_allreduce<D, Op>(c, a, mlo + lo, len);
+    nvls_allreduce<D, Op>(c, s, a, mlo + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
     size_t mlo, mlen;
     partition(a.count, n, me, &mlo, &mlen);
@@ -225,8 +225,8 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
       const Win r = peer_ready(s, n, e, j);
       const uint64_t so = j == me ? a.src_off : r.src_off, dof = j == me ? a.dst_off : r.dst_off;
-      in[j] = window<const T>(c, j, so) + lo;
-      out[j] = window<T>(c, j, dof) + lo;
+      in[j] = window<const T>(c, s, j, so) + lo;
+      out[j] = window<T>(c, s, j, dof) + lo;
     }
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, n, len);
@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
       const Win r = peer_ready(s, n, e, j);
       const uint64_t so = j == me ? a.src_off : r.src_off, ld = j == me ? a.src_ld : r.src_ld;
-      in[j] = window<const T>(c, j, so) + me * ld + lo;
+      in[j] = window<const T>(c, s, j, so) + me * ld + lo;
     }
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
     __syncthreads();
@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(kThreads)
   } else if (me == a.root) {  // kReduce
     my_slice(a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x)
-      in[j] = window<const T>(c, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
+      in[j] = window<const T>(c, s, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(kThreads)
   exit_barrier(c, s, e, &fail);
   if (fail) return;
   if (a.unstage_dst) {
-    const T* stage = window<const T>(c, me, a.dst_off);
+    const T* stage = window<const T>(c, s, me, a.dst_off);
     // Two-shot and NVLS allreduce: every rank block's slice b arrived from its owner.
     for (int j = 0; j < n; ++j) {
       size_t jlo, jlen;
@@ -277,32 +277,41 @@ __global__ void __launch_bounds__(kThreads)
   const char* send = static_cast<const char*>(a.send);
   const size_t b = len * esize;
   switch (a.kind) {
-    case DirectKind::kAllGather:
+    case DirectKind::kAllGather: {
       // A peer that published a destination window (its recv is symmetric) receives by push:
-      // writes run at full NVLink speed in both directions at once, reads do not. Otherwise it
-      // pulls. Start with the next peer so that the ranks do not all hit one peer at once.
-      for (int k = 0; k < n; ++k) {
-        const int j = (me + k) % n;
-        if (j == me) {
-          if (recv + me * a.recv_ld * esize != send)
-            copy_slice(recv + (me * a.recv_ld + lo) * esize, send + lo * esize, b);
-          continue;
+      // writes run at full NVLink speed in both directions at once, reads do not. One read of
+      // the send slice feeds this rank's own block and every push. Peers without a window are
+      // pulled from.
+      __shared__ char* dsts[kMaxDirectRanks];
+      __shared__ int nd;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        nd = 0;
+        if (recv + me * a.recv_ld * esize != send)
+          dsts[nd++] = recv + (me * a.recv_ld + lo) * esize;
+        for (int k = 1; k < n; ++k) {
+          const int j = (me + k) % n;  // next peer first: spread the traffic
+          const Win w = peer_ready(s, n, e, j);
+          if (w.dst_off != kNoWindow)
+            dsts[nd++] = window<char>(c, s, j, w.dst_off) + (me * w.dst_ld + lo) * esize;
         }
-        const Win w = peer_ready(s, n, e, j);
-        if (w.dst_off != kNoWindow)
-          copy_slice(window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize,
-                     send + lo * esize, b);
-        if (a.dst_off == kNoWindow)
-          copy_slice(recv + (j * a.recv_ld + lo) * esize,
-                     window<const char>(c, j, w.src_off) + lo * esize, b);
       }
+      __syncthreads();
+      fanout_copy(dsts, nd, send + lo * esize, b);
+      if (a.dst_off == kNoWindow)
+        for (int k = 1; k < n; ++k) {
+          const int j = (me + k) % n;
+          copy_slice(recv + (j * a.recv_ld + lo) * esize,
+                     window<const char>(c, s, j, peer_ready(s, n, e, j).src_off) + lo * esize, b);
+        }
       break;
+    }
     case DirectKind::kNvlsAllGather:
       if (!nvls_same_windows(c, s, a, e, &fail)) return;
       if (a.mc == nullptr) {
         // Emulated multimem store: my block to the same offset at every rank.
         for (int k = 0; k < n; ++k)
-          copy_slice(window<char>(c, (me + k) % n, a.dst_off) + (me * a.dst_ld + lo) * esize,
+          copy_slice(window<char>(c, s, (me + k) % n, a.dst_off) + (me * a.dst_ld + lo) * esize,
                      send + lo * esize, b);
       } else {
         const size_t base = a.dst_off + (me * a.dst_ld + lo) * esize;
@@ -312,36 +321,42 @@ __global__ void __launch_bounds__(kThreads)
       break;
     case DirectKind::kBroadcast:
       if (me != a.root) {
-        const char* src = window<const char>(c, a.root, peer_ready(s, n, e, a.root).src_off);
+        const char* src = window<const char>(c, s, a.root, peer_ready(s, n, e, a.root).src_off);
         copy_slice(recv + lo * esize, src + lo * esize, b);
       } else if (recv != send) {
         copy_slice(recv + lo * esize, send + lo * esize, b);
       }
       break;
-    case DirectKind::kAllToAll:
-      // Push to peers with a destination window, pull from the others (as allgather).
-      for (int k = 0; k < n; ++k) {
-        const int j = (me + k) % n;
-        if (j == me) {
-          copy_slice(recv + (me * a.recv_ld + lo) * esize, send + (me * a.send_ld + lo) * esize, b);
-          continue;
+    case DirectKind::kAllToAll: {
+      // Push to peers with a destination window, pull from the others (as allgather). The first
+      // quarter of the threads copies this rank's own block in HBM while the rest drive NVLink.
+      const int local = blockDim.x / 4;
+      if (static_cast<int>(threadIdx.x) < local) {
+        copy_part(recv + (me * a.recv_ld + lo) * esize, send + (me * a.send_ld + lo) * esize, b,
+                  threadIdx.x, local);
+      } else {
+        const int r = threadIdx.x - local, nt = blockDim.x - local;
+        for (int k = 1; k < n; ++k) {
+          const int j = (me + k) % n;
+          const Win w = peer_ready(s, n, e, j);
+          if (w.dst_off != kNoWindow)
+            copy_part(window<char>(c, s, j, w.dst_off) + (me * w.dst_ld + lo) * esize,
+                      send + (j * a.send_ld + lo) * esize, b, r, nt);
+          if (a.dst_off == kNoWindow)
+            copy_part(recv + (j * a.recv_ld + lo) * esize,
+                      window<const char>(c, s, j, w.src_off) + (me * w.src_ld + lo) * esize, b, r,
+                      nt);
         }
-        const Win w = peer_ready(s, n, e, j);
-        if (w.dst_off != kNoWindow)
-          copy_slice(window<char>(c, j, w.dst_off) + (me * w.dst_ld + lo) * esize,
-                     send + (j * a.send_ld + lo) * esize, b);
-        if (a.dst_off == kNoWindow)
-          copy_slice(recv + (j * a.recv_ld + lo) * esize,
-                     window<const char>(c, j, w.src_off) + (me * w.src_ld + lo) * esize, b);
       }
       break;
+    }
     default:
       break;
   }
   exit_barrier(c, s, e, &fail);
   if (fail) return;
   if (a.unstage_dst) {  // NVLS allgather into staging: every rank's slice b arrived
-    const char* stage = window<const char>(c, me, a.dst_off);
+    const char* stage = window<const char>(c, s, me, a.dst_off);
     for (int j = 0; j < n; ++j)
       copy_slice(recv + (j * a.recv_ld + lo) * esize, stage + (j * a.dst_ld + lo) * esize, b);
   }

@@ -9,6 +9,7 @@
 
 #include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
+#include "collectives/schedule/step.hpp"
 
 namespace ccl::coll {
 
@@ -43,11 +44,17 @@ struct DirectArgs {
 cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                           const CollScratch& s, const DirectArgs& a, int grid, cudaStream_t stream);
 
-/// The LL one-shot allreduce (count x type size <= kLLMaxBytes): every rank stores its input
-/// with the epoch as a flag in every 8-byte word straight into each peer's LL buffer; receivers
-/// spin on their local copy, so one NVLink crossing and no barrier make up the whole call.
-cudaError_t launch_ll_one_shot(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                               const CollScratch& s, const void* send, void* recv, size_t count,
-                               cudaStream_t stream);
+/// The LL protocol (every rank block at most kLLMaxBytes): each rank stores what a peer needs,
+/// with the epoch as a flag in every 8-byte word, straight into that peer's LL row; receivers
+/// spin on their local rows, so one NVLink crossing and no barrier make up the whole call.
+struct LLArgs {
+  const void* send;
+  void* recv;
+  size_t block_bytes;  // bytes of one rank block (allreduce, broadcast, reduce: the buffer)
+  int root;
+  Collective coll;
+};
+cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+                      const CollScratch& s, const LLArgs& a, cudaStream_t stream);
 
 }  // namespace ccl::coll

@@ -52,9 +52,14 @@ __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t
   }
 }
 
+/// Where one block of units goes or comes from: rank blocks of `bb` bytes.
+__device__ __forceinline__ const char* blk(const char* p, int j, size_t bb) {
+  return p + static_cast<size_t>(j) * bb;
+}
+
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
-    ll_kernel(ccl_device_comm_t c, CollScratch s, const void* send_v, void* recv_v, size_t bytes) {
+    ll_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
   constexpr int V = 8 / sizeof(T);
@@ -64,51 +69,89 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   const uint64_t e = next_epoch(c, s);
   const uint32_t flag = static_cast<uint32_t>(e);  // epochs start at 1: never 0
-  // This parity's buffers were last read by the peers two launches ago.
+  // This parity's rows were last read by the peers two launches ago.
   if (e > 2) wait_peer_epochs(c, s, e - 2, &fail);
   if (fail) return;
-  const char* send = static_cast<const char*>(send_v);
-  char* recv = static_cast<char*>(recv_v);
-  const size_t units = (bytes + 7) / 8;
+  const char* send = static_cast<const char*>(a.send);
+  char* recv = static_cast<char*>(a.recv);
+  const size_t bb = a.block_bytes, units = (bb + 7) / 8;
+  const Collective k = a.coll;
+  const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
   uint64_t* mine = s.ll + ((e & 1) * n + me) * kEntries;  // my row at every rank
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  // Send: each unit as two (data, flag) entries in one 16-byte store to every peer.
+  // Send: each unit as two (data, flag) entries in one 16-byte store to every peer that needs it.
   for (size_t u = first; u < units; u += stride) {
-    const uint64_t v = load_unit(send, u * 8, bytes);
-    const uint64_t lo = (v & 0xffffffffull) | (static_cast<uint64_t>(flag) << 32);
-    const uint64_t hi = (v >> 32) | (static_cast<uint64_t>(flag) << 32);
-    for (int k = 1; k < n; ++k) {
-      const int j = (me + k) % n;
+    for (int step = 1; step < n; ++step) {
+      const int j = (me + step) % n;
+      if (k == Collective::kBroadcast && me != a.root) break;
+      if (k == Collective::kReduce && j != a.root) continue;
+      const uint64_t v = load_unit(blocked_src ? blk(send, j, bb) : send, u * 8, bb);
+      const uint64_t lo = (v & 0xffffffffull) | (static_cast<uint64_t>(flag) << 32);
+      const uint64_t hi = (v >> 32) | (static_cast<uint64_t>(flag) << 32);
       uint64_t* dst = dev::peer_ptr(c, mine + 2 * u, j);
       asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(dst), "l"(lo), "l"(hi)
                    : "memory");
     }
   }
-  // Receive and reduce in rank order.
-  for (size_t u = first; u < units; u += stride) {
-    A acc[V];
-    for (int r = 0; r < n; ++r) {
-      uint64_t v;
-      if (r == me) {
-        v = load_unit(send, u * 8, bytes);
-      } else if (!ll_wait(c, s.ll + ((e & 1) * n + r) * kEntries + 2 * u, flag, r, &v)) {
-        fail = 1;
+  auto row = [&](int r, size_t u, uint64_t* v) {
+    return ll_wait(c, s.ll + ((e & 1) * n + r) * kEntries + 2 * u, flag, r, v);
+  };
+  for (size_t u = first; u < units && !fail; u += stride) {
+    switch (k) {
+      case Collective::kAllReduce:
+      case Collective::kReduceScatter:
+      case Collective::kReduce: {
+        if (k == Collective::kReduce && me != a.root) break;
+        // Reduce in rank order, this rank's own contribution read locally.
+        const char* own = k == Collective::kReduceScatter ? blk(send, me, bb) : send;
+        A acc[V];
+        for (int r = 0; r < n; ++r) {
+          uint64_t v;
+          if (r == me) {
+            v = load_unit(own, u * 8, bb);
+          } else if (!row(r, u, &v)) {
+            fail = 1;
+            break;
+          }
+          T t[V];
+          memcpy(t, &v, 8);
+#pragma unroll
+          for (int q = 0; q < V; ++q)
+            acc[q] = r == 0 ? to_acc<T, A>(t[q]) : reduce<Op, A>(acc[q], to_acc<T, A>(t[q]));
+        }
+        if (fail) break;
+        T res[V];
+#pragma unroll
+        for (int q = 0; q < V; ++q) res[q] = from_acc<T, A>(finish<Op, A>(acc[q], n));
+        uint64_t out;
+        memcpy(&out, res, 8);
+        store_unit(recv, u * 8, bb, out);
         break;
       }
-      T t[V];
-      memcpy(t, &v, 8);
-#pragma unroll
-      for (int k = 0; k < V; ++k)
-        acc[k] = r == 0 ? to_acc<T, A>(t[k]) : reduce<Op, A>(acc[k], to_acc<T, A>(t[k]));
+      case Collective::kAllGather:
+      case Collective::kAllToAll:
+        for (int r = 0; r < n && !fail; ++r) {
+          uint64_t v;
+          if (r == me)
+            v = load_unit(k == Collective::kAllToAll ? blk(send, me, bb) : send, u * 8, bb);
+          else if (!row(r, u, &v))
+            fail = 1;
+          if (!fail) store_unit(recv + static_cast<size_t>(r) * bb, u * 8, bb, v);
+        }
+        break;
+      case Collective::kBroadcast: {
+        uint64_t v;
+        if (me == a.root) {
+          if (recv != send) store_unit(recv, u * 8, bb, load_unit(send, u * 8, bb));
+        } else if (row(a.root, u, &v)) {
+          store_unit(recv, u * 8, bb, v);
+        } else {
+          fail = 1;
+        }
+        break;
+      }
     }
-    if (fail) break;
-    T res[V];
-#pragma unroll
-    for (int k = 0; k < V; ++k) res[k] = from_acc<T, A>(finish<Op, A>(acc[k], n));
-    uint64_t out;
-    memcpy(&out, res, 8);
-    store_unit(recv, u * 8, bytes, out);
   }
   __syncthreads();
   if (fail) return;
@@ -118,21 +161,22 @@ __global__ void __launch_bounds__(kThreads)
 
 template <ccl_datatype_t D, ccl_redop_t Op>
 struct LLLaunch {
-  static void run(const ccl_device_comm_t& c, const CollScratch& s, const void* send, void* recv,
-                  size_t bytes, int grid, cudaStream_t stream) {
-    ll_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, send, recv, bytes);
+  static void run(const ccl_device_comm_t& c, const CollScratch& s, const LLArgs& a, int grid,
+                  cudaStream_t stream) {
+    ll_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
   }
 };
 
 }  // namespace
 
-cudaError_t launch_ll_one_shot(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                               const CollScratch& s, const void* send, void* recv, size_t count,
-                               cudaStream_t stream) {
-  const size_t bytes = count * dtype_size(dtype);
-  const size_t units = (bytes + 7) / 8;
+cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+                      const CollScratch& s, const LLArgs& a, cudaStream_t stream) {
+  const size_t units = (a.block_bytes + 7) / 8;
   const int grid = static_cast<int>(std::max<size_t>(1, (units + kThreads - 1) / kThreads));
-  launcher<LLLaunch>(dtype, op)(c, s, send, recv, bytes, grid, stream);
+  // Collectives that only move bytes share one instantiation.
+  const bool reduces = a.coll == Collective::kAllReduce || a.coll == Collective::kReduceScatter ||
+                       a.coll == Collective::kReduce;
+  launcher<LLLaunch>(reduces ? dtype : ccl_uint8, reduces ? op : ccl_sum)(c, s, a, grid, stream);
   return cudaGetLastError();
 }
 

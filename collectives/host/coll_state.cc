@@ -20,17 +20,14 @@ size_t align_up(size_t v, size_t a) {
 }
 }  // namespace
 
-Status coll_state(ccl_comm* c, cudaStream_t stream, CollState** out) {
+Status coll_state(ccl_comm* c, CollState** out) {
   if (c->coll_state) {
     *out = static_cast<CollState*>(c->coll_state.get());
     return CCL_SUCCESS;
   }
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CCL_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone)
-    return CCL_FAIL(CCL_INVALID_USAGE,
-                    "the first collective on a communicator allocates its scratch and cannot be "
-                    "captured in a CUDA graph: run one collective before capturing");
+  // The first collective may be the first call captured into a graph: the set-up runs outside
+  // the capture (host calls, allocations and zeroing on a private stream).
+  RelaxedCapture relaxed;
   ccl_device_comm_t dc;
   CCL_CHECK(device_comm_handle(c, &dc));
   int64_t stage_setting = 0;
@@ -71,17 +68,16 @@ Status coll_state(ccl_comm* c, cudaStream_t stream, CollState** out) {
   s.ll = reinterpret_cast<uint64_t*>(p);
   p += ll;
   // LL entries carry their epoch as a flag: zero (never an epoch) until first written.
-  CCL_CUDA_CHECK(cudaMemset(flags_begin, 0, static_cast<size_t>(p - flags_begin)));
+  CCL_CHECK(zero_device(flags_begin, static_cast<size_t>(p - flags_begin)));
   s.inbox = p;
   s.slot_bytes = slot;
   const size_t seq = align_up(n * kPipeChannels * 2 * sizeof(uint64_t), 256);
   CCL_CUDA_CHECK(cudaMalloc(&st->local, 256 + seq + stage));
-  CCL_CUDA_CHECK(cudaMemset(st->local, 0, 256 + seq));
+  CCL_CHECK(zero_device(st->local, 256 + seq));
   char* l = static_cast<char*>(st->local);
   s.finished = reinterpret_cast<uint32_t*>(l);
   s.seq = reinterpret_cast<uint64_t*>(l + 256);
   s.temp = l + 256 + seq;
-  CCL_CUDA_CHECK(cudaDeviceSynchronize());
   // No rank may signal into a peer's flags before that peer has zeroed them.
   CCL_CHECK(c->bootstrap->barrier());
   c->coll_state = st;

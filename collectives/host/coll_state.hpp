@@ -24,6 +24,6 @@ struct CollState {
 };
 
 /// The communicator's state, created on first use (collective; refuses under graph capture).
-Status coll_state(ccl_comm* comm, cudaStream_t stream, CollState** out);
+Status coll_state(ccl_comm* comm, CollState** out);
 
 }  // namespace ccl::coll

@@ -45,7 +45,7 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
   CommOp guard(comm);
   CCL_CHECK(guard.check());
   CollState* st = nullptr;
-  CCL_CHECK(coll_state(comm, stream, &st));
+  CCL_CHECK(coll_state(comm, &st));
   if (!(comm->dev->handle.flags & CCL_DEVICE_FLAG_ALL_P2P))
     return CCL_FAIL(CCL_UNSUPPORTED,
                     "send/recv need every rank reachable over NVLink/PCIe peer mappings in this "
@@ -76,7 +76,7 @@ Status prepare_states(const std::vector<Pending>& q) {
       }
       std::lock_guard<std::mutex> lock(todo[i].comm->op_mutex);
       CollState* st = nullptr;
-      results[i] = coll_state(todo[i].comm, todo[i].stream, &st);
+      results[i] = coll_state(todo[i].comm, &st);
     });
   for (auto& t : threads) t.join();
   for (const Status& s : results)

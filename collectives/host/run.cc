@@ -49,6 +49,17 @@ bool symmetric(ccl_comm* comm, const void* p, size_t bytes, uint64_t* off) {
 
 }  // namespace
 
+/// The window address of [p, p + bytes) for the peers: its heap offset, or where `registered`
+/// allows it, its place in a ccl_comm_register'ed buffer; false when it has to be staged.
+bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uint64_t* w) {
+  if (symmetric(comm, p, bytes, w)) return true;
+  int slot = 0;
+  uint64_t off = 0;
+  if (!registered || !comm->registry || !comm->registry->find(p, bytes, &slot, &off)) return false;
+  *w = registered_window(slot, off);
+  return true;
+}
+
 /// A buffer must be device memory of this process holding `bytes` from `p`.
 Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name) {
   uint64_t off;
@@ -84,8 +95,7 @@ void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch
   st->logged.push_back(key);
   CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s",
            collective_name(k.coll), bytes, lg, algorithm_name(ch.algo),
-           ch.algo == Algorithm::kOneShot ? (ch.proto == Proto::kLL ? "/LL" : "/SIMPLE") : "",
-           ch.blocks, ch.forced ? " (CCL_ALGO)" : "");
+           ch.proto == Proto::kLL ? "/LL" : "/SIMPLE", ch.blocks, ch.forced ? " (CCL_ALGO)" : "");
 }
 
 DirectKind direct_kind(Collective c, Algorithm a) {
@@ -112,7 +122,8 @@ DirectKind direct_kind(Collective c, Algorithm a) {
 Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
   const int n = comm->nranks, me = comm->rank;
   const size_t E = dtype_size(k.dtype);
-  const CollScratch& s = st->scratch;
+  CollScratch s = st->scratch;
+  s.regs = comm->registry ? comm->registry->device_table() : nullptr;
   const ccl_device_comm_t& dc = comm->dev->handle;
   DirectArgs a{};
   a.kind = direct_kind(k.coll, ch.algo);
@@ -121,23 +132,26 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool blocked_recv = k.coll == Collective::kAllGather || k.coll == Collective::kAllToAll;
   size_t send_elems, recv_elems;
   buffer_elems(k, n, &send_elems, &recv_elems);
-  // The source window: the caller's send buffer when symmetric, else staging. The one-shot's LL
-  // protocol stages even a symmetric buffer (no exit barrier); in place, a rank would overwrite
-  // what its peers still read.
+  // NVLS windows are multicast addresses: heap offsets only (registered buffers are staged).
+  const bool nvls = a.kind == DirectKind::kNvlsAllReduce || a.kind == DirectKind::kNvlsAllGather;
+  // The source window: the caller's send buffer when symmetric or registered, else staging. The
+  // one-shot's LL protocol stages even a symmetric buffer (no exit barrier); in place, a rank
+  // would overwrite what its peers still read.
   uint64_t send_off = 0, recv_off = 0;
-  bool src_zero = symmetric(comm, k.send, send_elems * E, &send_off);
+  bool src_zero = window_of(comm, k.send, send_elems * E, !nvls, &send_off);
   if (a.kind == DirectKind::kOneShot && (ch.proto == Proto::kLL || k.send == k.recv))
     src_zero = false;
   if (a.kind == DirectKind::kAllToAll && k.send == k.recv) src_zero = false;
   // The destination window: two-shot pushes its results there (else into staging); allgather
   // and alltoall peers push into it instead of this rank pulling. Not for an in-place alltoall:
   // peers would overwrite blocks this rank has yet to send.
-  const bool nvls = a.kind == DirectKind::kNvlsAllReduce || a.kind == DirectKind::kNvlsAllGather;
   const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
                          nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
-  const bool dst_zero = wants_dst && symmetric(comm, k.recv, recv_elems * E, &recv_off);
-  if (a.kind == DirectKind::kOneShot && ch.proto == Proto::kLL && k.count * E <= kLLMaxBytes) {
-    CCL_CUDA_CHECK(launch_ll_one_shot(k.dtype, k.op, dc, s, k.send, k.recv, k.count, k.stream));
+  const bool dst_zero = wants_dst && window_of(comm, k.recv, recv_elems * E, !nvls, &recv_off);
+  if (ch.proto == Proto::kLL && !nvls && k.count * E <= kLLMaxBytes &&
+      (a.kind == DirectKind::kOneShot || ch.algo == Algorithm::kDirect)) {
+    CCL_CUDA_CHECK(
+        launch_ll(k.dtype, k.op, dc, s, {k.send, k.recv, k.count * E, k.root, k.coll}, k.stream));
     return CCL_SUCCESS;
   }
   // Piece size in elements of `count` (per rank block where blocked).
@@ -290,7 +304,7 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
   if (k.count == 0) return CCL_SUCCESS;
   CCL_CHECK(check_buffers(comm, k, collective_name(k.coll)));
   CollState* st = nullptr;
-  CCL_CHECK(coll_state(comm, k.stream, &st));
+  CCL_CHECK(coll_state(comm, &st));
   const ccl_device_comm_t& dc = comm->dev->handle;
   const size_t E = dtype_size(k.dtype);
   size_t send_elems, recv_elems;

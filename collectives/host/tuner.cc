@@ -146,6 +146,24 @@ Status load_tuner_config(TunerConfig* cfg) {
   return CCL_SUCCESS;
 }
 
+namespace {
+
+/// Bytes of one rank block: what the LL protocol carries per peer.
+size_t block_bytes(const TunerInput& in) {
+  const bool blocked = in.coll == Collective::kReduceScatter || in.coll == Collective::kAllGather ||
+                       in.coll == Collective::kAllToAll;
+  return blocked ? in.bytes / std::max(in.nranks, 1) : in.bytes;
+}
+
+/// LL where it can carry the call (one-shot allreduce and the direct collectives), measured
+/// faster than the barrier-delimited kernels up to kLLMax.
+Proto table_proto(const TunerInput& in, Algorithm a) {
+  const bool ll_capable = a == Algorithm::kOneShot || a == Algorithm::kDirect;
+  return ll_capable && block_bytes(in) <= kLLMax ? Proto::kLL : Proto::kSimple;
+}
+
+}  // namespace
+
 Choice table_choice(const TunerInput& in) {
   Choice ch{Algorithm::kDirect, Proto::kSimple, 0, false};
   const bool direct_ok = in.all_p2p && in.nranks <= kMaxDirectRanks;
@@ -155,7 +173,6 @@ Choice table_choice(const TunerInput& in) {
         ch.algo = Algorithm::kRing;
       } else if (in.bytes <= kOneShotMax) {
         ch.algo = Algorithm::kOneShot;
-        ch.proto = in.bytes <= kLLMax ? Proto::kLL : Proto::kSimple;
       } else {
         ch.algo = Algorithm::kTwoShot;
       }
@@ -169,6 +186,7 @@ Choice table_choice(const TunerInput& in) {
       break;
   }
   ch.blocks = blocks_for(ch.algo, in.bytes);
+  ch.proto = table_proto(in, ch.algo);
   return ch;
 }
 
@@ -179,8 +197,11 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
     ch.algo = cfg.algo[ci];
     ch.forced = true;
     ch.blocks = blocks_for(ch.algo, in.bytes);
+    ch.proto = table_proto(in, ch.algo);
   }
-  if (ch.algo == Algorithm::kOneShot && cfg.proto != Proto::kAuto) ch.proto = cfg.proto;
+  if (cfg.proto != Proto::kAuto &&
+      (ch.algo == Algorithm::kOneShot || ch.algo == Algorithm::kDirect))
+    ch.proto = cfg.proto;
   if (cfg.nchannels > 0)
     ch.blocks = std::min(cfg.nchannels, is_pipe(ch.algo) ? kPipeChannels : kMaxBlocks);
   return ch;

@@ -147,6 +147,18 @@ CCL_API ccl_result_t ccl_mem_free(ccl_comm_t comm, void* ptr);
 /// Local: the address at which this process can load/store `peer`'s copy of the symmetric
 /// address `ptr`. NULL (and CCL_SUCCESS) when the peer is not reachable by load/store.
 CCL_API ccl_result_t ccl_mem_peer_ptr(ccl_comm_t comm, const void* ptr, int peer, void** peer_ptr);
+/// Collective: registers [buff, buff + size) of this rank's ordinary device memory (cudaMalloc)
+/// with every load/store peer (CUDA IPC), so that collectives whose buffers lie inside it read
+/// and write them in place (zero copy) instead of staging them through the symmetric scratch.
+/// Every rank calls it, in the same order as its other registrations, each with its own buffer
+/// and size. A buffer from ccl_mem_alloc is accepted (it is zero copy already). Memory that
+/// cannot be shared (host memory, cudaMallocAsync pools, another device's memory) is refused with
+/// CCL_INVALID_ARGUMENT; a failure on any rank fails the call on every rank. At most 256 live
+/// registrations per communicator. Not inside CUDA graph capture.
+CCL_API ccl_result_t ccl_comm_register(ccl_comm_t comm, void* buff, size_t size, void** handle);
+/// Collective: waits for this device's work, then every rank drops its mappings of the buffer;
+/// the buffer may be freed after the call. A handle that is not live fails on every rank.
+CCL_API ccl_result_t ccl_comm_deregister(ccl_comm_t comm, void* handle);
 
 // ---- device API: handles, queue pairs, host stream operations ------------------------------
 
@@ -181,12 +193,13 @@ CCL_API ccl_result_t ccl_quiet_on_stream(ccl_comm_t comm, cudaStream_t stream);
 
 /// Stream-ordered collectives, as NCCL's. In place when sendbuff == recvbuff (reduce-scatter:
 /// recvbuff == sendbuff + rank x recvcount; allgather: sendbuff == recvbuff + rank x sendcount).
-/// Buffers may be ordinary device memory (staged through the communicator's symmetric scratch)
-/// or symmetric memory from ccl_mem_alloc (read in place by the peers: zero copy); ranks need not
-/// pass buffers at the same offsets. The first collective on a communicator allocates its
-/// scratch (collectively) and must not be inside CUDA graph capture; later calls can be
-/// captured and replayed. Collectives of one communicator must be issued in the same order on
-/// every rank and must not run concurrently on different streams. Algorithms: docs/collectives.md.
+/// Buffers may be ordinary device memory (staged through the communicator's symmetric scratch),
+/// device memory inside a ccl_comm_register'ed range, or symmetric memory from ccl_mem_alloc
+/// (the last two read and written in place by the peers: zero copy); ranks need not pass buffers
+/// at the same offsets. Every call can be captured in a CUDA graph and replayed (the first one
+/// on a communicator sets up its scratch collectively, outside the graph, while capturing).
+/// Collectives of one communicator must be issued in the same order on every rank and must not run
+/// concurrently on different streams. Algorithms: docs/collectives.md.
 ///
 /// recvbuff[i] = op over ranks of sendbuff[i], on every rank.
 CCL_API ccl_result_t ccl_allreduce(const void* sendbuff, void* recvbuff, size_t count,

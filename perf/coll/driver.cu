@@ -144,6 +144,7 @@ struct Rank {
   ccl_comm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   void *send = nullptr, *recv = nullptr;
+  void *reg_s = nullptr, *reg_r = nullptr;  // -R 1
   void* ncomm = nullptr;
   void *nsend = nullptr, *nrecv = nullptr, *nwin_s = nullptr, *nwin_r = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
@@ -182,7 +183,12 @@ class Driver {
       }
       std::vector<ccl_comm_t> comms(o_.gpus);
       PERF_CCL(ccl_comm_init_all(comms.data(), o_.gpus, nullptr));
-      for (int g = 0; g < o_.gpus; ++g) ranks_.push_back(make_rank(comms[g], g));
+      // Allocation and registration are collective: every rank of this process at once.
+      ranks_.resize(o_.gpus);
+      std::vector<std::thread> t;
+      for (int g = 0; g < o_.gpus; ++g)
+        t.emplace_back([&, g] { ranks_[g] = make_rank(comms[g], g); });
+      for (auto& th : t) th.join();
       nranks_ = o_.gpus;
     } else {
       ccl_comm_t c;
@@ -204,12 +210,16 @@ class Driver {
     PERF_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
     PERF_CUDA(cudaEventCreate(&r.start));
     PERF_CUDA(cudaEventCreate(&r.stop));
-    if (o_.registration > 0) {
+    if (o_.registration == 2) {
       PERF_CCL(ccl_mem_alloc(c, o_.max_bytes, &r.send));
       PERF_CCL(ccl_mem_alloc(c, o_.max_bytes, &r.recv));
     } else {
       PERF_CUDA(cudaMalloc(&r.send, o_.max_bytes));
       PERF_CUDA(cudaMalloc(&r.recv, o_.max_bytes));
+    }
+    if (o_.registration == 1) {
+      PERF_CCL(ccl_comm_register(c, r.send, o_.max_bytes, &r.reg_s));
+      PERF_CCL(ccl_comm_register(c, r.recv, o_.max_bytes, &r.reg_r));
     }
     return r;
   }
@@ -265,7 +275,10 @@ class Driver {
         "# ccl %s_perf: %d ranks, type %s, op %s, root %d, iters %d, warmup %d, graph %d, "
         "buffers %s%s\n",
         desc_.name, nranks_, dtype_label(o_.dtype), op_label(o_.op), o_.root, o_.iters, o_.warmup,
-        o_.graph_iters, o_.registration ? "symmetric (ccl_mem_alloc)" : "cudaMalloc",
+        o_.graph_iters,
+        o_.registration == 2   ? "symmetric (ccl_mem_alloc)"
+        : o_.registration == 1 ? "cudaMalloc + ccl_comm_register"
+                               : "cudaMalloc",
         o_.compare_nccl ? ", NCCL: ncclMemAlloc + symmetric windows" : "");
     std::printf("#%11s %12s %7s %6s %5s   %9s %8s %8s %7s   %9s %8s %8s %7s", "size", "count",
                 "type", "redop", "root", "time(us)", "algbw", "busbw", "#wrong", "time(us)",
@@ -500,23 +513,25 @@ class Driver {
     }
     for (auto& r : ranks_) PERF_CCL(ccl_barrier_on_stream(r.comm, r.stream));
     each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
-    for (auto& r : ranks_) {
+    // Deregistration and destroy are collective: every rank of this process at once.
+    const int reg = o_.registration;
+    auto finish = [reg](Rank& r) {
       PERF_CUDA(cudaSetDevice(r.device));
-      if (o_.registration == 0) {
+      if (reg == 1) {
+        PERF_CCL(ccl_comm_deregister(r.comm, r.reg_s));
+        PERF_CCL(ccl_comm_deregister(r.comm, r.reg_r));
+      }
+      if (reg != 2) {
         cudaFree(r.send);
         cudaFree(r.recv);
       }
-    }
+      PERF_CCL(ccl_comm_destroy(r.comm));
+    };
     if (ranks_.size() == 1) {
-      PERF_CCL(ccl_comm_destroy(ranks_[0].comm));
+      finish(ranks_[0]);
     } else {
-      // Destroy is collective: every rank of this process at once.
       std::vector<std::thread> t;
-      for (auto& r : ranks_)
-        t.emplace_back([&r] {
-          PERF_CUDA(cudaSetDevice(r.device));
-          PERF_CCL(ccl_comm_destroy(r.comm));
-        });
+      for (auto& r : ranks_) t.emplace_back([&r, &finish] { finish(r); });
       for (auto& th : t) th.join();
     }
   }

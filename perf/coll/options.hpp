@@ -23,7 +23,9 @@ struct CollOptions {
   bool blocking = false;               // -z: synchronize after every operation
   int graph_iters = 0;                 // -G: capture -n operations in a CUDA graph, replay it
   int average = 1;                     // -a: 0 rank 0, 1 average, 2 min, 3 max over ranks
-  int registration = 0;       // -R: 0 ordinary buffers, 1/2 symmetric (ccl_mem_alloc) buffers
+  // -R (as nccl-tests): 0 cudaMalloc buffers (staged), 1 cudaMalloc + ccl_comm_register,
+  // 2 symmetric buffers from ccl_mem_alloc.
+  int registration = 0;
   std::string algo;           // --algo
   bool compare_nccl = false;  // --compare-nccl
   std::string json;           // --json FILE

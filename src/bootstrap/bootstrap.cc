@@ -306,6 +306,18 @@ Status Bootstrap::broadcast(void* data, size_t bytes, int root) {
   return recv(root, kTagBroadcast, data, bytes);
 }
 
+Status Bootstrap::agree(Status local, const char* what) {
+  std::vector<int32_t> codes(nranks_);
+  codes[rank_] = local.code();
+  CCL_CHECK(allgather(codes.data(), sizeof(int32_t)));
+  if (!local.ok()) return local;
+  for (int r = 0; r < nranks_; ++r)
+    if (codes[r] != CCL_SUCCESS)
+      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d failed to %s (%s)", r, what,
+                      ccl_get_error_string(static_cast<ccl_result_t>(codes[r])));
+  return CCL_SUCCESS;
+}
+
 Status Bootstrap::barrier() {
   for (int dist = 1; dist < nranks_; dist <<= 1) {
     CCL_CHECK(exchange((rank_ + dist) % nranks_, kTagBarrier, nullptr, 0,

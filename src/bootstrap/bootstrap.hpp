@@ -39,6 +39,9 @@ class Bootstrap {
   Status broadcast(void* data, size_t bytes, int root);
   /// Dissemination barrier, ceil(log2 n) rounds.
   Status barrier();
+  /// Every rank learns whether any rank's `local` step failed: a failure here returns `local`,
+  /// elsewhere CCL_REMOTE_ERROR naming the first failed rank and `what` it failed to do.
+  Status agree(Status local, const char* what);
   Status send(int peer, uint32_t tag, const void* data, size_t bytes);
   /// Receives exactly `bytes`; a message of another length is an error naming the peer.
   Status recv(int peer, uint32_t tag, void* data, size_t bytes);

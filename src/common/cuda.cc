@@ -76,6 +76,18 @@ int cuda_device_count() {
   return n;
 }
 
+Status zero_device(void* p, size_t bytes) {
+  cudaStream_t s = nullptr;
+  CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaError_t e = cudaMemsetAsync(p, 0, bytes, s);
+  const cudaError_t sync = cudaStreamSynchronize(s);
+  if (e == cudaSuccess) e = sync;
+  const cudaError_t destroy = cudaStreamDestroy(s);
+  if (e == cudaSuccess) e = destroy;
+  CCL_CUDA_CHECK(e);
+  return CCL_SUCCESS;
+}
+
 Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line) {
   cudaGetLastError();
   return fail(CCL_UNHANDLED_CUDA_ERROR, file, line, "%s failed: %s (%s)", expr,

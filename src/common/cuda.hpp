@@ -60,6 +60,25 @@ class DeviceScope {
   int saved_ = -1;
 };
 
+/// Lets set-up work (allocations, zeroing) run while a stream of this thread is being captured
+/// into a CUDA graph: relaxes the thread's capture mode for the scope, as NCCL does for its
+/// lazy set-up. Stream work inside must go to a private stream (zero_device), never the legacy
+/// stream, which would join the capture.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+/// Zeroes device memory of the current device and waits for it, on a private non-blocking
+/// stream: safe while another stream is being captured.
+Status zero_device(void* p, size_t bytes);
+
 Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line);
 Status cu_fail(CUresult err, const char* expr, const char* file, int line);
 

@@ -41,6 +41,46 @@ ccl_result_t ccl_mem_free(ccl_comm_t comm, void* ptr) {
   });
 }
 
+ccl_result_t ccl_comm_register(ccl_comm_t comm, void* buff, size_t size, void** handle) {
+  return ccl::api_call([&]() -> Status {
+    CCL_ARG_CHECK(handle != nullptr, "ccl_comm_register: handle must not be NULL");
+    *handle = nullptr;
+    CCL_CHECK(need_heap(comm));
+    std::lock_guard<std::mutex> lock(comm->op_mutex);
+    ccl::CommOp op(comm);
+    CCL_CHECK(op.check());
+    ccl::DeviceScope device(comm->device);
+    if (!comm->registry)
+      CCL_CHECK(ccl::BufferRegistry::create(comm->bootstrap.get(), comm->peers, comm->paths,
+                                            comm->device, &comm->registry));
+    Status bad = CCL_SUCCESS;
+    if (buff == nullptr)
+      bad = CCL_FAIL(CCL_INVALID_ARGUMENT, "ccl_comm_register: buff must not be NULL");
+    else if (size == 0)
+      bad = CCL_FAIL(CCL_INVALID_ARGUMENT, "ccl_comm_register: size must be > 0");
+    // Still collective: the peers learn that this rank failed instead of waiting for it.
+    CCL_CHECK(comm->bootstrap->agree(bad, "register a buffer"));
+    uintptr_t h = 0;
+    CCL_CHECK(comm->registry->add(buff, size, comm->heap.get(), &h));
+    *handle = reinterpret_cast<void*>(h);
+    return CCL_SUCCESS;
+  });
+}
+
+ccl_result_t ccl_comm_deregister(ccl_comm_t comm, void* handle) {
+  return ccl::api_call([&]() -> Status {
+    CCL_CHECK(need_heap(comm));
+    std::lock_guard<std::mutex> lock(comm->op_mutex);
+    ccl::CommOp op(comm);
+    CCL_CHECK(op.check());
+    if (!comm->registry)
+      return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                      "ccl_comm_deregister: handle=%p: nothing is registered on this communicator",
+                      handle);
+    return comm->registry->remove(reinterpret_cast<uintptr_t>(handle));
+  });
+}
+
 ccl_result_t ccl_mem_peer_ptr(ccl_comm_t comm, const void* ptr, int peer, void** peer_ptr) {
   return ccl::api_call([&]() -> Status {
     CCL_CHECK(need_heap(comm));

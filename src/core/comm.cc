@@ -187,10 +187,13 @@ void comm_free(ccl_comm* c, int idle_wait_ms) {
   if (!idle) new std::shared_ptr<void>(std::move(c->coll_state));  // in use by kernels: leak
   c->coll_state.reset();
   device_resources_free(c, idle);
-  // The heap next: it holds device mappings and its own sockets; then the bootstrap.
+  // The registered buffers' and the heap's mappings next; then the bootstrap.
   if (!idle) {
-    (void)c->heap.release();  // kernels may still touch it: leak rather than unmap under them
+    // Kernels may still touch them: leak rather than unmap under them.
+    (void)c->registry.release();
+    (void)c->heap.release();
   }
+  c->registry.reset();
   c->heap.reset();
   c->bootstrap.reset();
   delete c;

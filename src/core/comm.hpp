@@ -13,6 +13,7 @@
 #include "core/device_state.hpp"
 #include "core/team.hpp"
 #include "memory/heap.hpp"
+#include "memory/registry.hpp"
 #include "topology/peer_info.hpp"
 
 struct ccl_comm {
@@ -24,10 +25,11 @@ struct ccl_comm {
   std::vector<ccl::PeerInfo> peers;
   std::vector<ccl::PeerPath> paths;
   std::unique_ptr<ccl::SymmetricHeap> heap;
-  std::unique_ptr<ccl::DeviceResources> dev;  // device API state (VMM heaps only)
-  std::shared_ptr<void> coll_state;           // collectives' scratch (collectives/host), lazily
-  uint64_t coll_calls = 0;                    // collective calls made (CCL_CHECK_MODE)
-  int check_mode = -1;                        // CCL_CHECK_MODE, read at the first collective
+  std::unique_ptr<ccl::BufferRegistry> registry;  // ccl_comm_register, made by the first call
+  std::unique_ptr<ccl::DeviceResources> dev;      // device API state (VMM heaps only)
+  std::shared_ptr<void> coll_state;               // collectives' scratch (collectives/host), lazily
+  uint64_t coll_calls = 0;                        // collective calls made (CCL_CHECK_MODE)
+  int check_mode = -1;                            // CCL_CHECK_MODE, read at the first collective
   ccl_team world;
   ccl_team node;
   std::vector<std::unique_ptr<ccl_team>> split_teams;

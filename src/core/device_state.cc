@@ -94,8 +94,7 @@ Status device_comm_handle(ccl_comm* c, ccl_device_comm_t* out) {
   if (c->dev->sync_in == nullptr) {
     void* p = nullptr;
     CCL_CHECK(c->heap->alloc(static_cast<uint64_t>(c->nranks) * sizeof(uint64_t), &p));
-    CCL_CUDA_CHECK(cudaMemset(p, 0, static_cast<size_t>(c->nranks) * sizeof(uint64_t)));
-    CCL_CUDA_CHECK(cudaDeviceSynchronize());
+    CCL_CHECK(zero_device(p, static_cast<size_t>(c->nranks) * sizeof(uint64_t)));
     // Nobody may signal into a peer's array before that peer has zeroed it.
     CCL_CHECK(c->bootstrap->barrier());
     c->dev->sync_in = static_cast<uint64_t*>(p);

@@ -69,7 +69,7 @@ Status SymmetricHeap::create(const HeapConfig& cfg, bootstrap::Bootstrap* bs,
     std::snprintf(job, sizeof(job), "%02x%02x%02x%02x%02x%02x%02x%02x", s[0], s[1], s[2], s[3],
                   s[4], s[5], s[6], s[7]);
     Status st = h->channel_.listen(job, h->rank_, s);
-    CCL_CHECK(h->agree(st, "open its handle socket"));
+    CCL_CHECK(h->bs_->agree(st, "open its handle socket"));
     std::vector<FdChannel::Peer> local;
     for (int r : h->local_ranks_)
       if (r != h->rank_) local.push_back({r, peers[r].pid});
@@ -95,18 +95,6 @@ SymmetricHeap::~SymmetricHeap() {
   for (void* p : opened_) cudaIpcCloseMemHandle(p);
   for (void* p : own_chunks_) cudaFree(p);
   cudaGetLastError();
-}
-
-Status SymmetricHeap::agree(Status local, const char* what) {
-  std::vector<int32_t> codes(nranks_);
-  codes[rank_] = local.code();
-  CCL_CHECK(bs_->allgather(codes.data(), sizeof(int32_t)));
-  if (!local.ok()) return local;
-  for (int r = 0; r < nranks_; ++r)
-    if (codes[r] != CCL_SUCCESS)
-      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d failed to %s (%s)", r, what,
-                      ccl_get_error_string(static_cast<ccl_result_t>(codes[r])));
-  return CCL_SUCCESS;
 }
 
 Status SymmetricHeap::alloc(uint64_t bytes, void** ptr) {
@@ -237,7 +225,7 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
     CCL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(rank_), size, &access, 1));
     return CCL_SUCCESS;
   }();
-  Status s = agree(local, "create its heap chunk");
+  Status s = bs_->agree(local, "create its heap chunk");
   if (!s.ok()) {
     if (fd >= 0) ::close(fd);
     return s;
@@ -279,7 +267,7 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
     return CCL_SUCCESS;
   }();
   if (fd >= 0) ::close(fd);
-  CCL_CHECK(agree(local, "map the peers' heap chunks"));
+  CCL_CHECK(bs_->agree(local, "map the peers' heap chunks"));
   Segment seg{offset, size, std::vector<char*>(nranks_, nullptr)};
   for (int r : local_ranks_) seg.base[r] = reinterpret_cast<char*>(slot_addr(r));
   segments_.push_back(std::move(seg));
@@ -325,7 +313,7 @@ Status SymmetricHeap::grow_legacy(uint64_t offset, uint64_t size) {
     }
     return CCL_SUCCESS;
   }();
-  CCL_CHECK(agree(local, "open the peers' legacy IPC handles"));
+  CCL_CHECK(bs_->agree(local, "open the peers' legacy IPC handles"));
   segments_.push_back(std::move(seg));
   return CCL_SUCCESS;
 }

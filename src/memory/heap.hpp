@@ -80,7 +80,6 @@ class SymmetricHeap {
   Status grow(uint64_t bytes);
   Status grow_vmm(uint64_t offset, uint64_t size);
   Status grow_legacy(uint64_t offset, uint64_t size);
-  Status agree(Status local, const char* what);  // all ranks learn whether any rank failed
 
   HeapConfig cfg_;
   bootstrap::Bootstrap* bs_ = nullptr;

@@ -66,7 +66,7 @@ Status SymmetricHeap::map_multicast(CUdeviceptr* va, size_t* bytes) {
     return CCL_SUCCESS;
   }();
   // Every device must be added before anyone binds memory.
-  CCL_CHECK(agree(local, "join the multicast object"));
+  CCL_CHECK(bs_->agree(local, "join the multicast object"));
   local = [&]() -> Status {
     const CUdeviceptr own_lo = va_ + slot_[rank_] * slot_bytes_;
     for (const Mapping& m : mappings_)
@@ -81,7 +81,7 @@ Status SymmetricHeap::map_multicast(CUdeviceptr* va, size_t* bytes) {
     CCL_CU_CHECK(cu_->cuMemSetAccess(mc_va_, size, &access, 1));
     return CCL_SUCCESS;
   }();
-  CCL_CHECK(agree(local, "map the multicast object"));
+  CCL_CHECK(bs_->agree(local, "map the multicast object"));
   mc_bytes_ = size;
   *va = mc_va_;
   *bytes = size;

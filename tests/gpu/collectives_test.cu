@@ -39,7 +39,8 @@ ccl_result_t call(ccl_comm_t comm, Collective c, const void* send, void* recv, s
   return CCL_INTERNAL_ERROR;
 }
 
-enum class Mem { kDevice, kInPlace, kSymmetric };
+// kRegistered: cudaMalloc memory registered with ccl_comm_register (zero copy through IPC).
+enum class Mem { kDevice, kInPlace, kSymmetric, kRegistered };
 
 struct Case {
   Collective coll;
@@ -73,6 +74,8 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
   } else {
     RANK_CUDA(cudaMalloc(&base, bytes));
   }
+  void* reg = nullptr;
+  if (k.mem == Mem::kRegistered) RANK_OK(ccl_comm_register(comm, base, bytes, &reg));
   T *send = base + off, *recv = base + off + se + 16;
   if (k.mem == Mem::kInPlace) {
     // NCCL's in-place conventions.
@@ -106,9 +109,10 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
                  "at %zu: 0x%llx, expected 0x%llx)",
                  label, coll::collective_name(k.coll), coll::dtype_name(D),
                  reduces(k.coll) ? coll::redop_name(k.op) : "-", k.count, k.root,
-                 k.mem == Mem::kInPlace     ? "in place"
-                 : k.mem == Mem::kSymmetric ? "symmetric"
-                                            : "device",
+                 k.mem == Mem::kInPlace      ? "in place"
+                 : k.mem == Mem::kSymmetric  ? "symmetric"
+                 : k.mem == Mem::kRegistered ? "registered"
+                                             : "device",
                  off, rep, wrong, re, at, g, w);
       if (rep == 1)
         RANK_CHECK(std::memcmp(got.data(), first.data(), re * sizeof(T)) == 0,
@@ -116,6 +120,7 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
       first = got;
     }
   }
+  if (reg != nullptr) RANK_OK(ccl_comm_deregister(comm, reg));
   if (k.mem == Mem::kSymmetric) {
     RANK_OK(ccl_mem_free(comm, base));
   } else {
@@ -150,7 +155,7 @@ int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStre
     for (size_t ci = 0; ci < 4; ++ci) {
       if (n > 2 && (ci == 0 || ci == 2) && d != ccl_float32) continue;
       const size_t count = counts[ci];
-      for (int m = 0; m < 3; ++m) {
+      for (int m = 0; m < 4; ++m) {
         if (!full && m != 0 && ci != 2) continue;
         for (int oi = 0; oi < (reduces(c) ? 5 : 1); ++oi) {
           if (!full && oi > 0 && ci == 3) continue;
@@ -245,8 +250,12 @@ int deterministic(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s
   return 0;
 }
 
-/// Every collective captured into one graph, replayed with new inputs each time.
-int graphs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+/// Every collective captured into one graph, replayed with new inputs each time. The communicator
+/// is new: its first collective (which sets up the scratch) is captured too, in the strictest
+/// capture mode.
+int graphs(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
   const size_t count = 3000;
   const Collective colls[] = {Collective::kAllReduce, Collective::kReduceScatter,
                               Collective::kAllGather, Collective::kBroadcast,
@@ -256,11 +265,9 @@ int graphs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaMalloc(&send[i], count * n * 4));
     RANK_CUDA(cudaMalloc(&recv[i], count * n * 4));
   }
-  // The first collective of a communicator allocates its scratch: not under capture.
-  RANK_OK(ccl_allreduce(send[0], recv[0], 1, ccl_float32, ccl_sum, comm, s));
   cudaGraph_t graph;
   cudaGraphExec_t exec;
-  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   for (int i = 0; i < 6; ++i)
     RANK_OK(call(comm, colls[i], send[i], recv[i], count, ccl_float32, ccl_sum, 1 % n, s));
   RANK_CUDA(cudaStreamEndCapture(s, &graph));
@@ -294,6 +301,77 @@ int graphs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaFree(send[i]));
     RANK_CUDA(cudaFree(recv[i]));
   }
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
+/// ccl_comm_register beyond the matrix: two registrations inside one allocation (the peers map it
+/// once), one outliving the other; a symmetric buffer; refused memory and handles fail on every
+/// rank, the rank at fault with CCL_INVALID_ARGUMENT and its peers with CCL_REMOTE_ERROR.
+int registration(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  const size_t count = 100000;  // past the LL limit: the zero-copy kernels
+  float* base = nullptr;
+  RANK_CUDA(cudaMalloc(&base, 4 * count * n * sizeof(float)));
+  float *a_send = base, *a_recv = base + count * n, *b_send = base + 2 * count * n,
+        *b_recv = base + 3 * count * n;
+  void *ha = nullptr, *hb = nullptr;
+  RANK_OK(ccl_comm_register(comm, a_send, 2 * count * n * sizeof(float), &ha));
+  RANK_OK(ccl_comm_register(comm, b_send, 2 * count * n * sizeof(float), &hb));
+  RANK_CHECK(ha != hb && ha != nullptr, "handles");
+  std::vector<float> in(count * n), got(count * n);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i + me) % 1000);
+  RANK_CUDA(cudaMemcpy(a_send, in.data(), in.size() * 4, cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemcpy(b_send, in.data(), in.size() * 4, cudaMemcpyHostToDevice));
+  auto check_allgather = [&](const float* recv, const char* what) -> int {
+    RANK_CUDA(cudaMemcpy(got.data(), recv, count * n * 4, cudaMemcpyDeviceToHost));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i)
+        RANK_CHECK(got[r * count + i] == static_cast<float>((i + r) % 1000),
+                   "%s: block %d element %zu is %f", what, r, i, got[r * count + i]);
+    return 0;
+  };
+  RANK_CUDA(cudaMemset(a_recv, 0, count * n * 4));
+  RANK_OK(ccl_allgather(a_send, a_recv, count, ccl_float32, comm, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  if (check_allgather(a_recv, "registered allgather")) return 1;
+  RANK_OK(ccl_comm_deregister(comm, ha));
+  // b is still registered (its allocation still mapped by the peers); a is staged now.
+  RANK_CUDA(cudaMemset(b_recv, 0, count * n * 4));
+  RANK_OK(ccl_allgather(b_send, b_recv, count, ccl_float32, comm, s));
+  RANK_CUDA(cudaMemset(a_recv, 0, count * n * 4));
+  RANK_OK(ccl_allgather(a_send, a_recv, count, ccl_float32, comm, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  if (check_allgather(b_recv, "allgather after the other registration left")) return 1;
+  if (check_allgather(a_recv, "allgather of a deregistered buffer")) return 1;
+  const auto I = CCL_INVALID_ARGUMENT;
+  RANK_CHECK(ccl_comm_deregister(comm, ha) == I, "deregister twice");
+  RANK_CHECK(std::strstr(ccl_get_last_error(), "handle") != nullptr, "message '%s'",
+             ccl_get_last_error());
+  RANK_OK(ccl_comm_deregister(comm, hb));
+  // A symmetric buffer is accepted (nothing to map).
+  void* sym = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, 4096, &sym));
+  RANK_OK(ccl_comm_register(comm, sym, 4096, &ha));
+  RANK_OK(ccl_comm_deregister(comm, ha));
+  RANK_OK(ccl_mem_free(comm, sym));
+  // Refused everywhere: host memory, a size past the allocation.
+  std::vector<char> host(64);
+  void* h = nullptr;
+  RANK_CHECK(ccl_comm_register(comm, host.data(), host.size(), &h) == I && h == nullptr,
+             "host memory");
+  RANK_CHECK(std::strstr(ccl_get_last_error(), "buff") != nullptr, "message '%s'",
+             ccl_get_last_error());
+  RANK_CHECK(ccl_comm_register(comm, base, 10 * count * n * sizeof(float), &h) == I, "size");
+  // One rank at fault: it gets INVALID_ARGUMENT, the others REMOTE_ERROR naming it.
+  const ccl_result_t r0 = ccl_comm_register(comm, me == 0 ? nullptr : base, 64, &h);
+  if (me == 0) {
+    RANK_CHECK(r0 == I, "rank 0's NULL buffer: %d", r0);
+  } else {
+    RANK_CHECK(r0 == CCL_REMOTE_ERROR && std::strstr(ccl_get_last_error(), "rank 0") != nullptr,
+               "peer of a failed registration: %d '%s'", r0, ccl_get_last_error());
+  }
+  RANK_CHECK(ccl_comm_deregister(comm, reinterpret_cast<void*>(0x12345)) == I, "stray handle");
+  RANK_CUDA(cudaFree(base));
   return 0;
 }
 
@@ -454,6 +532,7 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
         if (algorithms(world, r, n, seed, s)) return 3;
         if (deterministic(world, r, n, seed, s)) return 4;
         if (graphs(world, r, n, s)) return 5;
+        if (registration(world, r, n, s)) return 8;
         if (stress(world, r, n, s)) return 6;
         if (point_to_point(world, r, n, s)) return 7;
         RANK_OK(ccl_barrier(world, s));

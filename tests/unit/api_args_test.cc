@@ -114,12 +114,19 @@ TEST_F(ApiArgs, Memory) {
   EXPECT_BAD_ARG(ccl_mem_alloc(comm_, 16, nullptr), "ptr");
   EXPECT_BAD_ARG(ccl_mem_free(nullptr, p), "comm");
   EXPECT_BAD_ARG(ccl_mem_peer_ptr(nullptr, p, 0, &p), "comm");
+  void* h = reinterpret_cast<void*>(0x1);
+  EXPECT_BAD_ARG(ccl_comm_register(nullptr, p, 16, &h), "comm");
+  EXPECT_EQ(h, nullptr);
+  EXPECT_BAD_ARG(ccl_comm_register(comm_, p, 16, nullptr), "handle");
+  EXPECT_BAD_ARG(ccl_comm_deregister(nullptr, h), "comm");
   int dev = -1;
   ASSERT_EQ(ccl_comm_device(comm_, &dev), CCL_SUCCESS);
   if (dev < 0) {
     // Without a GPU the heap does not exist: a clear UNSUPPORTED, not a crash.
     EXPECT_EQ(ccl_mem_alloc(comm_, 16, &p), CCL_UNSUPPORTED);
     EXPECT_NE(std::string(ccl_get_last_error()).find("CUDA device"), std::string::npos);
+    EXPECT_EQ(ccl_comm_register(comm_, p, 16, &h), CCL_UNSUPPORTED);
+    EXPECT_EQ(ccl_comm_deregister(comm_, h), CCL_UNSUPPORTED);
   }
 }
 

@@ -41,8 +41,16 @@ TEST(Tuner, BlocksGrowWithSizeWithinLimits) {
 
 TEST(Tuner, OtherCollectivesUseDirectOnNvlink) {
   for (Collective c : {Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast,
-                       Collective::kReduce, Collective::kAllToAll})
+                       Collective::kReduce, Collective::kAllToAll}) {
     EXPECT_EQ(table_choice(in(c, 1 << 20)).algo, Algorithm::kDirect);
+    EXPECT_EQ(table_choice(in(c, 1 << 20)).proto, Proto::kSimple);
+    EXPECT_EQ(table_choice(in(c, 4096)).proto, Proto::kLL);  // small: data with flags
+  }
+  // LL carries one rank block: allgather of 2 x 64 KiB still fits, broadcast of 128 KiB not.
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, 2 * kLLMaxBytes)).proto, Proto::kLL);
+  EXPECT_EQ(table_choice(in(Collective::kBroadcast, 2 * kLLMaxBytes)).proto, Proto::kSimple);
+  // The pipe algorithms have no LL form.
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, 4096, 2, false)).proto, Proto::kSimple);
 }
 
 TEST(Tuner, AlgoSettingForcesPerCollective) {
