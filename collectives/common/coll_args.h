@@ -10,13 +10,20 @@ namespace ccl::coll {
 
 /// Blocks of every direct (load/store) kernel: each block index keeps its own flags with each
 /// peer, so every launch uses all of them (a block's slice may be empty).
-inline constexpr int kMaxBlocks = 32;
+inline constexpr int kMaxBlocks = 64;
 /// Channels (blocks) of a pipe kernel, each with its own FIFO to every peer.
 inline constexpr int kPipeChannels = 16;
 /// Slots of each pipe FIFO.
 inline constexpr int kPipeSlots = 4;
-/// Largest allreduce (bytes per rank) of the LL one-shot: data travels with its flags.
-inline constexpr size_t kLLMaxBytes = 64 << 10;
+/// Largest rank block the LL protocol carries (data travels with its flags, 16 bytes of row per
+/// 8 data bytes). The rows take 4 x nranks x capacity bytes of heap, so the capacity shrinks as
+/// ranks grow: 512 KiB up to 8 ranks, never below 64 KiB.
+inline constexpr size_t kLLMaxBytes = 512 << 10;
+constexpr size_t ll_capacity(int nranks) {
+  const size_t share =
+      (size_t{4} << 20) / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 4096 * 4096;
+  return share > kLLMaxBytes ? kLLMaxBytes : share < (64 << 10) ? (64 << 10) : share;
+}
 /// Ranks a direct kernel reduces over (pointer tables live in shared memory).
 inline constexpr int kMaxDirectRanks = 64;
 
@@ -55,7 +62,8 @@ struct CollScratch {
   uint64_t* tail;     // symmetric [receiver][channel]: my messages the receiver has consumed
   uint64_t* seq;      // local device [peer][channel][2]: sent, received so far
   char* temp;         // local device, stage_bytes: work space (ring reduce-scatter)
-  uint64_t* ll;       // symmetric [2 (epoch parity)][sender][kLLMaxBytes / 4]: LL entries
+  uint64_t* ll;       // symmetric [2 (epoch parity)][sender][ll_entries]: LL entries
+  size_t ll_entries;  // entries of one LL row: ll_capacity(nranks) / 4
   char* const* regs;  // local device [registration slot][rank]: registered buffers as mapped here
 };
 

@@ -7,9 +7,9 @@ namespace {
 
 constexpr int kThreads = 512;
 
-/// Slice of block b within a range of `len` elements.
-__device__ __forceinline__ void my_slice(size_t len, size_t* lo, size_t* n) {
-  partition(len, gridDim.x, blockIdx.x, lo, n);
+/// Slice of block b within a range of `len` elements, over the blocks that talk to the peers.
+__device__ __forceinline__ void my_slice(const DirectArgs& a, size_t len, size_t* lo, size_t* n) {
+  partition(len, gridDim.x - a.local_blocks, blockIdx.x, lo, n);
 }
 
 /// Heap offset of this rank's staging buffer i.
@@ -44,19 +44,19 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
         for (int j = 0; j < n; ++j) {
           size_t jlo, jlen;
           partition(a.count, n, j, &jlo, &jlen);
-          my_slice(jlen, &lo, &len);
+          my_slice(a, jlen, &lo, &len);
           copy_slice(stage + (jlo + lo) * esize, send + (jlo + lo) * esize, len * esize);
         }
         break;
       case DirectKind::kReduceScatter:
       case DirectKind::kAllToAll:
-        my_slice(a.count, &lo, &len);
+        my_slice(a, a.count, &lo, &len);
         for (int j = 0; j < n; ++j)
           copy_slice(stage + (j * a.src_ld + lo) * esize, send + (j * a.send_ld + lo) * esize,
                      len * esize);
         break;
       default:
-        my_slice(a.count, &lo, &len);
+        my_slice(a, a.count, &lo, &len);
         copy_slice(stage + lo * esize, send + lo * esize, len * esize);
         break;
     }
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kThreads)
   if (!enter(c, s, a, e, sizeof(T), &fail)) return;
   size_t lo, len;
   if (a.kind == DirectKind::kOneShot) {
-    my_slice(a.count, &lo, &len);
+    my_slice(a, a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x)
       in[j] = window<const T>(c, s, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
@@ -214,12 +214,12 @@ __global__ void __launch_bounds__(kThreads)
     if (!nvls_same_windows(c, s, a, e, &fail)) return;
     size_t mlo, mlen;
     partition(a.count, n, me, &mlo, &mlen);
-    my_slice(mlen, &lo, &len);
+    my_slice(a, mlen, &lo, &len);
     nvls_allreduce<D, Op>(c, s, a, mlo + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
     size_t mlo, mlen;
     partition(a.count, n, me, &mlo, &mlen);
-    my_slice(mlen, &lo, &len);
+    my_slice(a, mlen, &lo, &len);
     lo += mlo;
     // Peers' windows were published before the barrier; reading them here is ordered after it.
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, n, len);
   } else if (a.kind == DirectKind::kReduceScatter) {
-    my_slice(a.count, &lo, &len);
+    my_slice(a, a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
       const Win r = peer_ready(s, n, e, j);
       const uint64_t so = j == me ? a.src_off : r.src_off, ld = j == me ? a.src_ld : r.src_ld;
@@ -241,7 +241,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
   } else if (me == a.root) {  // kReduce
-    my_slice(a.count, &lo, &len);
+    my_slice(a, a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x)
       in[j] = window<const T>(c, s, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < n; ++j) {
       size_t jlo, jlen;
       partition(a.count, n, j, &jlo, &jlen);
-      my_slice(jlen, &lo, &len);
+      my_slice(a, jlen, &lo, &len);
       copy_slice(static_cast<T*>(a.recv) + jlo + lo, stage + jlo + lo, len * sizeof(T));
     }
   }
@@ -270,11 +270,21 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) fail = 0;
   __syncthreads();
   const uint64_t e = next_epoch(c, s);
-  if (!enter(c, s, a, e, esize, &fail)) return;
-  size_t lo, len;
-  my_slice(a.count, &lo, &len);
   char* recv = static_cast<char*>(a.recv);
   const char* send = static_cast<const char*>(a.send);
+  const int net_blocks = static_cast<int>(gridDim.x) - a.local_blocks;
+  if (static_cast<int>(blockIdx.x) >= net_blocks) {
+    // This rank's own block, HBM to HBM: no peer reads or writes it, so no flags, no barrier.
+    size_t llo, llen;
+    partition(a.count, a.local_blocks, blockIdx.x - net_blocks, &llo, &llen);
+    const size_t from = a.kind == DirectKind::kAllToAll ? me * a.send_ld : 0;
+    copy_slice(recv + (me * a.recv_ld + llo) * esize, send + (from + llo) * esize, llen * esize);
+    finish_epoch(c, s, e);
+    return;
+  }
+  if (!enter(c, s, a, e, esize, &fail)) return;
+  size_t lo, len;
+  my_slice(a, a.count, &lo, &len);
   const size_t b = len * esize;
   switch (a.kind) {
     case DirectKind::kAllGather: {
@@ -287,7 +297,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
       if (threadIdx.x == 0) {
         nd = 0;
-        if (recv + me * a.recv_ld * esize != send)
+        if (recv + me * a.recv_ld * esize != send && a.local_blocks == 0)
           dsts[nd++] = recv + (me * a.recv_ld + lo) * esize;
         for (int k = 1; k < n; ++k) {
           const int j = (me + k) % n;  // next peer first: spread the traffic
@@ -328,9 +338,10 @@ __global__ void __launch_bounds__(kThreads)
       }
       break;
     case DirectKind::kAllToAll: {
-      // Push to peers with a destination window, pull from the others (as allgather). The first
-      // quarter of the threads copies this rank's own block in HBM while the rest drive NVLink.
-      const int local = blockDim.x / 4;
+      // Push to peers with a destination window, pull from the others (as allgather). Without
+      // local blocks, the first quarter of the threads copies this rank's own block in HBM
+      // while the rest drive NVLink.
+      const int local = a.local_blocks > 0 ? 0 : blockDim.x / 4;
       if (static_cast<int>(threadIdx.x) < local) {
         copy_part(recv + (me * a.recv_ld + lo) * esize, send + (me * a.send_ld + lo) * esize, b,
                   threadIdx.x, local);

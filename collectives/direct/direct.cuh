@@ -38,15 +38,19 @@ struct DirectArgs {
   bool stage_src;    // copy send into the source window (this rank's staging) first
   bool unstage_dst;  // the destination window is staging: copy it into recv at the end
   char* mc;          // NVLS: multicast address of heap offset 0; null = emulated (unicast)
+  // Allgather and alltoall out of place: the last `local_blocks` blocks of the grid copy this
+  // rank's own block in HBM (no flags, no barrier) while the others drive NVLink undisturbed.
+  int local_blocks;
 };
 
 /// Launches one piece (kMaxBlocks blocks). Reducing kinds use (dtype, op); the others move bytes.
 cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                           const CollScratch& s, const DirectArgs& a, int grid, cudaStream_t stream);
 
-/// The LL protocol (every rank block at most kLLMaxBytes): each rank stores what a peer needs,
-/// with the epoch as a flag in every 8-byte word, straight into that peer's LL row; receivers
-/// spin on their local rows, so one NVLink crossing and no barrier make up the whole call.
+/// The LL protocol (every rank block at most ll_capacity(nranks)): each rank stores what a peer
+/// needs, with the epoch as a flag in every 8-byte word, straight into that peer's LL row;
+/// receivers spin on their local rows, so one NVLink crossing and no barrier make up the whole
+/// call.
 struct LLArgs {
   const void* send;
   void* recv;

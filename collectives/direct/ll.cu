@@ -6,7 +6,6 @@ namespace ccl::coll {
 namespace {
 
 constexpr int kThreads = 512;
-constexpr size_t kEntries = kLLMaxBytes / 4;  // two 8-byte entries per 8 data bytes
 
 /// 8 bytes of `p` from byte `off` (zero past `bytes`), any alignment.
 __device__ __forceinline__ uint64_t load_unit(const char* p, size_t off, size_t bytes) {
@@ -77,7 +76,7 @@ __global__ void __launch_bounds__(kThreads)
   const size_t bb = a.block_bytes, units = (bb + 7) / 8;
   const Collective k = a.coll;
   const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
-  uint64_t* mine = s.ll + ((e & 1) * n + me) * kEntries;  // my row at every rank
+  uint64_t* mine = s.ll + ((e & 1) * n + me) * s.ll_entries;  // my row at every rank
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   // Send: each unit as two (data, flag) entries in one 16-byte store to every peer that needs it.
@@ -95,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   auto row = [&](int r, size_t u, uint64_t* v) {
-    return ll_wait(c, s.ll + ((e & 1) * n + r) * kEntries + 2 * u, flag, r, v);
+    return ll_wait(c, s.ll + ((e & 1) * n + r) * s.ll_entries + 2 * u, flag, r, v);
   };
   for (size_t u = first; u < units && !fail; u += stride) {
     switch (k) {

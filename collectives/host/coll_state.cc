@@ -44,7 +44,8 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t fifo_flags = align_up(n * kPipeChannels * sizeof(uint64_t), 256);
   auto st = std::make_shared<CollState>();
   CCL_CHECK(load_tuner_config(&st->cfg));
-  const size_t ll = 2 * n * (kLLMaxBytes / 4) * sizeof(uint64_t);
+  const size_t ll_entries = ll_capacity(c->nranks) / 4;
+  const size_t ll = 2 * n * ll_entries * sizeof(uint64_t);
   CCL_CHECK(c->heap->alloc(2 * stage + ready + done + epoch + inbox + 2 * fifo_flags + ll,
                            &st->heap_block));
   device_resources_note_heap(c);
@@ -66,6 +67,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.tail = reinterpret_cast<uint64_t*>(p);
   p += fifo_flags;
   s.ll = reinterpret_cast<uint64_t*>(p);
+  s.ll_entries = ll_entries;
   p += ll;
   // LL entries carry their epoch as a flag: zero (never an epoch) until first written.
   CCL_CHECK(zero_device(flags_begin, static_cast<size_t>(p - flags_begin)));

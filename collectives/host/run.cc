@@ -118,6 +118,13 @@ DirectKind direct_kind(Collective c, Algorithm a) {
   return DirectKind::kOneShot;
 }
 
+/// Blocks of the real NVLS kernels (the host checks 16-byte packs per block slice against it).
+constexpr int kNvlsBlocks = 32;
+
+/// Extra blocks that copy a rank's own block (allgather, alltoall) from this block size on.
+constexpr int kLocalBlocks = 16;
+constexpr size_t kLocalBlocksFrom = size_t{1} << 20;
+
 /// Direct kernels, in pieces of what the staging holds when a buffer has to be staged.
 Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
   const int n = comm->nranks, me = comm->rank;
@@ -148,7 +155,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
                          nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
   const bool dst_zero = wants_dst && window_of(comm, k.recv, recv_elems * E, !nvls, &recv_off);
-  if (ch.proto == Proto::kLL && !nvls && k.count * E <= kLLMaxBytes &&
+  if (ch.proto == Proto::kLL && !nvls && k.count * E <= ll_capacity(n) &&
       (a.kind == DirectKind::kOneShot || ch.algo == Algorithm::kDirect)) {
     CCL_CUDA_CHECK(
         launch_ll(k.dtype, k.op, dc, s, {k.send, k.recv, k.count * E, k.root, k.coll}, k.stream));
@@ -161,6 +168,13 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   if (unstage)
     piece = std::min(piece, s.stage_bytes / E / (a.kind == DirectKind::kNvlsAllGather ? n : 1));
   a.mc = nvls ? st->mc_base : nullptr;
+  // Allgather and alltoall out of place copy their own block on extra blocks, beside the ones
+  // that push and pull (measured: perf/results, "local blocks").
+  const bool own_block_moves =
+      (a.kind == DirectKind::kAllGather || a.kind == DirectKind::kAllToAll) && k.send != k.recv &&
+      !(a.kind == DirectKind::kAllGather &&
+        static_cast<const char*>(k.recv) + static_cast<size_t>(me) * k.count * E == k.send);
+  const int local_blocks = own_block_moves && k.count * E >= kLocalBlocksFrom ? kLocalBlocks : 0;
   if (piece == 0)
     return CCL_FAIL(CCL_INVALID_ARGUMENT,
                     "CCL_COLL_SCRATCH_SIZE is too small to stage one element per rank");
@@ -179,9 +193,10 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
     a.dst_ld = blocked_recv ? (dst_zero ? k.count : len) : 0;
     // NVLS allgather pushes from the local send buffer: nothing to stage.
     if (a.kind == DirectKind::kNvlsAllGather) a.stage_src = false;
+    a.local_blocks = local_blocks;
     // Non-roots of a broadcast have nothing to publish or stage.
     if (a.kind == DirectKind::kBroadcast && me != k.root) a.stage_src = false;
-    CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks, k.stream));
+    CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + local_blocks, k.stream));
   }
   return CCL_SUCCESS;
 }
@@ -238,7 +253,7 @@ Status prepare_nvls(ccl_comm* comm, CollState* st, const CollCall& k, Choice* ch
                      (k.dtype == ccl_float32 && k.op == ccl_sum) ||
                      ((k.dtype == ccl_float16 || k.dtype == ccl_bfloat16) &&
                       (k.op == ccl_sum || k.op == ccl_min || k.op == ccl_max));
-  const size_t unit = 16 / E * static_cast<size_t>(comm->nranks) * kMaxBlocks;
+  const size_t unit = 16 / E * static_cast<size_t>(comm->nranks) * kNvlsBlocks;
   uint64_t off = 0;
   const bool inside =
       symmetric(comm, k.recv, k.count * E, &off) && off + k.count * E <= st->mc_bytes;
@@ -249,7 +264,7 @@ Status prepare_nvls(ccl_comm* comm, CollState* st, const CollCall& k, Choice* ch
              collective_name(k.coll));
     ch->algo = k.coll == Collective::kAllReduce ? Algorithm::kTwoShot : Algorithm::kDirect;
   } else {
-    ch->blocks = kMaxBlocks;
+    ch->blocks = kNvlsBlocks;
   }
   return CCL_SUCCESS;
 }

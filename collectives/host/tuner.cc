@@ -36,21 +36,45 @@ bool coll_from_name(const std::string& s, Collective* out) {
 
 // Crossover points, measured on 2 x H200 NV18 (perf/results/2026-11-23_h200x2_collectives.md,
 // each algorithm forced over one sweep, symmetric buffers, median of 20 calls):
-//   bytes      one_shot (LL <= 64K)   two_shot   ring
-//   16 KiB         6.98 us            13.41 us   16.78 us
-//   64 KiB         6.83               13.17      20.43
-//   256 KiB       15.18 (SIMPLE)      14.72      34.24
-//   1 MiB         16.05               16.26      34.31
-//   16 MiB        64.17               64.22     117.34
-// The LL one-shot (data with flags, no barrier) wins up to its 64 KiB limit; above it the
-// barrier-delimited one-shot and two-shot are within 3% of each other on two ranks and
-// two-shot moves half the bytes per rank as ranks grow, so it takes everything above.
-constexpr size_t kOneShotMax = kLLMaxBytes;
-constexpr size_t kLLMax = kLLMaxBytes;
+//   bytes      one_shot LL   one_shot SIMPLE   two_shot   ring
+//   16 KiB       6.98 us        -               13.41 us   16.78 us
+//   64 KiB       6.84         13.65             13.17      20.43
+//   256 KiB      8.08         15.22             14.72      34.24
+//   512 KiB     10.26         15.63             15.19        -
+//   1 MiB         -           16.24             16.26      34.31
+//   16 MiB        -           64.17             64.22     117.34
+// The LL one-shot (data with flags, no barrier) wins up to the LL rows' capacity (512 KiB on up
+// to 8 ranks); above it the barrier-delimited one-shot and two-shot are within 3% of each other
+// on two ranks and two-shot moves half the bytes per rank as ranks grow, so it takes the rest.
+// The other collectives, LL against SIMPLE per rank block (us, 2 ranks):
+//   block      reduce_scatter   allgather     broadcast     reduce        alltoall
+//   64 KiB      7.75 / 13.48    7.13 / 12.79   5.85 / 13.02  6.16 / 13.51  7.06 / 12.56
+//   512 KiB    10.66 / 14.67   10.21 / 14.33   8.45 / 14.18  8.50 / 15.53 10.59 / 13.77
+// LL wins everywhere it fits, so kLLMax is the rows' capacity for every collective.
+/// Largest rank block each collective runs with the LL protocol (where the LL rows hold it):
+/// above, the barrier-delimited kernels win. Indexed by Collective.
+constexpr size_t kLLMax[kNumCollectives] = {
+    kLLMaxBytes,  // allreduce (one-shot)
+    kLLMaxBytes,  // reduce_scatter
+    kLLMaxBytes,  // allgather
+    kLLMaxBytes,  // broadcast
+    kLLMaxBytes,  // reduce
+    kLLMaxBytes,  // alltoall
+};
+
+size_t ll_limit(Collective c, int nranks) {
+  return std::min(kLLMax[static_cast<int>(c)], ll_capacity(nranks));
+}
+
+// Blocks of the direct kernels: one per 64 KiB, at least 4, at most 32 below 64 MiB and all 64
+// (kMaxBlocks) from there. Measured at 1 GiB (2 x H200, 2026-11-23 second sweep): 64 blocks
+// against 32 lift allreduce 325 -> 338 GB/s, allgather 353 -> 360, alltoall 340 -> 361; below
+// 64 MiB the extra entry/exit flags cost more than the bandwidth brings.
+constexpr size_t kManyBlocksFrom = size_t{64} << 20;
 
 int direct_blocks(size_t bytes) {
-  // One block per 64 KiB, at least 4 and at most the flag rows there are.
-  return static_cast<int>(std::clamp<size_t>(bytes >> 16, 4, kMaxBlocks));
+  if (bytes >= kManyBlocksFrom) return kMaxBlocks;
+  return static_cast<int>(std::clamp<size_t>(bytes >> 16, 4, 32));
 }
 
 int pipe_blocks(size_t bytes) {
@@ -159,7 +183,8 @@ size_t block_bytes(const TunerInput& in) {
 /// faster than the barrier-delimited kernels up to kLLMax.
 Proto table_proto(const TunerInput& in, Algorithm a) {
   const bool ll_capable = a == Algorithm::kOneShot || a == Algorithm::kDirect;
-  return ll_capable && block_bytes(in) <= kLLMax ? Proto::kLL : Proto::kSimple;
+  return ll_capable && block_bytes(in) <= ll_limit(in.coll, in.nranks) ? Proto::kLL
+                                                                       : Proto::kSimple;
 }
 
 }  // namespace
@@ -171,7 +196,7 @@ Choice table_choice(const TunerInput& in) {
     case Collective::kAllReduce:
       if (!direct_ok) {
         ch.algo = Algorithm::kRing;
-      } else if (in.bytes <= kOneShotMax) {
+      } else if (in.bytes <= ll_limit(in.coll, in.nranks)) {
         ch.algo = Algorithm::kOneShot;
       } else {
         ch.algo = Algorithm::kTwoShot;

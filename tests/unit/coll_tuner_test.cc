@@ -22,6 +22,13 @@ TEST(Tuner, AllReduceTableFollowsTheMeasuredCrossovers) {
   const Choice mid = table_choice(in(Collective::kAllReduce, kLLMaxBytes + 4));
   EXPECT_NE(mid.proto, Proto::kLL);
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, 64 << 20)).algo, Algorithm::kTwoShot);
+  // The LL rows shrink with the rank count (4 x nranks x capacity bytes of heap), and so does
+  // the LL range.
+  EXPECT_EQ(ll_capacity(2), kLLMaxBytes);
+  EXPECT_EQ(ll_capacity(64), size_t{64} << 10);
+  EXPECT_EQ(ll_capacity(1024), size_t{64} << 10);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 128 << 10, 64)).proto, Proto::kSimple);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 128 << 10, 8)).proto, Proto::kLL);
   // No load/store path to every rank: the pipe algorithms.
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, 2, false)).algo, Algorithm::kRing);
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, kMaxDirectRanks + 1)).algo,
@@ -37,16 +44,20 @@ TEST(Tuner, BlocksGrowWithSizeWithinLimits) {
   EXPECT_LT(table_choice(in(Collective::kAllGather, 1024)).blocks,
             table_choice(in(Collective::kAllGather, 1 << 30)).blocks);
   EXPECT_LE(table_choice(in(Collective::kAllReduce, 1 << 30, 2, false)).blocks, kPipeChannels);
+  // Every flag row from 64 MiB on (measured: more in flight over NVLink), 32 below.
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, size_t{1} << 30)).blocks, kMaxBlocks);
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, size_t{16} << 20)).blocks, 32);
 }
 
 TEST(Tuner, OtherCollectivesUseDirectOnNvlink) {
   for (Collective c : {Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast,
                        Collective::kReduce, Collective::kAllToAll}) {
-    EXPECT_EQ(table_choice(in(c, 1 << 20)).algo, Algorithm::kDirect);
-    EXPECT_EQ(table_choice(in(c, 1 << 20)).proto, Proto::kSimple);
+    EXPECT_EQ(table_choice(in(c, 4 << 20)).algo, Algorithm::kDirect);
+    EXPECT_EQ(table_choice(in(c, 4 << 20)).proto, Proto::kSimple);
     EXPECT_EQ(table_choice(in(c, 4096)).proto, Proto::kLL);  // small: data with flags
   }
-  // LL carries one rank block: allgather of 2 x 64 KiB still fits, broadcast of 128 KiB not.
+  // LL carries one rank block: allgather of 2 blocks of the limit still fits, broadcast of that
+  // size not.
   EXPECT_EQ(table_choice(in(Collective::kAllGather, 2 * kLLMaxBytes)).proto, Proto::kLL);
   EXPECT_EQ(table_choice(in(Collective::kBroadcast, 2 * kLLMaxBytes)).proto, Proto::kSimple);
   // The pipe algorithms have no LL form.
