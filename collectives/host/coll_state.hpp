@@ -23,7 +23,8 @@ struct CollState {
   ~CollState();
 };
 
-/// The communicator's state, created on first use (collective; refuses under graph capture).
+/// The communicator's state, created on first use (collective; outside any graph capture in
+/// progress on the calling thread).
 Status coll_state(ccl_comm* comm, CollState** out);
 
 }  // namespace ccl::coll

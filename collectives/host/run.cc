@@ -47,8 +47,6 @@ bool symmetric(ccl_comm* comm, const void* p, size_t bytes, uint64_t* off) {
   return comm->heap && comm->heap->offset_of(p, off) && comm->heap->mapped_bytes() - *off >= bytes;
 }
 
-}  // namespace
-
 /// The window address of [p, p + bytes) for the peers: its heap offset, or where `registered`
 /// allows it, its place in a ccl_comm_register'ed buffer; false when it has to be staged.
 bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uint64_t* w) {
@@ -59,6 +57,8 @@ bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uin
   *w = registered_window(slot, off);
   return true;
 }
+
+}  // namespace
 
 /// A buffer must be device memory of this process holding `bytes` from `p`.
 Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name) {
@@ -169,7 +169,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
     piece = std::min(piece, s.stage_bytes / E / (a.kind == DirectKind::kNvlsAllGather ? n : 1));
   a.mc = nvls ? st->mc_base : nullptr;
   // Allgather and alltoall out of place copy their own block on extra blocks, beside the ones
-  // that push and pull (measured: perf/results, "local blocks").
+  // that push and pull (perf/results/2026-11-23_h200x2_collectives_v2.md).
   const bool own_block_moves =
       (a.kind == DirectKind::kAllGather || a.kind == DirectKind::kAllToAll) && k.send != k.recv &&
       !(a.kind == DirectKind::kAllGather &&

@@ -50,21 +50,8 @@ bool coll_from_name(const std::string& s, Collective* out) {
 //   block      reduce_scatter   allgather     broadcast     reduce        alltoall
 //   64 KiB      7.75 / 13.48    7.13 / 12.79   5.85 / 13.02  6.16 / 13.51  7.06 / 12.56
 //   512 KiB    10.66 / 14.67   10.21 / 14.33   8.45 / 14.18  8.50 / 15.53 10.59 / 13.77
-// LL wins everywhere it fits, so kLLMax is the rows' capacity for every collective.
-/// Largest rank block each collective runs with the LL protocol (where the LL rows hold it):
-/// above, the barrier-delimited kernels win. Indexed by Collective.
-constexpr size_t kLLMax[kNumCollectives] = {
-    kLLMaxBytes,  // allreduce (one-shot)
-    kLLMaxBytes,  // reduce_scatter
-    kLLMaxBytes,  // allgather
-    kLLMaxBytes,  // broadcast
-    kLLMaxBytes,  // reduce
-    kLLMaxBytes,  // alltoall
-};
-
-size_t ll_limit(Collective c, int nranks) {
-  return std::min(kLLMax[static_cast<int>(c)], ll_capacity(nranks));
-}
+// LL wins everywhere it fits, so every collective's LL range is the rows' capacity,
+// ll_capacity(nranks).
 
 // Blocks of the direct kernels: one per 64 KiB, at least 4, at most 32 below 64 MiB and all 64
 // (kMaxBlocks) from there. Measured at 1 GiB (2 x H200, 2026-11-23 second sweep): 64 blocks
@@ -179,12 +166,11 @@ size_t block_bytes(const TunerInput& in) {
   return blocked ? in.bytes / std::max(in.nranks, 1) : in.bytes;
 }
 
-/// LL where it can carry the call (one-shot allreduce and the direct collectives), measured
-/// faster than the barrier-delimited kernels up to kLLMax.
+/// LL where it can carry the call (one-shot allreduce and the direct collectives): measured
+/// faster than the barrier-delimited kernels wherever the rows hold the rank block.
 Proto table_proto(const TunerInput& in, Algorithm a) {
   const bool ll_capable = a == Algorithm::kOneShot || a == Algorithm::kDirect;
-  return ll_capable && block_bytes(in) <= ll_limit(in.coll, in.nranks) ? Proto::kLL
-                                                                       : Proto::kSimple;
+  return ll_capable && block_bytes(in) <= ll_capacity(in.nranks) ? Proto::kLL : Proto::kSimple;
 }
 
 }  // namespace
@@ -196,7 +182,7 @@ Choice table_choice(const TunerInput& in) {
     case Collective::kAllReduce:
       if (!direct_ok) {
         ch.algo = Algorithm::kRing;
-      } else if (in.bytes <= ll_limit(in.coll, in.nranks)) {
+      } else if (in.bytes <= ll_capacity(in.nranks)) {
         ch.algo = Algorithm::kOneShot;
       } else {
         ch.algo = Algorithm::kTwoShot;

@@ -76,6 +76,16 @@ int cuda_device_count() {
   return n;
 }
 
+Status enable_peer_access(int peer_device) {
+  const cudaError_t e = cudaDeviceEnablePeerAccess(peer_device, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();
+    return CCL_SUCCESS;
+  }
+  CCL_CUDA_CHECK(e);
+  return CCL_SUCCESS;
+}
+
 Status zero_device(void* p, size_t bytes) {
   cudaStream_t s = nullptr;
   CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

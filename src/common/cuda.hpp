@@ -75,6 +75,9 @@ class RelaxedCapture {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
+/// Lets the current device load/store `peer_device`'s memory (already enabled is fine).
+Status enable_peer_access(int peer_device);
+
 /// Zeroes device memory of the current device and waits for it, on a private non-blocking
 /// stream: safe while another stream is being captured.
 Status zero_device(void* p, size_t bytes);

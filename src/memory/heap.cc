@@ -297,13 +297,8 @@ Status SymmetricHeap::grow_legacy(uint64_t offset, uint64_t size) {
       if (r == rank_ || peers_[r].pid == peers_[rank_].pid) {
         // Same address space (ccl_comm_init_all): the pointer is valid as it is.
         seg.base[r] = reinterpret_cast<char*>(all[r].ptr);
-        if (r != rank_ && peers_[r].device != cfg_.device) {
-          cudaError_t e = cudaDeviceEnablePeerAccess(peers_[r].device, 0);
-          if (e == cudaErrorPeerAccessAlreadyEnabled)
-            cudaGetLastError();
-          else
-            CCL_CUDA_CHECK(e);
-        }
+        if (r != rank_ && peers_[r].device != cfg_.device)
+          CCL_CHECK(enable_peer_access(peers_[r].device));
         continue;
       }
       void* p = nullptr;

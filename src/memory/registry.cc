@@ -50,6 +50,13 @@ BufferRegistry::~BufferRegistry() {
 }
 
 namespace {
+// One peer allocation: the rank and its IPC handle.
+std::string peer_key(int rank, const cudaIpcMemHandle_t& handle) {
+  std::string key(reinterpret_cast<const char*>(&rank), sizeof(rank));
+  key.append(reinterpret_cast<const char*>(&handle), sizeof(handle));
+  return key;
+}
+
 // A handle: generation << 16 | (slot + 1), never 0.
 uintptr_t make_handle(uint32_t generation, int slot) {
   return (static_cast<uintptr_t>(generation) << 16) | static_cast<uintptr_t>(slot + 1);
@@ -71,18 +78,15 @@ bool BufferRegistry::find(const void* p, size_t bytes, int* index, uint64_t* off
   return false;
 }
 
-Status BufferRegistry::open_peer(int rank, const void* handle, void** base) {
-  std::string key(reinterpret_cast<const char*>(&rank), sizeof(rank));
-  key.append(static_cast<const char*>(handle), sizeof(cudaIpcMemHandle_t));
+Status BufferRegistry::open_peer(const std::string& key, const cudaIpcMemHandle_t& handle,
+                                 void** base) {
   Opened& o = opened_[key];
   if (o.refs == 0) {
-    cudaIpcMemHandle_t h;
-    std::memcpy(&h, handle, sizeof(h));
-    const cudaError_t e = cudaIpcOpenMemHandle(&o.ptr, h, cudaIpcMemLazyEnablePeerAccess);
+    const cudaError_t e = cudaIpcOpenMemHandle(&o.ptr, handle, cudaIpcMemLazyEnablePeerAccess);
     if (e != cudaSuccess) {
       cudaGetLastError();
       opened_.erase(key);
-      return CCL_FAIL(CCL_UNHANDLED_CUDA_ERROR, "cannot map rank %d's registered buffer: %s", rank,
+      return CCL_FAIL(CCL_UNHANDLED_CUDA_ERROR, "cannot map a peer's registered buffer: %s",
                       cudaGetErrorString(e));
     }
   }
@@ -179,20 +183,13 @@ Status BufferRegistry::add(void* ptr, size_t bytes, const SymmetricHeap* heap, u
       if (r == rank_ || peers_[r].pid == pid) {
         // Same address space (ccl_comm_init_all): the owner's pointer is valid here.
         row[r] = reinterpret_cast<char*>(all[r].base) + all[r].offset;
-        if (r != rank_ && peers_[r].device != device_) {
-          const cudaError_t pe = cudaDeviceEnablePeerAccess(peers_[r].device, 0);
-          if (pe == cudaErrorPeerAccessAlreadyEnabled)
-            cudaGetLastError();
-          else
-            CCL_CUDA_CHECK(pe);
-        }
+        if (r != rank_ && peers_[r].device != device_)
+          CCL_CHECK(enable_peer_access(peers_[r].device));
         continue;
       }
       void* base = nullptr;
-      CCL_CHECK(open_peer(r, &all[r].handle, &base));
-      e.keys.emplace_back(reinterpret_cast<const char*>(&r), sizeof(r));
-      e.keys.back().append(reinterpret_cast<const char*>(&all[r].handle),
-                           sizeof(cudaIpcMemHandle_t));
+      e.keys.push_back(peer_key(r, all[r].handle));
+      CCL_CHECK(open_peer(e.keys.back(), all[r].handle, &base));
       row[r] = static_cast<char*>(base) + all[r].offset;
     }
     return write_row(slot, row);

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "bootstrap/bootstrap.hpp"
 #include "common/status.hpp"
 #include "topology/peer_info.hpp"
@@ -61,7 +63,7 @@ class BufferRegistry {
   };
 
   BufferRegistry() = default;
-  Status open_peer(int rank, const void* handle, void** base);
+  Status open_peer(const std::string& key, const cudaIpcMemHandle_t& handle, void** base);
   void close_key(const std::string& key);
   Status write_row(int index, const std::vector<char*>& row);
 
