@@ -137,17 +137,23 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   a.root = k.root;
   const bool blocked_send = k.coll == Collective::kReduceScatter || k.coll == Collective::kAllToAll;
   const bool blocked_recv = k.coll == Collective::kAllGather || k.coll == Collective::kAllToAll;
+  // LL stores straight into the peers' LL rows: no windows, no staging. The tuner picks it only
+  // for the one-shot and direct kernels and only where the rank block (count x type size) fits
+  // the rows.
+  if (ch.proto == Proto::kLL) {
+    CCL_CUDA_CHECK(
+        launch_ll(k.dtype, k.op, dc, s, {k.send, k.recv, k.count * E, k.root, k.coll}, k.stream));
+    return CCL_SUCCESS;
+  }
   size_t send_elems, recv_elems;
   buffer_elems(k, n, &send_elems, &recv_elems);
   // NVLS windows are multicast addresses: heap offsets only (registered buffers are staged).
   const bool nvls = a.kind == DirectKind::kNvlsAllReduce || a.kind == DirectKind::kNvlsAllGather;
-  // The source window: the caller's send buffer when symmetric or registered, else staging. The
-  // one-shot's LL protocol stages even a symmetric buffer (no exit barrier); in place, a rank
-  // would overwrite what its peers still read.
+  // The source window: the caller's send buffer when symmetric or registered, else staging. An
+  // in-place one-shot stages it: a rank would overwrite the input its peers still read.
   uint64_t send_off = 0, recv_off = 0;
   bool src_zero = window_of(comm, k.send, send_elems * E, !nvls, &send_off);
-  if (a.kind == DirectKind::kOneShot && (ch.proto == Proto::kLL || k.send == k.recv))
-    src_zero = false;
+  if (a.kind == DirectKind::kOneShot && k.send == k.recv) src_zero = false;
   if (a.kind == DirectKind::kAllToAll && k.send == k.recv) src_zero = false;
   // The destination window: two-shot pushes its results there (else into staging); allgather
   // and alltoall peers push into it instead of this rank pulling. Not for an in-place alltoall:
@@ -155,12 +161,6 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
                          nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
   const bool dst_zero = wants_dst && window_of(comm, k.recv, recv_elems * E, !nvls, &recv_off);
-  if (ch.proto == Proto::kLL && !nvls && k.count * E <= ll_capacity(n) &&
-      (a.kind == DirectKind::kOneShot || ch.algo == Algorithm::kDirect)) {
-    CCL_CUDA_CHECK(
-        launch_ll(k.dtype, k.op, dc, s, {k.send, k.recv, k.count * E, k.root, k.coll}, k.stream));
-    return CCL_SUCCESS;
-  }
   // Piece size in elements of `count` (per rank block where blocked).
   size_t piece = k.count;
   if (!src_zero) piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
@@ -175,6 +175,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
       !(a.kind == DirectKind::kAllGather &&
         static_cast<const char*>(k.recv) + static_cast<size_t>(me) * k.count * E == k.send);
   const int local_blocks = own_block_moves && k.count * E >= kLocalBlocksFrom ? kLocalBlocks : 0;
+  a.local_blocks = local_blocks;
   if (piece == 0)
     return CCL_FAIL(CCL_INVALID_ARGUMENT,
                     "CCL_COLL_SCRATCH_SIZE is too small to stage one element per rank");
@@ -193,7 +194,6 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
     a.dst_ld = blocked_recv ? (dst_zero ? k.count : len) : 0;
     // NVLS allgather pushes from the local send buffer: nothing to stage.
     if (a.kind == DirectKind::kNvlsAllGather) a.stage_src = false;
-    a.local_blocks = local_blocks;
     // Non-roots of a broadcast have nothing to publish or stage.
     if (a.kind == DirectKind::kBroadcast && me != k.root) a.stage_src = false;
     CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + local_blocks, k.stream));

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/cuda.hpp"
@@ -65,9 +66,9 @@ uintptr_t make_handle(uint32_t generation, int slot) {
 
 bool BufferRegistry::find(const void* p, size_t bytes, int* index, uint64_t* offset) const {
   const char* c = static_cast<const char*>(p);
-  for (int i = 0; i < kMaxRegistrations; ++i) {
+  for (int i : mapped_) {
     const Entry& e = entries_[i];
-    if (!e.used || e.in_heap || c < e.ptr) continue;
+    if (c < e.ptr) continue;
     const size_t off = static_cast<size_t>(c - e.ptr);
     if (off <= e.bytes && e.bytes - off >= bytes) {
       *index = i;
@@ -200,6 +201,8 @@ Status BufferRegistry::add(void* ptr, size_t bytes, const SymmetricHeap* heap, u
     return local;
   }
   entries_[slot] = std::move(e);
+  if (!entries_[slot].in_heap)
+    mapped_.insert(std::upper_bound(mapped_.begin(), mapped_.end(), slot), slot);
   *handle = make_handle(entries_[slot].generation, slot);
   CCL_INFO(kSubsysMem, "rank %d: registered %zu bytes at %p as buffer %d%s", rank_, bytes, ptr,
            slot, entries_[slot].in_heap ? " (symmetric heap: nothing to map)" : "");
@@ -223,6 +226,7 @@ Status BufferRegistry::remove(uintptr_t handle) {
   CCL_CHECK(bs_->agree(local, "finish its work before ccl_comm_deregister"));
   Entry& e = entries_[index];
   for (const std::string& k : e.keys) close_key(k);
+  mapped_.erase(std::remove(mapped_.begin(), mapped_.end(), index), mapped_.end());
   e = Entry{};
   return write_row(index, std::vector<char*>(nranks_, nullptr));
 }

@@ -75,6 +75,7 @@ class BufferRegistry {
   int device_ = -1;
   char** table_ = nullptr;
   std::vector<Entry> entries_;
+  std::vector<int> mapped_;  // live slots outside the heap, ascending: what find() searches
   uint32_t generation_ = 0;
   // One mapping per peer allocation however often it is registered: CUDA maps an IPC handle
   // once per process.

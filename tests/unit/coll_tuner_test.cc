@@ -64,6 +64,16 @@ TEST(Tuner, OtherCollectivesUseDirectOnNvlink) {
   EXPECT_EQ(table_choice(in(Collective::kAllGather, 4096, 2, false)).proto, Proto::kSimple);
 }
 
+TEST(Tuner, ForcedLLOnlyWhereTheRowsHoldTheBlock) {
+  TunerConfig cfg;
+  cfg.proto = Proto::kLL;
+  EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, 4096)).proto, Proto::kLL);
+  EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, 2 * kLLMaxBytes)).proto, Proto::kSimple);
+  ASSERT_TRUE(parse_algo_setting("allreduce:one_shot", &cfg).ok());
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, kLLMaxBytes)).proto, Proto::kLL);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, kLLMaxBytes + 8)).proto, Proto::kSimple);
+}
+
 TEST(Tuner, AlgoSettingForcesPerCollective) {
   TunerConfig cfg;
   ASSERT_TRUE(parse_algo_setting("allreduce:ring,allgather:recursive_doubling", &cfg).ok());
