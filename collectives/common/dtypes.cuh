@@ -3,20 +3,10 @@
 // CCL_DTYPE_FILTER narrowing it in development builds.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-
 #include <cstdint>
-#include <type_traits>
 
+#include "ccl/device/reduce_op.cuh"
 #include "ccl/types.h"
-
-#if defined(__CUDACC__)
-#define CCL_HDI __host__ __device__ __forceinline__
-#else
-#define CCL_HDI inline
-#endif
 
 // X(enum, storage type, accumulation type, name)
 #define CCL_FOR_EACH_DTYPE(X)                             \
@@ -41,12 +31,14 @@ namespace ccl::coll {
 template <ccl_datatype_t D>
 struct DType;
 
-#define CCL_DTYPE_TRAITS(e, T, A, name)        \
-  template <>                                  \
-  struct DType<e> {                            \
-    using Storage = T;                         \
-    using Acc = A;                             \
-    static constexpr const char* kName = name; \
+// The table's accumulation column must agree with the device API's (one rounding rule).
+#define CCL_DTYPE_TRAITS(e, T, A, name)                                            \
+  template <>                                                                      \
+  struct DType<e> {                                                                \
+    using Storage = T;                                                             \
+    using Acc = A;                                                                 \
+    static constexpr const char* kName = name;                                     \
+    static_assert(std::is_same_v<A, dev::AccOf<T>>, "accumulation type of " name); \
   };
 CCL_FOR_EACH_DTYPE(CCL_DTYPE_TRAITS)
 #undef CCL_DTYPE_TRAITS
@@ -88,52 +80,10 @@ inline const char* redop_name(ccl_redop_t op) {
   }
 }
 
-/// Storage -> accumulation and back. Low-precision floats convert through float; the way back
-/// rounds to nearest even and saturates fp8 to its finite range (as cuda_fp8's satfinite).
-template <typename T, typename A>
-CCL_HDI A to_acc(T v) {
-  if constexpr (std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>)
-    return static_cast<A>(static_cast<float>(v));
-  else if constexpr (std::is_same_v<T, __half>)
-    return __half2float(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __bfloat162float(v);
-  else
-    return static_cast<A>(v);
-}
-
-template <typename T, typename A>
-CCL_HDI T from_acc(A v) {
-  if constexpr (std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>)
-    return T(static_cast<float>(v));
-  else if constexpr (std::is_same_v<T, __half>)
-    return __float2half_rn(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __float2bfloat16_rn(v);
-  else
-    return static_cast<T>(v);
-}
-
-/// The reduction in the accumulation type (avg accumulates like sum; finish() divides).
-template <ccl_redop_t Op, typename A>
-CCL_HDI A reduce(A a, A b) {
-  if constexpr (Op == ccl_sum || Op == ccl_avg)
-    return a + b;
-  else if constexpr (Op == ccl_prod)
-    return a * b;
-  else if constexpr (Op == ccl_min)
-    return b < a ? b : a;
-  else
-    return a < b ? b : a;
-}
-
-template <ccl_redop_t Op, typename A>
-CCL_HDI A finish(A acc, int nranks) {
-  if constexpr (Op == ccl_avg)
-    return acc / static_cast<A>(nranks);
-  else
-    return acc;
-}
+using dev::combine;
+using dev::finish;
+using dev::from_acc;
+using dev::to_acc;
 
 /// Reduces `n` inputs in rank order 0..n-1 (the canonical order every algorithm uses under
 /// CCL_DETERMINISTIC=1) and stores the result in the storage type.
@@ -143,7 +93,7 @@ CCL_HDI typename DType<D>::Storage reduce_canonical(const typename DType<D>::Sto
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
   A acc = to_acc<T, A>(in[0][i]);
-  for (int r = 1; r < n; ++r) acc = reduce<Op, A>(acc, to_acc<T, A>(in[r][i]));
+  for (int r = 1; r < n; ++r) acc = combine<Op, A>(acc, to_acc<T, A>(in[r][i]));
   return from_acc<T, A>(finish<Op, A>(acc, n));
 }
 

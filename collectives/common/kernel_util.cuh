@@ -163,7 +163,7 @@ __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* c
           T v[V];
           memcpy(v, &w[u], 16);
 #pragma unroll
-          for (int k = 0; k < V; ++k) acc[u][k] = reduce<Op, A>(acc[u][k], to_acc<T, A>(v[k]));
+          for (int k = 0; k < V; ++k) acc[u][k] = combine<Op, A>(acc[u][k], to_acc<T, A>(v[k]));
         }
       }
 #pragma unroll
@@ -191,7 +191,7 @@ __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* c
         T v[V];
         memcpy(v, &w, 16);
 #pragma unroll
-        for (int k = 0; k < V; ++k) acc[k] = reduce<Op, A>(acc[k], to_acc<T, A>(v[k]));
+        for (int k = 0; k < V; ++k) acc[k] = combine<Op, A>(acc[k], to_acc<T, A>(v[k]));
       }
       T res[V];
 #pragma unroll
@@ -204,7 +204,7 @@ __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* c
   }
   for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) {
     A acc = to_acc<T, A>(load_cg(in[0] + i));
-    for (int r = 1; r < n; ++r) acc = reduce<Op, A>(acc, to_acc<T, A>(load_cg(in[r] + i)));
+    for (int r = 1; r < n; ++r) acc = combine<Op, A>(acc, to_acc<T, A>(load_cg(in[r] + i)));
     const T v = from_acc<T, A>(finish<Op, A>(acc, n));
     for (int o = 0; o < nout; ++o) out[o][i] = v;
   }

@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kThreads)
           memcpy(t, &v, 8);
 #pragma unroll
           for (int q = 0; q < V; ++q)
-            acc[q] = r == 0 ? to_acc<T, A>(t[q]) : reduce<Op, A>(acc[q], to_acc<T, A>(t[q]));
+            acc[q] = r == 0 ? to_acc<T, A>(t[q]) : combine<Op, A>(acc[q], to_acc<T, A>(t[q]));
         }
         if (fail) break;
         T res[V];

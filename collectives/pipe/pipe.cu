@@ -136,7 +136,7 @@ __device__ void reduce_into(char* dst_b, const char* src_b, size_t len) {
       memcpy(vb, &wb, 16);
 #pragma unroll
       for (int k = 0; k < V; ++k)
-        va[k] = from_acc<T, A>(reduce<Op, A>(to_acc<T, A>(va[k]), to_acc<T, A>(vb[k])));
+        va[k] = from_acc<T, A>(combine<Op, A>(to_acc<T, A>(va[k]), to_acc<T, A>(vb[k])));
       uint4 w;
       memcpy(&w, va, 16);
       reinterpret_cast<uint4*>(dst)[p] = w;
@@ -144,7 +144,7 @@ __device__ void reduce_into(char* dst_b, const char* src_b, size_t len) {
     done = packs * V;
   }
   for (size_t i = done + threadIdx.x; i < len; i += blockDim.x)
-    dst[i] = from_acc<T, A>(reduce<Op, A>(to_acc<T, A>(dst[i]), to_acc<T, A>(load_cg(src + i))));
+    dst[i] = from_acc<T, A>(combine<Op, A>(to_acc<T, A>(dst[i]), to_acc<T, A>(load_cg(src + i))));
 }
 
 /// Sends schedule range [o, o + len) of `w` to `peer` as messages of at most one slot.

@@ -6,37 +6,15 @@
 // gets bitwise the same result. Ranks are team indices.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-
 #include <type_traits>
 
+#include "ccl/device/reduce_op.cuh"
 #include "ccl/device/rma.cuh"
 #include "ccl/device/sync.cuh"
 #include "ccl/types.h"
 
 namespace ccl::dev {
 namespace detail {
-
-/// The accumulation type of T: float for the 8- and 16-bit floats, T otherwise.
-template <typename T>
-using AccOf =
-    std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16> ||
-                           std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>,
-                       float, T>;
-
-template <ccl_redop_t Op, typename A>
-__device__ __forceinline__ A combine(A a, A b) {
-  if constexpr (Op == ccl_sum || Op == ccl_avg)
-    return a + b;
-  else if constexpr (Op == ccl_prod)
-    return a * b;
-  else if constexpr (Op == ccl_min)
-    return b < a ? b : a;
-  else
-    return a < b ? b : a;
-}
 
 /// A team as a member list (or the whole communicator when `team` is null).
 struct Members {
@@ -69,15 +47,10 @@ __device__ __forceinline__ T reduce_element(const DeviceComm& c, const Members& 
       *reinterpret_cast<unsigned short*>(&v) = __ldcg(reinterpret_cast<const unsigned short*>(p));
     else
       *reinterpret_cast<unsigned char*>(&v) = __ldcg(reinterpret_cast<const unsigned char*>(p));
-    A a;
-    if constexpr (std::is_same_v<A, T>)
-      a = v;
-    else
-      a = static_cast<float>(v);
+    const A a = to_acc<T, A>(v);
     acc = k == 0 ? a : combine<Op, A>(acc, a);
   }
-  if constexpr (Op == ccl_avg) acc = acc / static_cast<A>(m.size());
-  return static_cast<T>(acc);
+  return from_acc<T, A>(finish<Op, A>(acc, m.size()));
 }
 
 template <Scope S, typename T>
