@@ -28,18 +28,6 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
                     "a group holds %zu sends and receives on one communicator; at most %d run "
                     "together",
                     ops.size(), kMaxP2pOps);
-  // The kernel issues one message of every send per round before any receive; more sends to one
-  // peer than its FIFO has slots could fill both directions at once and wait forever
-  // (tests/unit/coll_pipe_protocol_test.cc models it).
-  for (const P2pOp& a : ops) {
-    int to_peer = 0;
-    for (const P2pOp& b : ops) to_peer += b.is_send && b.peer == a.peer;
-    if (a.is_send && to_peer > kPipeSlots)
-      return CCL_FAIL(CCL_INVALID_USAGE,
-                      "a group holds %d sends to rank %d on one communicator; at most %d may "
-                      "target one peer (concatenate the buffers, or split the group)",
-                      to_peer, a.peer, kPipeSlots);
-  }
   std::lock_guard<std::mutex> lock(comm->op_mutex);
   DeviceScope device(comm->device);
   CommOp guard(comm);

@@ -1,6 +1,7 @@
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/pipe/pipe.cuh"
+#include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
 
 namespace ccl::coll {
@@ -314,8 +315,9 @@ __global__ void __launch_bounds__(kThreads)
     p2p_kernel(ccl_device_comm_t c, CollScratch s, P2pArgs a) {
   __shared__ Fifo f;
   fifo_load(c, s, f);
-  // This channel's share of each operation, in 16-byte units (the last channel takes the rest).
-  size_t lo[kMaxP2pOps], len[kMaxP2pOps], msgs = 0;
+  // This channel's share of each operation, in 16-byte units (the last channel takes the rest),
+  // and where its messages sit in its (peer, direction) stream.
+  size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps], rounds = 0;
   const size_t per = s.slot_bytes;
   for (int i = 0; i < a.nops; ++i) {
     const size_t units = a.ops[i].bytes / 16;
@@ -323,16 +325,19 @@ __global__ void __launch_bounds__(kThreads)
     lo[i] *= 16;
     len[i] *= 16;
     if (blockIdx.x == gridDim.x - 1) len[i] += a.ops[i].bytes % 16;
-    const size_t k = (len[i] + per - 1) / per;
-    if (k > msgs) msgs = k;
+    nmsg[i] = (len[i] + per - 1) / per;
   }
-  for (size_t k = 0; k < msgs; ++k) {
-    // Every send of this round before any receive: no two ranks wait on each other.
+  for (int i = 0; i < a.nops; ++i) {
+    first[i] = p2p_stream_offset(a.ops, nmsg, i);
+    if (first[i] + nmsg[i] > rounds) rounds = first[i] + nmsg[i];
+  }
+  for (size_t k = 0; k < rounds; ++k) {
     for (int pass = 0; pass < 2; ++pass) {
       for (int i = 0; i < a.nops; ++i) {
         const P2pOp& op = a.ops[i];
-        if ((op.is_send != 0) != (pass == 0) || k * per >= len[i]) continue;
-        const size_t off = lo[i] + k * per, b = min(per, len[i] - k * per);
+        if ((op.is_send != 0) != (pass == 0) || k < first[i] || k >= first[i] + nmsg[i]) continue;
+        const size_t at = (k - first[i]) * per;
+        const size_t off = lo[i] + at, b = min(per, len[i] - at);
         uint64_t m;
         if (op.is_send) {
           char* slot = send_begin(c, s, f, op.peer, &m);

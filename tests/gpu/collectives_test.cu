@@ -417,6 +417,38 @@ int stress(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// One group with 12 sends to the next rank and 12 receives from the previous one, of unequal
+/// sizes up to several FIFO messages each: more sends to one peer than its FIFO has slots, which
+/// deadlocked the first message order; each receive must get its own send's bytes, in order.
+int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  constexpr int kOps = 12;
+  size_t bytes[kOps], total = 0;
+  for (int i = 0; i < kOps; ++i) total += bytes[i] = 1 + (i * 97531) % 700000;
+  char *sb, *rb;
+  RANK_CUDA(cudaMalloc(&sb, total));
+  RANK_CUDA(cudaMalloc(&rb, total));
+  std::vector<char> h(total), got(total);
+  for (size_t i = 0; i < total; ++i) h[i] = static_cast<char>(i * 5 + me * 31);
+  RANK_CUDA(cudaMemcpy(sb, h.data(), total, cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemset(rb, 0, total));
+  RANK_OK(ccl_group_start());
+  size_t off = 0;
+  for (int i = 0; i < kOps; off += bytes[i++]) {
+    RANK_OK(ccl_send(sb + off, bytes[i], ccl_uint8, (me + 1) % n, comm, s));
+    RANK_OK(ccl_recv(rb + off, bytes[i], ccl_uint8, (me + n - 1) % n, comm, s));
+  }
+  RANK_OK(ccl_group_end());
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaMemcpy(got.data(), rb, total, cudaMemcpyDeviceToHost));
+  const int from = (me + n - 1) % n;
+  for (size_t i = 0; i < total; ++i)
+    RANK_CHECK(got[i] == static_cast<char>(i * 5 + from * 31), "%d sends to one peer: byte %zu",
+               kOps, i);
+  RANK_CUDA(cudaFree(sb));
+  RANK_CUDA(cudaFree(rb));
+  return 0;
+}
+
 /// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
 int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   for (size_t bytes : {size_t{1}, size_t{4097}, size_t{5} << 20}) {
@@ -455,7 +487,7 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaFree(rb));
     RANK_CUDA(cudaFree(self_rb));
   }
-  return 0;
+  return many_sends_to_one_peer(comm, me, n, s);
 }
 
 /// Every entry point refuses bad input with CCL_INVALID_ARGUMENT and enqueues nothing.

@@ -13,6 +13,7 @@
 
 #include "collectives/common/coll_args.h"
 #include "collectives/common/names.hpp"
+#include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
 
 namespace ccl::coll {
@@ -148,23 +149,38 @@ TEST(PipeProtocol, EveryScheduleCompletesWithBoundedFifos) {
   EXPECT_GT(runs, 1000);
 }
 
-/// p2p_kernel: per round, one message of every send of the group, then of every receive.
+/// p2p_kernel: round k carries message k of every (peer, direction) stream, sends first, in the
+/// kernel's own order (p2p_stream_offset).
+struct GroupOp {
+  int peer;
+  int is_send;
+};
 std::vector<Plan> p2p_plans(const std::vector<std::vector<std::pair<Msg, size_t>>>& ops) {
   std::vector<Plan> plans(ops.size());
   for (size_t r = 0; r < ops.size(); ++r) {
+    std::vector<GroupOp> g;
+    std::vector<size_t> msgs, first;
+    for (const auto& o : ops[r]) {
+      g.push_back({o.first.peer, o.first.send ? 1 : 0});
+      msgs.push_back(o.second);
+    }
     size_t rounds = 0;
-    for (const auto& o : ops[r]) rounds = std::max(rounds, o.second);
+    for (size_t i = 0; i < g.size(); ++i) {
+      first.push_back(p2p_stream_offset(g.data(), msgs.data(), static_cast<int>(i)));
+      rounds = std::max(rounds, first[i] + msgs[i]);
+    }
     for (size_t k = 0; k < rounds; ++k)
       for (int pass = 0; pass < 2; ++pass)
-        for (const auto& o : ops[r])
-          if (o.first.send == (pass == 0) && k < o.second) plans[r].push_back(o.first);
+        for (size_t i = 0; i < g.size(); ++i)
+          if (ops[r][i].first.send == (pass == 0) && k >= first[i] && k < first[i] + msgs[i])
+            plans[r].push_back(ops[r][i].first);
   }
   return plans;
 }
 
-TEST(PipeProtocol, PointToPointGroupsCompleteSendsFirst) {
+TEST(PipeProtocol, PointToPointGroupsComplete) {
   // A ring shift, a pairwise exchange with every rank (self included) and an alltoall from sends
-  // and receives, unequal sizes: at most two sends per peer per group, within the slots.
+  // and receives, unequal sizes, two operations per peer and direction.
   for (int n = 1; n <= 16; ++n) {
     std::vector<std::vector<std::pair<Msg, size_t>>> ops(n);
     for (int r = 0; r < n; ++r) {
@@ -176,23 +192,31 @@ TEST(PipeProtocol, PointToPointGroupsCompleteSendsFirst) {
       ops[r].push_back({{false, (r + n - 1) % n}, 7});
     }
     std::string why;
-    ASSERT_TRUE(run(p2p_plans(ops), kPipeSlots, &why)) << "n=" << n << ": " << why;
+    for (int slots : {1, kPipeSlots})
+      ASSERT_TRUE(run(p2p_plans(ops), slots, &why)) << "n=" << n << ": " << why;
   }
 }
 
-TEST(PipeProtocol, MoreSendsToOnePeerThanSlotsDeadlock) {
-  // Why group ends refuse more than kPipeSlots sends to one peer: two ranks exchanging
-  // kPipeSlots + 1 buffers each way fill both FIFOs in the first round and wait forever; with
-  // kPipeSlots buffers they complete.
-  for (int k : {kPipeSlots, kPipeSlots + 1}) {
+TEST(PipeProtocol, ManySendsToOnePeerComplete) {
+  // Two ranks exchanging many buffers each way (up to the group limit): with one message per
+  // stream per round the FIFOs never fill in one round. The previous order (one message of every
+  // operation per round) deadlocks from kPipeSlots + 1 buffers: the model shows it.
+  for (int k : {1, kPipeSlots, kPipeSlots + 1, 16}) {  // 16 each way: a full group (kMaxP2pOps)
     std::vector<std::vector<std::pair<Msg, size_t>>> ops(2);
     for (int r = 0; r < 2; ++r)
       for (int i = 0; i < k; ++i) {
-        ops[r].push_back({{true, 1 - r}, 3});
-        ops[r].push_back({{false, 1 - r}, 3});
+        ops[r].push_back({{true, 1 - r}, static_cast<size_t>(1 + i % 3)});
+        ops[r].push_back({{false, 1 - r}, static_cast<size_t>(1 + i % 3)});
       }
     std::string why;
-    EXPECT_EQ(run(p2p_plans(ops), kPipeSlots, &why), k <= kPipeSlots) << k << " sends: " << why;
+    EXPECT_TRUE(run(p2p_plans(ops), kPipeSlots, &why)) << k << " sends: " << why;
+    std::vector<Plan> per_op(2);
+    for (int r = 0; r < 2; ++r)
+      for (size_t round = 0; round < 3; ++round)
+        for (int pass = 0; pass < 2; ++pass)
+          for (const auto& o : ops[r])
+            if (o.first.send == (pass == 0) && round < o.second) per_op[r].push_back(o.first);
+    EXPECT_EQ(run(per_op, kPipeSlots, &why), k <= kPipeSlots) << k << " sends, old order";
   }
 }
 
