@@ -38,6 +38,15 @@ struct alignas(64) Ready {
 };
 inline constexpr uint64_t kNoWindow = ~uint64_t{0};
 
+/// Operations of one point-to-point group (one kernel).
+inline constexpr int kMaxP2pOps = 32;
+/// A receiver's rendezvous offer to a sender: its destination window for the sender's
+/// rendezvous operation number `seq` (1-based, counted per pair across launches).
+struct alignas(16) P2pOffer {
+  uint64_t seq;
+  uint64_t win;  // window address, or kNoWindow: the operation goes through the FIFOs
+};
+
 /// A window address is a byte offset in the symmetric heap, or (top bit set) a byte offset in a
 /// registered buffer (ccl_comm_register): registration slot in bits 48..62, offset in 0..47.
 /// Byte offsets may be added to either form.
@@ -65,6 +74,12 @@ struct CollScratch {
   uint64_t* ll;       // symmetric [2 (epoch parity)][sender][ll_entries]: LL entries
   size_t ll_entries;  // entries of one LL row: ll_capacity(nranks) / 4
   char* const* regs;  // local device [registration slot][rank]: registered buffers as mapped here
+  // Point-to-point rendezvous (collectives/schedule/p2p.hpp).
+  P2pOffer* offers;       // symmetric [receiver][kMaxP2pOps]: a ring of offers made to me
+  uint64_t* offers_read;  // symmetric [sender]: my offers the sender has read (frees the ring)
+  uint64_t* zc_bytes;     // symmetric [sender]: bytes the sender wrote into my windows
+  uint64_t* p2p_seq;      // local device [peer][3]: offers made to, offers read from, bytes due
+  uint32_t* p2p_readers;  // local device: blocks of the running kernel that read their offers
 };
 
 }  // namespace ccl::coll

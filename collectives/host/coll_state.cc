@@ -42,12 +42,15 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t epoch = align_up(n * sizeof(uint64_t), 256);
   const size_t inbox = n * kPipeChannels * kPipeSlots * slot;
   const size_t fifo_flags = align_up(n * kPipeChannels * sizeof(uint64_t), 256);
+  const size_t offers = align_up(n * kMaxP2pOps * sizeof(P2pOffer), 256);
+  const size_t p2p_counts = align_up(n * sizeof(uint64_t), 256);
   auto st = std::make_shared<CollState>();
   CCL_CHECK(load_tuner_config(&st->cfg));
   const size_t ll_entries = ll_capacity(c->nranks) / 4;
   const size_t ll = 2 * n * ll_entries * sizeof(uint64_t);
-  CCL_CHECK(c->heap->alloc(2 * stage + ready + done + epoch + inbox + 2 * fifo_flags + ll,
-                           &st->heap_block));
+  CCL_CHECK(c->heap->alloc(
+      2 * stage + ready + done + epoch + inbox + 2 * fifo_flags + offers + 2 * p2p_counts + ll,
+      &st->heap_block));
   device_resources_note_heap(c);
   char* p = static_cast<char*>(st->heap_block);
   CollScratch& s = st->scratch;
@@ -66,6 +69,12 @@ Status coll_state(ccl_comm* c, CollState** out) {
   p += fifo_flags;
   s.tail = reinterpret_cast<uint64_t*>(p);
   p += fifo_flags;
+  s.offers = reinterpret_cast<P2pOffer*>(p);
+  p += offers;
+  s.offers_read = reinterpret_cast<uint64_t*>(p);
+  p += p2p_counts;
+  s.zc_bytes = reinterpret_cast<uint64_t*>(p);
+  p += p2p_counts;
   s.ll = reinterpret_cast<uint64_t*>(p);
   s.ll_entries = ll_entries;
   p += ll;
@@ -74,12 +83,16 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.inbox = p;
   s.slot_bytes = slot;
   const size_t seq = align_up(n * kPipeChannels * 2 * sizeof(uint64_t), 256);
-  CCL_CUDA_CHECK(cudaMalloc(&st->local, 256 + seq + stage));
-  CCL_CHECK(zero_device(st->local, 256 + seq));
+  const size_t p2p_seq = align_up(n * 3 * sizeof(uint64_t), 256);
+  const size_t counted = 2 * 256 + seq + p2p_seq;  // zeroed: counters and sequence numbers
+  CCL_CUDA_CHECK(cudaMalloc(&st->local, counted + stage));
+  CCL_CHECK(zero_device(st->local, counted));
   char* l = static_cast<char*>(st->local);
   s.finished = reinterpret_cast<uint32_t*>(l);
-  s.seq = reinterpret_cast<uint64_t*>(l + 256);
-  s.temp = l + 256 + seq;
+  s.p2p_readers = reinterpret_cast<uint32_t*>(l + 256);
+  s.seq = reinterpret_cast<uint64_t*>(l + 2 * 256);
+  s.p2p_seq = reinterpret_cast<uint64_t*>(l + 2 * 256 + seq);
+  s.temp = l + counted;
   // No rank may signal into a peer's flags before that peer has zeroed them.
   CCL_CHECK(c->bootstrap->barrier());
   c->coll_state = st;

@@ -5,9 +5,12 @@
 #include <vector>
 
 #include "collectives/host/coll_state.hpp"
+#include "collectives/host/run.hpp"
+#include "collectives/schedule/p2p.hpp"
 #include "common/cuda.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
+#include "memory/registry.hpp"
 
 namespace ccl::coll {
 namespace {
@@ -41,7 +44,17 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
   P2pArgs a{};
   a.nops = static_cast<int>(ops.size());
   std::copy(ops.begin(), ops.end(), a.ops);
-  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, st->scratch, a, stream));
+  // A large receive offers its buffer to the sender when the sender can write into it.
+  for (int i = 0; i < a.nops; ++i) {
+    P2pOp& op = a.ops[i];
+    op.win = kNoWindow;
+    if (!op.is_send && p2p_rendezvous(op.bytes) &&
+        !window_of(comm, op.buf, op.bytes, /*registered=*/true, &op.win))
+      op.win = kNoWindow;
+  }
+  CollScratch s = st->scratch;
+  s.regs = comm->registry ? comm->registry->device_table() : nullptr;  // registered windows
+  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, s, a, stream));
   return CCL_SUCCESS;
 }
 

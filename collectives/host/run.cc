@@ -47,8 +47,8 @@ bool symmetric(ccl_comm* comm, const void* p, size_t bytes, uint64_t* off) {
   return comm->heap && comm->heap->offset_of(p, off) && comm->heap->mapped_bytes() - *off >= bytes;
 }
 
-/// The window address of [p, p + bytes) for the peers: its heap offset, or where `registered`
-/// allows it, its place in a ccl_comm_register'ed buffer; false when it has to be staged.
+}  // namespace
+
 bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uint64_t* w) {
   if (symmetric(comm, p, bytes, w)) return true;
   int slot = 0;
@@ -57,8 +57,6 @@ bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uin
   *w = registered_window(slot, off);
   return true;
 }
-
-}  // namespace
 
 /// A buffer must be device memory of this process holding `bytes` from `p`.
 Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name) {

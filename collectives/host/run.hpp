@@ -31,6 +31,9 @@ Status check_collective(ccl_comm* comm, const CollCall& call, const char* fn);
 Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name);
 /// Checks that the buffers are device memory holding what the call needs.
 Status check_buffers(ccl_comm* comm, const CollCall& call, const char* fn);
+/// The window address of [p, p + bytes) for the peers: its heap offset, or where `registered`
+/// allows it, its place in a ccl_comm_register'ed buffer; false when it has to be staged.
+bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uint64_t* w);
 /// Runs a checked call on its stream: CCL_CHECK_MODE, buffer checks, then the launches.
 Status run_collective(ccl_comm* comm, const CollCall& call);
 

@@ -311,20 +311,135 @@ __global__ void __launch_bounds__(kThreads)
   fifo_store(c, s, f);
 }
 
+/// Whether operation i of the group is a receive that takes the rendezvous path with a window.
+__device__ __forceinline__ bool zero_copy_recv(const P2pOp& op) {
+  return !op.is_send && p2p_rendezvous(op.bytes) && op.win != kNoWindow;
+}
+
+/// Rendezvous operations of `ops[0..i)` with ops[i]'s peer in ops[i]'s direction.
+__device__ __forceinline__ uint64_t rendezvous_before(const P2pArgs& a, int i) {
+  uint64_t k = 0;
+  for (int j = 0; j < i; ++j)
+    k += a.ops[j].peer == a.ops[i].peer && a.ops[j].is_send == a.ops[i].is_send &&
+         p2p_rendezvous(a.ops[j].bytes);
+  return k;
+}
+
+/// Block 0, one thread: offers every rendezvous receive's window to its sender (a ring of
+/// kMaxP2pOps per pair at the sender, freed as the sender reports offers read).
+__device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (op.is_send || !p2p_rendezvous(op.bytes)) continue;
+    uint64_t* made = s.p2p_seq + static_cast<size_t>(op.peer) * 3;
+    const uint64_t q = ++*made;
+    if (q > kMaxP2pOps &&
+        !dev::wait_until(c, s.offers_read + op.peer, dev::Cmp::kAtLeast, q - kMaxP2pOps))
+      return false;
+    P2pOffer* o = s.offers + static_cast<size_t>(c.rank) * kMaxP2pOps + (q - 1) % kMaxP2pOps;
+    const uint64_t win = op.win;
+    dev::put_signal(c, &o->win, &win, sizeof(win), &o->seq, q, dev::SignalOp::kSet, op.peer);
+  }
+  return true;
+}
+
+/// Every block, one thread: the receivers' windows for this block's rendezvous sends (kNoWindow:
+/// through the FIFOs). The last block to have read tells each receiver, freeing its ring.
+__device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+                            uint64_t* win) {
+  bool any = false;
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    win[i] = kNoWindow;
+    if (!op.is_send || !p2p_rendezvous(op.bytes)) continue;
+    any = true;
+    const uint64_t q =
+        s.p2p_seq[static_cast<size_t>(op.peer) * 3 + 1] + rendezvous_before(a, i) + 1;
+    const P2pOffer* o = s.offers + static_cast<size_t>(op.peer) * kMaxP2pOps + (q - 1) % kMaxP2pOps;
+    if (!dev::signal_wait_until(c, &o->seq, dev::Cmp::kAtLeast, q)) return false;
+    win[i] = __ldcg(&o->win);
+  }
+  if (!any) return true;
+  __threadfence();
+  if (atomicAdd(s.p2p_readers, 1u) != gridDim.x - 1) return true;
+  *s.p2p_readers = 0;
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (!op.is_send || !p2p_rendezvous(op.bytes) || rendezvous_before(a, i) != 0) continue;
+    uint64_t* read = s.p2p_seq + static_cast<size_t>(op.peer) * 3 + 1;
+    uint64_t k = 0;
+    for (int j = i; j < a.nops; ++j)
+      k += a.ops[j].peer == op.peer && a.ops[j].is_send && p2p_rendezvous(a.ops[j].bytes);
+    *read += k;
+    dev::signal(c, s.offers_read + c.rank, *read, dev::SignalOp::kSet, op.peer);
+  }
+  return true;
+}
+
+/// Block 0, one thread, after every other part: waits until each sender has written all the
+/// bytes of this group's zero-copy receives (its running tally at this rank). A failed wait has
+/// reported itself (ccl_comm_get_async_error).
+__device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s,
+                                const P2pArgs& a) {
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (!zero_copy_recv(op)) continue;
+    bool first = true;
+    for (int j = 0; j < i; ++j) first &= !(zero_copy_recv(a.ops[j]) && a.ops[j].peer == op.peer);
+    if (!first) continue;
+    uint64_t* due = s.p2p_seq + static_cast<size_t>(op.peer) * 3 + 2;
+    for (int j = i; j < a.nops; ++j)
+      if (zero_copy_recv(a.ops[j]) && a.ops[j].peer == op.peer) *due += a.ops[j].bytes;
+    if (!dev::signal_wait_until(c, s.zc_bytes + op.peer, dev::Cmp::kAtLeast, *due)) return;
+  }
+}
+
+/// Point-to-point group. Blocks [0, kPipeChannels) are the FIFO channels; a group that sends a
+/// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares first.
 __global__ void __launch_bounds__(kThreads)
     p2p_kernel(ccl_device_comm_t c, CollScratch s, P2pArgs a) {
   __shared__ Fifo f;
+  __shared__ uint64_t zwin[kMaxP2pOps];
+  __shared__ int fail;
+  const bool channel = blockIdx.x < kPipeChannels;
+  if (threadIdx.x == 0) {
+    fail = 0;
+    if (blockIdx.x == 0 && !post_offers(c, s, a)) fail = 1;
+    if (!fail && !read_offers(c, s, a, zwin)) fail = 1;
+  }
+  __syncthreads();
+  if (fail) return;
+  // Zero-copy sends: every block writes its share of the receiver's window and adds it to the
+  // receiver's tally.
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (!op.is_send || zwin[i] == kNoWindow) continue;
+    size_t lo, len;
+    partition(op.bytes / 16, gridDim.x, blockIdx.x, &lo, &len);
+    lo *= 16;
+    len *= 16;
+    if (blockIdx.x == gridDim.x - 1) len += op.bytes % 16;
+    copy_slice(window<char>(c, s, op.peer, zwin[i]) + lo, static_cast<const char*>(op.buf) + lo,
+               len);
+    __syncthreads();
+    if (threadIdx.x == 0 && len > 0) {
+      dev::detail::fence_system();
+      dev::signal(c, s.zc_bytes + c.rank, len, dev::SignalOp::kAdd, op.peer);
+    }
+  }
+  if (!channel) return;
   fifo_load(c, s, f);
-  // This channel's share of each operation, in 16-byte units (the last channel takes the rest),
-  // and where its messages sit in its (peer, direction) stream.
+  // This channel's share of each FIFO operation, in 16-byte units (the last channel takes the
+  // rest), and where its messages sit in its (peer, direction) stream.
   size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps], rounds = 0;
   const size_t per = s.slot_bytes;
   for (int i = 0; i < a.nops; ++i) {
-    const size_t units = a.ops[i].bytes / 16;
-    partition(units, gridDim.x, blockIdx.x, &lo[i], &len[i]);
+    const bool fifo = a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]);
+    const size_t units = fifo ? a.ops[i].bytes / 16 : 0;
+    partition(units, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
     lo[i] *= 16;
     len[i] *= 16;
-    if (blockIdx.x == gridDim.x - 1) len[i] += a.ops[i].bytes % 16;
+    if (fifo && blockIdx.x == kPipeChannels - 1) len[i] += a.ops[i].bytes % 16;
     nmsg[i] = (len[i] + per - 1) / per;
   }
   for (int i = 0; i < a.nops; ++i) {
@@ -354,6 +469,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   fifo_store(c, s, f);
+  if (blockIdx.x == 0 && threadIdx.x == 0) await_zero_copy(c, s, a);
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>
@@ -376,7 +492,9 @@ cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_c
 
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
                        cudaStream_t stream) {
-  p2p_kernel<<<kPipeChannels, kThreads, 0, stream>>>(c, s, a);
+  bool rendezvous = false;
+  for (int i = 0; i < a.nops; ++i) rendezvous |= a.ops[i].is_send && p2p_rendezvous(a.ops[i].bytes);
+  p2p_kernel<<<rendezvous ? kP2pBlocks : kPipeChannels, kThreads, 0, stream>>>(c, s, a);
   return cudaGetLastError();
 }
 

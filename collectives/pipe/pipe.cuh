@@ -32,8 +32,8 @@ struct P2pOp {
   size_t bytes;
   int peer;
   int is_send;
+  uint64_t win;  // a rendezvous receive: the window of buf, or kNoWindow
 };
-inline constexpr int kMaxP2pOps = 32;
 struct P2pArgs {
   int nops;
   P2pOp ops[kMaxP2pOps];

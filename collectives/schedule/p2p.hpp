@@ -5,6 +5,13 @@
 // round keeps every group deadlock-free whatever the number of sends to one peer: a send of round
 // k waits only for the receiver to have consumed round k - kPipeSlots, which it did in an earlier
 // round of its own, and receives wait only for sends, which never wait on the current round.
+//
+// Large operations between windows skip the FIFOs (rendezvous): the receiver offers its
+// destination window (a symmetric or registered buffer) at kernel start, and every block of the
+// sender writes its share straight into it, counting the bytes into the receiver's tally. An
+// operation takes that path when both sides can tell from its size alone (the sender learns
+// only from the offer whether the receiver has a window; without one both sides fall back to
+// the FIFOs). The offers are posted before any round, so a rendezvous never waits on a round.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +19,17 @@
 #include "collectives/schedule/step.hpp"
 
 namespace ccl::coll {
+
+/// Smallest operation that goes through a rendezvous (an offer costs one flag round trip, which
+/// a FIFO copy of this size already outlasts).
+inline constexpr size_t kP2pRendezvousFrom = size_t{256} << 10;
+/// Blocks of a point-to-point kernel whose group sends at least one such operation: the FIFO
+/// channels and as many again that only copy rendezvous shares.
+inline constexpr int kP2pBlocks = 32;
+
+CCL_HD bool p2p_rendezvous(size_t bytes) {
+  return bytes >= kP2pRendezvousFrom;
+}
 
 /// Messages of the earlier operations in operation i's stream: operation i carries, in round k,
 /// its message k - p2p_stream_offset(...) when that is in [0, msgs[i]).

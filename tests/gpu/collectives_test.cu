@@ -14,6 +14,7 @@
 
 #include "ccl/ccl.h"
 #include "collectives/common/names.hpp"
+#include "collectives/schedule/p2p.hpp"
 #include "gpu/coll_reference.hpp"
 #include "gpu/gpu_ranks.cuh"
 
@@ -449,6 +450,91 @@ int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// The rendezvous path (collectives/schedule/p2p.hpp): receives large enough for it land in a
+/// symmetric buffer (unaligned too), a registered one, and plain cudaMalloc memory (no window:
+/// the FIFOs), beside a small FIFO receive, in one group repeated past the offer ring's size
+/// (kMaxP2pOps per pair), then captured in a graph and replayed. Outputs are poisoned first.
+int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  constexpr int kOps = 5;
+  const size_t bytes[kOps] = {(size_t{3} << 20) + 5, coll::kP2pRendezvousFrom,
+                              (size_t{1} << 20) + 3, coll::kP2pRendezvousFrom + 1, 100};
+  size_t total = 0;
+  for (size_t b : bytes) total += b;
+  const size_t sym_bytes = bytes[0] + bytes[3] + bytes[4] + 64;
+  char *sb, *sym, *dev, *regd;
+  RANK_CUDA(cudaMalloc(&sb, total));
+  RANK_OK(ccl_mem_alloc(comm, sym_bytes, reinterpret_cast<void**>(&sym)));
+  RANK_CUDA(cudaMalloc(&dev, bytes[2]));
+  RANK_CUDA(cudaMalloc(&regd, bytes[1]));
+  void* reg = nullptr;
+  RANK_OK(ccl_comm_register(comm, regd, bytes[1], &reg));
+  // Where each receive lands: symmetric at 16, registered, cudaMalloc, symmetric at an odd
+  // offset, symmetric (small, through the FIFOs).
+  char* const dst[kOps] = {sym + 16, regd, dev, sym + 16 + bytes[0] + 3,
+                           sym + 16 + bytes[0] + 3 + bytes[3]};
+  const int to = (me + 1) % n, from = (me + n - 1) % n;
+  auto value = [](int it, int rank, int op, size_t i) {
+    return static_cast<char>(i * 11 + op * 3 + rank * 29 + it * 7);
+  };
+  auto fill = [&](int it) -> int {
+    std::vector<char> h(total);
+    size_t off = 0;
+    for (int o = 0; o < kOps; off += bytes[o++])
+      for (size_t i = 0; i < bytes[o]; ++i) h[off + i] = value(it, me, o, i);
+    RANK_CUDA(cudaMemcpy(sb, h.data(), total, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(sym, 0x5a, sym_bytes));
+    RANK_CUDA(cudaMemset(dev, 0x5a, bytes[2]));
+    RANK_CUDA(cudaMemset(regd, 0x5a, bytes[1]));
+    return 0;
+  };
+  auto enqueue = [&]() -> int {
+    RANK_OK(ccl_group_start());
+    size_t off = 0;
+    for (int o = 0; o < kOps; off += bytes[o++]) {
+      RANK_OK(ccl_send(sb + off, bytes[o], ccl_uint8, to, comm, s));
+      RANK_OK(ccl_recv(dst[o], bytes[o], ccl_uint8, from, comm, s));
+    }
+    RANK_OK(ccl_group_end());
+    return 0;
+  };
+  auto check = [&](int it, const char* what) -> int {
+    for (int o = 0; o < kOps; ++o) {
+      std::vector<char> got(bytes[o]);
+      RANK_CUDA(cudaMemcpy(got.data(), dst[o], bytes[o], cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < bytes[o]; ++i)
+        RANK_CHECK(got[i] == value(it, from, o, i), "%s %d: receive %d (%zu bytes): byte %zu", what,
+                   it, o, bytes[o], i);
+    }
+    return 0;
+  };
+  // Three rendezvous receives per group: 12 groups wrap the ring of kMaxP2pOps offers.
+  for (int it = 0; it < 12; ++it) {
+    if (fill(it) || enqueue()) return 1;
+    RANK_CUDA(cudaStreamSynchronize(s));
+    if (check(it, "group")) return 1;
+  }
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  if (enqueue()) return 1;
+  RANK_CUDA(cudaStreamEndCapture(s, &graph));
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int it = 100; it < 103; ++it) {
+    if (fill(it)) return 1;
+    RANK_CUDA(cudaGraphLaunch(exec, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    if (check(it, "graph replay")) return 1;
+  }
+  RANK_CUDA(cudaGraphExecDestroy(exec));
+  RANK_CUDA(cudaGraphDestroy(graph));
+  RANK_OK(ccl_comm_deregister(comm, reg));
+  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_CUDA(cudaFree(regd));
+  RANK_CUDA(cudaFree(dev));
+  RANK_CUDA(cudaFree(sb));
+  return 0;
+}
+
 /// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
 int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   for (size_t bytes : {size_t{1}, size_t{4097}, size_t{5} << 20}) {
@@ -487,7 +573,8 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaFree(rb));
     RANK_CUDA(cudaFree(self_rb));
   }
-  return many_sends_to_one_peer(comm, me, n, s);
+  if (many_sends_to_one_peer(comm, me, n, s)) return 1;
+  return zero_copy_point_to_point(comm, me, n, s);
 }
 
 /// Every entry point refuses bad input with CCL_INVALID_ARGUMENT and enqueues nothing.
