@@ -1,0 +1,132 @@
+// launch_floor_perf: what one eager call can cost at least on this machine. An empty kernel
+// launched back to back (host time per launch, GPU time per kernel) beside a one-rank
+// ccl_allreduce of 8 bytes (and ncclAllReduce with --compare-nccl, on a registered window): the
+// per-call work of the library above the CUDA launch itself. One GPU, one process; medians of
+// 15 batches of 200 calls after warm-up. Usage: launch_floor_perf [--compare-nccl] [-d DEVICE]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/checks.hpp"
+#include "nccl_loader.hpp"
+
+namespace {
+
+struct Args {
+  char bytes[320];  // about what a collective kernel receives
+};
+__global__ void empty_kernel(Args) {}
+
+struct Cost {
+  double host_us, gpu_us;
+};
+
+/// Medians over batches of `per` calls: host time to enqueue, GPU time between events.
+template <typename F>
+Cost measure(cudaStream_t s, F&& call) {
+  constexpr int kBatches = 15, kPer = 200;
+  for (int i = 0; i < 50; ++i) call();
+  PERF_CUDA(cudaStreamSynchronize(s));
+  cudaEvent_t a, b;
+  PERF_CUDA(cudaEventCreate(&a));
+  PERF_CUDA(cudaEventCreate(&b));
+  std::vector<double> host, gpu;
+  for (int k = 0; k < kBatches; ++k) {
+    PERF_CUDA(cudaEventRecord(a, s));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kPer; ++i) call();
+    const auto t1 = std::chrono::steady_clock::now();
+    PERF_CUDA(cudaEventRecord(b, s));
+    PERF_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    PERF_CUDA(cudaEventElapsedTime(&ms, a, b));
+    host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kPer);
+    gpu.push_back(1000.0 * ms / kPer);
+  }
+  PERF_CUDA(cudaEventDestroy(a));
+  PERF_CUDA(cudaEventDestroy(b));
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(host), median(gpu)};
+}
+
+void row(const char* what, const Cost& c, const Cost& floor) {
+  std::printf("%-34s %9.2f %9.2f %9.2f\n", what, c.host_us, c.gpu_us, c.host_us - floor.host_us);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool compare = false;
+  int device = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--compare-nccl") == 0) {
+      compare = true;
+    } else if (std::strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
+      device = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--compare-nccl] [-d DEVICE]\n", argv[0]);
+      return 2;
+    }
+  }
+  PERF_CUDA(cudaSetDevice(device));
+  cudaStream_t s;
+  PERF_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::printf("# launch_floor_perf: device %d, medians of 15 x 200 back-to-back calls\n", device);
+  std::printf("# %-32s %9s %9s %9s\n", "call", "host(us)", "gpu(us)", "over(us)");
+  const Args args{};
+  const Cost floor1 = measure(s, [&] { empty_kernel<<<1, 512, 0, s>>>(args); });
+  const Cost floor64 = measure(s, [&] { empty_kernel<<<64, 512, 0, s>>>(args); });
+  PERF_CUDA(cudaGetLastError());
+  row("empty kernel, 1 block", floor1, floor1);
+  row("empty kernel, 64 blocks", floor64, floor1);
+
+  ccl_unique_id_t id;
+  PERF_CCL(ccl_get_unique_id(&id));
+  ccl_comm_t comm;
+  PERF_CCL(ccl_comm_init_rank(&comm, 1, id, 0));
+  void* sym = nullptr;
+  PERF_CCL(ccl_mem_alloc(comm, 1 << 20, &sym));
+  char* out = static_cast<char*>(sym) + 4096;
+  const Cost ccl = measure(s, [&] {
+    if (ccl_allreduce(sym, out, 2, ccl_float32, ccl_sum, comm, s) != CCL_SUCCESS) std::exit(4);
+  });
+  row("ccl_allreduce 8 B (symmetric)", ccl, floor1);
+
+  if (compare) {
+    perf::Nccl nccl;
+    std::string why;
+    if (!nccl.load(&why)) {
+      std::fprintf(stderr, "--compare-nccl: %s\n", why.c_str());
+      return 5;
+    }
+    perf::NcclUniqueId nid;
+    void* ncomm = nullptr;
+    void* buf = nullptr;
+    void* win = nullptr;
+    if (nccl.get_unique_id(&nid) || nccl.init_rank(&ncomm, 1, nid, 0) ||
+        nccl.mem_alloc(&buf, 1 << 20) || nccl.window_register(ncomm, buf, 1 << 20, &win)) {
+      std::fprintf(stderr, "NCCL set-up failed\n");
+      return 5;
+    }
+    char* nout = static_cast<char*>(buf) + 4096;
+    const Cost n = measure(s, [&] {
+      if (nccl.allreduce(buf, nout, 2, ccl_float32, ccl_sum, ncomm, s) != 0) std::exit(5);
+    });
+    row("ncclAllReduce 8 B (window)", n, floor1);
+    std::printf("# NCCL %d; host time NCCL / ccl: %.2f\n", nccl.version(), n.host_us / ccl.host_us);
+    if (nccl.window_deregister(ncomm, win) || nccl.mem_free(buf) || nccl.destroy(ncomm)) {
+      std::fprintf(stderr, "NCCL tear-down failed\n");
+      return 5;
+    }
+  }
+  PERF_CCL(ccl_mem_free(comm, sym));
+  PERF_CCL(ccl_comm_destroy(comm));
+  return 0;
+}
