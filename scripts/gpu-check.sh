@@ -98,6 +98,8 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   crun all_reduce_perf_malloc "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 $cmp
   crun all_reduce_perf_registered "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 -R 1 $cmp
   crun all_gather_perf_registered "$coll_perf/all_gather_perf" -b 8 -e 256M -f 4 -R 1 $cmp
+  crun sendrecv_perf_registered "$coll_perf/sendrecv_perf" -b 8 -e 256M -f 4 -R 1 $cmp
+  run launch_floor_perf env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$coll_perf/launch_floor_perf" $cmp
   if [[ ${CROSSOVER:-0} == 1 ]]; then
     # Crossover points of the tuner's table: each algorithm alone over the same sweep.
     for a in allreduce:one_shot allreduce:two_shot ring recursive_doubling rabenseifner; do
