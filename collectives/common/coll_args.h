@@ -24,6 +24,17 @@ constexpr size_t ll_capacity(int nranks) {
       (size_t{4} << 20) / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 4096 * 4096;
   return share > kLLMaxBytes ? kLLMaxBytes : share < (64 << 10) ? (64 << 10) : share;
 }
+/// LL128 rows (collectives/schedule/ll128.hpp): one per (epoch parity, sender) at every rank,
+/// 16 MiB in all split over the senders, between 256 KiB and 4 MiB each; a row of R bytes carries
+/// a rank block of R / 128 x 120 bytes.
+constexpr size_t ll128_row_bytes(int nranks) {
+  const size_t share =
+      (size_t{8} << 20) / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 4096 * 4096;
+  return share > (size_t{4} << 20) ? (size_t{4} << 20) : share < (256 << 10) ? (256 << 10) : share;
+}
+constexpr size_t ll128_capacity(int nranks) {
+  return ll128_row_bytes(nranks) / 128 * 120;
+}
 /// Ranks a direct kernel reduces over (pointer tables live in shared memory).
 inline constexpr int kMaxDirectRanks = 64;
 
@@ -73,6 +84,8 @@ struct CollScratch {
   char* temp;         // local device, stage_bytes: work space (ring reduce-scatter)
   uint64_t* ll;       // symmetric [2 (epoch parity)][sender][ll_entries]: LL entries
   size_t ll_entries;  // entries of one LL row: ll_capacity(nranks) / 4
+  char* ll128;        // symmetric [2 (epoch parity)][sender][ll128_row bytes]: LL128 lines
+  size_t ll128_row;   // ll128_row_bytes(nranks)
   char* const* regs;  // local device [registration slot][rank]: registered buffers as mapped here
   // Point-to-point rendezvous (collectives/schedule/p2p.hpp).
   P2pOffer* offers;       // symmetric [receiver][kMaxP2pOps]: a ring of offers made to me

@@ -60,5 +60,9 @@ struct LLArgs {
 };
 cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                       const CollScratch& s, const LLArgs& a, cudaStream_t stream);
+/// The LL128 protocol (every rank block at most ll128_capacity(nranks)): the same calls with one
+/// flag per 128-byte line (collectives/schedule/ll128.hpp).
+cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+                         const CollScratch& s, const LLArgs& a, cudaStream_t stream);
 
 }  // namespace ccl::coll

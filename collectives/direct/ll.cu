@@ -1,29 +1,12 @@
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
+#include "collectives/direct/ll_units.cuh"
 
 namespace ccl::coll {
 namespace {
 
 constexpr int kThreads = 512;
-
-/// 8 bytes of `p` from byte `off` (zero past `bytes`), any alignment.
-__device__ __forceinline__ uint64_t load_unit(const char* p, size_t off, size_t bytes) {
-  if (off + 8 <= bytes && (reinterpret_cast<uintptr_t>(p + off) & 7) == 0)
-    return *reinterpret_cast<const uint64_t*>(p + off);
-  uint64_t v = 0;
-  for (int k = 0; k < 8 && off + k < bytes; ++k)
-    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[off + k])) << (8 * k);
-  return v;
-}
-
-__device__ __forceinline__ void store_unit(char* p, size_t off, size_t bytes, uint64_t v) {
-  if (off + 8 <= bytes && (reinterpret_cast<uintptr_t>(p + off) & 7) == 0) {
-    *reinterpret_cast<uint64_t*>(p + off) = v;
-    return;
-  }
-  for (int k = 0; k < 8 && off + k < bytes; ++k) p[off + k] = static_cast<char>(v >> (8 * k));
-}
 
 /// Spins until both entries of a unit carry `flag`; false on timeout or abort (reported).
 __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag, int peer,
@@ -49,11 +32,6 @@ __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t
                                    a >> 32, CCL_CMP_EQ);
     }
   }
-}
-
-/// Where one block of units goes or comes from: rank blocks of `bb` bytes.
-__device__ __forceinline__ const char* blk(const char* p, int j, size_t bb) {
-  return p + static_cast<size_t>(j) * bb;
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>

@@ -48,9 +48,10 @@ Status coll_state(ccl_comm* c, CollState** out) {
   CCL_CHECK(load_tuner_config(&st->cfg));
   const size_t ll_entries = ll_capacity(c->nranks) / 4;
   const size_t ll = 2 * n * ll_entries * sizeof(uint64_t);
-  CCL_CHECK(c->heap->alloc(
-      2 * stage + ready + done + epoch + inbox + 2 * fifo_flags + offers + 2 * p2p_counts + ll,
-      &st->heap_block));
+  const size_t ll128 = 2 * n * ll128_row_bytes(c->nranks);
+  CCL_CHECK(c->heap->alloc(2 * stage + ready + done + epoch + inbox + 2 * fifo_flags + offers +
+                               2 * p2p_counts + ll + ll128,
+                           &st->heap_block));
   device_resources_note_heap(c);
   char* p = static_cast<char*>(st->heap_block);
   CollScratch& s = st->scratch;
@@ -78,7 +79,11 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.ll = reinterpret_cast<uint64_t*>(p);
   s.ll_entries = ll_entries;
   p += ll;
-  // LL entries carry their epoch as a flag: zero (never an epoch) until first written.
+  s.ll128 = p;
+  s.ll128_row = ll128_row_bytes(c->nranks);
+  p += ll128;
+  // LL entries and LL128 lines carry their epoch as a flag: zero (never an epoch) until first
+  // written.
   CCL_CHECK(zero_device(flags_begin, static_cast<size_t>(p - flags_begin)));
   s.inbox = p;
   s.slot_bytes = slot;

@@ -93,7 +93,10 @@ void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch
   st->logged.push_back(key);
   CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s",
            collective_name(k.coll), bytes, lg, algorithm_name(ch.algo),
-           ch.proto == Proto::kLL ? "/LL" : "/SIMPLE", ch.blocks, ch.forced ? " (CCL_ALGO)" : "");
+           ch.proto == Proto::kLL      ? "/LL"
+           : ch.proto == Proto::kLL128 ? "/LL128"
+                                       : "/SIMPLE",
+           ch.blocks, ch.forced ? " (CCL_ALGO)" : "");
 }
 
 DirectKind direct_kind(Collective c, Algorithm a) {
@@ -138,9 +141,10 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   // LL stores straight into the peers' LL rows: no windows, no staging. The tuner picks it only
   // for the one-shot and direct kernels and only where the rank block (count x type size) fits
   // the rows.
-  if (ch.proto == Proto::kLL) {
-    CCL_CUDA_CHECK(
-        launch_ll(k.dtype, k.op, dc, s, {k.send, k.recv, k.count * E, k.root, k.coll}, k.stream));
+  if (ch.proto == Proto::kLL || ch.proto == Proto::kLL128) {
+    const LLArgs ll{k.send, k.recv, k.count * E, k.root, k.coll};
+    CCL_CUDA_CHECK(ch.proto == Proto::kLL ? launch_ll(k.dtype, k.op, dc, s, ll, k.stream)
+                                          : launch_ll128(k.dtype, k.op, dc, s, ll, k.stream));
     return CCL_SUCCESS;
   }
   size_t send_elems, recv_elems;

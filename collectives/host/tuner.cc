@@ -213,8 +213,10 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
   if (cfg.proto != Proto::kAuto &&
       (ch.algo == Algorithm::kOneShot || ch.algo == Algorithm::kDirect))
     ch.proto = cfg.proto;
-  // A forced LL still needs the rank block to fit the LL rows; the kernels trust this choice.
+  // A forced LL or LL128 still needs the rank block to fit its rows; the kernels trust this.
   if (ch.proto == Proto::kLL && block_bytes(in) > ll_capacity(in.nranks)) ch.proto = Proto::kSimple;
+  if (ch.proto == Proto::kLL128 && block_bytes(in) > ll128_capacity(in.nranks))
+    ch.proto = Proto::kSimple;
   if (cfg.nchannels > 0)
     ch.blocks = std::min(cfg.nchannels, is_pipe(ch.algo) ? kPipeChannels : kMaxBlocks);
   return ch;

@@ -14,7 +14,8 @@ namespace ccl::coll {
 
 inline constexpr int kNumCollectives = 6;
 
-enum class Proto : uint8_t { kAuto, kLL, kSimple };
+/// Order as CCL_PROTO's names (settings.def): AUTO, LL, SIMPLE, LL128.
+enum class Proto : uint8_t { kAuto, kLL, kSimple, kLL128 };
 
 /// The settings a communicator reads once, at its first collective.
 struct TunerConfig {
@@ -43,7 +44,7 @@ struct TunerInput {
 
 struct Choice {
   Algorithm algo;
-  Proto proto;  // kLL or kSimple (one-shot only)
+  Proto proto;  // kLL, kLL128 or kSimple (one-shot and direct kernels)
   int blocks;   // grid of the kernel
   bool forced;  // from CCL_ALGO
 };

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "collectives/common/coll_args.h"
 #include "collectives/common/names.hpp"
 #include "collectives/schedule/p2p.hpp"
 #include "gpu/coll_reference.hpp"
@@ -202,6 +203,7 @@ int algorithms(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
        {C::kAllReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
       {"allreduce:one_shot", "LL", {C::kAllReduce}},
       {"allreduce:one_shot", "SIMPLE", {C::kAllReduce}},
+      {"allreduce:one_shot", "LL128", {C::kAllReduce}},
       {"allreduce:two_shot", "AUTO", {C::kAllReduce}},
       {"ring", "AUTO", {C::kAllReduce, C::kReduceScatter, C::kAllGather, C::kBroadcast}},
       {"recursive_doubling", "AUTO", {C::kAllReduce, C::kAllGather}},
@@ -209,12 +211,18 @@ int algorithms(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
       {"direct",
        "AUTO",
        {C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
+      {"direct",
+       "LL128",
+       {C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
       // NVLS in its emulated mode only: multicast must stay off on shared machines.
       {"allreduce:nvls,allgather:nvls", "AUTO", {C::kAllReduce, C::kAllGather}, true},
   };
-  const char* only = std::getenv("CCL_TEST_ALGO");  // debugging: one configuration
+  // Debugging: one algorithm (CCL_TEST_ALGO) and/or one protocol (CCL_TEST_PROTO).
+  const char* only = std::getenv("CCL_TEST_ALGO");
+  const char* only_proto = std::getenv("CCL_TEST_PROTO");
   for (const AlgoConfig& cfg : configs) {
     if (only != nullptr && std::strcmp(only, cfg.algo) != 0) continue;
+    if (only_proto != nullptr && std::strcmp(only_proto, cfg.proto) != 0) continue;
     setenv("CCL_ALGO", cfg.algo, 1);
     setenv("CCL_PROTO", cfg.proto, 1);
     setenv("CCL_NVLS_EMULATE", cfg.nvls_emulate ? "1" : "0", 1);
@@ -224,6 +232,13 @@ int algorithms(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
     for (Collective c : cfg.colls)
       if (matrix(comm, me, n, c, seed, s, label.c_str(), cfg.algo[0] == 0 || c == C::kAllReduce))
         return 1;
+    // LL128 at its rows' capacity: every block of the grid walks several line groups per warp.
+    if (std::strcmp(cfg.proto, "LL128") == 0)
+      for (Collective c : cfg.colls) {
+        const size_t block = coll::ll128_capacity(n) / 4 - 3;  // float32 elements, a ragged tail
+        Case k{c, ccl_sum, 1 % n, block, Mem::kSymmetric, 0, true, seed++};
+        if (run_case_any(comm, me, n, ccl_float32, k, s, label.c_str())) return 1;
+      }
     RANK_OK(ccl_comm_destroy(comm));
   }
   unsetenv("CCL_ALGO");

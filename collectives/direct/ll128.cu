@@ -1,0 +1,215 @@
+// The LL128 protocol: the LL kernel's shape (each rank stores what a peer needs straight into
+// that peer's row, receivers spin on local rows, no barrier) with one flag per 128-byte line
+// instead of one per 8-byte word, so 120 of every 128 bytes crossing NVLink are data (LL: 64).
+// Line layout and its hardware premise: collectives/schedule/ll128.hpp.
+#include <algorithm>
+
+#include "collectives/common/kernel_util.cuh"
+#include "collectives/common/launch_table.cuh"
+#include "collectives/direct/direct.cuh"
+#include "collectives/direct/ll_units.cuh"
+#include "collectives/schedule/ll128.hpp"
+
+namespace ccl::coll {
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kMaxLL128Blocks = 64;
+constexpr unsigned kWarp = 0xffffffffu;
+
+/// Warp-wide (every lane calls it together): this lane's 16 bytes of a line of row `p`, once the
+/// flag lanes of every active line see `flag`. One load instruction reads each line whole, so a
+/// flag seen vouches for the line it came with. False on timeout or abort (reported), on every
+/// lane alike.
+__device__ bool ll128_recv(const ccl_device_comm_t& c, const char* p, uint64_t flag,
+                           const LL128Slot& sl, bool active, int peer, uint64_t v[2]) {
+  const uint64_t start = dev::detail::global_ns();
+  for (uint32_t spin = 0;; ++spin) {
+    uint64_t a = 0, b = 0;
+    if (active)
+      asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                   : "=l"(a), "=l"(b)
+                   : "l"(p)
+                   : "memory");
+    if (__all_sync(kWarp, !active || !sl.flag_lane || b == flag)) {
+      v[0] = a;
+      v[1] = b;
+      return true;
+    }
+    if ((spin & 1023) == 1023) {
+      int stop = 0;
+      const uint64_t seen = __shfl_sync(kWarp, b, 7);
+      if ((threadIdx.x & 31) == 0) {
+        const auto* f = reinterpret_cast<const uint64_t*>(p + 8);
+        if (c.state->abort) {
+          dev::detail::report(c, CCL_DEVICE_ERROR_ABORTED, CCL_OP_SIGNAL_WAIT, peer, f, flag, seen,
+                              CCL_CMP_EQ);
+          stop = 1;
+        } else if (c.state->error.state != 0) {
+          stop = 1;
+        } else if (c.wait_timeout_ns != 0 && dev::detail::global_ns() - start > c.wait_timeout_ns) {
+          dev::detail::report(c, CCL_DEVICE_ERROR_TIMEOUT, CCL_OP_SIGNAL_WAIT, peer, f, flag, seen,
+                              CCL_CMP_EQ);
+          stop = 1;
+        }
+      }
+      if (__shfl_sync(kWarp, stop, 0)) return false;
+    }
+  }
+}
+
+template <ccl_datatype_t D, ccl_redop_t Op>
+__global__ void __launch_bounds__(kThreads)
+    ll128_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {
+  using T = typename DType<D>::Storage;
+  using A = typename DType<D>::Acc;
+  constexpr int V = 8 / sizeof(T);
+  const int n = c.nranks, me = c.rank;
+  __shared__ int fail;
+  if (threadIdx.x == 0) fail = 0;
+  __syncthreads();
+  const uint64_t e = next_epoch(c, s);
+  // This parity's rows were last read by the peers two launches ago.
+  if (e > 2) wait_peer_epochs(c, s, e - 2, &fail);
+  if (fail) return;
+  const uint64_t flag = e;  // epochs start at 1: never the zeroed rows' 0
+  const char* send = static_cast<const char*>(a.send);
+  char* recv = static_cast<char*>(a.recv);
+  const size_t bb = a.block_bytes, lines = ll128_lines(bb), groups = ll128_groups(bb);
+  const Collective k = a.coll;
+  const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
+  const size_t parity = (e & 1) * static_cast<size_t>(n);
+  char* mine = s.ll128 + (parity + me) * s.ll128_row;  // my row at every rank
+  const int lane = threadIdx.x & 31;
+  const size_t warp = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const size_t warps = static_cast<size_t>(gridDim.x) * blockDim.x / 32;
+  // Send: every line a peer needs, 16 bytes per lane, the warp's 4 lines in one store.
+  for (size_t g = warp; g < groups; g += warps) {
+    const LL128Slot sl = ll128_slot(g, lane);
+    const bool active = sl.line < lines;
+    for (int step = 1; step < n; ++step) {
+      const int j = (me + step) % n;
+      if (k == Collective::kBroadcast && me != a.root) break;
+      if (k == Collective::kReduce && j != a.root) continue;
+      const char* src = blocked_src ? blk(send, j, bb) : send;
+      uint64_t v0 = 0, v1 = flag;
+      if (active) {
+        v0 = load_unit(src, sl.unit * 8, bb);
+        if (!sl.flag_lane) v1 = load_unit(src, (sl.unit + 1) * 8, bb);
+      }
+      char* dst = dev::peer_ptr(c, mine + sl.row_off, j);
+      __syncwarp();  // the line's 8 lanes store in one instruction
+      if (active)
+        asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(dst), "l"(v0), "l"(v1)
+                     : "memory");
+    }
+  }
+  // Receive, warp by warp; `failed` is the same on every lane of a warp.
+  bool failed = false;
+  for (size_t g = warp; g < groups && !failed; g += warps) {
+    const LL128Slot sl = ll128_slot(g, lane);
+    const bool active = sl.line < lines;
+    auto row = [&](int r) { return s.ll128 + (parity + r) * s.ll128_row + sl.row_off; };
+    switch (k) {
+      case Collective::kAllReduce:
+      case Collective::kReduceScatter:
+      case Collective::kReduce: {
+        if (k == Collective::kReduce && me != a.root) break;
+        // Reduce in rank order, this rank's own contribution read locally.
+        const char* own = k == Collective::kReduceScatter ? blk(send, me, bb) : send;
+        A acc[2][V];
+        for (int r = 0; r < n && !failed; ++r) {
+          uint64_t v[2] = {0, 0};
+          if (r == me) {
+            if (active) {
+              v[0] = load_unit(own, sl.unit * 8, bb);
+              v[1] = load_unit(own, (sl.unit + 1) * 8, bb);
+            }
+          } else if (!ll128_recv(c, row(r), flag, sl, active, r, v)) {
+            failed = true;
+            break;
+          }
+          for (int u = 0; u < 2; ++u) {
+            T t[V];
+            memcpy(t, &v[u], 8);
+#pragma unroll
+            for (int q = 0; q < V; ++q)
+              acc[u][q] =
+                  r == 0 ? to_acc<T, A>(t[q]) : combine<Op, A>(acc[u][q], to_acc<T, A>(t[q]));
+          }
+        }
+        if (failed || !active) break;
+        for (int u = 0; u < sl.units; ++u) {
+          T res[V];
+#pragma unroll
+          for (int q = 0; q < V; ++q) res[q] = from_acc<T, A>(finish<Op, A>(acc[u][q], n));
+          uint64_t out;
+          memcpy(&out, res, 8);
+          store_unit(recv, (sl.unit + u) * 8, bb, out);
+        }
+        break;
+      }
+      case Collective::kAllGather:
+      case Collective::kAllToAll:
+        for (int r = 0; r < n && !failed; ++r) {
+          uint64_t v[2] = {0, 0};
+          if (r == me) {
+            const char* own = k == Collective::kAllToAll ? blk(send, me, bb) : send;
+            if (active) {
+              v[0] = load_unit(own, sl.unit * 8, bb);
+              v[1] = load_unit(own, (sl.unit + 1) * 8, bb);
+            }
+          } else if (!ll128_recv(c, row(r), flag, sl, active, r, v)) {
+            failed = true;
+            break;
+          }
+          if (!active) continue;
+          char* out = recv + static_cast<size_t>(r) * bb;
+          for (int u = 0; u < sl.units; ++u) store_unit(out, (sl.unit + u) * 8, bb, v[u]);
+        }
+        break;
+      case Collective::kBroadcast: {
+        uint64_t v[2] = {0, 0};
+        if (me == a.root) {
+          if (active && recv != send)
+            for (int u = 0; u < sl.units; ++u)
+              store_unit(recv, (sl.unit + u) * 8, bb, load_unit(send, (sl.unit + u) * 8, bb));
+        } else if (!ll128_recv(c, row(a.root), flag, sl, active, a.root, v)) {
+          failed = true;
+        } else if (active) {
+          for (int u = 0; u < sl.units; ++u) store_unit(recv, (sl.unit + u) * 8, bb, v[u]);
+        }
+        break;
+      }
+    }
+  }
+  if (failed && lane == 0) fail = 1;
+  __syncthreads();
+  if (fail) return;
+  // The values read were consumed (stored above): no fence needed before telling the peers.
+  finish_epoch(c, s, e, false);
+}
+
+template <ccl_datatype_t D, ccl_redop_t Op>
+struct LL128Launch {
+  static void run(const ccl_device_comm_t& c, const CollScratch& s, const LLArgs& a, int grid,
+                  cudaStream_t stream) {
+    ll128_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
+  }
+};
+
+}  // namespace
+
+cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+                         const CollScratch& s, const LLArgs& a, cudaStream_t stream) {
+  constexpr size_t kGroupsPerBlock = kThreads / 32;
+  const size_t want = (ll128_groups(a.block_bytes) + kGroupsPerBlock - 1) / kGroupsPerBlock;
+  const int grid = static_cast<int>(std::clamp<size_t>(want, 1, kMaxLL128Blocks));
+  // Collectives that only move bytes share one instantiation.
+  const bool reduces = a.coll == Collective::kAllReduce || a.coll == Collective::kReduceScatter ||
+                       a.coll == Collective::kReduce;
+  launcher<LL128Launch>(reduces ? dtype : ccl_uint8, reduces ? op : ccl_sum)(c, s, a, grid, stream);
+  return cudaGetLastError();
+}
+
+}  // namespace ccl::coll
