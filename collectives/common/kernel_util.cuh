@@ -47,6 +47,26 @@ __device__ __forceinline__ void wait_peer_epochs(const ccl_device_comm_t& c, con
   __syncthreads();
 }
 
+/// Block-wide, for launches without an entry barrier (LL, LL128): this launch's epoch, and a wait
+/// until every peer has completed epoch e - lag, both from one round of loads (own and peers'
+/// completed epochs side by side) rather than one after the other: a small call's critical path
+/// is these few dependent memory round trips.
+__device__ __forceinline__ uint64_t begin_epoch(const ccl_device_comm_t& c, const CollScratch& s,
+                                                uint64_t lag, int* fail) {
+  __shared__ uint64_t own;
+  const int t = threadIdx.x;
+  uint64_t seen = 0;
+  if (t < c.nranks) seen = dev::detail::load_acquire_sys(s.epoch + t);
+  if (t == c.rank) own = seen;
+  __syncthreads();
+  const uint64_t e = own + 1;
+  if (e > lag && t < c.nranks && t != c.rank && seen < e - lag &&
+      !dev::wait_until(c, s.epoch + t, dev::Cmp::kAtLeast, e - lag))
+    *fail = 1;
+  __syncthreads();
+  return e;
+}
+
 /// This block's row of entry flags for epoch e. Rows alternate by epoch parity: a launch without
 /// an exit barrier (the one-shot LL) lets a fast rank publish its next launch's windows while a
 /// slow peer has yet to read this one's; the launch after that waits for the peer's epoch.
@@ -97,9 +117,13 @@ __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const C
   __shared__ bool last;
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();
-    last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
-    if (last) *s.finished = 0;
+    if (gridDim.x == 1) {
+      last = true;  // no other block to count: skip a global atomic on the small-call path
+    } else {
+      __threadfence();
+      last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
+      if (last) *s.finished = 0;
+    }
   }
   __syncthreads();
   if (last && threadIdx.x < c.nranks) {
