@@ -105,6 +105,10 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
     for a in allreduce:one_shot allreduce:two_shot ring recursive_doubling rabenseifner; do
       crun "all_reduce_${a#allreduce:}" "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 -R 2 --algo "$a"
     done
+    # LL128 (never picked by the tuner until measured) beside the table's choice and NCCL.
+    for c in all_reduce all_gather reduce_scatter broadcast alltoall; do
+      crun "${c}_ll128" env CCL_PROTO=LL128 CCL_ALGO=allreduce:one_shot "$coll_perf/${c}_perf" -b 256K -e 8M -f 2 -R 2 $cmp
+    done
     for a in allgather:direct allgather:ring reduce_scatter:direct reduce_scatter:ring; do
       c=${a%%:*}; b=${c/allgather/all_gather}
       crun "${b}_${a#*:}" "$coll_perf/${b}_perf" -b 1K -e 256M -f 8 -R 2 --algo "$a"
