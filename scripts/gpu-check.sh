@@ -7,7 +7,7 @@
 #   PERF=0           skip the benchmarks
 #   DEVICE_PERF=0    skip the device-API benchmarks (put_bw ... barrier_latency)
 #   COLL_MAX=1G      largest size of the collective benchmarks
-#   CROSSOVER=1      also sweep each allreduce/allgather/reduce-scatter algorithm alone
+#   CROSSOVER=1      also sweep each allreduce/allgather/reduce-scatter algorithm alone, and LL128
 #   TESTS='gpu_*'    which GPU test binaries to run
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
