@@ -316,15 +316,6 @@ __device__ __forceinline__ bool zero_copy_recv(const P2pOp& op) {
   return !op.is_send && p2p_rendezvous(op.bytes) && op.win != kNoWindow;
 }
 
-/// Rendezvous operations of `ops[0..i)` with ops[i]'s peer in ops[i]'s direction.
-__device__ __forceinline__ uint64_t rendezvous_before(const P2pArgs& a, int i) {
-  uint64_t k = 0;
-  for (int j = 0; j < i; ++j)
-    k += a.ops[j].peer == a.ops[i].peer && a.ops[j].is_send == a.ops[i].is_send &&
-         p2p_rendezvous(a.ops[j].bytes);
-  return k;
-}
-
 /// Block 0, one thread: offers every rendezvous receive's window to its sender (a ring of
 /// kMaxP2pOps per pair at the sender, freed as the sender reports offers read).
 __device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
@@ -332,11 +323,10 @@ __device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, co
     const P2pOp& op = a.ops[i];
     if (op.is_send || !p2p_rendezvous(op.bytes)) continue;
     uint64_t* made = s.p2p_seq + static_cast<size_t>(op.peer) * 3;
-    const uint64_t q = ++*made;
-    if (q > kMaxP2pOps &&
-        !dev::wait_until(c, s.offers_read + op.peer, dev::Cmp::kAtLeast, q - kMaxP2pOps))
+    const uint64_t q = ++*made, need = p2p_offers_read_before(q);
+    if (need > 0 && !dev::wait_until(c, s.offers_read + op.peer, dev::Cmp::kAtLeast, need))
       return false;
-    P2pOffer* o = s.offers + static_cast<size_t>(c.rank) * kMaxP2pOps + (q - 1) % kMaxP2pOps;
+    P2pOffer* o = s.offers + static_cast<size_t>(c.rank) * kMaxP2pOps + p2p_offer_slot(q);
     const uint64_t win = op.win;
     dev::put_signal(c, &o->win, &win, sizeof(win), &o->seq, q, dev::SignalOp::kSet, op.peer);
   }
@@ -354,8 +344,8 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
     if (!op.is_send || !p2p_rendezvous(op.bytes)) continue;
     any = true;
     const uint64_t q =
-        s.p2p_seq[static_cast<size_t>(op.peer) * 3 + 1] + rendezvous_before(a, i) + 1;
-    const P2pOffer* o = s.offers + static_cast<size_t>(op.peer) * kMaxP2pOps + (q - 1) % kMaxP2pOps;
+        s.p2p_seq[static_cast<size_t>(op.peer) * 3 + 1] + p2p_rendezvous_before(a.ops, i) + 1;
+    const P2pOffer* o = s.offers + static_cast<size_t>(op.peer) * kMaxP2pOps + p2p_offer_slot(q);
     if (!dev::signal_wait_until(c, &o->seq, dev::Cmp::kAtLeast, q)) return false;
     win[i] = __ldcg(&o->win);
   }
@@ -365,12 +355,9 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   *s.p2p_readers = 0;
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
-    if (!op.is_send || !p2p_rendezvous(op.bytes) || rendezvous_before(a, i) != 0) continue;
+    if (!op.is_send || !p2p_rendezvous(op.bytes) || p2p_rendezvous_before(a.ops, i) != 0) continue;
     uint64_t* read = s.p2p_seq + static_cast<size_t>(op.peer) * 3 + 1;
-    uint64_t k = 0;
-    for (int j = i; j < a.nops; ++j)
-      k += a.ops[j].peer == op.peer && a.ops[j].is_send && p2p_rendezvous(a.ops[j].bytes);
-    *read += k;
+    *read += p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
     dev::signal(c, s.offers_read + c.rank, *read, dev::SignalOp::kSet, op.peer);
   }
   return true;

@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
+#include "collectives/common/coll_args.h"
 #include "collectives/schedule/step.hpp"
 
 namespace ccl::coll {
@@ -40,6 +42,35 @@ CCL_HD size_t p2p_stream_offset(const Op* ops, const size_t* msgs, int i) {
     if (ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0))
       off += msgs[j];
   return off;
+}
+
+/// Rendezvous operations of ops[0..i) with ops[i]'s peer in ops[i]'s direction: operation i's
+/// offer is the pair's offers so far plus this plus one.
+template <typename Op>
+CCL_HD uint64_t p2p_rendezvous_before(const Op* ops, int i) {
+  uint64_t k = 0;
+  for (int j = 0; j < i; ++j)
+    k += ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0) &&
+         p2p_rendezvous(ops[j].bytes);
+  return k;
+}
+
+/// Rendezvous operations of the group with `peer` in one direction.
+template <typename Op>
+CCL_HD uint64_t p2p_rendezvous_count(const Op* ops, int nops, int peer, bool is_send) {
+  uint64_t k = 0;
+  for (int j = 0; j < nops; ++j)
+    k += ops[j].peer == peer && (ops[j].is_send != 0) == is_send && p2p_rendezvous(ops[j].bytes);
+  return k;
+}
+
+/// Offers of one pair form a ring of kMaxP2pOps at the sender: offer q (1-based) goes to this
+/// slot, once the sender has read offer q - kMaxP2pOps (the count below; 0: nothing to wait for).
+CCL_HD size_t p2p_offer_slot(uint64_t q) {
+  return static_cast<size_t>((q - 1) % kMaxP2pOps);
+}
+CCL_HD uint64_t p2p_offers_read_before(uint64_t q) {
+  return q > kMaxP2pOps ? q - kMaxP2pOps : 0;
 }
 
 }  // namespace ccl::coll
