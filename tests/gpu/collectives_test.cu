@@ -472,15 +472,20 @@ int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 
 /// The rendezvous path (collectives/schedule/p2p.hpp): receives large enough for it land in a
 /// symmetric buffer (unaligned too), a registered one, and plain cudaMalloc memory (no window:
-/// the FIFOs), beside a small FIFO receive, in one group repeated past the offer ring's size
+/// the FIFOs), beside a small FIFO receive and a rendezvous with this rank itself, in one group
+/// repeated past the offer ring's size
 /// (kMaxP2pOps per pair), then captured in a graph and replayed. Outputs are poisoned first.
 int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
-  constexpr int kOps = 5;
-  const size_t bytes[kOps] = {(size_t{3} << 20) + 5, coll::kP2pRendezvousFrom,
-                              (size_t{1} << 20) + 3, coll::kP2pRendezvousFrom + 1, 100};
+  constexpr int kOps = 6;
+  const size_t bytes[kOps] = {(size_t{3} << 20) + 5,
+                              coll::kP2pRendezvousFrom,
+                              (size_t{1} << 20) + 3,
+                              coll::kP2pRendezvousFrom + 1,
+                              100,
+                              coll::kP2pRendezvousFrom + 8};
   size_t total = 0;
   for (size_t b : bytes) total += b;
-  const size_t sym_bytes = bytes[0] + bytes[3] + bytes[4] + 64;
+  const size_t sym_bytes = bytes[0] + bytes[3] + bytes[4] + bytes[5] + 64;
   char *sb, *sym, *dev, *regd;
   RANK_CUDA(cudaMalloc(&sb, total));
   RANK_OK(ccl_mem_alloc(comm, sym_bytes, reinterpret_cast<void**>(&sym)));
@@ -489,10 +494,17 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   void* reg = nullptr;
   RANK_OK(ccl_comm_register(comm, regd, bytes[1], &reg));
   // Where each receive lands: symmetric at 16, registered, cudaMalloc, symmetric at an odd
-  // offset, symmetric (small, through the FIFOs).
-  char* const dst[kOps] = {sym + 16, regd, dev, sym + 16 + bytes[0] + 3,
-                           sym + 16 + bytes[0] + 3 + bytes[3]};
-  const int to = (me + 1) % n, from = (me + n - 1) % n;
+  // offset, symmetric (small, through the FIFOs), and from this rank itself, symmetric at an odd
+  // offset (a rendezvous with oneself).
+  char* const dst[kOps] = {sym + 16,
+                           regd,
+                           dev,
+                           sym + 16 + bytes[0] + 3,
+                           sym + 16 + bytes[0] + 3 + bytes[3],
+                           sym + 16 + bytes[0] + 3 + bytes[3] + bytes[4] + 5};
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  auto to = [&](int o) { return o == kOps - 1 ? me : next; };
+  auto from = [&](int o) { return o == kOps - 1 ? me : prev; };
   auto value = [](int it, int rank, int op, size_t i) {
     return static_cast<char>(i * 11 + op * 3 + rank * 29 + it * 7);
   };
@@ -511,8 +523,8 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_OK(ccl_group_start());
     size_t off = 0;
     for (int o = 0; o < kOps; off += bytes[o++]) {
-      RANK_OK(ccl_send(sb + off, bytes[o], ccl_uint8, to, comm, s));
-      RANK_OK(ccl_recv(dst[o], bytes[o], ccl_uint8, from, comm, s));
+      RANK_OK(ccl_send(sb + off, bytes[o], ccl_uint8, to(o), comm, s));
+      RANK_OK(ccl_recv(dst[o], bytes[o], ccl_uint8, from(o), comm, s));
     }
     RANK_OK(ccl_group_end());
     return 0;
@@ -522,12 +534,13 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
       std::vector<char> got(bytes[o]);
       RANK_CUDA(cudaMemcpy(got.data(), dst[o], bytes[o], cudaMemcpyDeviceToHost));
       for (size_t i = 0; i < bytes[o]; ++i)
-        RANK_CHECK(got[i] == value(it, from, o, i), "%s %d: receive %d (%zu bytes): byte %zu", what,
-                   it, o, bytes[o], i);
+        RANK_CHECK(got[i] == value(it, from(o), o, i), "%s %d: receive %d (%zu bytes): byte %zu",
+                   what, it, o, bytes[o], i);
     }
     return 0;
   };
-  // Three rendezvous receives per group: 12 groups wrap the ring of kMaxP2pOps offers.
+  // Four rendezvous receives from the previous rank per group: 12 groups wrap that pair's ring
+  // of kMaxP2pOps offers.
   for (int it = 0; it < 12; ++it) {
     if (fill(it) || enqueue()) return 1;
     RANK_CUDA(cudaStreamSynchronize(s));
