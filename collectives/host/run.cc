@@ -138,9 +138,9 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   a.root = k.root;
   const bool blocked_send = k.coll == Collective::kReduceScatter || k.coll == Collective::kAllToAll;
   const bool blocked_recv = k.coll == Collective::kAllGather || k.coll == Collective::kAllToAll;
-  // LL stores straight into the peers' LL rows: no windows, no staging. The tuner picks it only
-  // for the one-shot and direct kernels and only where the rank block (count x type size) fits
-  // the rows.
+  // LL and LL128 store straight into the peers' rows: no windows, no staging. The tuner picks
+  // them only for the one-shot and direct kernels and only where the rank block (count x type
+  // size) fits their rows.
   if (ch.proto == Proto::kLL || ch.proto == Proto::kLL128) {
     const LLArgs ll{k.send, k.recv, k.count * E, k.root, k.coll};
     CCL_CUDA_CHECK(ch.proto == Proto::kLL ? launch_ll(k.dtype, k.op, dc, s, ll, k.stream)
