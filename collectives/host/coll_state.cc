@@ -18,6 +18,23 @@ namespace {
 size_t align_up(size_t v, size_t a) {
   return (v + a - 1) / a * a;
 }
+
+/// NVLink between every pair of the ranks' GPUs, as this process's CUDA sees them: native peer
+/// atomics, which NVLink has and PCIe peer mappings lack. Every rank asks about every pair (each
+/// sees all its peers' GPUs, or collectives would not run), so all reach the same answer. Any
+/// failed query answers no: LL128 is then never used, which is always safe.
+bool all_pairs_nvlink(const std::vector<PeerInfo>& peers) {
+  return every_gpu_pair(peers, [](const PeerInfo& a, const PeerInfo& b) {
+    if (a.host_hash != b.host_hash) return false;  // bus ids name devices of one host only
+    int da = -1, db = -1, atomics = 0;
+    const bool ok = cudaDeviceGetByPCIBusId(&da, a.pci_bus_id) == cudaSuccess &&
+                    cudaDeviceGetByPCIBusId(&db, b.pci_bus_id) == cudaSuccess &&
+                    cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, da,
+                                              db) == cudaSuccess;
+    if (!ok) cudaGetLastError();  // answered no; leave no sticky error behind
+    return ok && atomics != 0;
+  });
+}
 }  // namespace
 
 Status coll_state(ccl_comm* c, CollState** out) {
@@ -46,6 +63,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t p2p_counts = align_up(n * sizeof(uint64_t), 256);
   auto st = std::make_shared<CollState>();
   CCL_CHECK(load_tuner_config(&st->cfg));
+  st->all_nvlink = all_pairs_nvlink(c->peers);
   const size_t ll_entries = ll_capacity(c->nranks) / 4;
   const size_t ll = 2 * n * ll_entries * sizeof(uint64_t);
   const size_t ll128 = 2 * n * ll128_row_bytes(c->nranks);

@@ -327,8 +327,8 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
   size_t send_elems, recv_elems;
   buffer_elems(k, comm->nranks, &send_elems, &recv_elems);
   const size_t bytes = std::max(send_elems, recv_elems) * E;
-  Choice ch =
-      choose(st->cfg, {k.coll, bytes, comm->nranks, (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0});
+  Choice ch = choose(st->cfg, {k.coll, bytes, comm->nranks,
+                               (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0, st->all_nvlink});
   if (!(dc.flags & CCL_DEVICE_FLAG_ALL_P2P))
     return CCL_FAIL(CCL_UNSUPPORTED,
                     "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",

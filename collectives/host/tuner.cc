@@ -215,7 +215,8 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
     ch.proto = cfg.proto;
   // A forced LL or LL128 still needs the rank block to fit its rows; the kernels trust this.
   if (ch.proto == Proto::kLL && block_bytes(in) > ll_capacity(in.nranks)) ch.proto = Proto::kSimple;
-  if (ch.proto == Proto::kLL128 && block_bytes(in) > ll128_capacity(in.nranks))
+  // LL128 trusts a whole 128-byte line on one flag: only where NVLink delivers lines whole.
+  if (ch.proto == Proto::kLL128 && (!in.nvlink || block_bytes(in) > ll128_capacity(in.nranks)))
     ch.proto = Proto::kSimple;
   if (cfg.nchannels > 0)
     ch.blocks = std::min(cfg.nchannels, is_pipe(ch.algo) ? kPipeChannels : kMaxBlocks);

@@ -40,6 +40,7 @@ struct TunerInput {
                  // allgather/reduce-scatter/alltoall: the whole (n-block) buffer
   int nranks;
   bool all_p2p;  // every rank reachable by load/store
+  bool nvlink;   // every pair of GPUs linked by NVLink (LL128's premise)
 };
 
 struct Choice {

@@ -63,6 +63,23 @@ std::vector<PeerPath> compute_paths(const std::vector<PeerInfo>& peers, int me,
   return paths;
 }
 
+/// Whether `pred(a, b)` holds for every pair of distinct GPUs among `peers` (ranks on one GPU,
+/// by UUID, are one GPU; ranks without a device are skipped). Every rank that passes the same
+/// table and predicate gets the same answer, so a protocol gated on it is chosen alike
+/// everywhere without another exchange.
+template <typename Pred>
+bool every_gpu_pair(const std::vector<PeerInfo>& peers, Pred&& pred) {
+  for (size_t a = 0; a < peers.size(); ++a)
+    for (size_t b = a + 1; b < peers.size(); ++b) {
+      const PeerInfo &x = peers[a], &y = peers[b];
+      if (x.device < 0 || y.device < 0) continue;
+      bool same = true;
+      for (size_t i = 0; i < sizeof(x.uuid); ++i) same &= x.uuid[i] == y.uuid[i];
+      if (!same && !pred(x, y)) return false;
+    }
+  return true;
+}
+
 /// Hash of the host name and the kernel boot id: equal exactly for processes of one OS.
 uint64_t host_hash();
 

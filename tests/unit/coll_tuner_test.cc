@@ -9,8 +9,8 @@
 namespace ccl::coll {
 namespace {
 
-TunerInput in(Collective c, size_t bytes, int n = 2, bool p2p = true) {
-  return {c, bytes, n, p2p};
+TunerInput in(Collective c, size_t bytes, int n = 2, bool p2p = true, bool nvlink = true) {
+  return {c, bytes, n, p2p, nvlink};
 }
 
 TEST(Tuner, AllReduceTableFollowsTheMeasuredCrossovers) {
@@ -95,6 +95,10 @@ TEST(Tuner, LL128OnlyWhenForcedAndWhereItsRowsHoldTheBlock) {
   // Blocked collectives: the rank block (bytes / n) is what must fit.
   EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 8 * cap8, 8)).proto, Proto::kLL128);
   EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 8 * cap8 + 8, 8)).proto, Proto::kSimple);
+  // Without NVLink between every pair of GPUs a line could arrive torn: never LL128.
+  EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 8 * cap8, 8, true, false)).proto,
+            Proto::kSimple);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 4096, 2, true, false)).proto, Proto::kSimple);
   // Pipe algorithms have no LL128.
   ASSERT_TRUE(parse_algo_setting("allreduce:ring", &cfg).ok());
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 1 << 20)).proto, Proto::kSimple);

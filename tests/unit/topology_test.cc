@@ -97,6 +97,26 @@ TEST(PeerPaths, SelfP2PAndNetwork) {
   EXPECT_STREQ(peer_path_name(PeerPath::kP2P), "P2P");
 }
 
+TEST(PeerPaths, EveryGpuPairSkipsSharedGpusAndRanksWithoutOne) {
+  std::vector<PeerInfo> peers = {peer(0, 1, 0), peer(1, 1, 1), peer(2, 1, 0), peer(3, 1, -1)};
+  peers[0].uuid[0] = 10;
+  peers[1].uuid[0] = 11;
+  peers[2].uuid[0] = 10;  // rank 2 shares rank 0's GPU
+  std::vector<std::pair<int, int>> asked;
+  auto record = [&](const PeerInfo& a, const PeerInfo& b) {
+    asked.push_back({a.rank, b.rank});
+    return true;
+  };
+  EXPECT_TRUE(every_gpu_pair(peers, record));
+  // (0,1) and (1,2) are two GPUs; (0,2) is one GPU; rank 3 has none.
+  EXPECT_EQ(asked, (std::vector<std::pair<int, int>>{{0, 1}, {1, 2}}));
+  EXPECT_FALSE(every_gpu_pair(
+      peers, [](const PeerInfo& a, const PeerInfo& b) { return !(a.rank == 1 && b.rank == 2); }));
+  EXPECT_TRUE(every_gpu_pair({peer(0, 1, 0)}, [](const PeerInfo&, const PeerInfo&) {
+    return false;  // one rank: no pair to ask about
+  }));
+}
+
 TEST(PeerPaths, HostHashIsStable) {
   EXPECT_EQ(host_hash(), host_hash());
 }
