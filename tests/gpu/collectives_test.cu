@@ -473,8 +473,8 @@ int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 /// The rendezvous path (collectives/schedule/p2p.hpp): receives large enough for it land in a
 /// symmetric buffer (unaligned too), a registered one, and plain cudaMalloc memory (no window:
 /// the FIFOs), beside a small FIFO receive and a rendezvous with this rank itself, in one group
-/// repeated past the offer ring's size
-/// (kMaxP2pOps per pair), then captured in a graph and replayed. Outputs are poisoned first.
+/// repeated past the offer ring's size (kMaxP2pOps per pair), then captured in a graph and
+/// replayed. Outputs are poisoned first.
 int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   constexpr int kOps = 6;
   const size_t bytes[kOps] = {(size_t{3} << 20) + 5,
