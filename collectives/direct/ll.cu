@@ -150,9 +150,8 @@ cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_com
   const size_t units = (a.block_bytes + 7) / 8;
   const int grid = static_cast<int>(std::max<size_t>(1, (units + kThreads - 1) / kThreads));
   // Collectives that only move bytes share one instantiation.
-  const bool reduces = a.coll == Collective::kAllReduce || a.coll == Collective::kReduceScatter ||
-                       a.coll == Collective::kReduce;
-  launcher<LLLaunch>(reduces ? dtype : ccl_uint8, reduces ? op : ccl_sum)(c, s, a, grid, stream);
+  launcher<LLLaunch>(is_reduction(a.coll) ? dtype : ccl_uint8, is_reduction(a.coll) ? op : ccl_sum)(
+      c, s, a, grid, stream);
   return cudaGetLastError();
 }
 

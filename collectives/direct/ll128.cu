@@ -205,9 +205,8 @@ cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_
   const size_t want = (ll128_groups(a.block_bytes) + kGroupsPerBlock - 1) / kGroupsPerBlock;
   const int grid = static_cast<int>(std::clamp<size_t>(want, 1, kMaxLL128Blocks));
   // Collectives that only move bytes share one instantiation.
-  const bool reduces = a.coll == Collective::kAllReduce || a.coll == Collective::kReduceScatter ||
-                       a.coll == Collective::kReduce;
-  launcher<LL128Launch>(reduces ? dtype : ccl_uint8, reduces ? op : ccl_sum)(c, s, a, grid, stream);
+  launcher<LL128Launch>(is_reduction(a.coll) ? dtype : ccl_uint8,
+                        is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, stream);
   return cudaGetLastError();
 }
 

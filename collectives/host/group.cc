@@ -47,10 +47,10 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
   // A large receive offers its buffer to the sender when the sender can write into it.
   for (int i = 0; i < a.nops; ++i) {
     P2pOp& op = a.ops[i];
-    op.win = kNoWindow;
-    if (!op.is_send && p2p_rendezvous(op.bytes) &&
-        !window_of(comm, op.buf, op.bytes, /*registered=*/true, &op.win))
-      op.win = kNoWindow;
+    uint64_t w = 0;
+    const bool offer = !op.is_send && p2p_rendezvous(op.bytes) &&
+                       window_of(comm, op.buf, op.bytes, /*registered=*/true, &w);
+    op.win = offer ? w : kNoWindow;
   }
   CollScratch s = st->scratch;
   s.regs = comm->registry ? comm->registry->device_table() : nullptr;  // registered windows

@@ -18,9 +18,6 @@
 namespace ccl::coll {
 namespace {
 
-bool reduces(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
-}
 bool has_root(Collective c) {
   return c == Collective::kBroadcast || c == Collective::kReduce;
 }
@@ -277,7 +274,7 @@ Status check_collective(ccl_comm* comm, const CollCall& k, const char* fn) {
   CCL_ARG_CHECK(comm != nullptr, "%s: comm must not be NULL", fn);
   CCL_ARG_CHECK(k.dtype >= 0 && k.dtype < ccl_num_datatypes,
                 "%s: datatype=%d is not a ccl_datatype_t", fn, static_cast<int>(k.dtype));
-  if (reduces(k.coll))
+  if (is_reduction(k.coll))
     CCL_ARG_CHECK(k.op >= 0 && k.op < ccl_num_redops, "%s: op=%d is not a ccl_redop_t", fn,
                   static_cast<int>(k.op));
   const int n = comm->nranks;
@@ -317,7 +314,7 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
   CommOp guard(comm);
   CCL_CHECK(guard.check());
   CCL_CHECK(check_call(comm, {0, k.count, static_cast<int32_t>(k.coll), k.dtype,
-                              reduces(k.coll) ? k.op : -1, has_root(k.coll) ? k.root : -1}));
+                              is_reduction(k.coll) ? k.op : -1, has_root(k.coll) ? k.root : -1}));
   if (k.count == 0) return CCL_SUCCESS;
   CCL_CHECK(check_buffers(comm, k, collective_name(k.coll)));
   CollState* st = nullptr;

@@ -472,8 +472,7 @@ struct PipeLaunch {
 cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                         const CollScratch& s, const PipeArgs& a, int grid, cudaStream_t stream) {
   // Copy-only collectives do not depend on the operation: one instantiation per type.
-  const bool reduces = a.coll == Collective::kAllReduce || a.coll == Collective::kReduceScatter;
-  launcher<PipeLaunch>(dtype, reduces ? op : ccl_sum)(c, s, a, grid, stream);
+  launcher<PipeLaunch>(dtype, is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, stream);
   return cudaGetLastError();
 }
 

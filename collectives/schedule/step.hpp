@@ -25,6 +25,12 @@ enum class Collective : uint8_t {
   kAllToAll
 };
 
+/// Whether the collective combines values with a reduction operation (the others only move
+/// bytes, so their kernels need one instantiation per type, or one for all types).
+CCL_HD bool is_reduction(Collective c) {
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
+}
+
 enum class Algorithm : uint8_t {
   kRing,               // chunked ring (allreduce, reduce-scatter, allgather, broadcast as a chain)
   kRecursiveDoubling,  // allreduce, allgather; non-powers of two folded in and out
