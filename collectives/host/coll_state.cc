@@ -63,7 +63,8 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t p2p_counts = align_up(n * sizeof(uint64_t), 256);
   auto st = std::make_shared<CollState>();
   CCL_CHECK(load_tuner_config(&st->cfg));
-  st->all_nvlink = all_pairs_nvlink(c->peers);
+  // Only a forced LL128 consults it: n^2 / 2 driver queries are not paid otherwise.
+  st->all_nvlink = st->cfg.proto == Proto::kLL128 && all_pairs_nvlink(c->peers);
   const size_t ll_entries = ll_capacity(c->nranks) / 4;
   const size_t ll = 2 * n * ll_entries * sizeof(uint64_t);
   const size_t ll128 = 2 * n * ll128_row_bytes(c->nranks);
