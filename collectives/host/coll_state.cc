@@ -37,6 +37,12 @@ bool all_pairs_nvlink(const std::vector<PeerInfo>& peers) {
 }
 }  // namespace
 
+CollScratch launch_scratch(const ccl_comm* comm, const CollState* st) {
+  CollScratch s = st->scratch;
+  s.regs = comm->registry ? comm->registry->device_table() : nullptr;
+  return s;
+}
+
 Status coll_state(ccl_comm* c, CollState** out) {
   if (c->coll_state) {
     *out = static_cast<CollState*>(c->coll_state.get());

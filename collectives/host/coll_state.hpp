@@ -24,6 +24,10 @@ struct CollState {
   ~CollState();
 };
 
+/// The scratch a kernel launch receives: the state's, with the registered-buffer table as it is
+/// now (the registry is made by the first ccl_comm_register, possibly after the state).
+CollScratch launch_scratch(const ccl_comm* comm, const CollState* st);
+
 /// The communicator's state, created on first use (collective; outside any graph capture in
 /// progress on the calling thread).
 Status coll_state(ccl_comm* comm, CollState** out);

@@ -10,7 +10,6 @@
 #include "common/cuda.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
-#include "memory/registry.hpp"
 
 namespace ccl::coll {
 namespace {
@@ -52,9 +51,7 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
                        window_of(comm, op.buf, op.bytes, /*registered=*/true, &w);
     op.win = offer ? w : kNoWindow;
   }
-  CollScratch s = st->scratch;
-  s.regs = comm->registry ? comm->registry->device_table() : nullptr;  // registered windows
-  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, s, a, stream));
+  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, stream));
   return CCL_SUCCESS;
 }
 

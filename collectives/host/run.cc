@@ -127,8 +127,7 @@ constexpr size_t kLocalBlocksFrom = size_t{1} << 20;
 Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
   const int n = comm->nranks, me = comm->rank;
   const size_t E = dtype_size(k.dtype);
-  CollScratch s = st->scratch;
-  s.regs = comm->registry ? comm->registry->device_table() : nullptr;
+  const CollScratch s = launch_scratch(comm, st);
   const ccl_device_comm_t& dc = comm->dev->handle;
   DirectArgs a{};
   a.kind = direct_kind(k.coll, ch.algo);
