@@ -58,6 +58,13 @@ struct alignas(16) P2pOffer {
   uint64_t win;  // window address, or kNoWindow: the operation goes through the FIFOs
 };
 
+/// This rank's running rendezvous counts with one peer, kept across launches (zeroed at setup).
+struct P2pCounts {
+  uint64_t offers_made;  // offers I posted to the peer (my receives)
+  uint64_t offers_read;  // the peer's offers my sends have read
+  uint64_t bytes_due;    // bytes the peer owes my windows, summed over zero-copy receives
+};
+
 /// A window address is a byte offset in the symmetric heap, or (top bit set) a byte offset in a
 /// registered buffer (ccl_comm_register): registration slot in bits 48..62, offset in 0..47.
 /// Byte offsets may be added to either form.
@@ -91,7 +98,7 @@ struct CollScratch {
   P2pOffer* offers;       // symmetric [receiver][kMaxP2pOps]: a ring of offers made to me
   uint64_t* offers_read;  // symmetric [sender]: my offers the sender has read (frees the ring)
   uint64_t* zc_bytes;     // symmetric [sender]: bytes the sender wrote into my windows
-  uint64_t* p2p_seq;      // local device [peer][3]: offers made to, offers read from, bytes due
+  P2pCounts* p2p;         // local device [peer]
   uint32_t* p2p_readers;  // local device: blocks of the running kernel that read their offers
 };
 

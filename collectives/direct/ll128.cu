@@ -77,6 +77,7 @@ __global__ void __launch_bounds__(kThreads)
   const size_t bb = a.block_bytes, lines = ll128_lines(bb), groups = ll128_groups(bb);
   const Collective k = a.coll;
   const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
+  const char* own = blocked_src ? blk(send, me, bb) : send;  // this rank's part for itself
   const size_t parity = (e & 1) * static_cast<size_t>(n);
   char* mine = s.ll128 + (parity + me) * s.ll128_row;  // my row at every rank
   const int lane = threadIdx.x & 31;
@@ -108,23 +109,29 @@ __global__ void __launch_bounds__(kThreads)
   for (size_t g = warp; g < groups && !failed; g += warps) {
     const LL128Slot sl = ll128_slot(g, lane);
     const bool active = sl.line < lines;
-    auto row = [&](int r) { return s.ll128 + (parity + r) * s.ll128_row + sl.row_off; };
+    // Rank r's part of this lane's line: received from its row, or (r == me) read from this
+    // rank's own input. False when a receive failed (reported).
+    auto fetch = [&](int r, uint64_t v[2]) {
+      if (r != me) {
+        const char* row = s.ll128 + (parity + r) * s.ll128_row + sl.row_off;
+        return ll128_recv(c, row, flag, sl, active, r, v);
+      }
+      if (active) {
+        v[0] = load_unit(own, sl.unit * 8, bb);
+        v[1] = load_unit(own, (sl.unit + 1) * 8, bb);
+      }
+      return true;
+    };
     switch (k) {
       case Collective::kAllReduce:
       case Collective::kReduceScatter:
       case Collective::kReduce: {
         if (k == Collective::kReduce && me != a.root) break;
-        // Reduce in rank order, this rank's own contribution read locally.
-        const char* own = k == Collective::kReduceScatter ? blk(send, me, bb) : send;
+        // Reduce in rank order.
         A acc[2][V];
         for (int r = 0; r < n && !failed; ++r) {
           uint64_t v[2] = {0, 0};
-          if (r == me) {
-            if (active) {
-              v[0] = load_unit(own, sl.unit * 8, bb);
-              v[1] = load_unit(own, (sl.unit + 1) * 8, bb);
-            }
-          } else if (!ll128_recv(c, row(r), flag, sl, active, r, v)) {
+          if (!fetch(r, v)) {
             failed = true;
             break;
           }
@@ -152,13 +159,7 @@ __global__ void __launch_bounds__(kThreads)
       case Collective::kAllToAll:
         for (int r = 0; r < n && !failed; ++r) {
           uint64_t v[2] = {0, 0};
-          if (r == me) {
-            const char* own = k == Collective::kAllToAll ? blk(send, me, bb) : send;
-            if (active) {
-              v[0] = load_unit(own, sl.unit * 8, bb);
-              v[1] = load_unit(own, (sl.unit + 1) * 8, bb);
-            }
-          } else if (!ll128_recv(c, row(r), flag, sl, active, r, v)) {
+          if (!fetch(r, v)) {
             failed = true;
             break;
           }
@@ -173,7 +174,7 @@ __global__ void __launch_bounds__(kThreads)
           if (active && recv != send)
             for (int u = 0; u < sl.units; ++u)
               store_unit(recv, (sl.unit + u) * 8, bb, load_unit(send, (sl.unit + u) * 8, bb));
-        } else if (!ll128_recv(c, row(a.root), flag, sl, active, a.root, v)) {
+        } else if (!fetch(a.root, v)) {
           failed = true;
         } else if (active) {
           for (int u = 0; u < sl.units; ++u) store_unit(recv, (sl.unit + u) * 8, bb, v[u]);

@@ -113,15 +113,15 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.inbox = p;
   s.slot_bytes = slot;
   const size_t seq = align_up(n * kPipeChannels * 2 * sizeof(uint64_t), 256);
-  const size_t p2p_seq = align_up(n * 3 * sizeof(uint64_t), 256);
-  const size_t counted = 2 * 256 + seq + p2p_seq;  // zeroed: counters and sequence numbers
+  const size_t p2p = align_up(n * sizeof(P2pCounts), 256);
+  const size_t counted = 2 * 256 + seq + p2p;  // zeroed: counters and sequence numbers
   CCL_CUDA_CHECK(cudaMalloc(&st->local, counted + stage));
   CCL_CHECK(zero_device(st->local, counted));
   char* l = static_cast<char*>(st->local);
   s.finished = reinterpret_cast<uint32_t*>(l);
   s.p2p_readers = reinterpret_cast<uint32_t*>(l + 256);
   s.seq = reinterpret_cast<uint64_t*>(l + 2 * 256);
-  s.p2p_seq = reinterpret_cast<uint64_t*>(l + 2 * 256 + seq);
+  s.p2p = reinterpret_cast<P2pCounts*>(l + 2 * 256 + seq);
   s.temp = l + counted;
   // No rank may signal into a peer's flags before that peer has zeroed them.
   CCL_CHECK(c->bootstrap->barrier());

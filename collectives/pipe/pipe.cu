@@ -322,8 +322,7 @@ __device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
     if (op.is_send || !p2p_rendezvous(op.bytes)) continue;
-    uint64_t* made = s.p2p_seq + static_cast<size_t>(op.peer) * 3;
-    const uint64_t q = ++*made, need = p2p_offers_read_before(q);
+    const uint64_t q = ++s.p2p[op.peer].offers_made, need = p2p_offers_read_before(q);
     if (need > 0 && !dev::wait_until(c, s.offers_read + op.peer, dev::Cmp::kAtLeast, need))
       return false;
     P2pOffer* o = s.offers + static_cast<size_t>(c.rank) * kMaxP2pOps + p2p_offer_slot(q);
@@ -343,8 +342,7 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
     win[i] = kNoWindow;
     if (!op.is_send || !p2p_rendezvous(op.bytes)) continue;
     any = true;
-    const uint64_t q =
-        s.p2p_seq[static_cast<size_t>(op.peer) * 3 + 1] + p2p_rendezvous_before(a.ops, i) + 1;
+    const uint64_t q = s.p2p[op.peer].offers_read + p2p_rendezvous_before(a.ops, i) + 1;
     const P2pOffer* o = s.offers + static_cast<size_t>(op.peer) * kMaxP2pOps + p2p_offer_slot(q);
     if (!dev::signal_wait_until(c, &o->seq, dev::Cmp::kAtLeast, q)) return false;
     win[i] = __ldcg(&o->win);
@@ -356,9 +354,9 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
     if (!op.is_send || !p2p_rendezvous(op.bytes) || p2p_rendezvous_before(a.ops, i) != 0) continue;
-    uint64_t* read = s.p2p_seq + static_cast<size_t>(op.peer) * 3 + 1;
-    *read += p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
-    dev::signal(c, s.offers_read + c.rank, *read, dev::SignalOp::kSet, op.peer);
+    uint64_t& read = s.p2p[op.peer].offers_read;
+    read += p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
+    dev::signal(c, s.offers_read + c.rank, read, dev::SignalOp::kSet, op.peer);
   }
   return true;
 }
@@ -374,10 +372,10 @@ __device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s
     bool first = true;
     for (int j = 0; j < i; ++j) first &= !(zero_copy_recv(a.ops[j]) && a.ops[j].peer == op.peer);
     if (!first) continue;
-    uint64_t* due = s.p2p_seq + static_cast<size_t>(op.peer) * 3 + 2;
+    uint64_t& due = s.p2p[op.peer].bytes_due;
     for (int j = i; j < a.nops; ++j)
-      if (zero_copy_recv(a.ops[j]) && a.ops[j].peer == op.peer) *due += a.ops[j].bytes;
-    if (!dev::signal_wait_until(c, s.zc_bytes + op.peer, dev::Cmp::kAtLeast, *due)) return;
+      if (zero_copy_recv(a.ops[j]) && a.ops[j].peer == op.peer) due += a.ops[j].bytes;
+    if (!dev::signal_wait_until(c, s.zc_bytes + op.peer, dev::Cmp::kAtLeast, due)) return;
   }
 }
 
