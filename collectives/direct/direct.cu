@@ -1,4 +1,5 @@
 #include "collectives/common/kernel_util.cuh"
+#include "collectives/common/launch.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
 
@@ -186,6 +187,7 @@ __device__ void nvls_allreduce(const ccl_device_comm_t& c, const CollScratch& s,
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a) {
+  pdl_prologue();
   // `a` is a by-value kernel parameter: enter() fills in the staging windows.
   using T = typename DType<D>::Storage;
   const int n = c.nranks, me = c.rank;
@@ -265,6 +267,7 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a, int esize) {
+  pdl_prologue();
   const int n = c.nranks, me = c.rank;
   __shared__ int fail;
   if (threadIdx.x == 0) fail = 0;
@@ -376,30 +379,27 @@ __global__ void __launch_bounds__(kThreads)
 
 template <ccl_datatype_t D, ccl_redop_t Op>
 struct DirectLaunch {
-  static void run(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a, int grid,
-                  cudaStream_t stream) {
-    reduce_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
+  static cudaError_t run(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
+                         int grid, const Launch& l) {
+    return launch_kernel(reduce_kernel<D, Op>, grid, kThreads, l, c, s, a);
   }
 };
 
 }  // namespace
 
 cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                          const CollScratch& s, const DirectArgs& a, int grid,
-                          cudaStream_t stream) {
+                          const CollScratch& s, const DirectArgs& a, int grid, const Launch& l) {
   switch (a.kind) {
     case DirectKind::kOneShot:
     case DirectKind::kTwoShot:
     case DirectKind::kReduceScatter:
     case DirectKind::kReduce:
     case DirectKind::kNvlsAllReduce:
-      launcher<DirectLaunch>(dtype, op)(c, s, a, grid, stream);
-      break;
+      return launcher<DirectLaunch>(dtype, op)(c, s, a, grid, l);
     default:
-      copy_kernel<<<grid, kThreads, 0, stream>>>(c, s, a, static_cast<int>(dtype_size(dtype)));
-      break;
+      return launch_kernel(copy_kernel, grid, kThreads, l, c, s, a,
+                           static_cast<int>(dtype_size(dtype)));
   }
-  return cudaGetLastError();
 }
 
 }  // namespace ccl::coll

@@ -9,6 +9,7 @@
 
 #include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
+#include "collectives/common/launch.hpp"
 #include "collectives/schedule/step.hpp"
 
 namespace ccl::coll {
@@ -45,7 +46,7 @@ struct DirectArgs {
 
 /// Launches one piece (kMaxBlocks blocks). Reducing kinds use (dtype, op); the others move bytes.
 cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                          const CollScratch& s, const DirectArgs& a, int grid, cudaStream_t stream);
+                          const CollScratch& s, const DirectArgs& a, int grid, const Launch& l);
 
 /// The LL protocol (every rank block at most ll_capacity(nranks)): each rank stores what a peer
 /// needs, with the epoch as a flag in every 8-byte word, straight into that peer's LL row;
@@ -59,10 +60,10 @@ struct LLArgs {
   Collective coll;
 };
 cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                      const CollScratch& s, const LLArgs& a, cudaStream_t stream);
+                      const CollScratch& s, const LLArgs& a, const Launch& l);
 /// The LL128 protocol (every rank block at most ll128_capacity(nranks)): the same calls with one
 /// flag per 128-byte line (collectives/schedule/ll128.hpp).
 cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                         const CollScratch& s, const LLArgs& a, cudaStream_t stream);
+                         const CollScratch& s, const LLArgs& a, const Launch& l);
 
 }  // namespace ccl::coll

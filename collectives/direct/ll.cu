@@ -1,4 +1,5 @@
 #include "collectives/common/kernel_util.cuh"
+#include "collectives/common/launch.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
 #include "collectives/direct/ll_units.cuh"
@@ -37,6 +38,7 @@ __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     ll_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {
+  pdl_prologue();
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
   constexpr int V = 8 / sizeof(T);
@@ -137,22 +139,21 @@ __global__ void __launch_bounds__(kThreads)
 
 template <ccl_datatype_t D, ccl_redop_t Op>
 struct LLLaunch {
-  static void run(const ccl_device_comm_t& c, const CollScratch& s, const LLArgs& a, int grid,
-                  cudaStream_t stream) {
-    ll_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
+  static cudaError_t run(const ccl_device_comm_t& c, const CollScratch& s, const LLArgs& a,
+                         int grid, const Launch& l) {
+    return launch_kernel(ll_kernel<D, Op>, grid, kThreads, l, c, s, a);
   }
 };
 
 }  // namespace
 
 cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                      const CollScratch& s, const LLArgs& a, cudaStream_t stream) {
+                      const CollScratch& s, const LLArgs& a, const Launch& l) {
   const size_t units = (a.block_bytes + 7) / 8;
   const int grid = static_cast<int>(std::max<size_t>(1, (units + kThreads - 1) / kThreads));
   // Collectives that only move bytes share one instantiation.
-  launcher<LLLaunch>(is_reduction(a.coll) ? dtype : ccl_uint8, is_reduction(a.coll) ? op : ccl_sum)(
-      c, s, a, grid, stream);
-  return cudaGetLastError();
+  return launcher<LLLaunch>(is_reduction(a.coll) ? dtype : ccl_uint8,
+                            is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, l);
 }
 
 }  // namespace ccl::coll

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "collectives/common/kernel_util.cuh"
+#include "collectives/common/launch.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
 #include "collectives/direct/ll_units.cuh"
@@ -61,6 +62,7 @@ __device__ bool ll128_recv(const ccl_device_comm_t& c, const char* p, uint64_t f
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     ll128_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {
+  pdl_prologue();
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
   constexpr int V = 8 / sizeof(T);
@@ -192,23 +194,22 @@ __global__ void __launch_bounds__(kThreads)
 
 template <ccl_datatype_t D, ccl_redop_t Op>
 struct LL128Launch {
-  static void run(const ccl_device_comm_t& c, const CollScratch& s, const LLArgs& a, int grid,
-                  cudaStream_t stream) {
-    ll128_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
+  static cudaError_t run(const ccl_device_comm_t& c, const CollScratch& s, const LLArgs& a,
+                         int grid, const Launch& l) {
+    return launch_kernel(ll128_kernel<D, Op>, grid, kThreads, l, c, s, a);
   }
 };
 
 }  // namespace
 
 cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                         const CollScratch& s, const LLArgs& a, cudaStream_t stream) {
+                         const CollScratch& s, const LLArgs& a, const Launch& l) {
   constexpr size_t kGroupsPerBlock = kThreads / 32;
   const size_t want = (ll128_groups(a.block_bytes) + kGroupsPerBlock - 1) / kGroupsPerBlock;
   const int grid = static_cast<int>(std::clamp<size_t>(want, 1, kMaxLL128Blocks));
   // Collectives that only move bytes share one instantiation.
-  launcher<LL128Launch>(is_reduction(a.coll) ? dtype : ccl_uint8,
-                        is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, stream);
-  return cudaGetLastError();
+  return launcher<LL128Launch>(is_reduction(a.coll) ? dtype : ccl_uint8,
+                               is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, l);
 }
 
 }  // namespace ccl::coll

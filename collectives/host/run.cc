@@ -129,6 +129,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const size_t E = dtype_size(k.dtype);
   const CollScratch s = launch_scratch(comm, st);
   const ccl_device_comm_t& dc = comm->dev->handle;
+  const Launch l{k.stream, st->pdl};
   DirectArgs a{};
   a.kind = direct_kind(k.coll, ch.algo);
   a.root = k.root;
@@ -139,8 +140,8 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   // size) fits their rows.
   if (ch.proto == Proto::kLL || ch.proto == Proto::kLL128) {
     const LLArgs ll{k.send, k.recv, k.count * E, k.root, k.coll};
-    CCL_CUDA_CHECK(ch.proto == Proto::kLL ? launch_ll(k.dtype, k.op, dc, s, ll, k.stream)
-                                          : launch_ll128(k.dtype, k.op, dc, s, ll, k.stream));
+    CCL_CUDA_CHECK(ch.proto == Proto::kLL ? launch_ll(k.dtype, k.op, dc, s, ll, l)
+                                          : launch_ll128(k.dtype, k.op, dc, s, ll, l));
     return CCL_SUCCESS;
   }
   size_t send_elems, recv_elems;
@@ -194,7 +195,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
     if (a.kind == DirectKind::kNvlsAllGather) a.stage_src = false;
     // Non-roots of a broadcast have nothing to publish or stage.
     if (a.kind == DirectKind::kBroadcast && me != k.root) a.stage_src = false;
-    CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + local_blocks, k.stream));
+    CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + local_blocks, l));
   }
   return CCL_SUCCESS;
 }
@@ -221,7 +222,8 @@ Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& 
     a.send_ld = k.count;
     a.send = static_cast<const char*>(k.send) + done * E;
     a.recv = static_cast<char*>(k.recv) + done * E;
-    CCL_CUDA_CHECK(launch_pipe(k.dtype, k.op, comm->dev->handle, s, a, ch.blocks, k.stream));
+    CCL_CUDA_CHECK(
+        launch_pipe(k.dtype, k.op, comm->dev->handle, s, a, ch.blocks, {k.stream, st->pdl}));
   }
   return CCL_SUCCESS;
 }

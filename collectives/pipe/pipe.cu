@@ -1,4 +1,5 @@
 #include "collectives/common/kernel_util.cuh"
+#include "collectives/common/launch.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/pipe/pipe.cuh"
 #include "collectives/schedule/p2p.hpp"
@@ -255,6 +256,7 @@ __device__ bool canonical_reduce_scatter(const ccl_device_comm_t& c, const CollS
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     pipe_kernel(ccl_device_comm_t c, CollScratch s, PipeArgs a) {
+  pdl_prologue();
   using T = typename DType<D>::Storage;
   constexpr size_t E = sizeof(T);
   __shared__ Fifo f;
@@ -383,6 +385,7 @@ __device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s
 /// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares first.
 __global__ void __launch_bounds__(kThreads)
     p2p_kernel(ccl_device_comm_t c, CollScratch s, P2pArgs a) {
+  pdl_prologue();
   __shared__ Fifo f;
   __shared__ uint64_t zwin[kMaxP2pOps];
   __shared__ int fail;
@@ -459,27 +462,25 @@ __global__ void __launch_bounds__(kThreads)
 
 template <ccl_datatype_t D, ccl_redop_t Op>
 struct PipeLaunch {
-  static void run(const ccl_device_comm_t& c, const CollScratch& s, const PipeArgs& a, int grid,
-                  cudaStream_t stream) {
-    pipe_kernel<D, Op><<<grid, kThreads, 0, stream>>>(c, s, a);
+  static cudaError_t run(const ccl_device_comm_t& c, const CollScratch& s, const PipeArgs& a,
+                         int grid, const Launch& l) {
+    return launch_kernel(pipe_kernel<D, Op>, grid, kThreads, l, c, s, a);
   }
 };
 
 }  // namespace
 
 cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                        const CollScratch& s, const PipeArgs& a, int grid, cudaStream_t stream) {
+                        const CollScratch& s, const PipeArgs& a, int grid, const Launch& l) {
   // Copy-only collectives do not depend on the operation: one instantiation per type.
-  launcher<PipeLaunch>(dtype, is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, stream);
-  return cudaGetLastError();
+  return launcher<PipeLaunch>(dtype, is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, l);
 }
 
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
-                       cudaStream_t stream) {
+                       const Launch& l) {
   bool rendezvous = false;
   for (int i = 0; i < a.nops; ++i) rendezvous |= a.ops[i].is_send && p2p_rendezvous(a.ops[i].bytes);
-  p2p_kernel<<<rendezvous ? kP2pBlocks : kPipeChannels, kThreads, 0, stream>>>(c, s, a);
-  return cudaGetLastError();
+  return launch_kernel(p2p_kernel, rendezvous ? kP2pBlocks : kPipeChannels, kThreads, l, c, s, a);
 }
 
 }  // namespace ccl::coll

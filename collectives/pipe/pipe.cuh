@@ -9,6 +9,7 @@
 
 #include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
+#include "collectives/common/launch.hpp"
 #include "collectives/schedule/step.hpp"
 
 namespace ccl::coll {
@@ -40,8 +41,8 @@ struct P2pArgs {
 };
 
 cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
-                        const CollScratch& s, const PipeArgs& a, int grid, cudaStream_t stream);
+                        const CollScratch& s, const PipeArgs& a, int grid, const Launch& l);
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
-                       cudaStream_t stream);
+                       const Launch& l);
 
 }  // namespace ccl::coll

@@ -1,8 +1,10 @@
-// launch_floor_perf: what one eager call can cost at least on this machine. An empty kernel
-// launched back to back (host time per launch, GPU time per kernel) beside a one-rank
-// ccl_allreduce of 8 bytes (and ncclAllReduce with --compare-nccl, on a registered window): the
-// per-call work of the library above the CUDA launch itself. One GPU, one process; medians of
-// 15 batches of 200 calls after warm-up. Usage: launch_floor_perf [--compare-nccl] [-d DEVICE]
+// launch_floor_perf: what one call can cost at least on this machine. An empty kernel launched
+// back to back (host time per launch, GPU time per kernel) beside a one-rank ccl_allreduce of 8
+// bytes (and ncclAllReduce with --compare-nccl, on a registered window): the per-call work of the
+// library above the CUDA launch itself. Then the same calls captured 200 to a CUDA graph and
+// replayed (GPU time per call), the empty kernel also with programmatic dependent launch: what a
+// graph of small collectives pays between kernels. One GPU, one process; medians of 15 batches
+// of 200 calls after warm-up. Usage: launch_floor_perf [--compare-nccl] [-d DEVICE]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +22,11 @@ struct Args {
   char bytes[320];  // about what a collective kernel receives
 };
 __global__ void empty_kernel(Args) {}
+/// What a PDL-launched kernel must do at least (collectives/common/launch.cuh).
+__global__ void pdl_kernel(Args) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 
 struct Cost {
   double host_us, gpu_us;
@@ -56,6 +63,42 @@ Cost measure(cudaStream_t s, F&& call) {
   return {median(host), median(gpu)};
 }
 
+/// GPU time per call of 200 calls captured into one graph: medians of 15 replays after warm-up.
+template <typename F>
+double graph_us(cudaStream_t s, F&& call) {
+  constexpr int kReplays = 15, kPer = 200;
+  cudaGraph_t g;
+  cudaGraphExec_t x;
+  PERF_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < kPer; ++i) call();
+  PERF_CUDA(cudaStreamEndCapture(s, &g));
+  PERF_CUDA(cudaGraphInstantiate(&x, g, 0));
+  for (int i = 0; i < 3; ++i) PERF_CUDA(cudaGraphLaunch(x, s));
+  cudaEvent_t a, b;
+  PERF_CUDA(cudaEventCreate(&a));
+  PERF_CUDA(cudaEventCreate(&b));
+  std::vector<double> us;
+  for (int k = 0; k < kReplays; ++k) {
+    PERF_CUDA(cudaEventRecord(a, s));
+    PERF_CUDA(cudaGraphLaunch(x, s));
+    PERF_CUDA(cudaEventRecord(b, s));
+    PERF_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    PERF_CUDA(cudaEventElapsedTime(&ms, a, b));
+    us.push_back(1000.0 * ms / kPer);
+  }
+  PERF_CUDA(cudaEventDestroy(a));
+  PERF_CUDA(cudaEventDestroy(b));
+  PERF_CUDA(cudaGraphExecDestroy(x));
+  PERF_CUDA(cudaGraphDestroy(g));
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+void graph_row(const char* what, double us, double floor) {
+  std::printf("%-34s %9s %9.2f %9.2f\n", what, "graph", us, us - floor);
+}
+
 void row(const char* what, const Cost& c, const Cost& floor) {
   std::printf("%-34s %9.2f %9.2f %9.2f\n", what, c.host_us, c.gpu_us, c.host_us - floor.host_us);
 }
@@ -86,6 +129,19 @@ int main(int argc, char** argv) {
   PERF_CUDA(cudaGetLastError());
   row("empty kernel, 1 block", floor1, floor1);
   row("empty kernel, 64 blocks", floor64, floor1);
+  const double g_floor = graph_us(s, [&] { empty_kernel<<<1, 512, 0, s>>>(args); });
+  const double g_pdl = graph_us(s, [&] {
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(1);
+    cfg.blockDim = dim3(512);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    PERF_CUDA(cudaLaunchKernelEx(&cfg, pdl_kernel, args));
+  });
 
   ccl_unique_id_t id;
   PERF_CCL(ccl_get_unique_id(&id));
@@ -98,6 +154,10 @@ int main(int argc, char** argv) {
     if (ccl_allreduce(sym, out, 2, ccl_float32, ccl_sum, comm, s) != CCL_SUCCESS) std::exit(4);
   });
   row("ccl_allreduce 8 B (symmetric)", ccl, floor1);
+  const double g_ccl = graph_us(s, [&] {
+    if (ccl_allreduce(sym, out, 2, ccl_float32, ccl_sum, comm, s) != CCL_SUCCESS) std::exit(4);
+  });
+  double g_nccl = 0;
 
   if (compare) {
     perf::Nccl nccl;
@@ -120,12 +180,20 @@ int main(int argc, char** argv) {
       if (nccl.allreduce(buf, nout, 2, ccl_float32, ccl_sum, ncomm, s) != 0) std::exit(5);
     });
     row("ncclAllReduce 8 B (window)", n, floor1);
+    g_nccl = graph_us(s, [&] {
+      if (nccl.allreduce(buf, nout, 2, ccl_float32, ccl_sum, ncomm, s) != 0) std::exit(5);
+    });
     std::printf("# NCCL %d; host time NCCL / ccl: %.2f\n", nccl.version(), n.host_us / ccl.host_us);
     if (nccl.window_deregister(ncomm, win) || nccl.mem_free(buf) || nccl.destroy(ncomm)) {
       std::fprintf(stderr, "NCCL tear-down failed\n");
       return 5;
     }
   }
+  // Graph rows: "over" is above the empty kernel's graph time.
+  graph_row("empty kernel, 1 block", g_floor, g_floor);
+  graph_row("empty kernel, 1 block, PDL", g_pdl, g_floor);
+  graph_row("ccl_allreduce 8 B (symmetric)", g_ccl, g_floor);
+  if (compare) graph_row("ncclAllReduce 8 B (window)", g_nccl, g_floor);
   PERF_CCL(ccl_mem_free(comm, sym));
   PERF_CCL(ccl_comm_destroy(comm));
   return 0;

@@ -3,7 +3,8 @@
 // symmetric buffers, unaligned offsets, counts from 1 element to several staging pieces,
 // poisoned outputs, bitwise comparison with the host's reference, run-to-run determinism,
 // cross-algorithm identity under CCL_DETERMINISTIC=1, CUDA graph capture and replay, 10^4 mixed
-// back-to-back calls, send/recv in groups, and argument checks.
+// back-to-back calls, stream order under programmatic dependent launch, send/recv in groups, and
+// argument checks.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -438,6 +439,73 @@ int stress(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// A user kernel that lets the next kernel of its stream launch at once (the PDL trigger as its
+/// first statement) and writes `p` only `delay_ns` later: a collective launched with PDL that
+/// read its input before waiting for this kernel would see the poison instead.
+__global__ void late_fill(int32_t* p, size_t count, int32_t base, uint64_t delay_ns) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < delay_ns);
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    p[i] = base + static_cast<int32_t>(i % 1000);
+}
+
+/// Stream order under programmatic dependent launch (CCL_PDL=1, the default) and without it: a
+/// collective after a user kernel that triggers early reads what that kernel wrote, and each
+/// collective of a chain reads what the previous one wrote in place; send/recv likewise.
+int dependent_launch(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  for (const char* pdl : {"1", "0"}) {
+    setenv("CCL_PDL", pdl, 1);
+    ccl_comm_t comm;
+    if (fresh_comm(world, me, &comm)) return 1;
+    for (size_t count : {size_t{1000}, size_t{1} << 20}) {
+      int32_t *a, *b;
+      RANK_CUDA(cudaMalloc(&a, count * 4));
+      RANK_CUDA(cudaMalloc(&b, count * 4));
+      RANK_CUDA(cudaMemset(a, 0xff, count * 4));
+      RANK_CUDA(cudaMemset(b, 0xff, count * 4));
+      late_fill<<<64, 256, 0, s>>>(a, count, 10 * me + 1, 200000);
+      RANK_CUDA(cudaGetLastError());
+      RANK_OK(ccl_allreduce(a, b, count, ccl_int32, ccl_sum, comm, s));
+      RANK_OK(ccl_allreduce(b, b, count, ccl_int32, ccl_sum, comm, s));
+      RANK_OK(ccl_allreduce(b, b, count, ccl_int32, ccl_sum, comm, s));
+      std::vector<int32_t> got(count);
+      RANK_CUDA(cudaStreamSynchronize(s));
+      RANK_CUDA(cudaMemcpy(got.data(), b, count * 4, cudaMemcpyDeviceToHost));
+      const int32_t ranks = 5 * n * (n - 1) + n;  // sum of 10 r + 1 over the ranks
+      for (size_t i = 0; i < count; ++i) {
+        const int32_t want = (ranks + n * static_cast<int32_t>(i % 1000)) * n * n;
+        RANK_CHECK(got[i] == want,
+                   "CCL_PDL=%s count %zu: allreduce chain element %zu is %d, not %d", pdl, count, i,
+                   got[i], want);
+      }
+      // Point to point after a late writer: each rank sends to the next.
+      RANK_CUDA(cudaMemset(b, 0xff, count * 4));
+      late_fill<<<64, 256, 0, s>>>(a, count, 7 * me, 200000);
+      RANK_CUDA(cudaGetLastError());
+      RANK_OK(ccl_group_start());
+      RANK_OK(ccl_send(a, count, ccl_int32, (me + 1) % n, comm, s));
+      RANK_OK(ccl_recv(b, count, ccl_int32, (me + n - 1) % n, comm, s));
+      RANK_OK(ccl_group_end());
+      RANK_CUDA(cudaStreamSynchronize(s));
+      RANK_CUDA(cudaMemcpy(got.data(), b, count * 4, cudaMemcpyDeviceToHost));
+      const int32_t prev = 7 * ((me + n - 1) % n);
+      for (size_t i = 0; i < count; ++i)
+        RANK_CHECK(got[i] == prev + static_cast<int32_t>(i % 1000),
+                   "CCL_PDL=%s count %zu: received element %zu is %d", pdl, count, i, got[i]);
+      RANK_CUDA(cudaFree(a));
+      RANK_CUDA(cudaFree(b));
+    }
+    RANK_OK(ccl_comm_destroy(comm));
+  }
+  unsetenv("CCL_PDL");
+  return 0;
+}
+
 /// One group with 12 sends to the next rank and 12 receives from the previous one, of unequal
 /// sizes up to several FIFO messages each: more sends to one peer than its FIFO has slots, which
 /// deadlocked the first message order; each receive must get its own send's bytes, in order.
@@ -686,6 +754,7 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
         if (graphs(world, r, n, s)) return 5;
         if (registration(world, r, n, s)) return 8;
         if (stress(world, r, n, s)) return 6;
+        if (dependent_launch(world, r, n, s)) return 9;
         if (point_to_point(world, r, n, s)) return 7;
         RANK_OK(ccl_barrier(world, s));
         RANK_CUDA(cudaStreamSynchronize(s));
