@@ -44,27 +44,33 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int V = 8 / sizeof(T);
   const int n = c.nranks, me = c.rank;
   __shared__ int fail;
-  if (threadIdx.x == 0) fail = 0;
-  __syncthreads();
-  // This parity's rows were last read by the peers two launches ago.
-  const uint64_t e = begin_epoch(c, s, 2, &fail);
-  if (fail) return;
-  const uint32_t flag = static_cast<uint32_t>(e);  // epochs start at 1: never 0
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
   const size_t bb = a.block_bytes, units = (bb + 7) / 8;
   const Collective k = a.coll;
   const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
-  uint64_t* mine = s.ll + ((e & 1) * n + me) * s.ll_entries;  // my row at every rank
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // A broadcast's non-roots may pass no send buffer (NCCL's contract).
+  const bool sends = k != Collective::kBroadcast || me == a.root;
+  // The thread's first unit of a buffer every peer gets whole, loaded before the epoch: the two
+  // loads are in flight together rather than one after the other (a small call is little else).
+  const uint64_t v_first =
+      sends && !blocked_src && first < units ? load_unit(send, first * 8, bb) : 0;
+  if (threadIdx.x == 0) fail = 0;
+  __syncthreads();
+  // This parity's rows were last read by the peers two launches ago.
+  const uint64_t e = begin_epoch(c, s, 2, &fail);
+  if (fail) return;
+  const uint32_t flag = static_cast<uint32_t>(e);             // epochs start at 1: never 0
+  uint64_t* mine = s.ll + ((e & 1) * n + me) * s.ll_entries;  // my row at every rank
   // Send: each unit as two (data, flag) entries in one 16-byte store to every peer that needs it.
-  for (size_t u = first; u < units; u += stride) {
+  for (size_t u = first; u < units && sends; u += stride) {
+    const uint64_t whole = blocked_src ? 0 : u == first ? v_first : load_unit(send, u * 8, bb);
     for (int step = 1; step < n; ++step) {
       const int j = (me + step) % n;
-      if (k == Collective::kBroadcast && me != a.root) break;
       if (k == Collective::kReduce && j != a.root) continue;
-      const uint64_t v = load_unit(blocked_src ? blk(send, j, bb) : send, u * 8, bb);
+      const uint64_t v = blocked_src ? load_unit(blk(send, j, bb), u * 8, bb) : whole;
       const uint64_t lo = (v & 0xffffffffull) | (static_cast<uint64_t>(flag) << 32);
       const uint64_t hi = (v >> 32) | (static_cast<uint64_t>(flag) << 32);
       uint64_t* dst = dev::peer_ptr(c, mine + 2 * u, j);
@@ -87,7 +93,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int r = 0; r < n; ++r) {
           uint64_t v;
           if (r == me) {
-            v = load_unit(own, u * 8, bb);
+            v = k != Collective::kReduceScatter && u == first ? v_first : load_unit(own, u * 8, bb);
           } else if (!row(r, u, &v)) {
             fail = 1;
             break;

@@ -68,36 +68,49 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int V = 8 / sizeof(T);
   const int n = c.nranks, me = c.rank;
   __shared__ int fail;
-  if (threadIdx.x == 0) fail = 0;
-  __syncthreads();
-  // This parity's rows were last read by the peers two launches ago.
-  const uint64_t e = begin_epoch(c, s, 2, &fail);
-  if (fail) return;
-  const uint64_t flag = e;  // epochs start at 1: never the zeroed rows' 0
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
   const size_t bb = a.block_bytes, lines = ll128_lines(bb), groups = ll128_groups(bb);
   const Collective k = a.coll;
   const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
   const char* own = blocked_src ? blk(send, me, bb) : send;  // this rank's part for itself
-  const size_t parity = (e & 1) * static_cast<size_t>(n);
-  char* mine = s.ll128 + (parity + me) * s.ll128_row;  // my row at every rank
   const int lane = threadIdx.x & 31;
   const size_t warp = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const size_t warps = static_cast<size_t>(gridDim.x) * blockDim.x / 32;
+  // This lane's 16 bytes of a buffer every peer gets whole, line group g (2 units).
+  // A broadcast's non-roots may pass no send buffer (NCCL's contract).
+  const bool sends = k != Collective::kBroadcast || me == a.root;
+  auto whole = [&](size_t g, uint64_t v[2]) {
+    const LL128Slot sl = ll128_slot(g, lane);
+    v[0] = v[1] = 0;
+    if (!sends || blocked_src || sl.line >= lines) return;
+    v[0] = load_unit(send, sl.unit * 8, bb);
+    if (!sl.flag_lane) v[1] = load_unit(send, (sl.unit + 1) * 8, bb);
+  };
+  // The warp's first group, loaded before the epoch so that both loads are in flight together.
+  uint64_t v_first[2];
+  whole(warp, v_first);
+  if (threadIdx.x == 0) fail = 0;
+  __syncthreads();
+  // This parity's rows were last read by the peers two launches ago.
+  const uint64_t e = begin_epoch(c, s, 2, &fail);
+  if (fail) return;
+  const uint64_t flag = e;  // epochs start at 1: never the zeroed rows' 0
+  const size_t parity = (e & 1) * static_cast<size_t>(n);
+  char* mine = s.ll128 + (parity + me) * s.ll128_row;  // my row at every rank
   // Send: every line a peer needs, 16 bytes per lane, the warp's 4 lines in one store.
-  for (size_t g = warp; g < groups; g += warps) {
+  for (size_t g = warp; g < groups && sends; g += warps) {
     const LL128Slot sl = ll128_slot(g, lane);
     const bool active = sl.line < lines;
+    uint64_t same[2] = {v_first[0], v_first[1]};
+    if (g != warp) whole(g, same);
     for (int step = 1; step < n; ++step) {
       const int j = (me + step) % n;
-      if (k == Collective::kBroadcast && me != a.root) break;
       if (k == Collective::kReduce && j != a.root) continue;
-      const char* src = blocked_src ? blk(send, j, bb) : send;
-      uint64_t v0 = 0, v1 = flag;
-      if (active) {
-        v0 = load_unit(src, sl.unit * 8, bb);
-        if (!sl.flag_lane) v1 = load_unit(src, (sl.unit + 1) * 8, bb);
+      uint64_t v0 = same[0], v1 = sl.flag_lane ? flag : same[1];
+      if (active && blocked_src) {
+        v0 = load_unit(blk(send, j, bb), sl.unit * 8, bb);
+        if (!sl.flag_lane) v1 = load_unit(blk(send, j, bb), (sl.unit + 1) * 8, bb);
       }
       char* dst = dev::peer_ptr(c, mine + sl.row_off, j);
       __syncwarp();  // the line's 8 lanes store in one instruction
