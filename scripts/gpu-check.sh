@@ -95,6 +95,8 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
     crun ${c}_perf "$coll_perf/${c}_perf" -b 8 -e "$top" -f 2 -R 2 $cmp --json "$out/${c}_perf.json"
   done
   crun all_reduce_perf_graph "$coll_perf/all_reduce_perf" -b 8 -e 1M -f 2 -R 2 -G 1 $cmp --json "$out/all_reduce_perf_graph.json"
+  # Steady state: the graph's upload at its first launch spread over 10 launches.
+  crun all_reduce_perf_graph10 "$coll_perf/all_reduce_perf" -b 8 -e 1M -f 2 -R 2 -G 10 $cmp --json "$out/all_reduce_perf_graph10.json"
   crun all_reduce_perf_malloc "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 $cmp
   crun all_reduce_perf_registered "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 -R 1 $cmp
   crun all_gather_perf_registered "$coll_perf/all_gather_perf" -b 8 -e 256M -f 4 -R 1 $cmp

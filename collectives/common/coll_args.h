@@ -24,6 +24,14 @@ constexpr size_t ll_capacity(int nranks) {
       (size_t{4} << 20) / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 4096 * 4096;
   return share > kLLMaxBytes ? kLLMaxBytes : share < (64 << 10) ? (64 << 10) : share;
 }
+/// Threads of an LL or LL128 block.
+inline constexpr int kLLThreads = 512;
+/// Grid of the LL kernel: a thread per 8-byte unit of the rank block (the tuner reports it).
+constexpr int ll_blocks(size_t block_bytes) {
+  const size_t units = (block_bytes + 7) / 8;
+  const size_t b = (units + kLLThreads - 1) / kLLThreads;
+  return b < 1 ? 1 : static_cast<int>(b);
+}
 /// LL128 rows (collectives/schedule/ll128.hpp): one per (epoch parity, sender) at every rank,
 /// 16 MiB in all split over the senders, between 256 KiB and 4 MiB each; a row of R bytes carries
 /// a rank block of R / 128 x 120 bytes.

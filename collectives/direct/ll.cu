@@ -7,7 +7,7 @@
 namespace ccl::coll {
 namespace {
 
-constexpr int kThreads = 512;
+constexpr int kThreads = kLLThreads;
 
 /// Spins until both entries of a unit carry `flag`; false on timeout or abort (reported).
 __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag, int peer,
@@ -155,8 +155,7 @@ struct LLLaunch {
 
 cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                       const CollScratch& s, const LLArgs& a, const Launch& l) {
-  const size_t units = (a.block_bytes + 7) / 8;
-  const int grid = static_cast<int>(std::max<size_t>(1, (units + kThreads - 1) / kThreads));
+  const int grid = ll_blocks(a.block_bytes);
   // Collectives that only move bytes share one instantiation.
   return launcher<LLLaunch>(is_reduction(a.coll) ? dtype : ccl_uint8,
                             is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, l);

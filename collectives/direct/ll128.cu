@@ -14,8 +14,7 @@
 namespace ccl::coll {
 namespace {
 
-constexpr int kThreads = 512;
-constexpr int kMaxLL128Blocks = 64;
+constexpr int kThreads = kLLThreads;
 constexpr unsigned kWarp = 0xffffffffu;
 
 /// Warp-wide (every lane calls it together): this lane's 16 bytes of a line of row `p`, once the
@@ -217,9 +216,7 @@ struct LL128Launch {
 
 cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                          const CollScratch& s, const LLArgs& a, const Launch& l) {
-  constexpr size_t kGroupsPerBlock = kThreads / 32;
-  const size_t want = (ll128_groups(a.block_bytes) + kGroupsPerBlock - 1) / kGroupsPerBlock;
-  const int grid = static_cast<int>(std::clamp<size_t>(want, 1, kMaxLL128Blocks));
+  const int grid = ll128_blocks(a.block_bytes);
   // Collectives that only move bytes share one instantiation.
   return launcher<LL128Launch>(is_reduction(a.coll) ? dtype : ccl_uint8,
                                is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, l);

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "common/cuda.hpp"
+#include "common/log.hpp"
 #include "common/settings.hpp"
 #include "core/comm.hpp"
 
@@ -66,7 +67,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t inbox = n * kPipeChannels * kPipeSlots * slot;
   const size_t fifo_flags = align_up(n * kPipeChannels * sizeof(uint64_t), 256);
   const size_t offers = align_up(n * kMaxP2pOps * sizeof(P2pOffer), 256);
-  const size_t p2p_counts = align_up(n * sizeof(uint64_t), 256);
+  const size_t peer_words = align_up(n * sizeof(uint64_t), 256);
   auto st = std::make_shared<CollState>();
   CCL_CHECK(load_tuner_config(&st->cfg));
   // Only a forced LL128 consults it: n^2 / 2 driver queries are not paid otherwise.
@@ -79,11 +80,15 @@ Status coll_state(ccl_comm* c, CollState** out) {
     major = m;
   }
   st->pdl = pdl != 0 && major >= 9;
+  CCL_INFO(kSubsysColl, "rank %d: collective kernels launched %s", c->rank,
+           st->pdl    ? "with programmatic dependent launch"
+           : pdl != 0 ? "plainly (no programmatic dependent launch before sm_90)"
+                      : "plainly (CCL_PDL=0)");
   const size_t ll_entries = ll_capacity(c->nranks) / 4;
   const size_t ll = 2 * n * ll_entries * sizeof(uint64_t);
   const size_t ll128 = 2 * n * ll128_row_bytes(c->nranks);
   CCL_CHECK(c->heap->alloc(2 * stage + ready + done + epoch + inbox + 2 * fifo_flags + offers +
-                               2 * p2p_counts + ll + ll128,
+                               2 * peer_words + ll + ll128,
                            &st->heap_block));
   device_resources_note_heap(c);
   char* p = static_cast<char*>(st->heap_block);
@@ -106,9 +111,9 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.offers = reinterpret_cast<P2pOffer*>(p);
   p += offers;
   s.offers_read = reinterpret_cast<uint64_t*>(p);
-  p += p2p_counts;
+  p += peer_words;
   s.zc_bytes = reinterpret_cast<uint64_t*>(p);
-  p += p2p_counts;
+  p += peer_words;
   s.ll = reinterpret_cast<uint64_t*>(p);
   s.ll_entries = ll_entries;
   p += ll;

@@ -6,6 +6,7 @@
 
 #include "collectives/common/coll_args.h"
 #include "collectives/common/names.hpp"
+#include "collectives/schedule/ll128.hpp"
 #include "collectives/schedule/schedule.hpp"
 #include "common/settings.hpp"
 
@@ -220,6 +221,10 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
     ch.proto = Proto::kSimple;
   if (cfg.nchannels > 0)
     ch.blocks = std::min(cfg.nchannels, is_pipe(ch.algo) ? kPipeChannels : kMaxBlocks);
+  // The LL kernels size their grid by the rank block (one thread per unit, one warp per line
+  // group) whatever CCL_NCHANNELS says: report the grid that runs.
+  if (ch.proto == Proto::kLL) ch.blocks = ll_blocks(block_bytes(in));
+  if (ch.proto == Proto::kLL128) ch.blocks = ll128_blocks(block_bytes(in));
   return ch;
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 
+#include "collectives/common/coll_args.h"
 #include "collectives/schedule/step.hpp"
 
 namespace ccl::coll {
@@ -45,6 +46,14 @@ CCL_HD size_t ll128_lines(size_t bytes) {
 /// Line groups (warp iterations) of a rank block of `bytes`.
 CCL_HD size_t ll128_groups(size_t bytes) {
   return (ll128_lines(bytes) + kLL128LinesPerWarp - 1) / kLL128LinesPerWarp;
+}
+
+/// Grid of the LL128 kernel: a warp per line group, at most 64 blocks (warps then loop).
+inline constexpr int kMaxLL128Blocks = 64;
+CCL_HD int ll128_blocks(size_t bytes) {
+  const size_t per_block = kLLThreads / 32;
+  const size_t b = (ll128_groups(bytes) + per_block - 1) / per_block;
+  return b < 1 ? 1 : b > kMaxLL128Blocks ? kMaxLL128Blocks : static_cast<int>(b);
 }
 
 }  // namespace ccl::coll

@@ -137,6 +137,23 @@ TEST(Tuner, ProtoAndChannelOverrides) {
   EXPECT_EQ(c.blocks, 3);
 }
 
+TEST(Tuner, LLChoicesReportTheGridThatRuns) {
+  TunerConfig cfg;
+  // One thread per 8-byte unit of the rank block, 512 a block; CCL_NCHANNELS does not apply.
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 8)).blocks, 1);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 4096)).blocks, 1);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 4097)).blocks, 2);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 256 << 10)).blocks, 64);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 2 * 4096)).blocks, 1);  // per rank block
+  cfg.nchannels = 3;
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 8)).blocks, 1);
+  // LL128: a warp per 4-line group (480 data bytes), 16 warps a block, at most 64 blocks.
+  cfg.proto = Proto::kLL128;
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 480 * 16)).blocks, 1);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 480 * 16 + 8)).blocks, 2);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 480 << 10)).blocks, 64);  // 1024 groups
+}
+
 TEST(Tuner, NvlsEnableIsRefusedWhenPeerLibrariesForbidMulticast) {
   TunerConfig cfg;
   setenv("CCL_NVLS_ENABLE", "1", 1);
