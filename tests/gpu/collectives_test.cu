@@ -461,7 +461,8 @@ __global__ void late_fill(int32_t* p, size_t count, int32_t base, uint64_t delay
 
 /// Stream order under programmatic dependent launch (CCL_PDL=1, the default) and without it: a
 /// collective after a user kernel that triggers early reads what that kernel wrote, and each
-/// collective of a chain reads what the previous one wrote in place; send/recv likewise.
+/// collective of a chain reads what the previous one wrote in place, eager and in a graph with
+/// other node kinds; send/recv likewise.
 int dependent_launch(ccl_comm_t world, int me, int n, cudaStream_t s) {
   for (const char* pdl : {"1", "0"}) {
     setenv("CCL_PDL", pdl, 1);
@@ -473,21 +474,45 @@ int dependent_launch(ccl_comm_t world, int me, int n, cudaStream_t s) {
       RANK_CUDA(cudaMalloc(&b, count * 4));
       RANK_CUDA(cudaMemset(a, 0xff, count * 4));
       RANK_CUDA(cudaMemset(b, 0xff, count * 4));
+      std::vector<int32_t> got(count);
+      // b = n^2 x (sum over the ranks of 10 r + 1 + i % 1000), from a chain of three.
+      auto check_chain = [&](const char* what) {
+        RANK_CUDA(cudaStreamSynchronize(s));
+        RANK_CUDA(cudaMemcpy(got.data(), b, count * 4, cudaMemcpyDeviceToHost));
+        const int32_t ranks = 5 * n * (n - 1) + n;
+        for (size_t i = 0; i < count; ++i) {
+          const int32_t want = (ranks + n * static_cast<int32_t>(i % 1000)) * n * n;
+          RANK_CHECK(got[i] == want, "CCL_PDL=%s count %zu, %s: element %zu is %d, not %d", pdl,
+                     count, what, i, got[i], want);
+        }
+        return 0;
+      };
       late_fill<<<64, 256, 0, s>>>(a, count, 10 * me + 1, 200000);
       RANK_CUDA(cudaGetLastError());
       RANK_OK(ccl_allreduce(a, b, count, ccl_int32, ccl_sum, comm, s));
       RANK_OK(ccl_allreduce(b, b, count, ccl_int32, ccl_sum, comm, s));
       RANK_OK(ccl_allreduce(b, b, count, ccl_int32, ccl_sum, comm, s));
-      std::vector<int32_t> got(count);
-      RANK_CUDA(cudaStreamSynchronize(s));
-      RANK_CUDA(cudaMemcpy(got.data(), b, count * 4, cudaMemcpyDeviceToHost));
-      const int32_t ranks = 5 * n * (n - 1) + n;  // sum of 10 r + 1 over the ranks
-      for (size_t i = 0; i < count; ++i) {
-        const int32_t want = (ranks + n * static_cast<int32_t>(i % 1000)) * n * n;
-        RANK_CHECK(got[i] == want,
-                   "CCL_PDL=%s count %zu: allreduce chain element %zu is %d, not %d", pdl, count, i,
-                   got[i], want);
+      if (check_chain("eager chain")) return 1;
+      // The same chain captured between other node kinds (a memset before the late writer, a
+      // copy between two collectives: PDL edges only join kernel to kernel), replayed twice.
+      cudaGraph_t g;
+      cudaGraphExec_t x;
+      RANK_CUDA(cudaMemset(a, 0xff, count * 4));
+      RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+      RANK_CUDA(cudaMemsetAsync(b, 0xff, count * 4, s));
+      late_fill<<<64, 256, 0, s>>>(a, count, 10 * me + 1, 200000);
+      RANK_OK(ccl_allreduce(a, b, count, ccl_int32, ccl_sum, comm, s));
+      RANK_OK(ccl_allreduce(b, b, count, ccl_int32, ccl_sum, comm, s));
+      RANK_CUDA(cudaMemcpyAsync(a, b, count * 4, cudaMemcpyDeviceToDevice, s));
+      RANK_OK(ccl_allreduce(a, b, count, ccl_int32, ccl_sum, comm, s));
+      RANK_CUDA(cudaStreamEndCapture(s, &g));
+      RANK_CUDA(cudaGraphInstantiate(&x, g, 0));
+      for (int replay = 0; replay < 2; ++replay) {
+        RANK_CUDA(cudaGraphLaunch(x, s));
+        if (check_chain("graph replay")) return 1;
       }
+      RANK_CUDA(cudaGraphExecDestroy(x));
+      RANK_CUDA(cudaGraphDestroy(g));
       // Point to point after a late writer: each rank sends to the next.
       RANK_CUDA(cudaMemset(b, 0xff, count * 4));
       late_fill<<<64, 256, 0, s>>>(a, count, 7 * me, 200000);
