@@ -28,6 +28,85 @@ __global__ void pdl_kernel(Args) {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+/// The steps of a one-block small collective, each probe adding one to the last: what each
+/// costs in a graph of PDL launches. `p` is device memory: [0] a counter as the epochs are,
+/// [64..] data.
+enum Probe {
+  kAcquireLoad,    // thread 0: ld.acquire.sys of the counter, shared, barrier
+  kRelaxedLoad,    // the same with ld.relaxed.sys
+  kCounterStore,   // + thread 0 stores counter + 1 (st.relaxed.sys), as finish_epoch does
+  kDataToo,        // + every thread loads 8 bytes and stores them elsewhere, as LL does
+  kThreeBarriers,  // + the two more block barriers LL's epoch bookkeeping has
+  kPrintfBranch,   // + an untaken branch that calls printf (as device error reports do)
+  kNumProbes
+};
+const char* const kProbeNames[kNumProbes] = {
+    "+ acquire load (sys), barrier", "+ relaxed load (sys), barrier", "acquire + counter store",
+    "+ 8 B load/store per thread",   "+ 2 more block barriers",       "+ untaken printf branch"};
+
+template <int P>
+__global__ void probe_kernel(uint64_t* p, Args) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  __shared__ uint64_t seen;
+  const uint64_t data = P >= kDataToo ? p[64 + threadIdx.x] : 0;  // in flight with the counter
+  if (threadIdx.x == 0) {
+    uint64_t v;
+    if (P == kRelaxedLoad)
+      asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    else
+      asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    seen = v;
+  }
+  __syncthreads();
+  if (P >= kThreeBarriers) {
+    __syncthreads();
+    __syncthreads();
+  }
+  if (P >= kPrintfBranch && seen == 0x5eed5eed5eedull)
+    printf("probe %d saw %llu\n", P, static_cast<unsigned long long>(seen));
+  if (P >= kDataToo) p[1024 + threadIdx.x] = data + seen;
+  if (P >= kCounterStore && threadIdx.x == 0)
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(seen + 1) : "memory");
+}
+
+struct BigArgs {
+  char bytes[480];
+};
+template <typename Big>
+__global__ void probe_kernel_big(uint64_t* p, Big) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  __shared__ uint64_t seen;
+  const uint64_t data = p[64 + threadIdx.x];
+  if (threadIdx.x == 0) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    seen = v;
+  }
+  __syncthreads();
+  __syncthreads();
+  __syncthreads();
+  p[1024 + threadIdx.x] = data + seen;
+  if (threadIdx.x == 0)
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(seen + 1) : "memory");
+}
+
+/// Launches `kernel` with the PDL attribute: one block of 512 threads.
+template <typename... Params, typename... A>
+void launch_pdl(void (*kernel)(Params...), cudaStream_t s, A... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(512);
+  cfg.stream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  PERF_CUDA(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
 struct Cost {
   double host_us, gpu_us;
 };
@@ -130,18 +209,28 @@ int main(int argc, char** argv) {
   row("empty kernel, 1 block", floor1, floor1);
   row("empty kernel, 64 blocks", floor64, floor1);
   const double g_floor = graph_us(s, [&] { empty_kernel<<<1, 512, 0, s>>>(args); });
-  const double g_pdl = graph_us(s, [&] {
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(1);
-    cfg.blockDim = dim3(512);
-    cfg.stream = s;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    PERF_CUDA(cudaLaunchKernelEx(&cfg, pdl_kernel, args));
-  });
+  const double g_pdl = graph_us(s, [&] { launch_pdl(pdl_kernel, s, args); });
+  uint64_t* probe_mem = nullptr;
+  PERF_CUDA(cudaMalloc(&probe_mem, 16384));
+  PERF_CUDA(cudaMemset(probe_mem, 0, 16384));
+  double g_probe[kNumProbes];
+  g_probe[kAcquireLoad] =
+      graph_us(s, [&] { launch_pdl(probe_kernel<kAcquireLoad>, s, probe_mem, args); });
+  g_probe[kRelaxedLoad] =
+      graph_us(s, [&] { launch_pdl(probe_kernel<kRelaxedLoad>, s, probe_mem, args); });
+  g_probe[kCounterStore] =
+      graph_us(s, [&] { launch_pdl(probe_kernel<kCounterStore>, s, probe_mem, args); });
+  g_probe[kDataToo] = graph_us(s, [&] { launch_pdl(probe_kernel<kDataToo>, s, probe_mem, args); });
+  g_probe[kThreeBarriers] =
+      graph_us(s, [&] { launch_pdl(probe_kernel<kThreeBarriers>, s, probe_mem, args); });
+  g_probe[kPrintfBranch] =
+      graph_us(s, [&] { launch_pdl(probe_kernel<kPrintfBranch>, s, probe_mem, args); });
+  // The barriers probe with the parameter size of a collective kernel's (device communicator,
+  // scratch table, arguments).
+  const BigArgs big{};
+  const double g_big =
+      graph_us(s, [&] { launch_pdl(probe_kernel_big<BigArgs>, s, probe_mem, big); });
+  PERF_CUDA(cudaFree(probe_mem));
 
   ccl_unique_id_t id;
   PERF_CCL(ccl_get_unique_id(&id));
@@ -154,6 +243,13 @@ int main(int argc, char** argv) {
     if (ccl_allreduce(sym, out, 2, ccl_float32, ccl_sum, comm, s) != CCL_SUCCESS) std::exit(4);
   });
   row("ccl_allreduce 8 B (symmetric)", ccl, floor1);
+  // The same steps on symmetric-heap memory (where the collectives' counters live).
+  auto* heap_probe = static_cast<uint64_t*>(sym) + 16384;
+  PERF_CUDA(cudaMemset(heap_probe, 0, 16384));
+  const double g_heap_store =
+      graph_us(s, [&] { launch_pdl(probe_kernel<kCounterStore>, s, heap_probe, args); });
+  const double g_heap_all =
+      graph_us(s, [&] { launch_pdl(probe_kernel<kThreeBarriers>, s, heap_probe, args); });
   const double g_ccl = graph_us(s, [&] {
     if (ccl_allreduce(sym, out, 2, ccl_float32, ccl_sum, comm, s) != CCL_SUCCESS) std::exit(4);
   });
@@ -192,6 +288,10 @@ int main(int argc, char** argv) {
   // Graph rows: "over" is above the empty kernel's graph time.
   graph_row("empty kernel, 1 block", g_floor, g_floor);
   graph_row("empty kernel, 1 block, PDL", g_pdl, g_floor);
+  for (int i = 0; i < kNumProbes; ++i) graph_row(kProbeNames[i], g_probe[i], g_floor);
+  graph_row("barriers probe, 488 B of parameters", g_big, g_floor);
+  graph_row("acquire + counter store, heap", g_heap_store, g_floor);
+  graph_row("+ data + barriers, heap", g_heap_all, g_floor);
   graph_row("ccl_allreduce 8 B (symmetric)", g_ccl, g_floor);
   if (compare) graph_row("ncclAllReduce 8 B (window)", g_nccl, g_floor);
   PERF_CCL(ccl_mem_free(comm, sym));
