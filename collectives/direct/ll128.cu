@@ -2,8 +2,6 @@
 // that peer's row, receivers spin on local rows, no barrier) with one flag per 128-byte line
 // instead of one per 8-byte word, so 120 of every 128 bytes crossing NVLink are data (LL: 64).
 // Line layout and its hardware premise: collectives/schedule/ll128.hpp.
-#include <algorithm>
-
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch.cuh"
 #include "collectives/common/launch_table.cuh"
@@ -76,9 +74,9 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x & 31;
   const size_t warp = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const size_t warps = static_cast<size_t>(gridDim.x) * blockDim.x / 32;
-  // This lane's 16 bytes of a buffer every peer gets whole, line group g (2 units).
   // A broadcast's non-roots may pass no send buffer (NCCL's contract).
   const bool sends = k != Collective::kBroadcast || me == a.root;
+  // This lane's 16 bytes of a buffer every peer gets whole, line group g (2 units).
   auto whole = [&](size_t g, uint64_t v[2]) {
     const LL128Slot sl = ll128_slot(g, lane);
     v[0] = v[1] = 0;
