@@ -44,8 +44,8 @@ const char* const kProbeNames[kNumProbes] = {
     "+ acquire load (sys), barrier", "+ relaxed load (sys), barrier", "acquire + counter store",
     "+ 8 B load/store per thread",   "+ 2 more block barriers",       "+ untaken printf branch"};
 
-template <int P>
-__global__ void probe_kernel(uint64_t* p, Args) {
+template <int P, typename Params = Args>
+__global__ void probe_kernel(uint64_t* p, Params) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ uint64_t seen;
@@ -70,27 +70,10 @@ __global__ void probe_kernel(uint64_t* p, Args) {
     asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(seen + 1) : "memory");
 }
 
+/// What a collective kernel's parameters weigh (device communicator, scratch table, arguments).
 struct BigArgs {
   char bytes[480];
 };
-template <typename Big>
-__global__ void probe_kernel_big(uint64_t* p, Big) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  __shared__ uint64_t seen;
-  const uint64_t data = p[64 + threadIdx.x];
-  if (threadIdx.x == 0) {
-    uint64_t v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    seen = v;
-  }
-  __syncthreads();
-  __syncthreads();
-  __syncthreads();
-  p[1024 + threadIdx.x] = data + seen;
-  if (threadIdx.x == 0)
-    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(seen + 1) : "memory");
-}
 
 /// Launches `kernel` with the PDL attribute: one block of 512 threads.
 template <typename... Params, typename... A>
@@ -225,11 +208,10 @@ int main(int argc, char** argv) {
       graph_us(s, [&] { launch_pdl(probe_kernel<kThreeBarriers>, s, probe_mem, args); });
   g_probe[kPrintfBranch] =
       graph_us(s, [&] { launch_pdl(probe_kernel<kPrintfBranch>, s, probe_mem, args); });
-  // The barriers probe with the parameter size of a collective kernel's (device communicator,
-  // scratch table, arguments).
+  // The barriers probe with a collective kernel's parameter size.
   const BigArgs big{};
   const double g_big =
-      graph_us(s, [&] { launch_pdl(probe_kernel_big<BigArgs>, s, probe_mem, big); });
+      graph_us(s, [&] { launch_pdl(probe_kernel<kThreeBarriers, BigArgs>, s, probe_mem, big); });
   PERF_CUDA(cudaFree(probe_mem));
 
   ccl_unique_id_t id;
