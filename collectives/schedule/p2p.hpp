@@ -44,24 +44,20 @@ CCL_HD size_t p2p_stream_offset(const Op* ops, const size_t* msgs, int i) {
   return off;
 }
 
-/// Rendezvous operations of ops[0..i) with ops[i]'s peer in ops[i]'s direction: operation i's
-/// offer is the pair's offers so far plus this plus one.
-template <typename Op>
-CCL_HD uint64_t p2p_rendezvous_before(const Op* ops, int i) {
-  uint64_t k = 0;
-  for (int j = 0; j < i; ++j)
-    k += ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0) &&
-         p2p_rendezvous(ops[j].bytes);
-  return k;
-}
-
-/// Rendezvous operations of the group with `peer` in one direction.
+/// Rendezvous operations of ops[0..nops) with `peer` in one direction.
 template <typename Op>
 CCL_HD uint64_t p2p_rendezvous_count(const Op* ops, int nops, int peer, bool is_send) {
   uint64_t k = 0;
   for (int j = 0; j < nops; ++j)
     k += ops[j].peer == peer && (ops[j].is_send != 0) == is_send && p2p_rendezvous(ops[j].bytes);
   return k;
+}
+
+/// Rendezvous operations before operation i in its (peer, direction) stream: operation i's offer
+/// is the pair's offers so far plus this plus one.
+template <typename Op>
+CCL_HD uint64_t p2p_rendezvous_before(const Op* ops, int i) {
+  return p2p_rendezvous_count(ops, i, ops[i].peer, ops[i].is_send != 0);
 }
 
 /// Offers of one pair form a ring of kMaxP2pOps at the sender: offer q (1-based) goes to this

@@ -90,7 +90,7 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
 
   const PeerInfo& me = c->peers[c->rank];
   c->paths = compute_paths(c->peers, c->rank, [&](const PeerInfo& p) {
-    if (std::memcmp(p.uuid, me.uuid, sizeof(me.uuid)) == 0) return true;  // same GPU
+    if (same_gpu(p, me)) return true;
     int local = -1, ok = 0;
     if (cudaDeviceGetByPCIBusId(&local, p.pci_bus_id) != cudaSuccess) {
       cudaGetLastError();

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,11 @@ std::vector<PeerPath> compute_paths(const std::vector<PeerInfo>& peers, int me,
   return paths;
 }
 
+/// Whether two ranks use the same GPU (by UUID).
+inline bool same_gpu(const PeerInfo& a, const PeerInfo& b) {
+  return std::memcmp(a.uuid, b.uuid, sizeof(a.uuid)) == 0;
+}
+
 /// Whether `pred(a, b)` holds for every pair of distinct GPUs among `peers` (ranks on one GPU,
 /// by UUID, are one GPU; ranks without a device are skipped). Every rank that passes the same
 /// table and predicate gets the same answer, so a protocol gated on it is chosen alike
@@ -73,9 +79,7 @@ bool every_gpu_pair(const std::vector<PeerInfo>& peers, Pred&& pred) {
     for (size_t b = a + 1; b < peers.size(); ++b) {
       const PeerInfo &x = peers[a], &y = peers[b];
       if (x.device < 0 || y.device < 0) continue;
-      bool same = true;
-      for (size_t i = 0; i < sizeof(x.uuid); ++i) same &= x.uuid[i] == y.uuid[i];
-      if (!same && !pred(x, y)) return false;
+      if (!same_gpu(x, y) && !pred(x, y)) return false;
     }
   return true;
 }
