@@ -72,18 +72,14 @@ Status coll_state(ccl_comm* c, CollState** out) {
   CCL_CHECK(load_tuner_config(&st->cfg));
   // Only a forced LL128 consults it: n^2 / 2 driver queries are not paid otherwise.
   st->all_nvlink = st->cfg.proto == Proto::kLL128 && all_pairs_nvlink(c->peers);
-  int64_t pdl = 0, major = 0;
-  CCL_CHECK(setting_int(Setting::kPdl, &pdl));
-  if (pdl != 0) {
-    int m = 0;
-    CCL_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, c->device));
-    major = m;
-  }
-  st->pdl = pdl != 0 && major >= 9;
+  int major = 0;
+  if (st->cfg.pdl)
+    CCL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device));
+  st->pdl = st->cfg.pdl && major >= 9;
   CCL_INFO(kSubsysColl, "rank %d: collective kernels launched %s", c->rank,
-           st->pdl    ? "with programmatic dependent launch"
-           : pdl != 0 ? "plainly (no programmatic dependent launch before sm_90)"
-                      : "plainly (CCL_PDL=0)");
+           st->pdl       ? "with programmatic dependent launch"
+           : st->cfg.pdl ? "plainly (no programmatic dependent launch before sm_90)"
+                         : "plainly (CCL_PDL=0)");
   const size_t ll_entries = ll_capacity(c->nranks) / 4;
   const size_t ll = 2 * n * ll_entries * sizeof(uint64_t);
   const size_t ll128 = 2 * n * ll128_row_bytes(c->nranks);
