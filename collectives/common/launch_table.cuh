@@ -1,7 +1,9 @@
 // The one instantiation table of the collective kernels: every type x every reduction of a
-// launcher template, generated from CCL_FOR_EACH_DTYPE / CCL_FOR_EACH_REDOP and indexed by the
+// kernel template, generated from CCL_FOR_EACH_DTYPE / CCL_FOR_EACH_REDOP and indexed by the
 // public enums at run time.
 #pragma once
+
+#include <type_traits>
 
 #include "collectives/common/dtypes.cuh"
 
@@ -21,24 +23,31 @@ constexpr bool lists_in_enum_order() {
 }
 static_assert(lists_in_enum_order(), "CCL_FOR_EACH_DTYPE / CCL_FOR_EACH_REDOP out of enum order");
 
-/// L<D, Op>::run launches the (D, Op) kernel of one family.
-template <template <ccl_datatype_t, ccl_redop_t> class L>
-using LaunchOf = decltype(&L<ccl_float32, ccl_sum>::run);
+/// K<D, Op>::kernel is the (D, Op) instance of one kernel family.
+template <template <ccl_datatype_t, ccl_redop_t> class K>
+using KernelOf = std::remove_const_t<decltype(K<ccl_float32, ccl_sum>::kernel)>;
 
-template <template <ccl_datatype_t, ccl_redop_t> class L, ccl_datatype_t D>
-struct LaunchRow {
-#define CCL_OP_ENTRY(op, name) &L<D, op>::run,
-  static constexpr LaunchOf<L> kOps[ccl_num_redops] = {CCL_FOR_EACH_REDOP(CCL_OP_ENTRY)};
+template <template <ccl_datatype_t, ccl_redop_t> class K, ccl_datatype_t D>
+struct KernelRow {
+#define CCL_OP_ENTRY(op, name) K<D, op>::kernel,
+  static constexpr KernelOf<K> kOps[ccl_num_redops] = {CCL_FOR_EACH_REDOP(CCL_OP_ENTRY)};
 #undef CCL_OP_ENTRY
 };
 
-/// The launcher of (d, op): every pair instantiated, one table per kernel family.
-template <template <ccl_datatype_t, ccl_redop_t> class L>
-LaunchOf<L> launcher(ccl_datatype_t d, ccl_redop_t op) {
-#define CCL_ROW(e, T, A, name) LaunchRow<L, e>::kOps,
-  static constexpr const LaunchOf<L>* kRows[ccl_num_datatypes] = {CCL_FOR_EACH_DTYPE(CCL_ROW)};
+/// The kernel of (d, op): every pair instantiated, one table per kernel family.
+template <template <ccl_datatype_t, ccl_redop_t> class K>
+KernelOf<K> kernel_of(ccl_datatype_t d, ccl_redop_t op) {
+#define CCL_ROW(e, T, A, name) KernelRow<K, e>::kOps,
+  static constexpr const KernelOf<K>* kRows[ccl_num_datatypes] = {CCL_FOR_EACH_DTYPE(CCL_ROW)};
 #undef CCL_ROW
   return kRows[d][op];
+}
+
+/// The instance a collective runs in a family whose kernels move bytes unchanged unless they
+/// reduce: collectives that only move bytes share (uint8, sum).
+template <template <ccl_datatype_t, ccl_redop_t> class K>
+KernelOf<K> byte_kernel_of(bool reduces, ccl_datatype_t d, ccl_redop_t op) {
+  return reduces ? kernel_of<K>(d, op) : kernel_of<K>(ccl_uint8, ccl_sum);
 }
 
 }  // namespace ccl::coll

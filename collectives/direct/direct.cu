@@ -1,7 +1,7 @@
 #include "collectives/common/kernel_util.cuh"
-#include "collectives/common/launch.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
+#include "common/kernel_launch.cuh"
 
 namespace ccl::coll {
 namespace {
@@ -111,43 +111,26 @@ struct Multimem {
                                               (Op == ccl_sum || Op == ccl_min || Op == ccl_max));
   __device__ static uint4 ld_reduce(const char* mc) {
     uint4 v{};
+#define CCL_LD_REDUCE(shape)                                                          \
+  asm volatile("multimem.ld_reduce.relaxed.sys.global." shape " {%0,%1,%2,%3}, [%4];" \
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)                           \
+               : "l"(mc)                                                              \
+               : "memory")
     if constexpr (D == ccl_float32 && Op == ccl_sum)
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.add.v4.f32 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "l"(mc)
-                   : "memory");
+      CCL_LD_REDUCE("add.v4.f32");
     else if constexpr (D == ccl_float16 && Op == ccl_sum)
-      asm volatile(
-          "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.f16x2 {%0,%1,%2,%3}, [%4];"
-          : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-          : "l"(mc)
-          : "memory");
+      CCL_LD_REDUCE("add.acc::f32.v4.f16x2");
     else if constexpr (D == ccl_float16 && Op == ccl_min)
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.min.v4.f16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "l"(mc)
-                   : "memory");
+      CCL_LD_REDUCE("min.v4.f16x2");
     else if constexpr (D == ccl_float16 && Op == ccl_max)
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.max.v4.f16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "l"(mc)
-                   : "memory");
+      CCL_LD_REDUCE("max.v4.f16x2");
     else if constexpr (D == ccl_bfloat16 && Op == ccl_sum)
-      asm volatile(
-          "multimem.ld_reduce.relaxed.sys.global.add.acc::f32.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
-          : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-          : "l"(mc)
-          : "memory");
+      CCL_LD_REDUCE("add.acc::f32.v4.bf16x2");
     else if constexpr (D == ccl_bfloat16 && Op == ccl_min)
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.min.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "l"(mc)
-                   : "memory");
+      CCL_LD_REDUCE("min.v4.bf16x2");
     else if constexpr (D == ccl_bfloat16 && Op == ccl_max)
-      asm volatile("multimem.ld_reduce.relaxed.sys.global.max.v4.bf16x2 {%0,%1,%2,%3}, [%4];"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "l"(mc)
-                   : "memory");
+      CCL_LD_REDUCE("max.v4.bf16x2");
+#undef CCL_LD_REDUCE
     return v;
   }
 };
@@ -378,11 +361,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>
-struct DirectLaunch {
-  static cudaError_t run(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
-                         int grid, const Launch& l) {
-    return launch_kernel(reduce_kernel<D, Op>, grid, kThreads, l, c, s, a);
-  }
+struct ReduceKernel {
+  static constexpr auto kernel = reduce_kernel<D, Op>;
 };
 
 }  // namespace
@@ -395,7 +375,7 @@ cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device
     case DirectKind::kReduceScatter:
     case DirectKind::kReduce:
     case DirectKind::kNvlsAllReduce:
-      return launcher<DirectLaunch>(dtype, op)(c, s, a, grid, l);
+      return launch_kernel(kernel_of<ReduceKernel>(dtype, op), grid, kThreads, l, c, s, a);
     default:
       return launch_kernel(copy_kernel, grid, kThreads, l, c, s, a,
                            static_cast<int>(dtype_size(dtype)));

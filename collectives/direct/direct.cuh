@@ -9,8 +9,8 @@
 
 #include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
-#include "collectives/common/launch.hpp"
 #include "collectives/schedule/step.hpp"
+#include "common/kernel_launch.hpp"
 
 namespace ccl::coll {
 

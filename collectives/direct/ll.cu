@@ -1,8 +1,8 @@
 #include "collectives/common/kernel_util.cuh"
-#include "collectives/common/launch.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
 #include "collectives/direct/ll_units.cuh"
+#include "common/kernel_launch.cuh"
 
 namespace ccl::coll {
 namespace {
@@ -144,21 +144,16 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>
-struct LLLaunch {
-  static cudaError_t run(const ccl_device_comm_t& c, const CollScratch& s, const LLArgs& a,
-                         int grid, const Launch& l) {
-    return launch_kernel(ll_kernel<D, Op>, grid, kThreads, l, c, s, a);
-  }
+struct LLKernel {
+  static constexpr auto kernel = ll_kernel<D, Op>;
 };
 
 }  // namespace
 
 cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                       const CollScratch& s, const LLArgs& a, const Launch& l) {
-  const int grid = ll_blocks(a.block_bytes);
-  // Collectives that only move bytes share one instantiation.
-  return launcher<LLLaunch>(is_reduction(a.coll) ? dtype : ccl_uint8,
-                            is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, l);
+  return launch_kernel(byte_kernel_of<LLKernel>(is_reduction(a.coll), dtype, op),
+                       ll_blocks(a.block_bytes), kThreads, l, c, s, a);
 }
 
 }  // namespace ccl::coll

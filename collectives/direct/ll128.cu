@@ -3,11 +3,11 @@
 // instead of one per 8-byte word, so 120 of every 128 bytes crossing NVLink are data (LL: 64).
 // Line layout and its hardware premise: collectives/schedule/ll128.hpp.
 #include "collectives/common/kernel_util.cuh"
-#include "collectives/common/launch.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
 #include "collectives/direct/ll_units.cuh"
 #include "collectives/schedule/ll128.hpp"
+#include "common/kernel_launch.cuh"
 
 namespace ccl::coll {
 namespace {
@@ -203,21 +203,16 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>
-struct LL128Launch {
-  static cudaError_t run(const ccl_device_comm_t& c, const CollScratch& s, const LLArgs& a,
-                         int grid, const Launch& l) {
-    return launch_kernel(ll128_kernel<D, Op>, grid, kThreads, l, c, s, a);
-  }
+struct LL128Kernel {
+  static constexpr auto kernel = ll128_kernel<D, Op>;
 };
 
 }  // namespace
 
 cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                          const CollScratch& s, const LLArgs& a, const Launch& l) {
-  const int grid = ll128_blocks(a.block_bytes);
-  // Collectives that only move bytes share one instantiation.
-  return launcher<LL128Launch>(is_reduction(a.coll) ? dtype : ccl_uint8,
-                               is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, l);
+  return launch_kernel(byte_kernel_of<LL128Kernel>(is_reduction(a.coll), dtype, op),
+                       ll128_blocks(a.block_bytes), kThreads, l, c, s, a);
 }
 
 }  // namespace ccl::coll

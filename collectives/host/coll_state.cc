@@ -20,6 +20,21 @@ size_t align_up(size_t v, size_t a) {
   return (v + a - 1) / a * a;
 }
 
+/// Consecutive parts of one allocation, each starting on a 256-byte boundary.
+class Layout {
+ public:
+  /// Offset of a new part of `bytes` bytes.
+  size_t add(size_t bytes) {
+    const size_t at = end_;
+    end_ = align_up(end_ + bytes, 256);
+    return at;
+  }
+  size_t size() const { return end_; }
+
+ private:
+  size_t end_ = 0;
+};
+
 /// NVLink between every pair of the ranks' GPUs, as this process's CUDA sees them: native peer
 /// atomics, which NVLink has and PCIe peer mappings lack. Every rank asks about every pair (each
 /// sees all its peers' GPUs, or collectives would not run), so all reach the same answer. Any
@@ -61,77 +76,65 @@ Status coll_state(ccl_comm* c, CollState** out) {
   // The pipe FIFOs share the staging budget: one slot per (sender, channel, slot).
   size_t slot = stage / (n * kPipeChannels * kPipeSlots) / 256 * 256;
   if (slot < 4096) slot = 4096;
-  const size_t ready = align_up(2 * kMaxBlocks * n * sizeof(Ready), 256);
-  const size_t done = align_up(kMaxBlocks * n * sizeof(uint64_t), 256);
-  const size_t epoch = align_up(n * sizeof(uint64_t), 256);
-  const size_t inbox = n * kPipeChannels * kPipeSlots * slot;
-  const size_t fifo_flags = align_up(n * kPipeChannels * sizeof(uint64_t), 256);
-  const size_t offers = align_up(n * kMaxP2pOps * sizeof(P2pOffer), 256);
-  const size_t peer_words = align_up(n * sizeof(uint64_t), 256);
   auto st = std::make_shared<CollState>();
   CCL_CHECK(load_tuner_config(&st->cfg));
   // Only a forced LL128 consults it: n^2 / 2 driver queries are not paid otherwise.
   st->all_nvlink = st->cfg.proto == Proto::kLL128 && all_pairs_nvlink(c->peers);
-  int major = 0;
-  if (st->cfg.pdl)
-    CCL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device));
-  st->pdl = st->cfg.pdl && major >= 9;
-  CCL_INFO(kSubsysColl, "rank %d: collective kernels launched %s", c->rank,
-           st->pdl       ? "with programmatic dependent launch"
-           : st->cfg.pdl ? "plainly (no programmatic dependent launch before sm_90)"
-                         : "plainly (CCL_PDL=0)");
+  // Symmetric part, in one heap block: every rank carves the same offsets. The flags, LL rows
+  // and LL128 lines are zeroed (one range); the FIFO slots after them need not be.
   const size_t ll_entries = ll_capacity(c->nranks) / 4;
-  const size_t ll = 2 * n * ll_entries * sizeof(uint64_t);
-  const size_t ll128 = 2 * n * ll128_row_bytes(c->nranks);
-  CCL_CHECK(c->heap->alloc(2 * stage + ready + done + epoch + inbox + 2 * fifo_flags + offers +
-                               2 * peer_words + ll + ll128,
-                           &st->heap_block));
+  Layout h;
+  const size_t stage_at = h.add(2 * stage);
+  const size_t ready_at = h.add(2 * kMaxBlocks * n * sizeof(Ready));
+  const size_t done_at = h.add(kMaxBlocks * n * sizeof(uint64_t));
+  const size_t epoch_at = h.add(n * sizeof(uint64_t));
+  const size_t head_at = h.add(n * kPipeChannels * sizeof(uint64_t));
+  const size_t tail_at = h.add(n * kPipeChannels * sizeof(uint64_t));
+  const size_t offers_at = h.add(n * kMaxP2pOps * sizeof(P2pOffer));
+  const size_t offers_read_at = h.add(n * sizeof(uint64_t));
+  const size_t zc_bytes_at = h.add(n * sizeof(uint64_t));
+  const size_t ll_at = h.add(2 * n * ll_entries * sizeof(uint64_t));
+  const size_t ll128_at = h.add(2 * n * ll128_row_bytes(c->nranks));
+  const size_t inbox_at = h.add(n * kPipeChannels * kPipeSlots * slot);
+  CCL_CHECK(c->heap->alloc(h.size(), &st->heap_block));
   device_resources_note_heap(c);
   char* p = static_cast<char*>(st->heap_block);
   CollScratch& s = st->scratch;
-  s.stage[0] = p;
-  s.stage[1] = p + stage;
+  s.stage[0] = p + stage_at;
+  s.stage[1] = p + stage_at + stage;
   s.stage_bytes = stage;
-  p += 2 * stage;
-  char* flags_begin = p;
-  s.ready = reinterpret_cast<Ready*>(p);
-  p += ready;
-  s.done = reinterpret_cast<uint64_t*>(p);
-  p += done;
-  s.epoch = reinterpret_cast<uint64_t*>(p);
-  p += epoch;
-  s.head = reinterpret_cast<uint64_t*>(p);
-  p += fifo_flags;
-  s.tail = reinterpret_cast<uint64_t*>(p);
-  p += fifo_flags;
-  s.offers = reinterpret_cast<P2pOffer*>(p);
-  p += offers;
-  s.offers_read = reinterpret_cast<uint64_t*>(p);
-  p += peer_words;
-  s.zc_bytes = reinterpret_cast<uint64_t*>(p);
-  p += peer_words;
-  s.ll = reinterpret_cast<uint64_t*>(p);
+  s.ready = reinterpret_cast<Ready*>(p + ready_at);
+  s.done = reinterpret_cast<uint64_t*>(p + done_at);
+  s.epoch = reinterpret_cast<uint64_t*>(p + epoch_at);
+  s.head = reinterpret_cast<uint64_t*>(p + head_at);
+  s.tail = reinterpret_cast<uint64_t*>(p + tail_at);
+  s.offers = reinterpret_cast<P2pOffer*>(p + offers_at);
+  s.offers_read = reinterpret_cast<uint64_t*>(p + offers_read_at);
+  s.zc_bytes = reinterpret_cast<uint64_t*>(p + zc_bytes_at);
+  s.ll = reinterpret_cast<uint64_t*>(p + ll_at);
   s.ll_entries = ll_entries;
-  p += ll;
-  s.ll128 = p;
+  s.ll128 = p + ll128_at;
   s.ll128_row = ll128_row_bytes(c->nranks);
-  p += ll128;
+  s.inbox = p + inbox_at;
+  s.slot_bytes = slot;
   // LL entries and LL128 lines carry their epoch as a flag: zero (never an epoch) until first
   // written.
-  CCL_CHECK(zero_device(flags_begin, static_cast<size_t>(p - flags_begin)));
-  s.inbox = p;
-  s.slot_bytes = slot;
-  const size_t seq = align_up(n * kPipeChannels * 2 * sizeof(uint64_t), 256);
-  const size_t p2p = align_up(n * sizeof(P2pCounts), 256);
-  const size_t counted = 2 * 256 + seq + p2p;  // zeroed: counters and sequence numbers
-  CCL_CUDA_CHECK(cudaMalloc(&st->local, counted + stage));
-  CCL_CHECK(zero_device(st->local, counted));
+  CCL_CHECK(zero_device(p + ready_at, inbox_at - ready_at));
+  // Local part: counters and sequence numbers (zeroed), then the work space.
+  Layout lo;
+  const size_t finished_at = lo.add(sizeof(uint32_t));
+  const size_t readers_at = lo.add(sizeof(uint32_t));
+  const size_t seq_at = lo.add(n * kPipeChannels * 2 * sizeof(uint64_t));
+  const size_t p2p_at = lo.add(n * sizeof(P2pCounts));
+  const size_t temp_at = lo.add(stage);
+  CCL_CUDA_CHECK(cudaMalloc(&st->local, lo.size()));
+  CCL_CHECK(zero_device(st->local, temp_at));
   char* l = static_cast<char*>(st->local);
-  s.finished = reinterpret_cast<uint32_t*>(l);
-  s.p2p_readers = reinterpret_cast<uint32_t*>(l + 256);
-  s.seq = reinterpret_cast<uint64_t*>(l + 2 * 256);
-  s.p2p = reinterpret_cast<P2pCounts*>(l + 2 * 256 + seq);
-  s.temp = l + counted;
+  s.finished = reinterpret_cast<uint32_t*>(l + finished_at);
+  s.p2p_readers = reinterpret_cast<uint32_t*>(l + readers_at);
+  s.seq = reinterpret_cast<uint64_t*>(l + seq_at);
+  s.p2p = reinterpret_cast<P2pCounts*>(l + p2p_at);
+  s.temp = l + temp_at;
   // No rank may signal into a peer's flags before that peer has zeroed them.
   CCL_CHECK(c->bootstrap->barrier());
   c->coll_state = st;

@@ -18,7 +18,6 @@ struct CollState {
   void* local = nullptr;         // finished counter, pipe sequence numbers, temp (cudaMalloc)
   TunerConfig cfg;               // read once, at the first collective
   bool all_nvlink = false;       // every GPU pair on NVLink; asked only when LL128 is forced
-  bool pdl = false;              // CCL_PDL=1 and the device has PDL (sm_90 and later)
   char* mc_base = nullptr;       // NVLS: multicast address of heap offset 0 (CCL_NVLS_ENABLE=1)
   size_t mc_bytes = 0;           // heap bytes the multicast object covers
   std::vector<uint64_t> logged;  // tuner choices already reported at CCL_DEBUG=INFO

@@ -129,7 +129,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const size_t E = dtype_size(k.dtype);
   const CollScratch s = launch_scratch(comm, st);
   const ccl_device_comm_t& dc = comm->dev->handle;
-  const Launch l{k.stream, st->pdl};
+  const Launch l{k.stream, comm->pdl};
   DirectArgs a{};
   a.kind = direct_kind(k.coll, ch.algo);
   a.root = k.root;
@@ -223,7 +223,7 @@ Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& 
     a.send = static_cast<const char*>(k.send) + done * E;
     a.recv = static_cast<char*>(k.recv) + done * E;
     CCL_CUDA_CHECK(
-        launch_pipe(k.dtype, k.op, comm->dev->handle, s, a, ch.blocks, {k.stream, st->pdl}));
+        launch_pipe(k.dtype, k.op, comm->dev->handle, s, a, ch.blocks, {k.stream, comm->pdl}));
   }
   return CCL_SUCCESS;
 }

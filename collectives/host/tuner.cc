@@ -141,8 +141,6 @@ Status load_tuner_config(TunerConfig* cfg) {
   cfg->deterministic = v != 0;
   CCL_CHECK(setting_int(Setting::kNvlsEmulate, &v));
   cfg->nvls_emulate = v != 0;
-  CCL_CHECK(setting_int(Setting::kPdl, &v));
-  cfg->pdl = v != 0;
   CCL_CHECK(setting_int(Setting::kNvlsEnable, &v));
   if (v != 0) {
     // Peer libraries' switches win: a job that turned multicast off for NCCL or NVSHMEM has a

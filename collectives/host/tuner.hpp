@@ -26,13 +26,12 @@ struct TunerConfig {
   bool deterministic = false;
   bool nvls_real = false;     // CCL_NVLS_ENABLE=1 and no peer library forbids multicast
   bool nvls_emulate = false;  // CCL_NVLS_EMULATE=1
-  bool pdl = true;            // CCL_PDL (the launch also needs sm_90: CollState::pdl)
 };
 
 /// Parses CCL_ALGO's text ("ring", "allreduce:two_shot,allgather:ring"): unknown names and
 /// algorithms a collective lacks are CCL_INVALID_ARGUMENT naming them.
 Status parse_algo_setting(const std::string& text, TunerConfig* cfg);
-/// Reads CCL_ALGO, CCL_PROTO, CCL_NCHANNELS, CCL_DETERMINISTIC, CCL_PDL and the NVLS gates.
+/// Reads CCL_ALGO, CCL_PROTO, CCL_NCHANNELS, CCL_DETERMINISTIC and the NVLS gates.
 Status load_tuner_config(TunerConfig* cfg);
 
 struct TunerInput {

@@ -1,9 +1,9 @@
 #include "collectives/common/kernel_util.cuh"
-#include "collectives/common/launch.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/pipe/pipe.cuh"
 #include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
+#include "common/kernel_launch.cuh"
 
 namespace ccl::coll {
 namespace {
@@ -403,10 +403,7 @@ __global__ void __launch_bounds__(kThreads)
     const P2pOp& op = a.ops[i];
     if (!op.is_send || zwin[i] == kNoWindow) continue;
     size_t lo, len;
-    partition(op.bytes / 16, gridDim.x, blockIdx.x, &lo, &len);
-    lo *= 16;
-    len *= 16;
-    if (blockIdx.x == gridDim.x - 1) len += op.bytes % 16;
+    p2p_share(op.bytes, gridDim.x, blockIdx.x, &lo, &len);
     copy_slice(window<char>(c, s, op.peer, zwin[i]) + lo, static_cast<const char*>(op.buf) + lo,
                len);
     __syncthreads();
@@ -417,17 +414,13 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (!channel) return;
   fifo_load(c, s, f);
-  // This channel's share of each FIFO operation, in 16-byte units (the last channel takes the
-  // rest), and where its messages sit in its (peer, direction) stream.
+  // This channel's share of each FIFO operation and where its messages sit in its (peer,
+  // direction) stream.
   size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps], rounds = 0;
   const size_t per = s.slot_bytes;
   for (int i = 0; i < a.nops; ++i) {
     const bool fifo = a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]);
-    const size_t units = fifo ? a.ops[i].bytes / 16 : 0;
-    partition(units, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
-    lo[i] *= 16;
-    len[i] *= 16;
-    if (fifo && blockIdx.x == kPipeChannels - 1) len[i] += a.ops[i].bytes % 16;
+    p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
     nmsg[i] = (len[i] + per - 1) / per;
   }
   for (int i = 0; i < a.nops; ++i) {
@@ -461,11 +454,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>
-struct PipeLaunch {
-  static cudaError_t run(const ccl_device_comm_t& c, const CollScratch& s, const PipeArgs& a,
-                         int grid, const Launch& l) {
-    return launch_kernel(pipe_kernel<D, Op>, grid, kThreads, l, c, s, a);
-  }
+struct PipeKernel {
+  static constexpr auto kernel = pipe_kernel<D, Op>;
 };
 
 }  // namespace
@@ -473,7 +463,8 @@ struct PipeLaunch {
 cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                         const CollScratch& s, const PipeArgs& a, int grid, const Launch& l) {
   // Copy-only collectives do not depend on the operation: one instantiation per type.
-  return launcher<PipeLaunch>(dtype, is_reduction(a.coll) ? op : ccl_sum)(c, s, a, grid, l);
+  return launch_kernel(kernel_of<PipeKernel>(dtype, is_reduction(a.coll) ? op : ccl_sum), grid,
+                       kThreads, l, c, s, a);
 }
 
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,

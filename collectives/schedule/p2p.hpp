@@ -60,6 +60,16 @@ CCL_HD uint64_t p2p_rendezvous_before(const Op* ops, int i) {
   return p2p_rendezvous_count(ops, i, ops[i].peer, ops[i].is_send != 0);
 }
 
+/// Part `part` of `parts` of an operation of `bytes` bytes: whole 16-byte units, balanced, and
+/// the last part also takes the bytes past the last whole unit. Blocks split rendezvous copies
+/// and channels split FIFO operations this way, so every copy but one stays 16-byte aligned.
+CCL_HD void p2p_share(size_t bytes, int parts, int part, size_t* lo, size_t* len) {
+  partition(bytes / 16, parts, part, lo, len);
+  *lo *= 16;
+  *len *= 16;
+  if (part == parts - 1) *len += bytes % 16;
+}
+
 /// Offers of one pair form a ring of kMaxP2pOps at the sender: offer q (1-based) goes to this
 /// slot, once the sender has read offer q - kMaxP2pOps (the count below; 0: nothing to wait for).
 CCL_HD size_t p2p_offer_slot(uint64_t q) {

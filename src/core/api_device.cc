@@ -109,7 +109,8 @@ ccl_result_t ccl_signal_on_stream(ccl_comm_t comm, uint64_t* sig, uint64_t value
     CCL_ARG_CHECK((reinterpret_cast<uintptr_t>(sig) & 7) == 0, "sig=%p is not 8-byte aligned", sig);
     void* remote = nullptr;
     CCL_CHECK(peer_range(comm, sig, sizeof(uint64_t), peer, "sig", &remote));
-    CCL_CUDA_CHECK(ccl::launch_signal(static_cast<uint64_t*>(remote), value, op, stream));
+    CCL_CUDA_CHECK(
+        ccl::launch_signal(static_cast<uint64_t*>(remote), value, op, {stream, comm->pdl}));
     return CCL_SUCCESS;
   });
 }
@@ -124,7 +125,8 @@ ccl_result_t ccl_wait_signal_on_stream(ccl_comm_t comm, const uint64_t* sig, int
     void* local = nullptr;
     CCL_CHECK(peer_range(comm, sig, sizeof(uint64_t), comm->rank, "sig", &local));
     if (!comm->dev) return CCL_FAIL(CCL_UNSUPPORTED, "device waits need the VMM heap");
-    CCL_CUDA_CHECK(ccl::launch_wait_signal(comm->dev->handle, sig, cmp, value, stream));
+    CCL_CUDA_CHECK(
+        ccl::launch_wait_signal(comm->dev->handle, sig, cmp, value, {stream, comm->pdl}));
     return CCL_SUCCESS;
   });
 }
@@ -137,7 +139,7 @@ ccl_result_t ccl_barrier_on_stream(ccl_comm_t comm, cudaStream_t stream) {
     CCL_CHECK(op.check());
     ccl_device_comm_t h;
     CCL_CHECK(ccl::device_comm_handle(comm, &h));
-    CCL_CUDA_CHECK(ccl::launch_barrier(h, stream));
+    CCL_CUDA_CHECK(ccl::launch_barrier(h, {stream, comm->pdl}));
     return CCL_SUCCESS;
   });
 }
@@ -145,7 +147,7 @@ ccl_result_t ccl_barrier_on_stream(ccl_comm_t comm, cudaStream_t stream) {
 ccl_result_t ccl_quiet_on_stream(ccl_comm_t comm, cudaStream_t stream) {
   return ccl::api_call([&]() -> Status {
     CCL_CHECK(need_comm(comm));
-    CCL_CUDA_CHECK(ccl::launch_quiet(stream));
+    CCL_CUDA_CHECK(ccl::launch_quiet({stream, comm->pdl}));
     return CCL_SUCCESS;
   });
 }

@@ -72,6 +72,23 @@ void log_paths(const ccl_comm* c) {
            line.c_str());
 }
 
+/// CCL_PDL=1 on a device that has programmatic dependent launch (sm_90 and later): every kernel
+/// the library enqueues (collectives, host stream operations) then starts while the previous
+/// kernel of the stream drains, and waits for it in its prologue (common/kernel_launch.cuh).
+Status pdl_choice(ccl_comm* c) {
+  int64_t want = 0;
+  CCL_CHECK(setting_int(Setting::kPdl, &want));
+  int major = 0;
+  if (want != 0 && c->device >= 0)
+    CCL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device));
+  c->pdl = want != 0 && major >= 9;
+  CCL_INFO(kSubsysInit, "rank %d: kernels launched %s", c->rank,
+           c->pdl ? "with programmatic dependent launch"
+           : want ? "plainly (no programmatic dependent launch before sm_90)"
+                  : "plainly (CCL_PDL=0)");
+  return CCL_SUCCESS;
+}
+
 Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
   CCL_CHECK(setting_int(Setting::kBootstrapTimeout, &c->timeout_ms));
   int64_t heap_mode = 0, max_bytes = 0, chunk = 0;
@@ -79,6 +96,7 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
   CCL_CHECK(setting_int(Setting::kSymmetricSize, &max_bytes));
   CCL_CHECK(setting_int(Setting::kHeapChunkSize, &chunk));
   if (cuda_device_count() > 0) CCL_CUDA_CHECK(cudaGetDevice(&c->device));
+  CCL_CHECK(pdl_choice(c));
 
   CCL_CHECK(bootstrap::Bootstrap::create(id, c->rank, c->nranks, &c->cancel, c->timeout_ms,
                                          &c->bootstrap));

@@ -21,6 +21,7 @@ struct ccl_comm {
   int nranks = 0;
   int device = -1;
   int64_t timeout_ms = 0;
+  bool pdl = false;  // kernels launched with programmatic dependent launch (pdl_choice)
   std::unique_ptr<ccl::bootstrap::Bootstrap> bootstrap;
   std::vector<ccl::PeerInfo> peers;
   std::vector<ccl::PeerPath> paths;

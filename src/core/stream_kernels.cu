@@ -1,46 +1,49 @@
 // The kernels behind ccl_signal_on_stream, ccl_wait_signal_on_stream, ccl_barrier_on_stream and
-// ccl_quiet_on_stream: one thread each, built from the public device API.
+// ccl_quiet_on_stream: one thread each, built from the public device API. Launched like the
+// collectives (common/kernel_launch.cuh): with PDL they are scheduled while the kernel before
+// them drains, and their prologue waits for it, so a signal still follows the writes before it.
 #include "ccl/device.cuh"
+#include "common/kernel_launch.cuh"
 #include "core/stream_kernels.cuh"
 
 namespace ccl {
 namespace {
 
 __global__ void signal_kernel(uint64_t* remote_sig, uint64_t value, int op) {
+  pdl_prologue();
   dev::detail::signal_remote(remote_sig, value, static_cast<dev::SignalOp>(op));
 }
 
 __global__ void wait_signal_kernel(ccl_device_comm_t c, const uint64_t* sig, int cmp,
                                    uint64_t value) {
+  pdl_prologue();
   dev::signal_wait_until(c, sig, static_cast<dev::Cmp>(cmp), value);
 }
 
 __global__ void barrier_kernel(ccl_device_comm_t c) {
+  pdl_prologue();
   dev::barrier(c);
 }
 
 __global__ void quiet_kernel() {
+  pdl_prologue();
   dev::detail::fence_system();
 }
 
 }  // namespace
 
-cudaError_t launch_signal(uint64_t* remote_sig, uint64_t value, int op, cudaStream_t s) {
-  signal_kernel<<<1, 1, 0, s>>>(remote_sig, value, op);
-  return cudaGetLastError();
+cudaError_t launch_signal(uint64_t* remote_sig, uint64_t value, int op, const Launch& l) {
+  return launch_kernel(signal_kernel, 1, 1, l, remote_sig, value, op);
 }
 cudaError_t launch_wait_signal(ccl_device_comm_t c, const uint64_t* sig, int cmp, uint64_t value,
-                               cudaStream_t s) {
-  wait_signal_kernel<<<1, 1, 0, s>>>(c, sig, cmp, value);
-  return cudaGetLastError();
+                               const Launch& l) {
+  return launch_kernel(wait_signal_kernel, 1, 1, l, c, sig, cmp, value);
 }
-cudaError_t launch_barrier(ccl_device_comm_t c, cudaStream_t s) {
-  barrier_kernel<<<1, 1, 0, s>>>(c);
-  return cudaGetLastError();
+cudaError_t launch_barrier(ccl_device_comm_t c, const Launch& l) {
+  return launch_kernel(barrier_kernel, 1, 1, l, c);
 }
-cudaError_t launch_quiet(cudaStream_t s) {
-  quiet_kernel<<<1, 1, 0, s>>>();
-  return cudaGetLastError();
+cudaError_t launch_quiet(const Launch& l) {
+  return launch_kernel(quiet_kernel, 1, 1, l);
 }
 
 }  // namespace ccl

@@ -31,6 +31,18 @@ __global__ void not_kernel(const char* p, size_t n, uint8_t v, unsigned long lon
   if (b) atomicAdd(bad, b);
 }
 
+__global__ void late_put_kernel(DeviceComm c, char* dst, const char* src, size_t n, int pe,
+                                uint64_t delay_ns) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < delay_ns);
+  put<Scope::kBlock>(c, dst, src, n, pe);
+}
+
 // One call of the variant by scope instance `unit` of `units`, for every peer.
 template <Scope S>
 __device__ void rma_unit(const DeviceComm& c, const RmaArgs& a, int unit, int units) {
@@ -278,6 +290,11 @@ __global__ void bad_op_kernel(DeviceComm c, char* sym, char* not_sym, int kind) 
 
 }  // namespace
 
+cudaError_t run_late_put(const ccl_device_comm_t& c, char* dst, const char* src, size_t n, int pe,
+                         uint64_t delay_ns, cudaStream_t s) {
+  late_put_kernel<<<1, 256, 0, s>>>(c, dst, src, n, pe, delay_ns);
+  return cudaGetLastError();
+}
 cudaError_t fill_pattern(char* p, size_t n, uint32_t seed, int src, cudaStream_t s) {
   fill_kernel<<<64, 256, 0, s>>>(p, n, seed, src);
   return cudaGetLastError();

@@ -61,6 +61,10 @@ cudaError_t run_waits(const ccl_device_comm_t& c, int32_t* i32, int64_t* i64, ui
 cudaError_t run_barrier_stress(const ccl_device_comm_t& c, const ccl_device_team_t* team,
                                uint64_t* counter, int iters, unsigned long long* bad,
                                cudaStream_t s);
+/// One block lets the next kernel of the stream launch at once (the PDL trigger as its first
+/// statement), then `delay_ns` later puts src[0, n) into dst at `pe`.
+cudaError_t run_late_put(const ccl_device_comm_t& c, char* dst, const char* src, size_t n, int pe,
+                         uint64_t delay_ns, cudaStream_t s);
 /// One thread waits for a signal that never comes; *result = 1 if the wait returned false.
 cudaError_t run_stuck_wait(const ccl_device_comm_t& c, uint64_t* sig, int* result, cudaStream_t s);
 /// Bad operations for CCL_DEVICE_CHECKS: kind 0 rank out of range, 1 non-symmetric address,

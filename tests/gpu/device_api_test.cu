@@ -1,8 +1,8 @@
 // The device API on real GPUs, 2 and 4 processes over the GPUs there are: every RMA operation at
 // every scope with poisoned destinations and fresh random data, scalar and strided forms, the
 // put_signal ordering stress, atomics under contention, every wait comparison, barrier stress
-// (world and a team), queue pairs, host stream operations, the timeout report, CCL_DEVICE_CHECKS
-// and abort of a waiting kernel.
+// (world and a team), queue pairs, host stream operations (also after a kernel that triggers its
+// dependents early), the timeout report, CCL_DEVICE_CHECKS and abort of a waiting kernel.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -271,6 +271,49 @@ int check_stream_ops_and_qps(Fixture& f, uint32_t seed) {
   const unsigned long long bad =
       count(f, [&] { return count_bad(sym, bytes, seed, prev, f.bad, f.s); });
   RANK_CHECK(bad == 0, "stream put + signal: %llu bytes wrong", bad);
+  // After a kernel that lets the next one launch at once (PDL trigger first) and puts its data
+  // 200 us later, a signal or a barrier on the stream must still follow the data: with PDL (the
+  // default on sm_90) they start early and their prologue waits for that kernel. Rounds 0 and 1
+  // reach the next rank, which can only catch an early signal when it runs on its own GPU (ranks
+  // sharing one GPU take turns, by which time the data is there); round 2 signals this rank and
+  // watches from a second stream of the same process, which catches it on any GPU.
+  cudaStream_t watch;
+  RANK_CUDA(cudaStreamCreateWithFlags(&watch, cudaStreamNonBlocking));
+  for (int round = 0; round < 3; ++round) {
+    const uint32_t late_seed = seed + 1 + static_cast<uint32_t>(round);
+    RANK_CUDA(cudaMemsetAsync(sym, 0, bytes, f.s));
+    RANK_CUDA(fill_pattern(src, bytes, late_seed, f.rank, f.s));
+    RANK_CUDA(cudaStreamSynchronize(f.s));
+    if (barrier(f)) return 1;
+    if (round == 2) {
+      RANK_CUDA(cudaMemsetAsync(f.bad, 0, sizeof(*f.bad), watch));
+      RANK_CUDA(run_late_put(f.dc, sym, src, bytes, f.rank, 200000, f.s));
+      RANK_OK(ccl_signal_on_stream(f.comm, sig, 1, CCL_SIGNAL_ADD, f.rank, f.s));
+      RANK_OK(ccl_wait_signal_on_stream(f.comm, sig, CCL_CMP_GE, 3, watch));
+      RANK_CUDA(count_bad(sym, bytes, late_seed, f.rank, f.bad, watch));
+      RANK_CUDA(cudaStreamSynchronize(watch));
+      RANK_CUDA(cudaStreamSynchronize(f.s));
+      unsigned long long late = 0;
+      RANK_CUDA(cudaMemcpy(&late, f.bad, sizeof(late), cudaMemcpyDeviceToHost));
+      RANK_CHECK(late == 0,
+                 "late put to self, then signal, watched from a second stream: %llu "
+                 "bytes wrong",
+                 late);
+      continue;
+    }
+    RANK_CUDA(run_late_put(f.dc, sym, src, bytes, next, 200000, f.s));
+    if (round == 0) {
+      RANK_OK(ccl_signal_on_stream(f.comm, sig, 1, CCL_SIGNAL_ADD, next, f.s));
+      RANK_OK(ccl_wait_signal_on_stream(f.comm, sig, CCL_CMP_GE, 2, f.s));
+    } else {
+      RANK_OK(ccl_barrier_on_stream(f.comm, f.s));
+    }
+    const unsigned long long late =
+        count(f, [&] { return count_bad(sym, bytes, late_seed, prev, f.bad, f.s); });
+    RANK_CHECK(late == 0, "late put, then %s on the stream: %llu bytes wrong",
+               round == 0 ? "signal" : "barrier", late);
+  }
+  RANK_CUDA(cudaStreamDestroy(watch));
   // Bad arguments are refused before anything is enqueued.
   RANK_CHECK(ccl_put_on_stream(f.comm, src, src, 16, next, f.s) == CCL_INVALID_ARGUMENT,
              "non-symmetric dst");

@@ -209,6 +209,26 @@ struct Model {
   }
 };
 
+TEST(P2pRendezvous, SharesCoverAnOperationOnceInOrder) {
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{255},
+                       size_t{4096} + 3, kP2pRendezvousFrom, kP2pRendezvousFrom * 3 + 7}) {
+    for (int parts : {1, 2, 3, kPipeChannels, kP2pBlocks}) {
+      size_t next = 0;
+      for (int p = 0; p < parts; ++p) {
+        size_t lo = 99, len = 99;
+        p2p_share(bytes, parts, p, &lo, &len);
+        EXPECT_EQ(lo, next) << bytes << " bytes, part " << p << " of " << parts;
+        EXPECT_EQ(lo % 16, 0u) << bytes << " bytes, part " << p;
+        if (p != parts - 1) EXPECT_EQ(len % 16, 0u) << bytes << " bytes, part " << p;
+        // Balanced: no part holds more than one 16-byte unit over another (the tail aside).
+        EXPECT_LE(len, (bytes / 16 + parts - 1) / parts * 16 + (p == parts - 1 ? bytes % 16 : 0));
+        next = lo + len;
+      }
+      EXPECT_EQ(next, bytes) << bytes << " bytes in " << parts << " parts";
+    }
+  }
+}
+
 TEST(P2pRendezvous, EveryOfferIsReadAsMadeInAnyOrder) {
   for (int n : {1, 2, 3, 5})
     for (int blocks : {1, 2, 4})

@@ -1,22 +1,24 @@
-// How every collective kernel is launched: on the caller's stream, with programmatic dependent
-// launch (PDL) where the communicator allows it. PDL lets the GPU schedule a kernel's blocks while
-// the previous kernel in the stream drains, instead of after it has completed and flushed: on
-// back-to-back small collectives (a CUDA graph of them) that gap is a large part of each call.
-// Ordering is unchanged because every kernel calls pdl_prologue() before it touches memory.
+// How the library's kernels (collectives, host stream operations) are launched: on the caller's
+// stream, with programmatic dependent launch (PDL) where the communicator allows it. PDL lets the
+// GPU schedule a kernel's blocks while the previous kernel in the stream drains, instead of after
+// it has completed and flushed: on back-to-back small collectives (a CUDA graph of them) that gap
+// is a large part of each call. Ordering is unchanged because every kernel calls pdl_prologue()
+// before it touches memory.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <utility>
 
-#include "collectives/common/launch.hpp"
+#include "common/kernel_launch.hpp"
 
-namespace ccl::coll {
+namespace ccl {
 
-/// First statement of every collective kernel. The wait returns once the previous grid of the
-/// stream has completed and its writes are visible (at once for a launch without PDL); the
-/// trigger then lets the next PDL kernel start launching. The next kernel waits for this one's
-/// completion in its own prologue, so triggering this early gives it nothing but a head start.
+/// First statement of every kernel launched through launch_kernel(). The wait returns once the
+/// previous grid of the stream has completed and its writes are visible (at once for a launch
+/// without PDL); the trigger then lets the next PDL kernel start launching. The next kernel waits
+/// for this one's completion in its own prologue, so triggering this early gives it nothing but a
+/// head start.
 __device__ __forceinline__ void pdl_prologue() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -41,4 +43,4 @@ cudaError_t launch_kernel(void (*kernel)(Params...), int grid, int block, const 
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
-}  // namespace ccl::coll
+}  // namespace ccl

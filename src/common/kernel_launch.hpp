@@ -1,0 +1,13 @@
+// Where and how a library kernel is enqueued (host side; the kernels' half is kernel_launch.cuh).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+namespace ccl {
+
+struct Launch {
+  cudaStream_t stream;
+  bool pdl;  // programmatic dependent launch (ccl_comm::pdl): see kernel_launch.cuh
+};
+
+}  // namespace ccl
