@@ -3,8 +3,10 @@
 // bytes (and ncclAllReduce with --compare-nccl, on a registered window): the per-call work of the
 // library above the CUDA launch itself. Then the same calls captured 200 to a CUDA graph and
 // replayed (GPU time per call), the empty kernel also with programmatic dependent launch: what a
-// graph of small collectives pays between kernels. One GPU, one process; medians of 15 batches
-// of 200 calls after warm-up. Usage: launch_floor_perf [--compare-nccl] [-d DEVICE]
+// graph of small collectives pays between kernels. Probe kernels add the steps of a one-block
+// small collective one at a time, and straight-line code of three sizes, run once and twice,
+// shows what fetching a kernel's instructions costs. One GPU, one process; medians of 15
+// batches of 200 calls after warm-up. Usage: launch_floor_perf [--compare-nccl] [-d DEVICE]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,7 +24,7 @@ struct Args {
   char bytes[320];  // about what a collective kernel receives
 };
 __global__ void empty_kernel(Args) {}
-/// What a PDL-launched kernel must do at least (collectives/common/launch.cuh).
+/// What a PDL-launched kernel must do at least (common/kernel_launch.cuh).
 __global__ void pdl_kernel(Args) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -68,6 +70,28 @@ __global__ void probe_kernel(uint64_t* p, Params) {
   if (P >= kDataToo) p[1024 + threadIdx.x] = data + seen;
   if (P >= kCounterStore && threadIdx.x == 0)
     asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(seen + 1) : "memory");
+}
+
+/// Straight-line code: kLines dependent steps (about 80 bytes of SASS each on sm_90: 32 lines
+/// ~2.7 KB, 128 ~10.7 KB, 512 ~41 KB), run `reps` times by every thread. The first pass runs
+/// cold code (fetched), a second pass the same code again: their difference against the
+/// second pass's own cost is what fetching the instructions costs.
+template <int kLines>
+__global__ void code_kernel(uint64_t* p, int reps, Args) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  uint32_t x = threadIdx.x, y = blockIdx.x + 1;
+#pragma unroll 1
+  for (int r = 0; r < reps; ++r) {
+#pragma unroll
+    for (int i = 0; i < kLines; ++i) {
+      x = __funnelshift_l(x, y, (i % 31) + 1);
+      y = y * 0x9e3779b1u + static_cast<uint32_t>(i) * 0x85ebca6bu;
+      x ^= y >> (i % 7 + 1);
+      y += x;
+    }
+  }
+  if (x == 0x5eed5eedu) p[1] = y;  // keeps the chain alive
 }
 
 /// What a collective kernel's parameters weigh (device communicator, scratch table, arguments).
@@ -212,6 +236,19 @@ int main(int argc, char** argv) {
   const BigArgs big{};
   const double g_big =
       graph_us(s, [&] { launch_pdl(probe_kernel<kThreeBarriers, BigArgs>, s, probe_mem, big); });
+  // Code size: 0 lines (the loop alone), then each size once and twice.
+  constexpr int kCodeSizes = 3;
+  const int lines[kCodeSizes] = {32, 128, 512};
+  double g_code0 = graph_us(s, [&] { launch_pdl(code_kernel<0>, s, probe_mem, 1, args); });
+  double g_code[kCodeSizes][2];
+  for (int reps = 1; reps <= 2; ++reps) {
+    g_code[0][reps - 1] =
+        graph_us(s, [&] { launch_pdl(code_kernel<32>, s, probe_mem, reps, args); });
+    g_code[1][reps - 1] =
+        graph_us(s, [&] { launch_pdl(code_kernel<128>, s, probe_mem, reps, args); });
+    g_code[2][reps - 1] =
+        graph_us(s, [&] { launch_pdl(code_kernel<512>, s, probe_mem, reps, args); });
+  }
   PERF_CUDA(cudaFree(probe_mem));
 
   ccl_unique_id_t id;
@@ -274,6 +311,17 @@ int main(int argc, char** argv) {
   graph_row("barriers probe, 488 B of parameters", g_big, g_floor);
   graph_row("acquire + counter store, heap", g_heap_store, g_floor);
   graph_row("+ data + barriers, heap", g_heap_all, g_floor);
+  graph_row("straight-line code, 0 lines", g_code0, g_floor);
+  for (int i = 0; i < kCodeSizes; ++i) {
+    char what[64];
+    for (int reps = 1; reps <= 2; ++reps) {
+      std::snprintf(what, sizeof(what), "%d lines, %s", lines[i], reps == 1 ? "once" : "twice");
+      graph_row(what, g_code[i][reps - 1], g_floor);
+    }
+    // Cold pass minus warm pass: the instruction fetch of this much code.
+    std::printf("# %d lines: first pass %.2f us, second %.2f us\n", lines[i],
+                g_code[i][0] - g_code0, g_code[i][1] - g_code[i][0]);
+  }
   graph_row("ccl_allreduce 8 B (symmetric)", g_ccl, g_floor);
   if (compare) graph_row("ncclAllReduce 8 B (window)", g_nccl, g_floor);
   PERF_CCL(ccl_mem_free(comm, sym));
