@@ -32,6 +32,15 @@ constexpr int ll_blocks(size_t block_bytes) {
   const size_t b = (units + kLLThreads - 1) / kLLThreads;
   return b < 1 ? 1 : static_cast<int>(b);
 }
+/// Threads of the block when the LL grid is one block: a thread per unit, rounded to whole
+/// warps, and at least one per rank (the epoch bookkeeping gives each rank a thread). A small
+/// call then launches, and meets at each block barrier, only the warps it uses.
+constexpr int ll_threads(size_t block_bytes, int nranks) {
+  const size_t units = (block_bytes + 7) / 8;
+  const size_t need = units > static_cast<size_t>(nranks) ? units : static_cast<size_t>(nranks);
+  const size_t t = (need + 31) / 32 * 32;
+  return t < 32 ? 32 : t > kLLThreads ? kLLThreads : static_cast<int>(t);
+}
 /// LL128 rows (collectives/schedule/ll128.hpp): one per (epoch parity, sender) at every rank,
 /// 16 MiB in all split over the senders, between 256 KiB and 4 MiB each; a row of R bytes carries
 /// a rank block of R / 128 x 120 bytes.

@@ -46,17 +46,19 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int fail;
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
-  const size_t bb = a.block_bytes, units = (bb + 7) / 8;
+  const size_t bb = a.block_bytes;
   const Collective k = a.coll;
   const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // The grid has a thread per 8-byte unit of the rank block (ll_blocks): a thread carries at
+  // most one, so the small call's path is straight code rather than unit loops.
+  const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
+  const size_t off = static_cast<size_t>(u) * 8;
+  const bool has_unit = off < bb;
   // A broadcast's non-roots may pass no send buffer (NCCL's contract).
   const bool sends = k != Collective::kBroadcast || me == a.root;
-  // The thread's first unit of a buffer every peer gets whole, loaded before the epoch: the two
-  // loads are in flight together rather than one after the other (a small call is little else).
-  const uint64_t v_first =
-      sends && !blocked_src && first < units ? load_unit(send, first * 8, bb) : 0;
+  // The unit of a buffer every peer gets whole, loaded before the epoch: the two loads are in
+  // flight together rather than one after the other (a small call is little else).
+  const uint64_t whole = sends && !blocked_src && has_unit ? load_unit(send, off, bb) : 0;
   if (threadIdx.x == 0) fail = 0;
   __syncthreads();
   // This parity's rows were last read by the peers two launches ago.
@@ -64,13 +66,12 @@ __global__ void __launch_bounds__(kThreads)
   if (fail) return;
   const uint32_t flag = static_cast<uint32_t>(e);             // epochs start at 1: never 0
   uint64_t* mine = s.ll + ((e & 1) * n + me) * s.ll_entries;  // my row at every rank
-  // Send: each unit as two (data, flag) entries in one 16-byte store to every peer that needs it.
-  for (size_t u = first; u < units && sends; u += stride) {
-    const uint64_t whole = blocked_src ? 0 : u == first ? v_first : load_unit(send, u * 8, bb);
+  // Send: the unit as two (data, flag) entries in one 16-byte store to every peer that needs it.
+  if (has_unit && sends) {
     for (int step = 1; step < n; ++step) {
       const int j = (me + step) % n;
       if (k == Collective::kReduce && j != a.root) continue;
-      const uint64_t v = blocked_src ? load_unit(blk(send, j, bb), u * 8, bb) : whole;
+      const uint64_t v = blocked_src ? load_unit(blk(send, j, bb), off, bb) : whole;
       const uint64_t lo = (v & 0xffffffffull) | (static_cast<uint64_t>(flag) << 32);
       const uint64_t hi = (v >> 32) | (static_cast<uint64_t>(flag) << 32);
       uint64_t* dst = dev::peer_ptr(c, mine + 2 * u, j);
@@ -78,23 +79,22 @@ __global__ void __launch_bounds__(kThreads)
                    : "memory");
     }
   }
-  auto row = [&](int r, size_t u, uint64_t* v) {
+  auto row = [&](int r, uint64_t* v) {
     return ll_wait(c, s.ll + ((e & 1) * n + r) * s.ll_entries + 2 * u, flag, r, v);
   };
-  for (size_t u = first; u < units && !fail; u += stride) {
+  if (has_unit) {
     switch (k) {
       case Collective::kAllReduce:
       case Collective::kReduceScatter:
       case Collective::kReduce: {
         if (k == Collective::kReduce && me != a.root) break;
         // Reduce in rank order, this rank's own contribution read locally.
-        const char* own = k == Collective::kReduceScatter ? blk(send, me, bb) : send;
         A acc[V];
         for (int r = 0; r < n; ++r) {
           uint64_t v;
           if (r == me) {
-            v = k != Collective::kReduceScatter && u == first ? v_first : load_unit(own, u * 8, bb);
-          } else if (!row(r, u, &v)) {
+            v = k == Collective::kReduceScatter ? load_unit(blk(send, me, bb), off, bb) : whole;
+          } else if (!row(r, &v)) {
             fail = 1;
             break;
           }
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int q = 0; q < V; ++q) res[q] = from_acc<T, A>(finish<Op, A>(acc[q], n));
         uint64_t out;
         memcpy(&out, res, 8);
-        store_unit(recv, u * 8, bb, out);
+        store_unit(recv, off, bb, out);
         break;
       }
       case Collective::kAllGather:
@@ -118,18 +118,18 @@ __global__ void __launch_bounds__(kThreads)
         for (int r = 0; r < n && !fail; ++r) {
           uint64_t v;
           if (r == me)
-            v = load_unit(k == Collective::kAllToAll ? blk(send, me, bb) : send, u * 8, bb);
-          else if (!row(r, u, &v))
+            v = k == Collective::kAllToAll ? load_unit(blk(send, me, bb), off, bb) : whole;
+          else if (!row(r, &v))
             fail = 1;
-          if (!fail) store_unit(recv + static_cast<size_t>(r) * bb, u * 8, bb, v);
+          if (!fail) store_unit(recv + static_cast<size_t>(r) * bb, off, bb, v);
         }
         break;
       case Collective::kBroadcast: {
         uint64_t v;
         if (me == a.root) {
-          if (recv != send) store_unit(recv, u * 8, bb, load_unit(send, u * 8, bb));
-        } else if (row(a.root, u, &v)) {
-          store_unit(recv, u * 8, bb, v);
+          if (recv != send) store_unit(recv, off, bb, whole);
+        } else if (row(a.root, &v)) {
+          store_unit(recv, off, bb, v);
         } else {
           fail = 1;
         }
@@ -152,8 +152,9 @@ struct LLKernel {
 
 cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                       const CollScratch& s, const LLArgs& a, const Launch& l) {
-  return launch_kernel(byte_kernel_of<LLKernel>(is_reduction(a.coll), dtype, op),
-                       ll_blocks(a.block_bytes), kThreads, l, c, s, a);
+  const int grid = ll_blocks(a.block_bytes);
+  return launch_kernel(byte_kernel_of<LLKernel>(is_reduction(a.coll), dtype, op), grid,
+                       grid == 1 ? ll_threads(a.block_bytes, c.nranks) : kThreads, l, c, s, a);
 }
 
 }  // namespace ccl::coll

@@ -154,6 +154,26 @@ TEST(Tuner, LLChoicesReportTheGridThatRuns) {
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 480 << 10)).blocks, 64);  // 1024 groups
 }
 
+TEST(Tuner, OneBlockLLCallsLaunchOnlyTheWarpsTheyUse) {
+  EXPECT_EQ(ll_threads(0, 1), 32);
+  EXPECT_EQ(ll_threads(8, 2), 32);
+  EXPECT_EQ(ll_threads(256, 2), 32);  // 32 units
+  EXPECT_EQ(ll_threads(264, 2), 64);  // 33 units
+  EXPECT_EQ(ll_threads(8, 40), 64);   // a thread per rank for the epoch bookkeeping
+  EXPECT_EQ(ll_threads(4096, 8), kLLThreads);
+  // Whenever the grid is one block: whole warps, a thread per unit and per rank, at most 512.
+  for (size_t bytes = 0; bytes <= 4096; bytes += 1 + bytes / 7) {
+    ASSERT_EQ(ll_blocks(bytes), 1) << bytes;
+    for (int n = 1; n <= 64; ++n) {
+      const int t = ll_threads(bytes, n);
+      EXPECT_EQ(t % 32, 0) << bytes << " bytes, " << n << " ranks";
+      EXPECT_GE(static_cast<size_t>(t), (bytes + 7) / 8) << bytes << " bytes, " << n << " ranks";
+      EXPECT_GE(t, n) << bytes << " bytes";
+      EXPECT_LE(t, kLLThreads);
+    }
+  }
+}
+
 TEST(Tuner, NvlsEnableIsRefusedWhenPeerLibrariesForbidMulticast) {
   TunerConfig cfg;
   setenv("CCL_NVLS_ENABLE", "1", 1);
