@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "common/cuda.hpp"
-#include "common/log.hpp"
 #include "common/settings.hpp"
 #include "core/comm.hpp"
 

@@ -2,8 +2,8 @@
 // stream, with programmatic dependent launch (PDL) where the communicator allows it. PDL lets the
 // GPU schedule a kernel's blocks while the previous kernel in the stream drains, instead of after
 // it has completed and flushed: on back-to-back small collectives (a CUDA graph of them) that gap
-// is a large part of each call. Ordering is unchanged because every kernel calls pdl_prologue()
-// before it touches memory.
+// is a large part of each call. Ordering is unchanged because every kernel launched here calls
+// pdl_prologue() before it touches memory.
 #pragma once
 
 #include <cuda_runtime.h>

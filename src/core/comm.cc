@@ -82,10 +82,11 @@ Status pdl_choice(ccl_comm* c) {
   if (want != 0 && c->device >= 0)
     CCL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device));
   c->pdl = want != 0 && major >= 9;
+  if (c->device < 0) return CCL_SUCCESS;  // no device, no kernels
   CCL_INFO(kSubsysInit, "rank %d: kernels launched %s", c->rank,
-           c->pdl ? "with programmatic dependent launch"
-           : want ? "plainly (no programmatic dependent launch before sm_90)"
-                  : "plainly (CCL_PDL=0)");
+           c->pdl      ? "with programmatic dependent launch"
+           : want == 0 ? "plainly (CCL_PDL=0)"
+                       : "plainly (no programmatic dependent launch before sm_90)");
   return CCL_SUCCESS;
 }
 

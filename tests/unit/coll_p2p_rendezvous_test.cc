@@ -219,7 +219,9 @@ TEST(P2pRendezvous, SharesCoverAnOperationOnceInOrder) {
         p2p_share(bytes, parts, p, &lo, &len);
         EXPECT_EQ(lo, next) << bytes << " bytes, part " << p << " of " << parts;
         EXPECT_EQ(lo % 16, 0u) << bytes << " bytes, part " << p;
-        if (p != parts - 1) EXPECT_EQ(len % 16, 0u) << bytes << " bytes, part " << p;
+        if (p != parts - 1) {
+          EXPECT_EQ(len % 16, 0u) << bytes << " bytes, part " << p;
+        }
         // Balanced: no part holds more than one 16-byte unit over another (the tail aside).
         EXPECT_LE(len, (bytes / 16 + parts - 1) / parts * 16 + (p == parts - 1 ? bytes % 16 : 0));
         next = lo + len;
