@@ -116,17 +116,17 @@ __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const C
                                              uint64_t e, bool fence = true) {
   __shared__ bool last;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    if (gridDim.x == 1) {
-      last = true;  // no other block to count: skip a global atomic on the small-call path
-    } else {
+  // One block is always the last: no global atomic and no second barrier on the small-call path.
+  if (gridDim.x > 1) {
+    if (threadIdx.x == 0) {
       __threadfence();
       last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
       if (last) *s.finished = 0;
     }
+    __syncthreads();
+    if (!last) return;
   }
-  __syncthreads();
-  if (last && threadIdx.x < c.nranks) {
+  if (threadIdx.x < c.nranks) {
     if (fence) dev::detail::fence_system();
     dev::detail::store_relaxed_sys(dev::peer_ptr(c, s.epoch + c.rank, threadIdx.x), e);
   }
