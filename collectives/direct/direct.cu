@@ -93,8 +93,8 @@ __device__ bool nvls_same_windows(const ccl_device_comm_t& c, const CollScratch&
     const Win w = peer_ready(s, c.nranks, e, t);
     const bool src_ok = a.kind != DirectKind::kNvlsAllReduce || w.src_off == a.src_off;
     if (!src_ok || w.dst_off != a.dst_off) {
-      dev::detail::report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, CCL_OP_PEER_PTR, t,
-                          window<char>(c, s, c.rank, a.dst_off), a.dst_off, w.dst_off, 0);
+      dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT, CCL_OP_PEER_PTR,
+                          t, window<char>(c, s, c.rank, a.dst_off), a.dst_off, w.dst_off, 0);
       *fail = 1;
     }
   }

@@ -40,14 +40,14 @@ __device__ bool ll128_recv(const ccl_device_comm_t& c, const char* p, uint64_t f
       if ((threadIdx.x & 31) == 0) {
         const auto* f = reinterpret_cast<const uint64_t*>(p + 8);
         if (c.state->abort) {
-          dev::detail::report(c, CCL_DEVICE_ERROR_ABORTED, CCL_OP_SIGNAL_WAIT, peer, f, flag, seen,
-                              CCL_CMP_EQ);
+          dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_ABORTED,
+                              CCL_OP_SIGNAL_WAIT, peer, f, flag, seen, CCL_CMP_EQ);
           stop = 1;
         } else if (c.state->error.state != 0) {
           stop = 1;
         } else if (c.wait_timeout_ns != 0 && dev::detail::global_ns() - start > c.wait_timeout_ns) {
-          dev::detail::report(c, CCL_DEVICE_ERROR_TIMEOUT, CCL_OP_SIGNAL_WAIT, peer, f, flag, seen,
-                              CCL_CMP_EQ);
+          dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_TIMEOUT,
+                              CCL_OP_SIGNAL_WAIT, peer, f, flag, seen, CCL_CMP_EQ);
           stop = 1;
         }
       }

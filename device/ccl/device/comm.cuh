@@ -16,18 +16,42 @@ using Qp = ccl_qp_t;
 
 namespace detail {
 
+/// What the out-of-line paths (report, check_args, wait) read of the communicator, passed by
+/// value. Given the handle by reference they would make every kernel that calls them copy the
+/// whole handle to each thread's stack at entry, to have an address to pass; these few words
+/// travel only with the calls.
+struct Reporter {
+  ccl_device_state_t* state;
+  uint32_t* error_lock;
+  const char* own;  // this rank's heap slot
+  uint64_t slot_bytes;
+  uint64_t wait_timeout_ns;
+  int32_t rank;
+  int32_t nranks;
+};
+
+__device__ __forceinline__ Reporter reporter(const DeviceComm& c) {
+  return {c.state,
+          c.error_lock,
+          c.heap_base + static_cast<uint64_t>(c.own_slot) * c.slot_bytes,
+          c.slot_bytes,
+          c.wait_timeout_ns,
+          c.rank,
+          c.nranks};
+}
+
 /// Records the first device-side failure of the communicator (later ones are dropped) and
 /// returns false so that callers can `return report(...)`.
-__device__ __noinline__ inline bool report(const DeviceComm& c, uint32_t kind, uint32_t op,
-                                           int peer, const void* addr, uint64_t expected,
-                                           uint64_t seen, uint32_t cmp) {
+__device__ __noinline__ inline bool report(Reporter c, uint32_t kind, uint32_t op, int peer,
+                                           const void* addr, uint64_t expected, uint64_t seen,
+                                           uint32_t cmp) {
   if (atomicCAS(c.error_lock, 0u, 1u) != 0u) return false;
   ccl_device_error_t* e = &c.state->error;
   e->op = op;
   e->rank = c.rank;
   e->peer = peer;
   e->address = reinterpret_cast<uint64_t>(addr);
-  const char* own = c.heap_base + static_cast<uint64_t>(c.own_slot) * c.slot_bytes;
+  const char* own = c.own;
   const char* a = static_cast<const char*>(addr);
   e->offset = (a >= own && a < own + c.slot_bytes) ? static_cast<uint64_t>(a - own) : ~0ull;
   e->expected = expected;
@@ -49,11 +73,11 @@ __device__ __forceinline__ bool checks_on(const DeviceComm& c) {
 }
 
 /// CCL_DEVICE_CHECKS: the address range lies in this rank's mapped slot and the rank is valid.
-__device__ __noinline__ inline bool check_args(const DeviceComm& c, uint32_t op, const void* sym,
+__device__ __noinline__ inline bool check_args(Reporter c, uint32_t op, const void* sym,
                                                size_t bytes, int pe) {
   if (pe < 0 || pe >= c.nranks)
     return report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, static_cast<uint64_t>(pe), 0, 0);
-  const char* own = c.heap_base + static_cast<uint64_t>(c.own_slot) * c.slot_bytes;
+  const char* own = c.own;
   const char* a = static_cast<const char*>(sym);
   const uint64_t mapped = c.state->heap_mapped;
   if (a < own || a >= own + mapped)
@@ -87,9 +111,9 @@ namespace detail {
 template <typename T>
 __device__ __forceinline__ T* route(const DeviceComm& c, uint32_t op, T* sym, size_t bytes,
                                     int pe) {
-  if (checks_on(c) && !check_args(c, op, sym, bytes, pe)) return nullptr;
+  if (checks_on(c) && !check_args(reporter(c), op, sym, bytes, pe)) return nullptr;
   T* p = peer_ptr(c, sym, pe);
-  if (p == nullptr) report(c, CCL_DEVICE_ERROR_NO_TRANSPORT, op, pe, sym, bytes, 0, 0);
+  if (p == nullptr) report(reporter(c), CCL_DEVICE_ERROR_NO_TRANSPORT, op, pe, sym, bytes, 0, 0);
   return p;
 }
 }  // namespace detail

@@ -63,7 +63,7 @@ __device__ __forceinline__ void signal(const DeviceComm& c, uint64_t* sig, uint6
 /// ccl_comm_get_async_error); `seen` receives the last value read.
 __device__ __forceinline__ bool signal_wait_until(const DeviceComm& c, const uint64_t* sig, Cmp cmp,
                                                   uint64_t value, uint64_t* seen = nullptr) {
-  return detail::wait(c, CCL_OP_SIGNAL_WAIT, sig, cmp, value, -1, seen);
+  return detail::wait(detail::reporter(c), CCL_OP_SIGNAL_WAIT, sig, cmp, value, -1, seen);
 }
 
 /// Non-blocking: true when the local `sig` satisfies cmp now (acquire on success).
@@ -85,7 +85,7 @@ __device__ __forceinline__ void reset_signal(uint64_t* sig) {
 template <typename T>
 __device__ __forceinline__ bool wait_until(const DeviceComm& c, const T* ivar, Cmp cmp, T value,
                                            T* seen = nullptr) {
-  return detail::wait(c, CCL_OP_WAIT_UNTIL, ivar, cmp, value, -1, seen);
+  return detail::wait(detail::reporter(c), CCL_OP_WAIT_UNTIL, ivar, cmp, value, -1, seen);
 }
 
 /// Non-blocking test of a local symmetric integer.

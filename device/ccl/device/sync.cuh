@@ -44,7 +44,7 @@ __device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, M
     if (remote == nullptr) return false;
     add_relaxed_sys(remote, 1);  // arrival only; barrier() fences before the first round
     const uint64_t expected = ++c.sync_expected[from];
-    ok = wait(c, op, c.sync_in + from, Cmp::kAtLeast, expected, from,
+    ok = wait(reporter(c), op, c.sync_in + from, Cmp::kAtLeast, expected, from,
               static_cast<uint64_t*>(nullptr));
   }
   return ok;

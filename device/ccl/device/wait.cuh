@@ -64,7 +64,7 @@ __device__ __forceinline__ T load_acquire(const T* p) {
 /// and returns false; it also returns false at once when the communicator is aborted or already
 /// in error, so one stuck rank does not leave the others spinning.
 template <typename T>
-__device__ __noinline__ bool wait(const DeviceComm& c, uint32_t op, const T* addr, Cmp cmp, T value,
+__device__ __noinline__ bool wait(Reporter c, uint32_t op, const T* addr, Cmp cmp, T value,
                                   int peer, T* seen_out) {
   T seen = load_acquire(addr);
   if (compare(seen, cmp, value)) {
