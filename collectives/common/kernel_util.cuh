@@ -50,11 +50,13 @@ __device__ __forceinline__ void wait_peer_epochs(const ccl_device_comm_t& c, con
 /// Block-wide, for launches without an entry barrier (LL, LL128): this launch's epoch, and a wait
 /// until every peer has completed epoch e - lag, both from one round of loads (own and peers'
 /// completed epochs side by side) rather than one after the other: a small call's critical path
-/// is these few dependent memory round trips.
+/// is these few dependent memory round trips. Clears the block's *fail, then sets it if a wait
+/// fails (reported).
 __device__ __forceinline__ uint64_t begin_epoch(const ccl_device_comm_t& c, const CollScratch& s,
                                                 uint64_t lag, int* fail) {
   __shared__ uint64_t own;
   const int t = threadIdx.x;
+  if (t == 0) *fail = 0;  // the barrier below orders it before any thread can set it
   uint64_t seen = 0;
   if (t < c.nranks) seen = dev::detail::load_acquire_sys(s.epoch + t);
   if (t == c.rank) own = seen;

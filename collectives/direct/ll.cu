@@ -74,7 +74,6 @@ __global__ void __launch_bounds__(kThreads)
   // The unit of a buffer every peer gets whole, loaded before the epoch: the two loads are in
   // flight together rather than one after the other (a small call is little else).
   const uint64_t whole = sends && !blocked_src && has_unit ? load_unit(send, off, bb) : 0;
-  if (threadIdx.x == 0) fail = 0;  // begin_epoch's first barrier orders it before any failure
   // This parity's rows were last read by the peers two launches ago.
   const uint64_t e = begin_epoch(c, s, 2, &fail);
   if (fail) return;

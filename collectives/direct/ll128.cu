@@ -87,8 +87,6 @@ __global__ void __launch_bounds__(kThreads)
   // The warp's first group, loaded before the epoch so that both loads are in flight together.
   uint64_t v_first[2];
   whole(warp, v_first);
-  if (threadIdx.x == 0) fail = 0;
-  __syncthreads();
   // This parity's rows were last read by the peers two launches ago.
   const uint64_t e = begin_epoch(c, s, 2, &fail);
   if (fail) return;

@@ -19,6 +19,7 @@
 #include "collectives/schedule/p2p.hpp"
 #include "gpu/coll_reference.hpp"
 #include "gpu/gpu_ranks.cuh"
+#include "gpu/late_writer.cuh"
 
 namespace ccl::test {
 namespace {
@@ -448,13 +449,7 @@ int stress(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 /// first statement) and writes `p` only `delay_ns` later: a collective launched with PDL that
 /// read its input before waiting for this kernel would see the poison instead.
 __global__ void late_fill(int32_t* p, size_t count, int32_t base, uint64_t delay_ns) {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  uint64_t t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    __nanosleep(1000);
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < delay_ns);
+  trigger_dependents_then_sleep(delay_ns);
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
     p[i] = base + static_cast<int32_t>(i % 1000);
 }

@@ -1,5 +1,6 @@
 #include "ccl/device.cuh"
 #include "gpu/device_api_kernels.cuh"
+#include "gpu/late_writer.cuh"
 
 namespace ccl::test {
 using namespace ccl::dev;
@@ -33,13 +34,7 @@ __global__ void not_kernel(const char* p, size_t n, uint8_t v, unsigned long lon
 
 __global__ void late_put_kernel(DeviceComm c, char* dst, const char* src, size_t n, int pe,
                                 uint64_t delay_ns) {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  uint64_t t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    __nanosleep(1000);
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < delay_ns);
+  trigger_dependents_then_sleep(delay_ns);
   put<Scope::kBlock>(c, dst, src, n, pe);
 }
 
