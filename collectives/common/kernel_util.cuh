@@ -32,6 +32,15 @@ __device__ __forceinline__ char* heap_at(const ccl_device_comm_t& c, int j, uint
   return c.heap_base + slot * static_cast<int64_t>(c.slot_bytes) + static_cast<int64_t>(off);
 }
 
+/// Waits until *addr >= value, a word that rank `peer` writes here (acquire): bounded like every
+/// device wait, and a timeout report names the peer that never wrote it.
+__device__ __forceinline__ bool wait_for_peer(const ccl_device_comm_t& c, const uint64_t* addr,
+                                              uint64_t value, int peer,
+                                              uint32_t op = CCL_OP_WAIT_UNTIL) {
+  return dev::detail::wait(dev::detail::reporter(c), op, addr, dev::Cmp::kAtLeast, value, peer,
+                           static_cast<uint64_t*>(nullptr));
+}
+
 /// The current epoch of a kernel launch: one more than the last one this rank completed.
 __device__ __forceinline__ uint64_t next_epoch(const ccl_device_comm_t& c, const CollScratch& s) {
   return *reinterpret_cast<volatile uint64_t*>(s.epoch + c.rank) + 1;
@@ -42,30 +51,55 @@ __device__ __forceinline__ uint64_t next_epoch(const ccl_device_comm_t& c, const
 __device__ __forceinline__ void wait_peer_epochs(const ccl_device_comm_t& c, const CollScratch& s,
                                                  uint64_t e, int* fail) {
   const int t = threadIdx.x;
-  if (t < c.nranks && t != c.rank && !dev::wait_until(c, s.epoch + t, dev::Cmp::kAtLeast, e))
-    *fail = 1;
+  if (t < c.nranks && t != c.rank && !wait_for_peer(c, s.epoch + t, e, t)) *fail = 1;
   __syncthreads();
 }
 
-/// Block-wide, for launches without an entry barrier (LL, LL128): this launch's epoch, and a wait
-/// until every peer has completed epoch e - lag, both from one round of loads (own and peers'
-/// completed epochs side by side) rather than one after the other: a small call's critical path
-/// is these few dependent memory round trips. Clears the block's *fail, then sets it if a wait
-/// fails (reported).
-__device__ __forceinline__ uint64_t begin_epoch(const ccl_device_comm_t& c, const CollScratch& s,
-                                                uint64_t lag, int* fail) {
-  __shared__ uint64_t own;
+/// A spin loop's timeout, its clock started at the loop's first check (every 1024 spins) rather
+/// than before the first load: a wait that succeeds at once, the common case of a small call,
+/// then costs no clock read; a timed-out wait runs at most 1024 spins over its limit.
+struct LazyDeadline {
+  uint64_t start = 0;
+  __device__ bool passed(uint64_t timeout_ns) {
+    const uint64_t now = dev::detail::global_ns();
+    if (start == 0) start = now;
+    return timeout_ns != 0 && now - start > timeout_ns;
+  }
+};
+
+/// Where a thread reads and publishes completed epochs (thread t < nranks speaks for rank t).
+/// Worked out from the parameters alone, so a kernel can do it before its PDL wait: on a small
+/// call one warp runs the whole path, and every instruction left after the wait is latency.
+struct EpochPlan {
+  const uint64_t* own;   // this rank's completed epoch (every thread reads it)
+  const uint64_t* seen;  // rank t's completed epoch, pushed here by rank t
+  uint64_t* push;        // rank t's copy of this rank's completed epoch
+  bool rank_thread;      // t < nranks
+  bool peer_thread;      // t < nranks and t is not this rank
+};
+
+__device__ __forceinline__ EpochPlan plan_epochs(const ccl_device_comm_t& c, const CollScratch& s) {
   const int t = threadIdx.x;
-  if (t == 0) *fail = 0;  // the barrier below orders it before any thread can set it
-  uint64_t seen = 0;
-  if (t < c.nranks) seen = dev::detail::load_acquire_sys(s.epoch + t);
-  if (t == c.rank) own = seen;
-  __syncthreads();
+  EpochPlan p;
+  p.own = s.epoch + c.rank;
+  p.seen = s.epoch + t;
+  p.rank_thread = t < c.nranks;
+  p.peer_thread = p.rank_thread && t != c.rank;
+  p.push = p.rank_thread ? dev::peer_ptr(c, s.epoch + c.rank, t) : nullptr;
+  return p;
+}
+
+/// Block-wide, for launches without an entry barrier (LL, LL128): this launch's epoch, and a wait
+/// until every peer has completed epoch e - lag, from one round of loads (every thread reads the
+/// own epoch itself, beside its rank's, so no barrier is needed to share it) and one reducing
+/// barrier. *failed is true on every thread when a wait failed (reported).
+__device__ __forceinline__ uint64_t begin_epoch(const ccl_device_comm_t& c, const EpochPlan& p,
+                                                uint64_t lag, bool* failed) {
+  const uint64_t own = dev::detail::load_acquire_sys(p.own);
+  const uint64_t seen = p.peer_thread ? dev::detail::load_acquire_sys(p.seen) : ~uint64_t{0};
   const uint64_t e = own + 1;
-  if (e > lag && t < c.nranks && t != c.rank && seen < e - lag &&
-      !dev::wait_until(c, s.epoch + t, dev::Cmp::kAtLeast, e - lag))
-    *fail = 1;
-  __syncthreads();
+  const bool bad = e > lag && seen < e - lag && !wait_for_peer(c, p.seen, e - lag, threadIdx.x);
+  *failed = __syncthreads_or(bad) != 0;
   return e;
 }
 
@@ -92,7 +126,7 @@ __device__ __forceinline__ void entry_barrier(const ccl_device_comm_t& c, const 
     r->dst_ld = mine.dst_ld;
     dev::detail::fence_system();
     dev::detail::store_relaxed_sys(&r->epoch, e);
-    if (!dev::wait_until(c, &row[t].epoch, dev::Cmp::kAtLeast, e)) *fail = 1;
+    if (!wait_for_peer(c, &row[t].epoch, e, t)) *fail = 1;
   }
   __syncthreads();
 }
@@ -107,31 +141,40 @@ __device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const C
   if (t < n && t != me) {
     dev::detail::fence_system();
     dev::detail::store_relaxed_sys(dev::peer_ptr(c, row + me, t), e);
-    if (!dev::wait_until(c, row + t, dev::Cmp::kAtLeast, e)) *fail = 1;
+    if (!wait_for_peer(c, row + t, e, t)) *fail = 1;
   }
   __syncthreads();
 }
 
-/// Called by every block at its end: the last block to finish publishes the epoch to every rank
-/// (after a system fence: everything this launch did is complete before peers see it).
-__device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const CollScratch& s,
-                                             uint64_t e, bool fence = true) {
-  __shared__ bool last;
-  __syncthreads();
+/// Called by every block at its end, after a block barrier: the last block to finish publishes
+/// the epoch to every rank. With `fence`, everything this launch did is complete before the peers
+/// see it (a system fence); without, only that its reads of them are (a kernel whose values read
+/// were consumed, stored, before the barrier: LL, LL128), and the blocks count themselves out
+/// without a fence either.
+__device__ __forceinline__ void publish_epoch(const CollScratch& s, const EpochPlan& p, uint64_t e,
+                                              bool fence = true) {
   // One block is always the last: no global atomic and no second barrier on the small-call path.
   if (gridDim.x > 1) {
+    __shared__ bool last;
     if (threadIdx.x == 0) {
-      __threadfence();
+      if (fence) __threadfence();
       last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
       if (last) *s.finished = 0;
     }
     __syncthreads();
     if (!last) return;
   }
-  if (threadIdx.x < c.nranks) {
+  if (p.rank_thread) {
     if (fence) dev::detail::fence_system();
-    dev::detail::store_relaxed_sys(dev::peer_ptr(c, s.epoch + c.rank, threadIdx.x), e);
+    dev::detail::store_relaxed_sys(p.push, e);
   }
+}
+
+/// Called by every block at its end (see publish_epoch).
+__device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const CollScratch& s,
+                                             uint64_t e, bool fence = true) {
+  __syncthreads();
+  publish_epoch(s, plan_epochs(c, s), e, fence);
 }
 
 /// A window address published by rank j (heap or registered buffer), as a typed pointer here.

@@ -12,7 +12,7 @@ constexpr int kThreads = kLLThreads;
 /// Spins until both entries of a unit carry `flag`; false on timeout or abort (reported).
 __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag, int peer,
                         uint64_t* out) {
-  const uint64_t start = dev::detail::global_ns();
+  LazyDeadline deadline;
   for (uint32_t spin = 0;; ++spin) {
     uint64_t a, b;
     asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
@@ -28,7 +28,7 @@ __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t
         return dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_ABORTED,
                                    CCL_OP_SIGNAL_WAIT, peer, e2, flag, a >> 32, CCL_CMP_EQ);
       if (c.state->error.state != 0) return false;
-      if (c.wait_timeout_ns != 0 && dev::detail::global_ns() - start > c.wait_timeout_ns)
+      if (deadline.passed(c.wait_timeout_ns))
         return dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_TIMEOUT,
                                    CCL_OP_SIGNAL_WAIT, peer, e2, flag, a >> 32, CCL_CMP_EQ);
     }
@@ -38,69 +38,78 @@ __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     ll_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {
-  // Read the parameters the small-call path uses before waiting for the previous kernel: the
-  // first read of a parameter line in a launch misses the constant cache, and here the misses
-  // overlap that kernel's drain instead of following the wait (one-rank 8-byte call in a graph:
-  // 1.48 -> 1.42 us). The volatile store of a value made of them keeps the compiler from
-  // dropping the reads or moving them past the wait.
-  {
-    __shared__ uint64_t sink;
-    const uint64_t x =
-        c.flags ^ c.rank ^ c.nranks ^ c.own_slot ^ c.slot_bytes ^
-        reinterpret_cast<uint64_t>(c.state) ^ reinterpret_cast<uint64_t>(c.heap_base) ^
-        reinterpret_cast<uint64_t>(s.epoch) ^ reinterpret_cast<uint64_t>(s.ll) ^ s.ll_entries ^
-        reinterpret_cast<uint64_t>(a.send) ^ reinterpret_cast<uint64_t>(a.recv) ^ a.block_bytes ^
-        a.root ^ static_cast<uint64_t>(a.coll);
-    if (threadIdx.x == 0) *static_cast<volatile uint64_t*>(&sink) = x;
-  }
-  pdl_prologue();
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
   constexpr int V = 8 / sizeof(T);
-  const int n = c.nranks, me = c.rank;
-  __shared__ int fail;
+  // What follows from the parameters alone is worked out before the PDL wait, while the previous
+  // kernel drains: a one-block call runs on one warp, and each instruction or constant-cache miss
+  // left after the wait adds its latency to the call (common/kernel_launch.cuh).
+  int n = c.nranks, me = c.rank;
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
   const size_t bb = a.block_bytes;
-  const Collective k = a.coll;
+  Collective k = a.coll;
+  int root = a.root;
   const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
   // The grid has a thread per 8-byte unit of the rank block (ll_blocks): a thread carries at
   // most one, so the small call's path is straight code rather than unit loops.
   const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
   const size_t off = static_cast<size_t>(u) * 8;
-  const bool has_unit = off < bb;
+  bool has_unit = off < bb;
+  // This thread's unit of the send and receive buffers, and whether it is one aligned word.
+  const char* src = send + off;
+  char* dst = recv + off;
+  bool src_word = off + 8 <= bb && (reinterpret_cast<uintptr_t>(src) & 7) == 0;
+  bool dst_word = off + 8 <= bb && (reinterpret_cast<uintptr_t>(dst) & 7) == 0;
   // A broadcast's non-roots may pass no send buffer (NCCL's contract).
-  const bool sends = k != Collective::kBroadcast || me == a.root;
+  bool sends = k != Collective::kBroadcast || me == root;
+  // Rank r's entries of this unit at epoch parity p: rows + (p * n + r) * ll_entries.
+  uint64_t* rows = s.ll + 2 * static_cast<size_t>(u);
+  size_t row_stride = s.ll_entries;
+  EpochPlan ep = plan_epochs(c, s);
+  keep_in_registers(n, me, k, root, has_unit, src, dst, src_word, dst_word, sends, rows, row_stride,
+                    ep.own, ep.seen, ep.push, ep.rank_thread, ep.peer_thread);
+  pdl_prologue();
+  // This thread's unit of the result (allreduce, reduce-scatter, reduce, broadcast).
+  auto put = [&](uint64_t v) {
+    if (dst_word)
+      *reinterpret_cast<uint64_t*>(dst) = v;
+    else
+      store_unit(recv, off, bb, v);
+  };
   // The unit of a buffer every peer gets whole, loaded before the epoch: the two loads are in
   // flight together rather than one after the other (a small call is little else).
-  const uint64_t whole = sends && !blocked_src && has_unit ? load_unit(send, off, bb) : 0;
+  uint64_t whole = 0;
+  if (sends && !blocked_src && has_unit)
+    whole = src_word ? *reinterpret_cast<const uint64_t*>(src) : load_unit(send, off, bb);
   // This parity's rows were last read by the peers two launches ago.
-  const uint64_t e = begin_epoch(c, s, 2, &fail);
-  if (fail) return;
-  const uint32_t flag = static_cast<uint32_t>(e);             // epochs start at 1: never 0
-  uint64_t* mine = s.ll + ((e & 1) * n + me) * s.ll_entries;  // my row at every rank
+  bool failed;
+  const uint64_t e = begin_epoch(c, ep, 2, &failed);
+  if (failed) return;
+  const uint32_t flag = static_cast<uint32_t>(e);  // epochs start at 1: never 0
+  uint64_t* const here = rows + (e & 1) * n * row_stride;
   // Send: the unit as two (data, flag) entries in one 16-byte store to every peer that needs it.
   if (has_unit && sends) {
+    uint64_t* const mine = here + me * row_stride;  // my row at every rank
     for (int step = 1; step < n; ++step) {
-      const int j = (me + step) % n;
-      if (k == Collective::kReduce && j != a.root) continue;
+      int j = me + step;
+      if (j >= n) j -= n;
+      if (k == Collective::kReduce && j != root) continue;
       const uint64_t v = blocked_src ? load_unit(blk(send, j, bb), off, bb) : whole;
       const uint64_t lo = (v & 0xffffffffull) | (static_cast<uint64_t>(flag) << 32);
       const uint64_t hi = (v >> 32) | (static_cast<uint64_t>(flag) << 32);
-      uint64_t* dst = dev::peer_ptr(c, mine + 2 * u, j);
-      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(dst), "l"(lo), "l"(hi)
+      uint64_t* to = dev::peer_ptr(c, mine, j);
+      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(to), "l"(lo), "l"(hi)
                    : "memory");
     }
   }
-  auto row = [&](int r, uint64_t* v) {
-    return ll_wait(c, s.ll + ((e & 1) * n + r) * s.ll_entries + 2 * u, flag, r, v);
-  };
+  auto row = [&](int r, uint64_t* v) { return ll_wait(c, here + r * row_stride, flag, r, v); };
   if (has_unit) {
     switch (k) {
       case Collective::kAllReduce:
       case Collective::kReduceScatter:
       case Collective::kReduce: {
-        if (k == Collective::kReduce && me != a.root) break;
+        if (k == Collective::kReduce && me != root) break;
         // Reduce in rank order, this rank's own contribution read locally.
         A acc[V];
         for (int r = 0; r < n; ++r) {
@@ -108,7 +117,7 @@ __global__ void __launch_bounds__(kThreads)
           if (r == me) {
             v = k == Collective::kReduceScatter ? load_unit(blk(send, me, bb), off, bb) : whole;
           } else if (!row(r, &v)) {
-            fail = 1;
+            failed = true;
             break;
           }
           T t[V];
@@ -117,43 +126,42 @@ __global__ void __launch_bounds__(kThreads)
           for (int q = 0; q < V; ++q)
             acc[q] = r == 0 ? to_acc<T, A>(t[q]) : combine<Op, A>(acc[q], to_acc<T, A>(t[q]));
         }
-        if (fail) break;
+        if (failed) break;
         T res[V];
 #pragma unroll
         for (int q = 0; q < V; ++q) res[q] = from_acc<T, A>(finish<Op, A>(acc[q], n));
         uint64_t out;
         memcpy(&out, res, 8);
-        store_unit(recv, off, bb, out);
+        put(out);
         break;
       }
       case Collective::kAllGather:
       case Collective::kAllToAll:
-        for (int r = 0; r < n && !fail; ++r) {
+        for (int r = 0; r < n && !failed; ++r) {
           uint64_t v;
           if (r == me)
             v = k == Collective::kAllToAll ? load_unit(blk(send, me, bb), off, bb) : whole;
           else if (!row(r, &v))
-            fail = 1;
-          if (!fail) store_unit(recv + static_cast<size_t>(r) * bb, off, bb, v);
+            failed = true;
+          if (!failed) store_unit(recv + static_cast<size_t>(r) * bb, off, bb, v);
         }
         break;
       case Collective::kBroadcast: {
         uint64_t v;
-        if (me == a.root) {
-          if (recv != send) store_unit(recv, off, bb, whole);
-        } else if (row(a.root, &v)) {
-          store_unit(recv, off, bb, v);
+        if (me == root) {
+          if (recv != send) put(whole);
+        } else if (row(root, &v)) {
+          put(v);
         } else {
-          fail = 1;
+          failed = true;
         }
         break;
       }
     }
   }
-  __syncthreads();
-  if (fail) return;
+  if (__syncthreads_or(failed)) return;
   // The values read were consumed (stored above): no fence needed before telling the peers.
-  finish_epoch(c, s, e, false);
+  publish_epoch(s, ep, e, false);
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>

@@ -21,7 +21,7 @@ constexpr unsigned kWarp = 0xffffffffu;
 /// lane alike.
 __device__ bool ll128_recv(const ccl_device_comm_t& c, const char* p, uint64_t flag,
                            const LL128Slot& sl, bool active, int peer, uint64_t v[2]) {
-  const uint64_t start = dev::detail::global_ns();
+  LazyDeadline deadline;
   for (uint32_t spin = 0;; ++spin) {
     uint64_t a = 0, b = 0;
     if (active)
@@ -45,7 +45,7 @@ __device__ bool ll128_recv(const ccl_device_comm_t& c, const char* p, uint64_t f
           stop = 1;
         } else if (c.state->error.state != 0) {
           stop = 1;
-        } else if (c.wait_timeout_ns != 0 && dev::detail::global_ns() - start > c.wait_timeout_ns) {
+        } else if (deadline.passed(c.wait_timeout_ns)) {
           dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_TIMEOUT,
                               CCL_OP_SIGNAL_WAIT, peer, f, flag, seen, CCL_CMP_EQ);
           stop = 1;
@@ -59,12 +59,13 @@ __device__ bool ll128_recv(const ccl_device_comm_t& c, const char* p, uint64_t f
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     ll128_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {
-  pdl_prologue();
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
   constexpr int V = 8 / sizeof(T);
+  // What follows from the parameters alone is written before the PDL wait (as in the LL kernel).
+  read_before_wait(c.flags, c.rank, c.nranks, c.own_slot, c.slot_bytes, c.slots, s.epoch, s.ll128,
+                   s.ll128_row, s.finished, a.send, a.recv, a.block_bytes, a.root, a.coll);
   const int n = c.nranks, me = c.rank;
-  __shared__ int fail;
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
   const size_t bb = a.block_bytes, lines = ll128_lines(bb), groups = ll128_groups(bb);
@@ -84,12 +85,15 @@ __global__ void __launch_bounds__(kThreads)
     v[0] = load_unit(send, sl.unit * 8, bb);
     if (!sl.flag_lane) v[1] = load_unit(send, (sl.unit + 1) * 8, bb);
   };
+  const EpochPlan ep = plan_epochs(c, s);
+  pdl_prologue();
   // The warp's first group, loaded before the epoch so that both loads are in flight together.
   uint64_t v_first[2];
   whole(warp, v_first);
   // This parity's rows were last read by the peers two launches ago.
-  const uint64_t e = begin_epoch(c, s, 2, &fail);
-  if (fail) return;
+  bool late;
+  const uint64_t e = begin_epoch(c, ep, 2, &late);
+  if (late) return;
   const uint64_t flag = e;  // epochs start at 1: never the zeroed rows' 0
   const size_t parity = (e & 1) * static_cast<size_t>(n);
   char* mine = s.ll128 + (parity + me) * s.ll128_row;  // my row at every rank
@@ -100,7 +104,8 @@ __global__ void __launch_bounds__(kThreads)
     uint64_t same[2] = {v_first[0], v_first[1]};
     if (g != warp) whole(g, same);
     for (int step = 1; step < n; ++step) {
-      const int j = (me + step) % n;
+      int j = me + step;
+      if (j >= n) j -= n;
       if (k == Collective::kReduce && j != a.root) continue;
       uint64_t v0 = same[0], v1 = sl.flag_lane ? flag : same[1];
       if (active && blocked_src) {
@@ -193,11 +198,9 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  if (failed && lane == 0) fail = 1;
-  __syncthreads();
-  if (fail) return;
+  if (__syncthreads_or(failed)) return;
   // The values read were consumed (stored above): no fence needed before telling the peers.
-  finish_epoch(c, s, e, false);
+  publish_epoch(s, ep, e, false);
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>

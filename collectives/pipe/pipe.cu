@@ -74,8 +74,8 @@ __device__ char* send_begin(const ccl_device_comm_t& c, const CollScratch& s, Fi
   __syncthreads();
   *m = f.sent[peer] + 1;
   if (threadIdx.x == 0 && *m > kPipeSlots &&
-      !dev::wait_until(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + ch,
-                       dev::Cmp::kAtLeast, *m - kPipeSlots))
+      !wait_for_peer(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + ch, *m - kPipeSlots,
+                     peer))
     f.fail = 1;
   __syncthreads();
   if (f.fail) return nullptr;
@@ -100,8 +100,8 @@ __device__ const char* recv_begin(const ccl_device_comm_t& c, const CollScratch&
   __syncthreads();
   *m = f.rcvd[peer] + 1;
   if (threadIdx.x == 0 &&
-      !dev::signal_wait_until(c, s.head + static_cast<size_t>(peer) * kPipeChannels + blockIdx.x,
-                              dev::Cmp::kAtLeast, *m))
+      !wait_for_peer(c, s.head + static_cast<size_t>(peer) * kPipeChannels + blockIdx.x, *m, peer,
+                     CCL_OP_SIGNAL_WAIT))
     f.fail = 1;
   __syncthreads();
   if (f.fail) return nullptr;
@@ -325,8 +325,7 @@ __device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, co
     const P2pOp& op = a.ops[i];
     if (op.is_send || !p2p_rendezvous(op.bytes)) continue;
     const uint64_t q = ++s.p2p[op.peer].offers_made, need = p2p_offers_read_before(q);
-    if (need > 0 && !dev::wait_until(c, s.offers_read + op.peer, dev::Cmp::kAtLeast, need))
-      return false;
+    if (need > 0 && !wait_for_peer(c, s.offers_read + op.peer, need, op.peer)) return false;
     P2pOffer* o = s.offers + static_cast<size_t>(c.rank) * kMaxP2pOps + p2p_offer_slot(q);
     const uint64_t win = op.win;
     dev::put_signal(c, &o->win, &win, sizeof(win), &o->seq, q, dev::SignalOp::kSet, op.peer);
@@ -346,7 +345,7 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
     any = true;
     const uint64_t q = s.p2p[op.peer].offers_read + p2p_rendezvous_before(a.ops, i) + 1;
     const P2pOffer* o = s.offers + static_cast<size_t>(op.peer) * kMaxP2pOps + p2p_offer_slot(q);
-    if (!dev::signal_wait_until(c, &o->seq, dev::Cmp::kAtLeast, q)) return false;
+    if (!wait_for_peer(c, &o->seq, q, op.peer, CCL_OP_SIGNAL_WAIT)) return false;
     win[i] = __ldcg(&o->win);
   }
   if (!any) return true;
@@ -377,7 +376,7 @@ __device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s
     uint64_t& due = s.p2p[op.peer].bytes_due;
     for (int j = i; j < a.nops; ++j)
       if (zero_copy_recv(a.ops[j]) && a.ops[j].peer == op.peer) due += a.ops[j].bytes;
-    if (!dev::signal_wait_until(c, s.zc_bytes + op.peer, dev::Cmp::kAtLeast, due)) return;
+    if (!wait_for_peer(c, s.zc_bytes + op.peer, due, op.peer, CCL_OP_SIGNAL_WAIT)) return;
   }
 }
 

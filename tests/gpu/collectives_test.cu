@@ -7,10 +7,12 @@
 // argument checks.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ccl/ccl.h"
@@ -795,6 +797,69 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(2, 3, 4, 8));
+
+/// A rank that stops calling collectives: its peer's next collective ends, within
+/// CCL_WAIT_TIMEOUT, with a timeout report that names it, through each kind of wait a collective
+/// kernel has (LL rows, LL128 lines, a direct kernel's entry flags, a pipe's FIFO).
+TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
+  REQUIRE_GPUS(1);
+  struct Way {
+    const char* algo;
+    const char* proto;
+    size_t count;  // float32 elements
+  };
+  const Way ways[] = {{"allreduce:one_shot", "LL", 2},
+                      {"allreduce:one_shot", "LL128", 16384},
+                      {"allreduce:two_shot", "AUTO", 1 << 18},
+                      {"ring", "AUTO", 1 << 18}};
+  for (const Way& w : ways) {
+    ccl_unique_id_t id;
+    ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+    auto results = fork_ranks(
+        2,
+        [&](int r) {
+          setenv("CCL_WAIT_TIMEOUT", "300", 1);
+          setenv("CCL_ALGO", w.algo, 1);
+          setenv("CCL_PROTO", w.proto, 1);
+          ccl_comm_t comm;
+          if (init_on_gpu(id, 2, r, &comm)) return 1;
+          cudaStream_t s;
+          RANK_CUDA(cudaStreamCreate(&s));
+          float* buf = nullptr;
+          RANK_CUDA(cudaMalloc(&buf, w.count * sizeof(float)));
+          RANK_CUDA(cudaMemset(buf, 0, w.count * sizeof(float)));
+          RANK_CUDA(cudaDeviceSynchronize());
+          // One call together first: whatever the communicator sets up on first use is set up.
+          RANK_OK(ccl_allreduce(buf, buf, w.count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          if (r == 1) {  // absent from here on, alive until rank 0 has had its report
+            std::this_thread::sleep_for(std::chrono::seconds(4));
+            RANK_OK(ccl_comm_abort(comm));
+            return 0;
+          }
+          const auto t0 = std::chrono::steady_clock::now();
+          RANK_OK(ccl_allreduce(buf, buf, w.count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          const double sec =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          RANK_CHECK(sec > 0.25 && sec < 3.5, "%s/%s: gave up after %.2f s (CCL_WAIT_TIMEOUT=300)",
+                     w.algo, w.proto, sec);
+          ccl_result_t async;
+          const char* msg = nullptr;
+          RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+          RANK_CHECK(async == CCL_TIMEOUT, "%s/%s: async error %d", w.algo, w.proto, async);
+          const std::string m = msg != nullptr ? msg : "";
+          RANK_CHECK(
+              m.find("timed out") != std::string::npos && m.find("peer 1") != std::string::npos,
+              "%s/%s: report '%s' does not name peer 1", w.algo, w.proto, m.c_str());
+          RANK_OK(ccl_comm_abort(comm));
+          return 0;
+        },
+        60000);
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(results[r].code, 0) << w.algo << "/" << w.proto << " rank " << r;
+  }
+}
 
 }  // namespace
 }  // namespace ccl::test
