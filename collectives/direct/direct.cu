@@ -8,6 +8,15 @@ namespace {
 
 constexpr int kThreads = 512;
 
+/// Before the PDL wait: the parameters the direct kernels read (common/kernel_launch.cuh).
+__device__ __forceinline__ void read_direct_params(const ccl_device_comm_t& c, const CollScratch& s,
+                                                   const DirectArgs& a) {
+  read_before_wait(c.flags, c.rank, c.nranks, c.own_slot, c.slot_bytes, c.slots, c.heap_base,
+                   s.stage[0], s.stage[1], s.ready, s.done, s.epoch, s.finished, s.regs, a.send,
+                   a.recv, a.count, a.send_ld, a.recv_ld, a.src_off, a.src_ld, a.dst_off, a.dst_ld,
+                   a.root, a.kind, a.stage_src, a.unstage_dst, a.mc, a.local_blocks);
+}
+
 /// Slice of block b within a range of `len` elements, over the blocks that talk to the peers.
 __device__ __forceinline__ void my_slice(const DirectArgs& a, size_t len, size_t* lo, size_t* n) {
   partition(len, gridDim.x - a.local_blocks, blockIdx.x, lo, n);
@@ -170,14 +179,15 @@ __device__ void nvls_allreduce(const ccl_device_comm_t& c, const CollScratch& s,
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a) {
+  read_direct_params(c, s, a);
+  __shared__ int fail;
+  if (threadIdx.x == 0) fail = 0;
   pdl_prologue();
   // `a` is a by-value kernel parameter: enter() fills in the staging windows.
   using T = typename DType<D>::Storage;
   const int n = c.nranks, me = c.rank;
-  __shared__ int fail;
   __shared__ const T* in[kMaxDirectRanks];
   __shared__ T* out[kMaxDirectRanks];
-  if (threadIdx.x == 0) fail = 0;
   __syncthreads();
   const uint64_t e = next_epoch(c, s);
   if (!enter(c, s, a, e, sizeof(T), &fail)) return;
@@ -250,10 +260,11 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a, int esize) {
-  pdl_prologue();
-  const int n = c.nranks, me = c.rank;
+  read_direct_params(c, s, a);
   __shared__ int fail;
   if (threadIdx.x == 0) fail = 0;
+  pdl_prologue();
+  const int n = c.nranks, me = c.rank;
   __syncthreads();
   const uint64_t e = next_epoch(c, s);
   char* recv = static_cast<char*>(a.recv);
