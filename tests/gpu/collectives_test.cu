@@ -3,8 +3,8 @@
 // symmetric buffers, unaligned offsets, counts from 1 element to several staging pieces,
 // poisoned outputs, bitwise comparison with the host's reference, run-to-run determinism,
 // cross-algorithm identity under CCL_DETERMINISTIC=1, CUDA graph capture and replay, 10^4 mixed
-// back-to-back calls, stream order under programmatic dependent launch, send/recv in groups, and
-// argument checks.
+// back-to-back calls, stream order under programmatic dependent launch, send/recv in groups,
+// argument checks, and a rank that stops calling (its peer's timeout report names it).
 #include <gtest/gtest.h>
 
 #include <chrono>
