@@ -10,8 +10,14 @@
 #include "collectives/common/coll_args.h"
 #include "collectives/common/dtypes.cuh"
 #include "collectives/schedule/step.hpp"
+#include "common/kernel_launch.cuh"
 
 namespace ccl::coll {
+
+/// The communicator fields every collective kernel reads, as one read_before_wait argument.
+__device__ __forceinline__ uint64_t comm_fields(const ccl_device_comm_t& c) {
+  return param_xor(c.flags, c.rank, c.nranks, c.own_slot, c.slot_bytes, c.slots);
+}
 
 /// An element read through L2 only (a peer's data must never come from a stale L1 line).
 template <typename T>
@@ -54,18 +60,6 @@ __device__ __forceinline__ void wait_peer_epochs(const ccl_device_comm_t& c, con
   if (t < c.nranks && t != c.rank && !wait_for_peer(c, s.epoch + t, e, t)) *fail = 1;
   __syncthreads();
 }
-
-/// A spin loop's timeout, its clock started at the loop's first check (every 1024 spins) rather
-/// than before the first load: a wait that succeeds at once, the common case of a small call,
-/// then costs no clock read; a timed-out wait runs at most 1024 spins over its limit.
-struct LazyDeadline {
-  uint64_t start = 0;
-  __device__ bool passed(uint64_t timeout_ns) {
-    const uint64_t now = dev::detail::global_ns();
-    if (start == 0) start = now;
-    return timeout_ns != 0 && now - start > timeout_ns;
-  }
-};
 
 /// Where a thread reads and publishes completed epochs (thread t < nranks speaks for rank t).
 /// Worked out from the parameters alone, so a kernel can do it before its PDL wait: on a small

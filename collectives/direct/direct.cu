@@ -11,10 +11,10 @@ constexpr int kThreads = 512;
 /// Before the PDL wait: the parameters the direct kernels read (common/kernel_launch.cuh).
 __device__ __forceinline__ void read_direct_params(const ccl_device_comm_t& c, const CollScratch& s,
                                                    const DirectArgs& a) {
-  read_before_wait(c.flags, c.rank, c.nranks, c.own_slot, c.slot_bytes, c.slots, c.heap_base,
-                   s.stage[0], s.stage[1], s.ready, s.done, s.epoch, s.finished, s.regs, a.send,
-                   a.recv, a.count, a.send_ld, a.recv_ld, a.src_off, a.src_ld, a.dst_off, a.dst_ld,
-                   a.root, a.kind, a.stage_src, a.unstage_dst, a.mc, a.local_blocks);
+  read_before_wait(comm_fields(c), c.heap_base, s.stage[0], s.stage[1], s.ready, s.done, s.epoch,
+                   s.finished, s.regs, a.send, a.recv, a.count, a.send_ld, a.recv_ld, a.src_off,
+                   a.src_ld, a.dst_off, a.dst_ld, a.root, a.kind, a.stage_src, a.unstage_dst, a.mc,
+                   a.local_blocks);
 }
 
 /// Slice of block b within a range of `len` elements, over the blocks that talk to the peers.

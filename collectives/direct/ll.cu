@@ -12,7 +12,7 @@ constexpr int kThreads = kLLThreads;
 /// Spins until both entries of a unit carry `flag`; false on timeout or abort (reported).
 __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag, int peer,
                         uint64_t* out) {
-  LazyDeadline deadline;
+  dev::detail::Deadline deadline;
   for (uint32_t spin = 0;; ++spin) {
     uint64_t a, b;
     asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
@@ -23,15 +23,9 @@ __device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t
       *out = (a & 0xffffffffull) | (b << 32);
       return true;
     }
-    if ((spin & 1023) == 1023) {
-      if (c.state->abort)
-        return dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_ABORTED,
-                                   CCL_OP_SIGNAL_WAIT, peer, e2, flag, a >> 32, CCL_CMP_EQ);
-      if (c.state->error.state != 0) return false;
-      if (deadline.passed(c.wait_timeout_ns))
-        return dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_TIMEOUT,
-                                   CCL_OP_SIGNAL_WAIT, peer, e2, flag, a >> 32, CCL_CMP_EQ);
-    }
+    if ((spin & 1023) == 1023 && deadline.expired(dev::detail::reporter(c), CCL_OP_SIGNAL_WAIT,
+                                                  peer, e2, flag, a >> 32, CCL_CMP_EQ))
+      return false;
   }
 }
 
@@ -59,8 +53,8 @@ __global__ void __launch_bounds__(kThreads)
   // This thread's unit of the send and receive buffers, and whether it is one aligned word.
   const char* src = send + off;
   char* dst = recv + off;
-  bool src_word = off + 8 <= bb && (reinterpret_cast<uintptr_t>(src) & 7) == 0;
-  bool dst_word = off + 8 <= bb && (reinterpret_cast<uintptr_t>(dst) & 7) == 0;
+  bool src_word = whole_word(send, off, bb);
+  bool dst_word = whole_word(recv, off, bb);
   // A broadcast's non-roots may pass no send buffer (NCCL's contract).
   bool sends = k != Collective::kBroadcast || me == root;
   // Rank r's entries of this unit at epoch parity p: rows + (p * n + r) * ll_entries.

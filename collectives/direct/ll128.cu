@@ -21,7 +21,7 @@ constexpr unsigned kWarp = 0xffffffffu;
 /// lane alike.
 __device__ bool ll128_recv(const ccl_device_comm_t& c, const char* p, uint64_t flag,
                            const LL128Slot& sl, bool active, int peer, uint64_t v[2]) {
-  LazyDeadline deadline;
+  dev::detail::Deadline deadline;
   for (uint32_t spin = 0;; ++spin) {
     uint64_t a = 0, b = 0;
     if (active)
@@ -37,20 +37,9 @@ __device__ bool ll128_recv(const ccl_device_comm_t& c, const char* p, uint64_t f
     if ((spin & 1023) == 1023) {
       int stop = 0;
       const uint64_t seen = __shfl_sync(kWarp, b, 7);
-      if ((threadIdx.x & 31) == 0) {
-        const auto* f = reinterpret_cast<const uint64_t*>(p + 8);
-        if (c.state->abort) {
-          dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_ABORTED,
-                              CCL_OP_SIGNAL_WAIT, peer, f, flag, seen, CCL_CMP_EQ);
-          stop = 1;
-        } else if (c.state->error.state != 0) {
-          stop = 1;
-        } else if (deadline.passed(c.wait_timeout_ns)) {
-          dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_TIMEOUT,
-                              CCL_OP_SIGNAL_WAIT, peer, f, flag, seen, CCL_CMP_EQ);
-          stop = 1;
-        }
-      }
+      if ((threadIdx.x & 31) == 0)
+        stop = deadline.expired(dev::detail::reporter(c), CCL_OP_SIGNAL_WAIT, peer, p + 8, flag,
+                                seen, CCL_CMP_EQ);
       if (__shfl_sync(kWarp, stop, 0)) return false;
     }
   }
@@ -63,8 +52,8 @@ __global__ void __launch_bounds__(kThreads)
   using A = typename DType<D>::Acc;
   constexpr int V = 8 / sizeof(T);
   // What follows from the parameters alone is written before the PDL wait (as in the LL kernel).
-  read_before_wait(c.flags, c.rank, c.nranks, c.own_slot, c.slot_bytes, c.slots, s.epoch, s.ll128,
-                   s.ll128_row, s.finished, a.send, a.recv, a.block_bytes, a.root, a.coll);
+  read_before_wait(comm_fields(c), s.epoch, s.ll128, s.ll128_row, s.finished, a.send, a.recv,
+                   a.block_bytes, a.root, a.coll);
   const int n = c.nranks, me = c.rank;
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);

@@ -8,10 +8,14 @@
 
 namespace ccl::coll {
 
+/// Whether the unit at byte `off` of `p` is one aligned 8-byte word within `bytes`.
+__device__ __forceinline__ bool whole_word(const char* p, size_t off, size_t bytes) {
+  return off + 8 <= bytes && (reinterpret_cast<uintptr_t>(p + off) & 7) == 0;
+}
+
 /// 8 bytes of `p` from byte `off` (zero past `bytes`), any alignment.
 __device__ __forceinline__ uint64_t load_unit(const char* p, size_t off, size_t bytes) {
-  if (off + 8 <= bytes && (reinterpret_cast<uintptr_t>(p + off) & 7) == 0)
-    return *reinterpret_cast<const uint64_t*>(p + off);
+  if (whole_word(p, off, bytes)) return *reinterpret_cast<const uint64_t*>(p + off);
   uint64_t v = 0;
   for (int k = 0; k < 8 && off + k < bytes; ++k)
     v |= static_cast<uint64_t>(static_cast<unsigned char>(p[off + k])) << (8 * k);
@@ -19,7 +23,7 @@ __device__ __forceinline__ uint64_t load_unit(const char* p, size_t off, size_t 
 }
 
 __device__ __forceinline__ void store_unit(char* p, size_t off, size_t bytes, uint64_t v) {
-  if (off + 8 <= bytes && (reinterpret_cast<uintptr_t>(p + off) & 7) == 0) {
+  if (whole_word(p, off, bytes)) {
     *reinterpret_cast<uint64_t*>(p + off) = v;
     return;
   }

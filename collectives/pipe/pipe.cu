@@ -257,9 +257,8 @@ template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     pipe_kernel(ccl_device_comm_t c, CollScratch s, PipeArgs a) {
   // Before the PDL wait: every parameter the kernel reads (common/kernel_launch.cuh).
-  read_before_wait(c.flags, c.rank, c.nranks, c.own_slot, c.slot_bytes, c.slots, s.inbox,
-                   s.slot_bytes, s.head, s.tail, s.seq, s.temp, a.coll, a.algo, a.root, a.chunks,
-                   a.canonical, a.send, a.recv, a.count, a.send_ld);
+  read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.temp, a.coll,
+                   a.algo, a.root, a.chunks, a.canonical, a.send, a.recv, a.count, a.send_ld);
   pdl_prologue();
   using T = typename DType<D>::Storage;
   constexpr size_t E = sizeof(T);
@@ -389,10 +388,9 @@ __device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s
 __global__ void __launch_bounds__(kThreads)
     p2p_kernel(ccl_device_comm_t c, CollScratch s, P2pArgs a) {
   // Before the PDL wait: the parameters every call reads, and its first operation.
-  read_before_wait(c.flags, c.rank, c.nranks, c.own_slot, c.slot_bytes, c.slots, s.inbox,
-                   s.slot_bytes, s.head, s.tail, s.seq, s.offers, s.offers_read, s.zc_bytes, s.p2p,
-                   s.p2p_readers, a.nops, a.ops[0].buf, a.ops[0].bytes, a.ops[0].peer,
-                   a.ops[0].is_send, a.ops[0].win);
+  read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.offers,
+                   s.offers_read, s.zc_bytes, s.p2p, s.p2p_readers, a.nops, a.ops[0].buf,
+                   a.ops[0].bytes, a.ops[0].peer, a.ops[0].is_send, a.ops[0].win);
   pdl_prologue();
   __shared__ Fifo f;
   __shared__ uint64_t zwin[kMaxP2pOps];

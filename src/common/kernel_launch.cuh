@@ -64,13 +64,19 @@ __device__ __forceinline__ void keep_one(T& v) {
 }
 }  // namespace detail
 
+/// The XOR of the given parameters' bits: several parameters as one read_before_wait argument.
+template <typename... T>
+__device__ __forceinline__ uint64_t param_xor(T... v) {
+  return (detail::param_bits(v) ^ ...);
+}
+
 /// Reads the given parameters here: a volatile shared store of their XOR keeps the reads before
 /// the wait (the compiler may move arithmetic across the wait, not memory operations). Pass every
 /// parameter the kernel's short path uses.
 template <typename... T>
 __device__ __forceinline__ void read_before_wait(T... v) {
   __shared__ uint64_t sink;
-  const uint64_t x = (detail::param_bits(v) ^ ...);
+  const uint64_t x = param_xor(v...);
   if (threadIdx.x == 0) *static_cast<volatile uint64_t*>(&sink) = x;
 }
 
