@@ -77,8 +77,10 @@ Status coll_state(ccl_comm* c, CollState** out) {
   if (slot < 4096) slot = 4096;
   auto st = std::make_shared<CollState>();
   CCL_CHECK(load_tuner_config(&st->cfg));
-  // Only a forced LL128 consults it: n^2 / 2 driver queries are not paid otherwise.
-  st->all_nvlink = st->cfg.proto == Proto::kLL128 && all_pairs_nvlink(c->peers);
+  // The tuner's LL128 range and a forced LL128 consult it; a forced LL or SIMPLE does not pay
+  // the n^2 / 2 driver queries.
+  st->all_nvlink = (st->cfg.proto == Proto::kAuto || st->cfg.proto == Proto::kLL128) &&
+                   all_pairs_nvlink(c->peers);
   // Symmetric part, in one heap block: every rank carves the same offsets. The flags, LL rows
   // and LL128 lines are zeroed (one range); the FIFO slots after them need not be.
   const size_t ll_entries = ll_capacity(c->nranks) / 4;

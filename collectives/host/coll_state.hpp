@@ -14,12 +14,12 @@ namespace ccl::coll {
 
 struct CollState {
   CollScratch scratch{};
-  void* heap_block = nullptr;    // staging, flags and FIFOs: one heap allocation
-  void* local = nullptr;         // finished counter, pipe sequence numbers, temp (cudaMalloc)
-  TunerConfig cfg;               // read once, at the first collective
-  bool all_nvlink = false;       // every GPU pair on NVLink; asked only when LL128 is forced
-  char* mc_base = nullptr;       // NVLS: multicast address of heap offset 0 (CCL_NVLS_ENABLE=1)
-  size_t mc_bytes = 0;           // heap bytes the multicast object covers
+  void* heap_block = nullptr;  // staging, flags and FIFOs: one heap allocation
+  void* local = nullptr;       // finished counter, pipe sequence numbers, temp (cudaMalloc)
+  TunerConfig cfg;             // read once, at the first collective
+  bool all_nvlink = false;     // every GPU pair on NVLink; asked unless CCL_PROTO forces LL/SIMPLE
+  char* mc_base = nullptr;     // NVLS: multicast address of heap offset 0 (CCL_NVLS_ENABLE=1)
+  size_t mc_bytes = 0;         // heap bytes the multicast object covers
   std::vector<uint64_t> logged;  // tuner choices already reported at CCL_DEBUG=INFO
   ~CollState();
 };

@@ -51,8 +51,8 @@ bool coll_from_name(const std::string& s, Collective* out) {
 //   block      reduce_scatter   allgather     broadcast     reduce        alltoall
 //   64 KiB      7.75 / 13.48    7.13 / 12.79   5.85 / 13.02  6.16 / 13.51  7.06 / 12.56
 //   512 KiB    10.66 / 14.67   10.21 / 14.33   8.45 / 14.18  8.50 / 15.53 10.59 / 13.77
-// LL wins everywhere it fits, so every collective's LL range is the rows' capacity,
-// ll_capacity(nranks).
+// LL beats SIMPLE everywhere it fits (ll_capacity(nranks)); where every GPU pair is on NVLink,
+// LL128 takes the blocks above 128 KiB (table further down).
 
 // Blocks of the direct kernels: one per 64 KiB, at least 4, at most 32 below 64 MiB and all 64
 // (kMaxBlocks) from there. Measured at 1 GiB (2 x H200, 2026-11-23 second sweep): 64 blocks
@@ -160,18 +160,50 @@ Status load_tuner_config(TunerConfig* cfg) {
 
 namespace {
 
-/// Bytes of one rank block: what the LL protocol carries per peer.
+/// Bytes of one rank block: what the LL protocols carry per peer.
 size_t block_bytes(const TunerInput& in) {
   const bool blocked = in.coll == Collective::kReduceScatter || in.coll == Collective::kAllGather ||
                        in.coll == Collective::kAllToAll;
   return blocked ? in.bytes / std::max(in.nranks, 1) : in.bytes;
 }
 
-/// LL where it can carry the call (one-shot allreduce and the direct collectives): measured
-/// faster than the barrier-delimited kernels wherever the rows hold the rank block.
+// LL128 against LL and SIMPLE, per rank block (us, 2 x H200 NV18, 2026-11-24, each protocol
+// forced over one sweep, perf/results/2026-11-24_h200x2_collectives.md; allreduce one-shot,
+// two-shot in brackets):
+//   block   allreduce            allgather           reduce_scatter     broadcast
+//           LL / LL128 / SIMPLE  LL / LL128 / SIMPLE LL / LL128 / SIMPLE LL / LL128 / SIMPLE
+//   128 K   4.98/ 4.97/10.66     4.77/ 5.11/10.44    5.11/ 5.18/11.21   5.22/ 4.72/12.45
+//   256 K   5.80/ 5.51/12.29     6.20/ 5.63/11.21    5.99/ 5.81/12.06   5.05/ 4.86/10.90
+//   512 K   7.68/ 7.00/13.26     7.63/ 7.12/11.80    8.34/ 7.10/12.38   5.54/ 5.18/11.96
+//   1 M       - / 9.38/13.80(14.40) - /10.26/14.38     - / 9.46/13.83   13.43/ 7.03/13.15
+//   2 M       - /14.89/16.78(17.29) - /17.45/16.01     - /15.17/17.42     - /11.57/16.02
+//   4 M       - /23.42/23.26(23.33)                                        - /21.78/21.74
+// (reduce and alltoall follow broadcast and allgather.) LL128 wins from 256 KiB blocks (128 KiB
+// is a tie) until each GPU receives or sends 2 MiB; allgather and alltoall only to 1 MiB, as
+// their SIMPLE kernels copy the own block on blocks of its own beside the NVLink ones. At 4 MiB
+// all are within noise of each other. Beyond two ranks the limit is the bytes crossing the
+// busiest GPU's links, (n - 1) blocks: not measured there. One rank moves nothing over links,
+// and its LL128 call is the slower copy (one H200, 256 KiB in a graph: LL 2.10 us, LL128 2.78).
+constexpr size_t kLL128From = size_t{128} << 10;  // blocks above it
+constexpr size_t kLL128Traffic = size_t{2} << 20;
+constexpr size_t kLL128TrafficCopying = size_t{1} << 20;  // allgather, alltoall
+
+bool ll128_wins(const TunerInput& in) {
+  if (in.nranks < 2 || !in.nvlink) return false;
+  const size_t block = block_bytes(in);
+  const bool copying = in.coll == Collective::kAllGather || in.coll == Collective::kAllToAll;
+  const size_t traffic = block * static_cast<size_t>(in.nranks - 1);
+  return block > kLL128From && block <= ll128_capacity(in.nranks) &&
+         traffic <= (copying ? kLL128TrafficCopying : kLL128Traffic);
+}
+
+/// The protocol of the one-shot and direct kernels: LL128 in its measured range, else LL where
+/// its rows hold the block (measured faster than the barrier-delimited kernels wherever they
+/// do), else SIMPLE.
 Proto table_proto(const TunerInput& in, Algorithm a) {
-  const bool ll_capable = a == Algorithm::kOneShot || a == Algorithm::kDirect;
-  return ll_capable && block_bytes(in) <= ll_capacity(in.nranks) ? Proto::kLL : Proto::kSimple;
+  if (a != Algorithm::kOneShot && a != Algorithm::kDirect) return Proto::kSimple;
+  if (ll128_wins(in)) return Proto::kLL128;
+  return block_bytes(in) <= ll_capacity(in.nranks) ? Proto::kLL : Proto::kSimple;
 }
 
 }  // namespace
@@ -181,9 +213,10 @@ Choice table_choice(const TunerInput& in) {
   const bool direct_ok = in.all_p2p && in.nranks <= kMaxDirectRanks;
   switch (in.coll) {
     case Collective::kAllReduce:
+      // One-shot while a flag protocol carries it; two-shot moves half the bytes per rank.
       if (!direct_ok) {
         ch.algo = Algorithm::kRing;
-      } else if (in.bytes <= ll_capacity(in.nranks)) {
+      } else if (table_proto(in, Algorithm::kOneShot) != Proto::kSimple) {
         ch.algo = Algorithm::kOneShot;
       } else {
         ch.algo = Algorithm::kTwoShot;

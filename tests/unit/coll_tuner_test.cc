@@ -17,7 +17,7 @@ TEST(Tuner, AllReduceTableFollowsTheMeasuredCrossovers) {
   const Choice tiny = table_choice(in(Collective::kAllReduce, 8));
   EXPECT_EQ(tiny.algo, Algorithm::kOneShot);
   EXPECT_EQ(tiny.proto, Proto::kLL);
-  const Choice ll_edge = table_choice(in(Collective::kAllReduce, kLLMaxBytes));
+  const Choice ll_edge = table_choice(in(Collective::kAllReduce, kLLMaxBytes, 2, true, false));
   EXPECT_EQ(ll_edge.proto, Proto::kLL);
   const Choice mid = table_choice(in(Collective::kAllReduce, kLLMaxBytes + 4));
   EXPECT_NE(mid.proto, Proto::kLL);
@@ -52,14 +52,17 @@ TEST(Tuner, BlocksGrowWithSizeWithinLimits) {
 TEST(Tuner, OtherCollectivesUseDirectOnNvlink) {
   for (Collective c : {Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast,
                        Collective::kReduce, Collective::kAllToAll}) {
-    EXPECT_EQ(table_choice(in(c, 4 << 20)).algo, Algorithm::kDirect);
-    EXPECT_EQ(table_choice(in(c, 4 << 20)).proto, Proto::kSimple);
+    EXPECT_EQ(table_choice(in(c, 8 << 20)).algo, Algorithm::kDirect);
+    EXPECT_EQ(table_choice(in(c, 8 << 20)).proto, Proto::kSimple);
     EXPECT_EQ(table_choice(in(c, 4096)).proto, Proto::kLL);  // small: data with flags
   }
   // LL carries one rank block: allgather of 2 blocks of the limit still fits, broadcast of that
-  // size not.
-  EXPECT_EQ(table_choice(in(Collective::kAllGather, 2 * kLLMaxBytes)).proto, Proto::kLL);
-  EXPECT_EQ(table_choice(in(Collective::kBroadcast, 2 * kLLMaxBytes)).proto, Proto::kSimple);
+  // size not (without NVLink, where LL128 would take both).
+  const bool p2p = true, no_nvlink = false;
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, 2 * kLLMaxBytes, 2, p2p, no_nvlink)).proto,
+            Proto::kLL);
+  EXPECT_EQ(table_choice(in(Collective::kBroadcast, 2 * kLLMaxBytes, 2, p2p, no_nvlink)).proto,
+            Proto::kSimple);
   // The pipe algorithms have no LL form.
   EXPECT_EQ(table_choice(in(Collective::kAllGather, 4096, 2, false)).proto, Proto::kSimple);
 }
@@ -74,20 +77,54 @@ TEST(Tuner, ForcedLLOnlyWhereTheRowsHoldTheBlock) {
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, kLLMaxBytes + 8)).proto, Proto::kSimple);
 }
 
-TEST(Tuner, LL128OnlyWhenForcedAndWhereItsRowsHoldTheBlock) {
-  // Not measured on two GPUs yet: the table never picks it.
-  for (size_t bytes = 8; bytes <= (size_t{64} << 20); bytes *= 2)
+TEST(Tuner, LL128TakesItsMeasuredRangeOnNvlink) {
+  // Rank blocks above 128 KiB until 2 MiB cross the busiest GPU's links (1 MiB for allgather
+  // and alltoall), where every pair of GPUs is on NVLink.
+  const size_t k128 = size_t{128} << 10, m1 = size_t{1} << 20, m2 = size_t{2} << 20;
+  const Choice ar_edge = table_choice(in(Collective::kAllReduce, k128));
+  EXPECT_EQ(ar_edge.proto, Proto::kLL);
+  for (size_t b : {k128 + 8, kLLMaxBytes, m1, m2}) {
+    const Choice ar = table_choice(in(Collective::kAllReduce, b));
+    EXPECT_EQ(ar.proto, Proto::kLL128) << b;
+    EXPECT_EQ(ar.algo, Algorithm::kOneShot) << b;  // the LL128 kernel is the one-shot
+    EXPECT_EQ(table_choice(in(Collective::kBroadcast, b)).proto, Proto::kLL128) << b;
+    EXPECT_EQ(table_choice(in(Collective::kReduceScatter, 2 * b)).proto, Proto::kLL128) << b;
+  }
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, m2 + 8)).algo, Algorithm::kTwoShot);
+  EXPECT_EQ(table_choice(in(Collective::kBroadcast, m2 + 8)).proto, Proto::kSimple);
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, 2 * m1)).proto, Proto::kLL128);
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, 2 * m1 + 16)).proto, Proto::kSimple);
+  EXPECT_EQ(table_choice(in(Collective::kAllToAll, 2 * m1 + 16)).proto, Proto::kSimple);
+  // More ranks: (n - 1) blocks cross the busiest links (8 ranks of 256 KiB blocks: 1.75 MiB);
+  // past that, LL while its rows hold the block.
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 256 << 10, 8)).proto, Proto::kLL128);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 512 << 10, 8)).proto, Proto::kLL);
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, 8 * (128 << 10) + 64, 8)).proto, Proto::kLL128);
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, 8 * (256 << 10), 8)).proto, Proto::kLL);
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, 8 * (768 << 10), 8)).proto, Proto::kSimple);
+  // One rank: no links to use it on.
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 256 << 10, 1)).proto, Proto::kLL);
+  // Without NVLink between every pair a line could arrive torn: LL to its rows' capacity, then
+  // two-shot.
+  for (size_t b = 8; b <= (size_t{64} << 20); b *= 2)
     for (int n : {2, 3, 8})
       for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kAllToAll})
-        EXPECT_NE(table_choice(in(c, bytes, n)).proto, Proto::kLL128) << bytes << " " << n;
+        EXPECT_NE(table_choice(in(c, b, n, true, false)).proto, Proto::kLL128) << b << " " << n;
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, kLLMaxBytes, 2, true, false)).proto,
+            Proto::kLL);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, kLLMaxBytes + 4, 2, true, false)).algo,
+            Algorithm::kTwoShot);
+}
+
+TEST(Tuner, ForcedLL128OnlyWhereItsRowsHoldTheBlock) {
   TunerConfig cfg;
   cfg.proto = Proto::kLL128;
   const size_t cap2 = ll128_capacity(2), cap8 = ll128_capacity(8);
   EXPECT_EQ(cap2, (size_t{4} << 20) / 128 * 120);
   EXPECT_EQ(cap8, (size_t{1} << 20) / 128 * 120);
   EXPECT_EQ(ll128_row_bytes(64), size_t{256} << 10);
-  // Allreduce: the protocol of the one-shot (the table runs two-shot at these sizes).
-  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 1 << 20)).proto, Proto::kSimple);
+  // Allreduce: the protocol of the one-shot (the table runs two-shot above 2 MiB).
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 3 << 20)).proto, Proto::kSimple);
   ASSERT_TRUE(parse_algo_setting("allreduce:one_shot", &cfg).ok());
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 1 << 20)).proto, Proto::kLL128);
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, cap2)).proto, Proto::kLL128);
@@ -143,7 +180,7 @@ TEST(Tuner, LLChoicesReportTheGridThatRuns) {
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 8)).blocks, 1);
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 4096)).blocks, 1);
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 4097)).blocks, 2);
-  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 256 << 10)).blocks, 64);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 256 << 10, 2, true, false)).blocks, 64);
   EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 2 * 4096)).blocks, 1);  // per rank block
   cfg.nchannels = 3;
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 8)).blocks, 1);
