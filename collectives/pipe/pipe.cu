@@ -477,7 +477,8 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
                        const Launch& l) {
   bool rendezvous = false;
   for (int i = 0; i < a.nops; ++i) rendezvous |= a.ops[i].is_send && p2p_rendezvous(a.ops[i].bytes);
-  return launch_kernel(p2p_kernel, rendezvous ? kP2pBlocks : kPipeChannels, kThreads, l, c, s, a);
+  return launch_kernel(p2p_kernel, rendezvous ? kP2pBlocks : kPipeChannels,
+                       p2p_threads(a.ops, a.nops, kThreads), l, c, s, a);
 }
 
 }  // namespace ccl::coll

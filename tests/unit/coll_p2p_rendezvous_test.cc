@@ -231,6 +231,31 @@ TEST(P2pRendezvous, SharesCoverAnOperationOnceInOrder) {
   }
 }
 
+TEST(P2pRendezvous, LaunchThreadsFollowTheLargestChannelShare) {
+  auto threads = [](std::vector<size_t> sizes) {
+    std::vector<Op> ops;
+    for (size_t b : sizes) ops.push_back(Op{1, true, b, true});
+    return p2p_threads(ops.data(), static_cast<int>(ops.size()), 512);
+  };
+  EXPECT_EQ(threads({}), 32);
+  EXPECT_EQ(threads({8}), 32);
+  EXPECT_EQ(threads({size_t{16} * 32 * kPipeChannels}), 32);  // 512-byte shares: a warp
+  EXPECT_EQ(threads({size_t{16} * 32 * kPipeChannels + 1}), 64);
+  EXPECT_EQ(threads({8, size_t{64} << 10, 100}), 256);  // the largest operation decides
+  EXPECT_EQ(threads({size_t{128} << 10}), 512);
+  EXPECT_EQ(threads({size_t{1} << 30}), 512);
+  // Whole warps, and a thread per 16 bytes of every channel's share below the cap.
+  for (size_t b = 1; b < (size_t{1} << 20); b = b * 3 + 1) {
+    const int t = threads({b});
+    EXPECT_EQ(t % 32, 0) << b;
+    size_t lo, len;
+    p2p_share(b, kPipeChannels, kPipeChannels - 1, &lo, &len);
+    if (t < 512) {
+      EXPECT_GE(static_cast<size_t>(t) * 16 + 16, len) << b;
+    }
+  }
+}
+
 TEST(P2pRendezvous, EveryOfferIsReadAsMadeInAnyOrder) {
   for (int n : {1, 2, 3, 5})
     for (int blocks : {1, 2, 4})
