@@ -80,6 +80,8 @@ struct P2pCounts {
   uint64_t offers_made;  // offers I posted to the peer (my receives)
   uint64_t offers_read;  // the peer's offers my sends have read
   uint64_t bytes_due;    // bytes the peer owes my windows, summed over zero-copy receives
+  uint64_t ll_sent;      // LL operations sent to the peer
+  uint64_t ll_rcvd;      // LL operations received from the peer
 };
 
 /// A window address is a byte offset in the symmetric heap, or (top bit set) a byte offset in a
@@ -117,6 +119,12 @@ struct CollScratch {
   uint64_t* zc_bytes;     // symmetric [sender]: bytes the sender wrote into my windows
   P2pCounts* p2p;         // local device [peer]
   uint32_t* p2p_readers;  // local device: blocks of the running kernel that read their offers
+  // Point-to-point LL operations (collectives/schedule/p2p.hpp).
+  uint64_t* p2p_ll;         // symmetric [2 (parity)][sender][p2p_ll_entries]: LL entries
+  size_t p2p_ll_entries;    // entries of one row: 2 per 8 data bytes of p2p_ll_capacity
+  uint64_t* p2p_ll_credit;  // symmetric [receiver]: my LL operations the receiver has read
+  uint32_t* p2p_ll_done;    // local device: LL blocks of the running kernel that finished
+  uint32_t* p2p_ll_read;    // local device [kMaxP2pOps]: blocks of a receive done reading
 };
 
 }  // namespace ccl::coll

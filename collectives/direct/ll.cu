@@ -9,26 +9,6 @@ namespace {
 
 constexpr int kThreads = kLLThreads;
 
-/// Spins until both entries of a unit carry `flag`; false on timeout or abort (reported).
-__device__ bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag, int peer,
-                        uint64_t* out) {
-  dev::detail::Deadline deadline;
-  for (uint32_t spin = 0;; ++spin) {
-    uint64_t a, b;
-    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
-                 : "=l"(a), "=l"(b)
-                 : "l"(e2)
-                 : "memory");
-    if (static_cast<uint32_t>(a >> 32) == flag && static_cast<uint32_t>(b >> 32) == flag) {
-      *out = (a & 0xffffffffull) | (b << 32);
-      return true;
-    }
-    if ((spin & 1023) == 1023 && deadline.expired(dev::detail::reporter(c), CCL_OP_SIGNAL_WAIT,
-                                                  peer, e2, flag, a >> 32, CCL_CMP_EQ))
-      return false;
-  }
-}
-
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     ll_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {

@@ -1,10 +1,13 @@
 // The 8-byte units the LL protocols carry: loads and stores of any alignment and length (a rank
-// block need not be a multiple of 8 bytes), and where rank block j of a buffer starts. Shared by
-// the LL (ll.cu) and LL128 (ll128.cu) kernels.
+// block need not be a multiple of 8 bytes), where rank block j of a buffer starts, and the wait
+// for a unit's two (data, flag) entries. Shared by the LL (ll.cu), LL128 (ll128.cu) and
+// point-to-point LL (collectives/pipe/pipe.cu) kernels.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+
+#include "ccl/device.cuh"
 
 namespace ccl::coll {
 
@@ -33,6 +36,26 @@ __device__ __forceinline__ void store_unit(char* p, size_t off, size_t bytes, ui
 /// Where one block of units goes or comes from: rank blocks of `bb` bytes.
 __device__ __forceinline__ const char* blk(const char* p, int j, size_t bb) {
   return p + static_cast<size_t>(j) * bb;
+}
+
+/// Spins until both entries of a unit carry `flag`; false on timeout or abort (reported).
+__device__ inline bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag,
+                               int peer, uint64_t* out) {
+  dev::detail::Deadline deadline;
+  for (uint32_t spin = 0;; ++spin) {
+    uint64_t a, b;
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                 : "=l"(a), "=l"(b)
+                 : "l"(e2)
+                 : "memory");
+    if (static_cast<uint32_t>(a >> 32) == flag && static_cast<uint32_t>(b >> 32) == flag) {
+      *out = (a & 0xffffffffull) | (b << 32);
+      return true;
+    }
+    if ((spin & 1023) == 1023 && deadline.expired(dev::detail::reporter(c), CCL_OP_SIGNAL_WAIT,
+                                                  peer, e2, flag, a >> 32, CCL_CMP_EQ))
+      return false;
+  }
 }
 
 }  // namespace ccl::coll

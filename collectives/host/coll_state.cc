@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "collectives/schedule/p2p.hpp"
 #include "common/cuda.hpp"
 #include "common/settings.hpp"
 #include "core/comm.hpp"
@@ -96,6 +97,9 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t zc_bytes_at = h.add(n * sizeof(uint64_t));
   const size_t ll_at = h.add(2 * n * ll_entries * sizeof(uint64_t));
   const size_t ll128_at = h.add(2 * n * ll128_row_bytes(c->nranks));
+  const size_t p2p_ll_entries = p2p_ll_capacity(c->nranks) / 4;
+  const size_t p2p_ll_at = h.add(2 * n * p2p_ll_entries * sizeof(uint64_t));
+  const size_t p2p_credit_at = h.add(2 * n * sizeof(uint64_t));
   const size_t inbox_at = h.add(n * kPipeChannels * kPipeSlots * slot);
   CCL_CHECK(c->heap->alloc(h.size(), &st->heap_block));
   device_resources_note_heap(c);
@@ -116,15 +120,20 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.ll_entries = ll_entries;
   s.ll128 = p + ll128_at;
   s.ll128_row = ll128_row_bytes(c->nranks);
+  s.p2p_ll = reinterpret_cast<uint64_t*>(p + p2p_ll_at);
+  s.p2p_ll_entries = p2p_ll_entries;
+  s.p2p_ll_credit = reinterpret_cast<uint64_t*>(p + p2p_credit_at);
   s.inbox = p + inbox_at;
   s.slot_bytes = slot;
-  // LL entries and LL128 lines carry their epoch as a flag: zero (never an epoch) until first
-  // written.
+  // LL entries and LL128 lines carry their epoch as a flag, point-to-point LL entries their
+  // operation's sequence number: zero (never either) until first written.
   CCL_CHECK(zero_device(p + ready_at, inbox_at - ready_at));
   // Local part: counters and sequence numbers (zeroed), then the work space.
   Layout lo;
   const size_t finished_at = lo.add(sizeof(uint32_t));
   const size_t readers_at = lo.add(sizeof(uint32_t));
+  const size_t ll_done_at = lo.add(sizeof(uint32_t));
+  const size_t ll_read_at = lo.add(kMaxP2pOps * sizeof(uint32_t));
   const size_t seq_at = lo.add(n * kPipeChannels * 2 * sizeof(uint64_t));
   const size_t p2p_at = lo.add(n * sizeof(P2pCounts));
   const size_t temp_at = lo.add(stage);
@@ -133,6 +142,8 @@ Status coll_state(ccl_comm* c, CollState** out) {
   char* l = static_cast<char*>(st->local);
   s.finished = reinterpret_cast<uint32_t*>(l + finished_at);
   s.p2p_readers = reinterpret_cast<uint32_t*>(l + readers_at);
+  s.p2p_ll_done = reinterpret_cast<uint32_t*>(l + ll_done_at);
+  s.p2p_ll_read = reinterpret_cast<uint32_t*>(l + ll_read_at);
   s.seq = reinterpret_cast<uint64_t*>(l + seq_at);
   s.p2p = reinterpret_cast<P2pCounts*>(l + p2p_at);
   s.temp = l + temp_at;

@@ -1,5 +1,6 @@
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch_table.cuh"
+#include "collectives/direct/ll_units.cuh"
 #include "collectives/pipe/pipe.cuh"
 #include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
@@ -353,7 +354,7 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   }
   if (!any) return true;
   __threadfence();
-  if (atomicAdd(s.p2p_readers, 1u) != gridDim.x - 1) return true;
+  if (atomicAdd(s.p2p_readers, 1u) != static_cast<unsigned>(a.fifo_blocks) - 1) return true;
   *s.p2p_readers = 0;
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
@@ -383,15 +384,78 @@ __device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s
   }
 }
 
+/// The LL operations' blocks (p2p.hpp), a thread per 8-byte unit as far as p2p_ll_blocks allows.
+/// A send stores each 8 bytes as two (data, sequence) entries into its row at the receiver once
+/// the receiver has credited the operation two before it (the row's previous use); a receive
+/// polls its row and stores the data, and its last block to finish credits the sender. The last
+/// LL block of the launch advances the pairs' counts for the next launch.
+__device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
+  const int n = c.nranks, me = c.rank;
+  const size_t cap = s.p2p_ll_entries * 4;
+  int part = 0, parts = 1;
+  const int i = p2p_ll_op(a.ops, a.nops, static_cast<int>(blockIdx.x) - a.fifo_blocks,
+                          static_cast<int>(blockDim.x), cap, &part, &parts);
+  const P2pOp& op = a.ops[i];
+  const P2pCounts& pc = s.p2p[op.peer];
+  const uint64_t q = (op.is_send ? pc.ll_sent : pc.ll_rcvd) + p2p_ll_before(a.ops, i, cap) + 1;
+  const uint32_t flag = static_cast<uint32_t>(q);
+  const size_t units = (op.bytes + 7) / 8, stride = static_cast<size_t>(parts) * blockDim.x;
+  const size_t first = static_cast<size_t>(part) * blockDim.x + threadIdx.x;
+  char* buf = static_cast<char*>(op.buf);
+  // The (parity, sender) row at the receiver; the sender keeps a credit per parity.
+  uint64_t* row = s.p2p_ll + ((q & 1) * n + (op.is_send ? me : op.peer)) * s.p2p_ll_entries;
+  bool failed = false;
+  if (op.is_send) {
+    if (threadIdx.x == 0 && q > 2)
+      failed = !wait_for_peer(c, s.p2p_ll_credit + 2 * op.peer + (q & 1), q - 2, op.peer);
+    if (__syncthreads_or(failed)) return;
+    uint64_t* to = dev::peer_ptr(c, row, op.peer);
+    for (size_t u = first; u < units; u += stride) {
+      const uint64_t v = load_unit(buf, u * 8, op.bytes);
+      const uint64_t lo = (v & 0xffffffffull) | (static_cast<uint64_t>(flag) << 32);
+      const uint64_t hi = (v >> 32) | (static_cast<uint64_t>(flag) << 32);
+      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(to + 2 * u), "l"(lo), "l"(hi)
+                   : "memory");
+    }
+  } else {
+    for (size_t u = first; u < units && !failed; u += stride) {
+      uint64_t v;
+      failed = !ll_wait(c, row + 2 * u, flag, op.peer, &v);
+      if (!failed) store_unit(buf, u * 8, op.bytes, v);
+    }
+    if (__syncthreads_or(failed)) return;
+    // The entries read were consumed (stored above): no fence before the credit.
+    if (threadIdx.x == 0 && (parts == 1 || atomicAdd(s.p2p_ll_read + i, 1u) == parts - 1)) {
+      if (parts > 1) s.p2p_ll_read[i] = 0;
+      dev::signal(c, s.p2p_ll_credit + 2 * me + (q & 1), q, dev::SignalOp::kSet, op.peer);
+    }
+  }
+  if (threadIdx.x != 0) return;
+  __threadfence();  // this block's count reads happened before the last block's updates
+  if (atomicAdd(s.p2p_ll_done, 1u) != gridDim.x - a.fifo_blocks - 1) return;
+  *s.p2p_ll_done = 0;
+  for (int j = 0; j < a.nops; ++j) {
+    if (!p2p_ll(a.ops[j].bytes, cap)) continue;
+    P2pCounts& p = s.p2p[a.ops[j].peer];
+    ++(a.ops[j].is_send ? p.ll_sent : p.ll_rcvd);
+  }
+}
+
 /// Point-to-point group. Blocks [0, kPipeChannels) are the FIFO channels; a group that sends a
-/// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares first.
+/// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares first. The LL
+/// operations' blocks follow from a.fifo_blocks (0 when the group has no other operation).
 __global__ void __launch_bounds__(kThreads)
     p2p_kernel(ccl_device_comm_t c, CollScratch s, P2pArgs a) {
   // Before the PDL wait: the parameters every call reads, and its first operation.
   read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.offers,
-                   s.offers_read, s.zc_bytes, s.p2p, s.p2p_readers, a.nops, a.ops[0].buf,
-                   a.ops[0].bytes, a.ops[0].peer, a.ops[0].is_send, a.ops[0].win);
+                   s.offers_read, s.zc_bytes, s.p2p, s.p2p_readers, s.p2p_ll, s.p2p_ll_entries,
+                   s.p2p_ll_credit, s.p2p_ll_done, s.p2p_ll_read, a.nops, a.fifo_blocks,
+                   a.ops[0].buf, a.ops[0].bytes, a.ops[0].peer, a.ops[0].is_send, a.ops[0].win);
   pdl_prologue();
+  if (static_cast<int>(blockIdx.x) >= a.fifo_blocks) {
+    p2p_ll_block(c, s, a);
+    return;
+  }
   __shared__ Fifo f;
   __shared__ uint64_t zwin[kMaxP2pOps];
   __shared__ int fail;
@@ -409,7 +473,7 @@ __global__ void __launch_bounds__(kThreads)
     const P2pOp& op = a.ops[i];
     if (!op.is_send || zwin[i] == kNoWindow) continue;
     size_t lo, len;
-    p2p_share(op.bytes, gridDim.x, blockIdx.x, &lo, &len);
+    p2p_share(op.bytes, a.fifo_blocks, blockIdx.x, &lo, &len);
     copy_slice(window<char>(c, s, op.peer, zwin[i]) + lo, static_cast<const char*>(op.buf) + lo,
                len);
     __syncthreads();
@@ -425,7 +489,8 @@ __global__ void __launch_bounds__(kThreads)
   size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps], rounds = 0;
   const size_t per = s.slot_bytes;
   for (int i = 0; i < a.nops; ++i) {
-    const bool fifo = a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]);
+    const bool fifo = !p2p_ll(a.ops[i].bytes, s.p2p_ll_entries * 4) &&
+                      (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
     p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
     nmsg[i] = (len[i] + per - 1) / per;
   }
@@ -473,12 +538,26 @@ cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_c
                        kThreads, l, c, s, a);
 }
 
-cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& args,
                        const Launch& l) {
-  bool rendezvous = false;
-  for (int i = 0; i < a.nops; ++i) rendezvous |= a.ops[i].is_send && p2p_rendezvous(a.ops[i].bytes);
-  return launch_kernel(p2p_kernel, rendezvous ? kP2pBlocks : kPipeChannels,
-                       p2p_threads(a.ops, a.nops, kThreads), l, c, s, a);
+  P2pArgs a = args;
+  const size_t cap = s.p2p_ll_entries * 4;  // p2p_ll_capacity(c.nranks), as the kernel takes it
+  bool fifo = false, rendezvous = false;
+  int nll = 0;
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (p2p_ll(op.bytes, cap)) {
+      ++nll;
+    } else {
+      fifo = true;
+      rendezvous |= op.is_send && p2p_rendezvous(op.bytes);
+    }
+  }
+  a.fifo_blocks = !fifo ? 0 : rendezvous ? kP2pBlocks : kPipeChannels;
+  const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);
+  const int grid = a.fifo_blocks + (nll > 0 ? p2p_ll_grid(a.ops, a.nops, threads, cap) : 0);
+  if (grid == 0) return cudaSuccess;
+  return launch_kernel(p2p_kernel, grid, threads, l, c, s, a);
 }
 
 }  // namespace ccl::coll

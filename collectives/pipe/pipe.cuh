@@ -37,6 +37,8 @@ struct P2pOp {
 };
 struct P2pArgs {
   int nops;
+  int fifo_blocks;  // blocks for the FIFO and rendezvous operations (set by launch_p2p); one
+                    // block per LL operation follows them
   P2pOp ops[kMaxP2pOps];
 };
 

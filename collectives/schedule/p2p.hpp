@@ -12,6 +12,10 @@
 // operation takes that path when both sides can tell from its size alone (the sender learns
 // only from the offer whether the receiver has a window; without one both sides fall back to
 // the FIFOs). The offers are posted before any round, so a rendezvous never waits on a round.
+//
+// Small operations skip the FIFOs the other way (p2p_ll below): the data goes with its flags into
+// rows of their own at the receiver, on blocks of their own, and waits only on the receiver's
+// credit for the row's previous use, never on a FIFO round.
 #pragma once
 
 #include <cstddef>
@@ -33,17 +37,100 @@ CCL_HD bool p2p_rendezvous(size_t bytes) {
   return bytes >= kP2pRendezvousFrom;
 }
 
-/// Threads per block of a point-to-point launch: one per 16 bytes of the largest operation's
-/// share of a FIFO channel, in whole warps, at most `most`. Every warp of a block runs the FIFO
-/// bookkeeping between the block's barriers, so a small call on 512 threads waits for 16 warps at
-/// each step (one H200, a rank to itself, 8 B in a graph: 5.67 us a call on 512 threads, 5.36 on
-/// 32).
+/// Largest operation carried LL-style (below). Its rows are one per (parity, sender) at every
+/// receiver, 2 x capacity bytes each (4 x nranks x capacity of heap in all): 64 KiB up to 16
+/// ranks, never below 8 KiB.
+CCL_HD constexpr size_t p2p_ll_capacity(int nranks) {
+  const size_t share = (size_t{1} << 20) / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 256 * 256;
+  return share > (64 << 10) ? (64 << 10) : share < (8 << 10) ? (8 << 10) : share;
+}
+
+/// Operations of at most p2p_ll_capacity(nranks) bytes (`cap`, which launches take from the
+/// scratch's row size: no division on the kernel's path) travel LL-style: the sender stores each
+/// 8 bytes with the operation's sequence number as their flag straight into a row at the
+/// receiver, which polls the flags: no FIFO slot, no fence, no separate signal. Rows alternate by
+/// the sequence number's parity; a sender reuses one once the receiver has credited the operation
+/// two before (per-parity credits, so they only grow). Both sides tell from the size alone.
+static_assert(p2p_ll_capacity(1) < kP2pRendezvousFrom, "an operation takes one path");
+CCL_HD bool p2p_ll(size_t bytes, size_t cap) {
+  return bytes <= cap;
+}
+
+/// LL operations before operation i in the group with the same peer and direction: operation i
+/// is the pair's LL operation number (count so far) + this + 1.
 template <typename Op>
-CCL_HD int p2p_threads(const Op* ops, int nops, int most) {
-  size_t largest = 0;
-  for (int i = 0; i < nops; ++i) largest = ops[i].bytes > largest ? ops[i].bytes : largest;
-  const size_t share = (largest + kPipeChannels - 1) / kPipeChannels;
-  const size_t threads = ((share + 15) / 16 + 31) / 32 * 32;
+CCL_HD uint64_t p2p_ll_before(const Op* ops, int i, size_t cap) {
+  uint64_t k = 0;
+  for (int j = 0; j < i; ++j)
+    k += ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0) &&
+         p2p_ll(ops[j].bytes, cap);
+  return k;
+}
+
+/// Blocks of the LL operations of one launch, at most (a spin-waiting grid must be co-resident).
+inline constexpr int kP2pLLBlocks = 32;
+
+/// Blocks each of `nll` LL operations may take.
+CCL_HD int p2p_ll_most(int nll) {
+  return nll > 0 && kP2pLLBlocks / nll > 1 ? kP2pLLBlocks / nll : 1;
+}
+
+/// Blocks of one LL operation of `bytes` (at most the capacity: 32-bit arithmetic) with
+/// `threads` per block: a thread per 8-byte unit (a receiver polls its units in turn, so units
+/// per thread are latency), at most `most`, at least one.
+CCL_HD int p2p_ll_blocks(size_t bytes, int threads, int most) {
+  const uint32_t units = static_cast<uint32_t>((bytes + 7) / 8), t = static_cast<uint32_t>(threads);
+  const uint32_t want = (units + t - 1) / t;
+  return want < 1 ? 1 : want > static_cast<uint32_t>(most) ? most : static_cast<int>(want);
+}
+
+/// Which LL operation the launch's k-th LL block runs (its index in ops, or -1), which of that
+/// operation's blocks it is (*part) and how many it has (*blocks).
+template <typename Op>
+CCL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, int* part,
+                     int* blocks) {
+  int nll = 0;
+  for (int i = 0; i < nops; ++i) nll += p2p_ll(ops[i].bytes, cap);
+  const int most = p2p_ll_most(nll);
+  for (int i = 0; i < nops; ++i) {
+    if (!p2p_ll(ops[i].bytes, cap)) continue;
+    const int b = p2p_ll_blocks(ops[i].bytes, threads, most);
+    if (k < b) {
+      *part = k;
+      *blocks = b;
+      return i;
+    }
+    k -= b;
+  }
+  return -1;
+}
+
+/// Blocks of all the LL operations of a launch.
+template <typename Op>
+CCL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap) {
+  int nll = 0, grid = 0;
+  for (int i = 0; i < nops; ++i) nll += p2p_ll(ops[i].bytes, cap);
+  const int most = p2p_ll_most(nll);
+  for (int i = 0; i < nops; ++i)
+    if (p2p_ll(ops[i].bytes, cap)) grid += p2p_ll_blocks(ops[i].bytes, threads, most);
+  return grid;
+}
+
+/// Threads per block of a point-to-point launch, in whole warps, 32..most: one per 16 bytes of
+/// the largest FIFO or rendezvous operation's share of a channel, and one per 8-byte unit of the
+/// largest LL operation. Every warp of a block runs the FIFO bookkeeping between the block's
+/// barriers, so a small call on 512 threads waits for 16 warps at each step (one H200, a rank to
+/// itself, 8 B through the FIFOs in a graph: 5.67 us a call on 512 threads, 5.36 on 32).
+template <typename Op>
+CCL_HD int p2p_threads(const Op* ops, int nops, int most, size_t cap) {
+  size_t need = 0;
+  for (int i = 0; i < nops; ++i) {
+    const size_t b = ops[i].bytes;
+    const size_t t =
+        p2p_ll(b, cap) ? (b + 7) / 8 : ((b + kPipeChannels - 1) / kPipeChannels + 15) / 16;
+    need = t > need ? t : need;
+  }
+  const size_t threads = (need + 31) / 32 * 32;
   return threads < 32 ? 32 : threads > static_cast<size_t>(most) ? most : static_cast<int>(threads);
 }
 

@@ -3,8 +3,9 @@
 // symmetric buffers, unaligned offsets, counts from 1 element to several staging pieces,
 // poisoned outputs, bitwise comparison with the host's reference, run-to-run determinism,
 // cross-algorithm identity under CCL_DETERMINISTIC=1, CUDA graph capture and replay, 10^4 mixed
-// back-to-back calls, stream order under programmatic dependent launch, send/recv in groups,
-// argument checks, and a rank that stops calling (its peer's timeout report names it).
+// back-to-back calls, stream order under programmatic dependent launch, send/recv in groups (LL,
+// FIFO and rendezvous paths), argument checks, and a rank that stops calling (its peer's timeout
+// report names it).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -565,6 +566,53 @@ int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// The LL path (coll::p2p_ll): groups of five small operations to the next rank and from the
+/// previous one (more than the rows' two parities: a send waits inside the kernel for the
+/// receiver's credit), sizes from 0 to the capacity changing every round (rows still hold longer,
+/// older messages), odd offsets, poisoned outputs, 200 rounds of fresh data.
+int ll_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  constexpr int kOps = 5, kRounds = 200;
+  const size_t cap = coll::p2p_ll_capacity(n), room = kOps * (cap + 1);
+  char *sb, *rb;
+  RANK_CUDA(cudaMalloc(&sb, room));
+  RANK_CUDA(cudaMalloc(&rb, room));
+  std::vector<char> h(room), got(room);
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  auto byte = [](int r, int i, size_t k, int rank) {
+    return static_cast<char>(k * 3 + static_cast<size_t>(r) * 11 + i * 29 + rank * 53);
+  };
+  for (int r = 0; r < kRounds; ++r) {
+    size_t bytes[kOps], at[kOps], off = 0;
+    for (int i = 0; i < kOps; ++i) {
+      bytes[i] = (static_cast<size_t>(r) * 7919 + static_cast<size_t>(i) * 104729) % (cap + 1);
+      at[i] = off + (i & 1);  // odd offsets for every other operation
+      off = at[i] + bytes[i];
+      for (size_t k = 0; k < bytes[i]; ++k) h[at[i] + k] = byte(r, i, k, me);
+    }
+    RANK_CUDA(cudaMemcpy(sb, h.data(), off, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(rb, 0xee, room));
+    RANK_OK(ccl_group_start());
+    for (int i = 0; i < kOps; ++i) {
+      RANK_OK(ccl_send(sb + at[i], bytes[i], ccl_uint8, next, comm, s));
+      RANK_OK(ccl_recv(rb + at[i], bytes[i], ccl_uint8, prev, comm, s));
+    }
+    RANK_OK(ccl_group_end());
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), rb, off, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < kOps; ++i) {
+      for (size_t k = 0; k < bytes[i]; ++k)
+        RANK_CHECK(got[at[i] + k] == byte(r, i, k, prev),
+                   "LL send/recv round %d, operation %d (%zu bytes): byte %zu", r, i, bytes[i], k);
+      if (i + 1 < kOps && at[i + 1] > at[i] + bytes[i])
+        RANK_CHECK(got[at[i] + bytes[i]] == static_cast<char>(0xee),
+                   "LL send/recv round %d wrote past operation %d", r, i);
+    }
+  }
+  RANK_CUDA(cudaFree(sb));
+  RANK_CUDA(cudaFree(rb));
+  return 0;
+}
+
 /// The rendezvous path (collectives/schedule/p2p.hpp): receives large enough for it land in a
 /// symmetric buffer (unaligned too), a registered one, and plain cudaMalloc memory (no window:
 /// the FIFOs), beside a small FIFO receive and a rendezvous with this rank itself, in one group
@@ -702,6 +750,7 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaFree(self_rb));
   }
   if (many_sends_to_one_peer(comm, me, n, s)) return 1;
+  if (ll_point_to_point(comm, me, n, s)) return 1;
   return zero_copy_point_to_point(comm, me, n, s);
 }
 

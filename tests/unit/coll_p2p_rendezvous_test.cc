@@ -231,29 +231,90 @@ TEST(P2pRendezvous, SharesCoverAnOperationOnceInOrder) {
   }
 }
 
-TEST(P2pRendezvous, LaunchThreadsFollowTheLargestChannelShare) {
+TEST(P2pLL, SmallOperationsTakeTheLLPathByTheirSizeAlone) {
+  EXPECT_EQ(p2p_ll_capacity(2), size_t{64} << 10);
+  EXPECT_EQ(p2p_ll_capacity(64), size_t{16} << 10);
+  EXPECT_EQ(p2p_ll_capacity(4096), size_t{8} << 10);
+  const size_t cap2 = p2p_ll_capacity(2);
+  EXPECT_TRUE(p2p_ll(0, cap2));
+  EXPECT_TRUE(p2p_ll(size_t{64} << 10, cap2));
+  EXPECT_FALSE(p2p_ll((size_t{64} << 10) + 1, cap2));
+  EXPECT_FALSE(p2p_ll((size_t{16} << 10) + 1, p2p_ll_capacity(64)));
+  for (int n : {1, 2, 8, 64, 1024})
+    EXPECT_FALSE(p2p_ll(kP2pRendezvousFrom, p2p_ll_capacity(n))) << n;
+  // Each LL operation's number within its (peer, direction) stream, and which block runs it.
+  const std::vector<Op> ops = {{1, true, 8, false},   {1, true, size_t{1} << 20, false},
+                               {1, true, 100, false}, {1, false, 8, false},
+                               {2, true, 8, false},   {1, true, 0, false}};
+  const size_t cap4 = p2p_ll_capacity(4);
+  const int k = static_cast<int>(ops.size());
+  EXPECT_EQ(p2p_ll_before(ops.data(), 0, cap4), 0u);
+  EXPECT_EQ(p2p_ll_before(ops.data(), 2, cap4), 1u);  // the 1 MiB send is not LL
+  EXPECT_EQ(p2p_ll_before(ops.data(), 3, cap4), 0u);  // a receive: the other direction
+  EXPECT_EQ(p2p_ll_before(ops.data(), 4, cap4), 0u);  // another peer
+  EXPECT_EQ(p2p_ll_before(ops.data(), 5, cap4), 2u);
+  const int order[] = {0, 2, 3, 4, 5};
+  int part = -1, parts = -1;
+  for (int b = 0; b < 5; ++b) {
+    EXPECT_EQ(p2p_ll_op(ops.data(), k, b, 512, cap4, &part, &parts), order[b]) << b;
+    EXPECT_EQ(part, 0);
+    EXPECT_EQ(parts, 1);
+  }
+  EXPECT_EQ(p2p_ll_op(ops.data(), k, 5, 512, cap4, &part, &parts), -1);
+  EXPECT_EQ(p2p_ll_grid(ops.data(), k, 512, cap4), 5);
+}
+
+TEST(P2pLL, LargerOperationsGetABlockPerThreadsUnitsWithinTheLimit) {
+  const size_t m = size_t{64} << 10;  // 8192 units: 16 blocks of 512
+  EXPECT_EQ(p2p_ll_most(1), kP2pLLBlocks);
+  EXPECT_EQ(p2p_ll_most(3), kP2pLLBlocks / 3);
+  EXPECT_EQ(p2p_ll_most(kMaxP2pOps), 1);
+  EXPECT_EQ(p2p_ll_blocks(m, 512, p2p_ll_most(1)), 16);
+  EXPECT_EQ(p2p_ll_blocks(8, 512, p2p_ll_most(1)), 1);
+  EXPECT_EQ(p2p_ll_blocks(0, 512, p2p_ll_most(1)), 1);
+  EXPECT_EQ(p2p_ll_blocks(m, 512, p2p_ll_most(3)), kP2pLLBlocks / 3);
+  EXPECT_EQ(p2p_ll_blocks(m, 512, p2p_ll_most(kMaxP2pOps)), 1);
+  const size_t cap = p2p_ll_capacity(2);
+  const std::vector<Op> ops = {{1, true, m, false}, {1, false, m, false}, {2, true, 1000, false}};
+  const int k = static_cast<int>(ops.size());
+  EXPECT_EQ(p2p_ll_grid(ops.data(), k, 512, cap), 10 + 10 + 1);
+  // Every LL block maps to one (operation, part), parts in order, and all parts are covered.
+  int part = -1, parts = -1, seen[3] = {0, 0, 0};
+  for (int b = 0; b < 21; ++b) {
+    const int i = p2p_ll_op(ops.data(), k, b, 512, cap, &part, &parts);
+    ASSERT_GE(i, 0) << b;
+    EXPECT_EQ(part, seen[i]++) << b;
+    EXPECT_EQ(parts, i == 2 ? 1 : 10) << b;
+  }
+  EXPECT_EQ(seen[0], 10);
+  EXPECT_EQ(seen[1], 10);
+  EXPECT_EQ(seen[2], 1);
+  EXPECT_EQ(p2p_ll_op(ops.data(), k, 21, 512, cap, &part, &parts), -1);
+  // The whole launch stays within the co-resident limit.
+  for (int nops = 1; nops <= kMaxP2pOps; ++nops) {
+    const std::vector<Op> many(static_cast<size_t>(nops), Op{1, true, m, false});
+    EXPECT_LE(p2p_ll_grid(many.data(), nops, 512, cap), std::max(kP2pLLBlocks, nops)) << nops;
+  }
+}
+
+TEST(P2pLL, LaunchThreadsFollowTheLargestOperation) {
   auto threads = [](std::vector<size_t> sizes) {
     std::vector<Op> ops;
     for (size_t b : sizes) ops.push_back(Op{1, true, b, true});
-    return p2p_threads(ops.data(), static_cast<int>(ops.size()), 512);
+    return p2p_threads(ops.data(), static_cast<int>(ops.size()), 512, p2p_ll_capacity(2));
   };
   EXPECT_EQ(threads({}), 32);
+  // LL: a thread per 8-byte unit.
   EXPECT_EQ(threads({8}), 32);
-  EXPECT_EQ(threads({size_t{16} * 32 * kPipeChannels}), 32);  // 512-byte shares: a warp
-  EXPECT_EQ(threads({size_t{16} * 32 * kPipeChannels + 1}), 64);
-  EXPECT_EQ(threads({8, size_t{64} << 10, 100}), 256);  // the largest operation decides
+  EXPECT_EQ(threads({256}), 32);
+  EXPECT_EQ(threads({264}), 64);
+  EXPECT_EQ(threads({size_t{64} << 10}), 512);
+  // FIFO: a thread per 16 bytes of a channel's share (4097 here: 257 threads, 288 in warps).
+  EXPECT_EQ(threads({(size_t{64} << 10) + 16}), 288);
+  EXPECT_EQ(threads({8, (size_t{64} << 10) + 16, 100}), 288);  // the largest need decides
   EXPECT_EQ(threads({size_t{128} << 10}), 512);
   EXPECT_EQ(threads({size_t{1} << 30}), 512);
-  // Whole warps, and a thread per 16 bytes of every channel's share below the cap.
-  for (size_t b = 1; b < (size_t{1} << 20); b = b * 3 + 1) {
-    const int t = threads({b});
-    EXPECT_EQ(t % 32, 0) << b;
-    size_t lo, len;
-    p2p_share(b, kPipeChannels, kPipeChannels - 1, &lo, &len);
-    if (t < 512) {
-      EXPECT_GE(static_cast<size_t>(t) * 16 + 16, len) << b;
-    }
-  }
+  for (size_t b = 1; b < (size_t{1} << 20); b = b * 3 + 1) EXPECT_EQ(threads({b}) % 32, 0) << b;
 }
 
 TEST(P2pRendezvous, EveryOfferIsReadAsMadeInAnyOrder) {
