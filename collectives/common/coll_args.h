@@ -120,9 +120,9 @@ struct CollScratch {
   P2pCounts* p2p;         // local device [peer]
   uint32_t* p2p_readers;  // local device: blocks of the running kernel that read their offers
   // Point-to-point LL operations (collectives/schedule/p2p.hpp).
-  uint64_t* p2p_ll;         // symmetric [2 (parity)][sender][p2p_ll_entries]: LL entries
+  uint64_t* p2p_ll;         // symmetric [kP2pLLSlots][sender][p2p_ll_entries]: LL entries
   size_t p2p_ll_entries;    // entries of one row: 2 per 8 data bytes of p2p_ll_capacity
-  uint64_t* p2p_ll_credit;  // symmetric [receiver]: my LL operations the receiver has read
+  uint64_t* p2p_ll_credit;  // symmetric [receiver][kP2pLLSlots]: last LL operation read there
   uint32_t* p2p_ll_done;    // local device: LL blocks of the running kernel that finished
   uint32_t* p2p_ll_read;    // local device [kMaxP2pOps]: blocks of a receive done reading
 };

@@ -98,8 +98,8 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t ll_at = h.add(2 * n * ll_entries * sizeof(uint64_t));
   const size_t ll128_at = h.add(2 * n * ll128_row_bytes(c->nranks));
   const size_t p2p_ll_entries = p2p_ll_capacity(c->nranks) / 4;
-  const size_t p2p_ll_at = h.add(2 * n * p2p_ll_entries * sizeof(uint64_t));
-  const size_t p2p_credit_at = h.add(2 * n * sizeof(uint64_t));
+  const size_t p2p_ll_at = h.add(kP2pLLSlots * n * p2p_ll_entries * sizeof(uint64_t));
+  const size_t p2p_credit_at = h.add(kP2pLLSlots * n * sizeof(uint64_t));
   const size_t inbox_at = h.add(n * kPipeChannels * kPipeSlots * slot);
   CCL_CHECK(c->heap->alloc(h.size(), &st->heap_block));
   device_resources_note_heap(c);

@@ -386,8 +386,8 @@ __device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s
 
 /// The LL operations' blocks (p2p.hpp), a thread per 8-byte unit as far as p2p_ll_blocks allows.
 /// A send stores each 8 bytes as two (data, sequence) entries into its row at the receiver once
-/// the receiver has credited the operation two before it (the row's previous use); a receive
-/// polls its row and stores the data, and its last block to finish credits the sender. The last
+/// the receiver has credited the row's previous use; a receive polls its row and stores the
+/// data, and its last block to finish credits the sender. The last
 /// LL block of the launch advances the pairs' counts for the next launch.
 __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
   const int n = c.nranks, me = c.rank;
@@ -402,12 +402,15 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
   const size_t units = (op.bytes + 7) / 8, stride = static_cast<size_t>(parts) * blockDim.x;
   const size_t first = static_cast<size_t>(part) * blockDim.x + threadIdx.x;
   char* buf = static_cast<char*>(op.buf);
-  // The (parity, sender) row at the receiver; the sender keeps a credit per parity.
-  uint64_t* row = s.p2p_ll + ((q & 1) * n + (op.is_send ? me : op.peer)) * s.p2p_ll_entries;
+  // The (slot, sender) row at the receiver; the sender keeps a credit per slot.
+  const int slot = p2p_ll_slot(q);
+  uint64_t* row =
+      s.p2p_ll + (static_cast<size_t>(slot) * n + (op.is_send ? me : op.peer)) * s.p2p_ll_entries;
   bool failed = false;
   if (op.is_send) {
-    if (threadIdx.x == 0 && q > 2)
-      failed = !wait_for_peer(c, s.p2p_ll_credit + 2 * op.peer + (q & 1), q - 2, op.peer);
+    const uint64_t need = p2p_ll_credit_needed(q);
+    if (threadIdx.x == 0 && need > 0)
+      failed = !wait_for_peer(c, s.p2p_ll_credit + kP2pLLSlots * op.peer + slot, need, op.peer);
     if (__syncthreads_or(failed)) return;
     uint64_t* to = dev::peer_ptr(c, row, op.peer);
     for (size_t u = first; u < units; u += stride) {
@@ -427,7 +430,7 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
     // The entries read were consumed (stored above): no fence before the credit.
     if (threadIdx.x == 0 && (parts == 1 || atomicAdd(s.p2p_ll_read + i, 1u) == parts - 1)) {
       if (parts > 1) s.p2p_ll_read[i] = 0;
-      dev::signal(c, s.p2p_ll_credit + 2 * me + (q & 1), q, dev::SignalOp::kSet, op.peer);
+      dev::signal(c, s.p2p_ll_credit + kP2pLLSlots * me + slot, q, dev::SignalOp::kSet, op.peer);
     }
   }
   if (threadIdx.x != 0) return;

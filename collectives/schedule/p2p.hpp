@@ -37,23 +37,40 @@ CCL_HD bool p2p_rendezvous(size_t bytes) {
   return bytes >= kP2pRendezvousFrom;
 }
 
-/// Largest operation carried LL-style (below). Its rows are one per (parity, sender) at every
-/// receiver, 2 x capacity bytes each (4 x nranks x capacity of heap in all): 64 KiB up to 16
+/// Rows of each (sender, receiver) pair for LL operations: a sender may run this many operations
+/// ahead of its receiver, as many as a FIFO has slots (a rank may send that many small messages,
+/// each in its own launch, before it receives).
+inline constexpr int kP2pLLSlots = kPipeSlots;
+
+/// Largest operation carried LL-style (below). Its rows are one per (slot, sender) at every
+/// receiver, 2 x capacity bytes each (8 x nranks x capacity of heap in all): 64 KiB up to 16
 /// ranks, never below 8 KiB.
 CCL_HD constexpr size_t p2p_ll_capacity(int nranks) {
   const size_t share = (size_t{1} << 20) / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 256 * 256;
   return share > (64 << 10) ? (64 << 10) : share < (8 << 10) ? (8 << 10) : share;
 }
 
-/// Operations of at most p2p_ll_capacity(nranks) bytes (`cap`, which launches take from the
+/// Operations of 1 to p2p_ll_capacity(nranks) bytes (`cap`, which launches take from the
 /// scratch's row size: no division on the kernel's path) travel LL-style: the sender stores each
-/// 8 bytes with the operation's sequence number as their flag straight into a row at the
-/// receiver, which polls the flags: no FIFO slot, no fence, no separate signal. Rows alternate by
-/// the sequence number's parity; a sender reuses one once the receiver has credited the operation
-/// two before (per-parity credits, so they only grow). Both sides tell from the size alone.
+/// 8 bytes with the operation's sequence number q as their flag straight into a row at the
+/// receiver, which polls the flags: no FIFO slot, no fence, no separate signal. Operation q uses
+/// row slot p2p_ll_slot(q); a sender reuses a slot once the receiver has credited operation
+/// q - kP2pLLSlots there. A slot's credit only grows because a receive completes only after its
+/// send, which waited for the credit before it; an empty receive would complete at once and
+/// credit ahead of unread ones (the model in tests/unit/coll_p2p_ll_test.cc found it), so empty
+/// operations take the FIFO path, where they move nothing. Both sides tell from the size alone.
 static_assert(p2p_ll_capacity(1) < kP2pRendezvousFrom, "an operation takes one path");
 CCL_HD bool p2p_ll(size_t bytes, size_t cap) {
-  return bytes <= cap;
+  return bytes > 0 && bytes <= cap;
+}
+
+/// Row slot of LL operation q, and the credit (the receiver's last completed operation in that
+/// slot) its sender must see first: 0 for the first kP2pLLSlots operations.
+CCL_HD int p2p_ll_slot(uint64_t q) {
+  return static_cast<int>(q % kP2pLLSlots);
+}
+CCL_HD uint64_t p2p_ll_credit_needed(uint64_t q) {
+  return q > kP2pLLSlots ? q - kP2pLLSlots : 0;
 }
 
 /// LL operations before operation i in the group with the same peer and direction: operation i

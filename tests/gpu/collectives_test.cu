@@ -567,9 +567,10 @@ int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 }
 
 /// The LL path (coll::p2p_ll): groups of five small operations to the next rank and from the
-/// previous one (more than the rows' two parities: a send waits inside the kernel for the
-/// receiver's credit), sizes from 0 to the capacity changing every round (rows still hold longer,
-/// older messages), odd offsets, poisoned outputs, 200 rounds of fresh data.
+/// previous one (more than the rows' kP2pLLSlots slots: a send waits inside the kernel for the
+/// receiver's credit), sizes from 0 (the FIFO path) to the capacity changing every round (rows
+/// still hold longer, older messages), odd offsets, poisoned outputs, 200 rounds of fresh data;
+/// then kP2pLLSlots sends to the next rank, each its own launch, before the receives.
 int ll_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   constexpr int kOps = 5, kRounds = 200;
   const size_t cap = coll::p2p_ll_capacity(n), room = kOps * (cap + 1);
@@ -608,6 +609,20 @@ int ll_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
                    "LL send/recv round %d wrote past operation %d", r, i);
     }
   }
+  // Ungrouped: a sender may run kP2pLLSlots launches ahead of its receiver.
+  constexpr int kAhead = coll::kP2pLLSlots;
+  for (int i = 0; i < kAhead; ++i) {
+    for (size_t k = 0; k < 100; ++k) h[i * 100 + k] = byte(kRounds, i, k, me);
+  }
+  RANK_CUDA(cudaMemcpy(sb, h.data(), kAhead * 100, cudaMemcpyHostToDevice));
+  for (int i = 0; i < kAhead; ++i) RANK_OK(ccl_send(sb + i * 100, 100, ccl_uint8, next, comm, s));
+  for (int i = 0; i < kAhead; ++i) RANK_OK(ccl_recv(rb + i * 100, 100, ccl_uint8, prev, comm, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaMemcpy(got.data(), rb, kAhead * 100, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < kAhead; ++i)
+    for (size_t k = 0; k < 100; ++k)
+      RANK_CHECK(got[i * 100 + k] == byte(kRounds, i, k, prev), "ungrouped LL send %d: byte %zu", i,
+                 k);
   RANK_CUDA(cudaFree(sb));
   RANK_CUDA(cudaFree(rb));
   return 0;

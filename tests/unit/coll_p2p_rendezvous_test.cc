@@ -236,7 +236,8 @@ TEST(P2pLL, SmallOperationsTakeTheLLPathByTheirSizeAlone) {
   EXPECT_EQ(p2p_ll_capacity(64), size_t{16} << 10);
   EXPECT_EQ(p2p_ll_capacity(4096), size_t{8} << 10);
   const size_t cap2 = p2p_ll_capacity(2);
-  EXPECT_TRUE(p2p_ll(0, cap2));
+  EXPECT_FALSE(p2p_ll(0, cap2));  // empty: the FIFO path, where it moves nothing
+  EXPECT_TRUE(p2p_ll(1, cap2));
   EXPECT_TRUE(p2p_ll(size_t{64} << 10, cap2));
   EXPECT_FALSE(p2p_ll((size_t{64} << 10) + 1, cap2));
   EXPECT_FALSE(p2p_ll((size_t{16} << 10) + 1, p2p_ll_capacity(64)));
@@ -245,15 +246,16 @@ TEST(P2pLL, SmallOperationsTakeTheLLPathByTheirSizeAlone) {
   // Each LL operation's number within its (peer, direction) stream, and which block runs it.
   const std::vector<Op> ops = {{1, true, 8, false},   {1, true, size_t{1} << 20, false},
                                {1, true, 100, false}, {1, false, 8, false},
-                               {2, true, 8, false},   {1, true, 0, false}};
+                               {2, true, 8, false},   {1, true, 0, false},
+                               {1, true, 1, false}};
   const size_t cap4 = p2p_ll_capacity(4);
   const int k = static_cast<int>(ops.size());
   EXPECT_EQ(p2p_ll_before(ops.data(), 0, cap4), 0u);
   EXPECT_EQ(p2p_ll_before(ops.data(), 2, cap4), 1u);  // the 1 MiB send is not LL
   EXPECT_EQ(p2p_ll_before(ops.data(), 3, cap4), 0u);  // a receive: the other direction
   EXPECT_EQ(p2p_ll_before(ops.data(), 4, cap4), 0u);  // another peer
-  EXPECT_EQ(p2p_ll_before(ops.data(), 5, cap4), 2u);
-  const int order[] = {0, 2, 3, 4, 5};
+  EXPECT_EQ(p2p_ll_before(ops.data(), 6, cap4), 2u);  // the empty send is not LL
+  const int order[] = {0, 2, 3, 4, 6};
   int part = -1, parts = -1;
   for (int b = 0; b < 5; ++b) {
     EXPECT_EQ(p2p_ll_op(ops.data(), k, b, 512, cap4, &part, &parts), order[b]) << b;
