@@ -62,8 +62,9 @@ struct Model {
   std::vector<Rank> ranks;
   std::string error;
 
-  /// `rounds` rounds; in each, every rank sends 0..5 messages to every rank (itself too) and
-  /// receives the round's messages for it, in a shuffled order. Each rank merges runs of 1..3
+  /// `rounds` rounds; in each, every rank sends 0..5 messages to every rank, itself too (0..2
+  /// beyond two ranks, so launches stay within kMaxP2pOps), and receives the round's messages for
+  /// it, in a shuffled order that keeps each stream's order. Each rank merges runs of 1..3
   /// consecutive rounds into one launch of its own choosing (both sides group differently).
   /// With `ungrouped` > 0 instead: every rank sends that many messages to the next rank, one
   /// launch each, then receives as many from the previous one, one launch each.
