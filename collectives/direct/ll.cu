@@ -1,7 +1,7 @@
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch_table.cuh"
+#include "collectives/common/ll_units.cuh"
 #include "collectives/direct/direct.cuh"
-#include "collectives/direct/ll_units.cuh"
 #include "common/kernel_launch.cuh"
 
 namespace ccl::coll {

@@ -4,8 +4,8 @@
 // Line layout and its hardware premise: collectives/schedule/ll128.hpp.
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch_table.cuh"
+#include "collectives/common/ll_units.cuh"
 #include "collectives/direct/direct.cuh"
-#include "collectives/direct/ll_units.cuh"
 #include "collectives/schedule/ll128.hpp"
 #include "common/kernel_launch.cuh"
 

@@ -1,6 +1,6 @@
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch_table.cuh"
-#include "collectives/direct/ll_units.cuh"
+#include "collectives/common/ll_units.cuh"
 #include "collectives/pipe/pipe.cuh"
 #include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
