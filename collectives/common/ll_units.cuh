@@ -38,7 +38,16 @@ __device__ __forceinline__ const char* blk(const char* p, int j, size_t bb) {
   return p + static_cast<size_t>(j) * bb;
 }
 
-/// Spins until both entries of a unit carry `flag`; false on timeout or abort (reported).
+/// Stores unit `v` at `to` as two (4 data bytes, flag) entries in one 16-byte store: a reader that
+/// sees `flag` in both entries has the whole unit (ll_wait).
+__device__ __forceinline__ void ll_store(uint64_t* to, uint64_t v, uint32_t flag) {
+  const uint64_t lo = (v & 0xffffffffull) | (static_cast<uint64_t>(flag) << 32);
+  const uint64_t hi = (v >> 32) | (static_cast<uint64_t>(flag) << 32);
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(to), "l"(lo), "l"(hi) : "memory");
+}
+
+/// Spins until both entries of a unit carry `flag` (ll_store); false on timeout or abort
+/// (reported).
 __device__ inline bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag,
                                int peer, uint64_t* out) {
   dev::detail::Deadline deadline;

@@ -70,11 +70,7 @@ __global__ void __launch_bounds__(kThreads)
       if (j >= n) j -= n;
       if (k == Collective::kReduce && j != root) continue;
       const uint64_t v = blocked_src ? load_unit(blk(send, j, bb), off, bb) : whole;
-      const uint64_t lo = (v & 0xffffffffull) | (static_cast<uint64_t>(flag) << 32);
-      const uint64_t hi = (v >> 32) | (static_cast<uint64_t>(flag) << 32);
-      uint64_t* to = dev::peer_ptr(c, mine, j);
-      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(to), "l"(lo), "l"(hi)
-                   : "memory");
+      ll_store(dev::peer_ptr(c, mine, j), v, flag);
     }
   }
   auto row = [&](int r, uint64_t* v) { return ll_wait(c, here + r * row_stride, flag, r, v); };

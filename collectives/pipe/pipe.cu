@@ -9,6 +9,12 @@
 namespace ccl::coll {
 namespace {
 
+/// p2p_ll_capacity(nranks) as the launch and the kernel take it: from the row size, so that the
+/// kernel's path has no division by the rank count.
+__host__ __device__ __forceinline__ size_t p2p_ll_cap(const CollScratch& s) {
+  return s.p2p_ll_entries * 4;
+}
+
 constexpr int kThreads = 512;
 
 /// Where schedule offset o of this channel lives in a working buffer. Blocked buffers
@@ -391,7 +397,7 @@ __device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s
 /// LL block of the launch advances the pairs' counts for the next launch.
 __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
   const int n = c.nranks, me = c.rank;
-  const size_t cap = s.p2p_ll_entries * 4;
+  const size_t cap = p2p_ll_cap(s);
   int part = 0, parts = 1;
   const int i = p2p_ll_op(a.ops, a.nops, static_cast<int>(blockIdx.x) - a.fifo_blocks,
                           static_cast<int>(blockDim.x), cap, &part, &parts);
@@ -413,13 +419,8 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
       failed = !wait_for_peer(c, s.p2p_ll_credit + kP2pLLSlots * op.peer + slot, need, op.peer);
     if (__syncthreads_or(failed)) return;
     uint64_t* to = dev::peer_ptr(c, row, op.peer);
-    for (size_t u = first; u < units; u += stride) {
-      const uint64_t v = load_unit(buf, u * 8, op.bytes);
-      const uint64_t lo = (v & 0xffffffffull) | (static_cast<uint64_t>(flag) << 32);
-      const uint64_t hi = (v >> 32) | (static_cast<uint64_t>(flag) << 32);
-      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(to + 2 * u), "l"(lo), "l"(hi)
-                   : "memory");
-    }
+    for (size_t u = first; u < units; u += stride)
+      ll_store(to + 2 * u, load_unit(buf, u * 8, op.bytes), flag);
   } else {
     for (size_t u = first; u < units && !failed; u += stride) {
       uint64_t v;
@@ -492,7 +493,7 @@ __global__ void __launch_bounds__(kThreads)
   size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps], rounds = 0;
   const size_t per = s.slot_bytes;
   for (int i = 0; i < a.nops; ++i) {
-    const bool fifo = !p2p_ll(a.ops[i].bytes, s.p2p_ll_entries * 4) &&
+    const bool fifo = !p2p_ll(a.ops[i].bytes, p2p_ll_cap(s)) &&
                       (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
     p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
     nmsg[i] = (len[i] + per - 1) / per;
@@ -544,21 +545,16 @@ cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_c
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& args,
                        const Launch& l) {
   P2pArgs a = args;
-  const size_t cap = s.p2p_ll_entries * 4;  // p2p_ll_capacity(c.nranks), as the kernel takes it
+  const size_t cap = p2p_ll_cap(s);
   bool fifo = false, rendezvous = false;
-  int nll = 0;
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
-    if (p2p_ll(op.bytes, cap)) {
-      ++nll;
-    } else {
-      fifo = true;
-      rendezvous |= op.is_send && p2p_rendezvous(op.bytes);
-    }
+    fifo |= !p2p_ll(op.bytes, cap);
+    rendezvous |= op.is_send && p2p_rendezvous(op.bytes);
   }
   a.fifo_blocks = !fifo ? 0 : rendezvous ? kP2pBlocks : kPipeChannels;
   const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);
-  const int grid = a.fifo_blocks + (nll > 0 ? p2p_ll_grid(a.ops, a.nops, threads, cap) : 0);
+  const int grid = a.fifo_blocks + p2p_ll_grid(a.ops, a.nops, threads, cap);
   if (grid == 0) return cudaSuccess;
   return launch_kernel(p2p_kernel, grid, threads, l, c, s, a);
 }

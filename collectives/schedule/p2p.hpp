@@ -87,6 +87,14 @@ CCL_HD uint64_t p2p_ll_before(const Op* ops, int i, size_t cap) {
 /// Blocks of the LL operations of one launch, at most (a spin-waiting grid must be co-resident).
 inline constexpr int kP2pLLBlocks = 32;
 
+/// LL operations of a group.
+template <typename Op>
+CCL_HD int p2p_ll_count(const Op* ops, int nops, size_t cap) {
+  int nll = 0;
+  for (int i = 0; i < nops; ++i) nll += p2p_ll(ops[i].bytes, cap);
+  return nll;
+}
+
 /// Blocks each of `nll` LL operations may take.
 CCL_HD int p2p_ll_most(int nll) {
   return nll > 0 && kP2pLLBlocks / nll > 1 ? kP2pLLBlocks / nll : 1;
@@ -106,9 +114,7 @@ CCL_HD int p2p_ll_blocks(size_t bytes, int threads, int most) {
 template <typename Op>
 CCL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, int* part,
                      int* blocks) {
-  int nll = 0;
-  for (int i = 0; i < nops; ++i) nll += p2p_ll(ops[i].bytes, cap);
-  const int most = p2p_ll_most(nll);
+  const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap));
   for (int i = 0; i < nops; ++i) {
     if (!p2p_ll(ops[i].bytes, cap)) continue;
     const int b = p2p_ll_blocks(ops[i].bytes, threads, most);
@@ -125,9 +131,8 @@ CCL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, in
 /// Blocks of all the LL operations of a launch.
 template <typename Op>
 CCL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap) {
-  int nll = 0, grid = 0;
-  for (int i = 0; i < nops; ++i) nll += p2p_ll(ops[i].bytes, cap);
-  const int most = p2p_ll_most(nll);
+  const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap));
+  int grid = 0;
   for (int i = 0; i < nops; ++i)
     if (p2p_ll(ops[i].bytes, cap)) grid += p2p_ll_blocks(ops[i].bytes, threads, most);
   return grid;
