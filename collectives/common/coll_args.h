@@ -62,7 +62,11 @@ struct alignas(64) Ready {
   uint64_t epoch;
   uint64_t src_off, src_ld;
   uint64_t dst_off, dst_ld;
-  uint64_t pad[3];
+  // Elements of the launch (DirectArgs::count): ranks that cut a call into different pieces
+  // (one passed a staged buffer beyond the staging, a peer a zero-copy one) would pair launches
+  // of different ranges; the kernel compares and reports instead.
+  uint64_t count;
+  uint64_t pad[2];
 };
 inline constexpr uint64_t kNoWindow = ~uint64_t{0};
 
@@ -99,6 +103,8 @@ struct CollScratch {
   size_t stage_bytes;  // bytes of each staging buffer
   Ready* ready;        // symmetric [2 (epoch parity)][kMaxBlocks][nranks]
   uint64_t* done;      // symmetric [kMaxBlocks][nranks]: epoch at which rank j left the block
+  uint64_t* pushed;    // symmetric [kMaxBlocks][nranks]: epoch whose pushes into this rank's
+                       // inbox rank j completed for the block (direct kernels in push mode)
   uint64_t* epoch;     // symmetric [nranks]: last epoch rank j completed (j pushes it here)
   uint32_t* finished;  // local device: blocks of the running kernel that finished
   // Pipe FIFOs (pairwise, sequence-numbered: independent of the epoch).

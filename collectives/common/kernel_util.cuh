@@ -106,7 +106,9 @@ __device__ __forceinline__ Ready* ready_row(const CollScratch& s, int n, uint64_
 
 /// Block-wide entry barrier of block b at epoch e: publishes `mine` (this rank's windows) to
 /// every peer, then waits for every peer's. Everything the block wrote before is visible to the
-/// peers after it (the signalling thread fences after the block barrier).
+/// peers after it (the signalling thread fences after the block barrier). A peer whose launch
+/// covers a different number of elements fails it (reported, naming the peer): the ranks cut
+/// the call into different pieces.
 __device__ __forceinline__ void entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
                                               uint64_t e, const Ready& mine, int* fail) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
@@ -118,19 +120,31 @@ __device__ __forceinline__ void entry_barrier(const ccl_device_comm_t& c, const 
     r->src_ld = mine.src_ld;
     r->dst_off = mine.dst_off;
     r->dst_ld = mine.dst_ld;
+    r->count = mine.count;
     dev::detail::fence_system();
     dev::detail::store_relaxed_sys(&r->epoch, e);
-    if (!wait_for_peer(c, &row[t].epoch, e, t)) *fail = 1;
+    if (!wait_for_peer(c, &row[t].epoch, e, t)) {
+      *fail = 1;
+    } else {
+      // Through L2: the line may be in L1 from an earlier launch.
+      const uint64_t theirs = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].count));
+      if (theirs != mine.count) {
+        // The expected value is this rank's count, the seen one the peer's.
+        dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
+                            CCL_OP_COLLECTIVE, t, &row[t].count, mine.count, theirs, CCL_CMP_EQ);
+        *fail = 1;
+      }
+    }
   }
   __syncthreads();
 }
 
-/// Block-wide exit barrier: this block's reads of and writes to the peers are complete at every
-/// peer, and theirs at this rank.
-__device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const CollScratch& s,
+/// Block-wide barrier on one flag row ([kMaxBlocks][nranks], symmetric): this block's reads of
+/// and writes to the peers so far are complete at every peer, and theirs at this rank.
+__device__ __forceinline__ void flag_barrier(const ccl_device_comm_t& c, uint64_t* flags,
                                              uint64_t e, int* fail) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
-  uint64_t* row = s.done + static_cast<size_t>(blockIdx.x) * n;
+  uint64_t* row = flags + static_cast<size_t>(blockIdx.x) * n;
   __syncthreads();
   if (t < n && t != me) {
     dev::detail::fence_system();
@@ -138,6 +152,12 @@ __device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const C
     if (!wait_for_peer(c, row + t, e, t)) *fail = 1;
   }
   __syncthreads();
+}
+
+/// Block-wide exit barrier: the block is done with its peers, and they with this rank.
+__device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const CollScratch& s,
+                                             uint64_t e, int* fail) {
+  flag_barrier(c, s.done, e, fail);
 }
 
 /// Called by every block at its end, after a block barrier: the last block to finish publishes

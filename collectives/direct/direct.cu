@@ -1,6 +1,7 @@
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/direct/direct.cuh"
+#include "collectives/schedule/direct.hpp"
 #include "common/kernel_launch.cuh"
 
 namespace ccl::coll {
@@ -48,8 +49,8 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
     char* stage = heap_at(c, c.rank, a.src_off);
     const char* send = static_cast<const char*>(a.send);
     size_t lo, len;
+    // Two-shot and reduce-scatter push instead (push_blocks).
     switch (a.kind) {
-      case DirectKind::kTwoShot:
       case DirectKind::kNvlsAllReduce:
         for (int j = 0; j < n; ++j) {
           size_t jlo, jlen;
@@ -58,7 +59,6 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
           copy_slice(stage + (jlo + lo) * esize, send + (jlo + lo) * esize, len * esize);
         }
         break;
-      case DirectKind::kReduceScatter:
       case DirectKind::kAllToAll:
         my_slice(a, a.count, &lo, &len);
         for (int j = 0; j < n; ++j)
@@ -76,6 +76,7 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
   mine.src_ld = a.src_ld;
   mine.dst_off = a.dst_off;
   mine.dst_ld = a.dst_ld;
+  mine.count = a.count;
   entry_barrier(c, s, e, mine, fail);
   return !*fail;
 }
@@ -91,6 +92,55 @@ __device__ __forceinline__ Win peer_ready(const CollScratch& s, int n, uint64_t 
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->src_ld)),
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_off)),
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_ld))};
+}
+
+/// Push mode (two-shot, reduce-scatter): a rank whose send buffer is neither symmetric nor
+/// registered publishes no source window, and then every rank pushes each peer's block into that
+/// peer's inbox (its staging buffer of this epoch, at the same heap offset on every rank) instead
+/// of the peers pulling it: a staged buffer costs no copy into the staging, and the reduction
+/// reads local memory only. All ranks decide alike from the published windows.
+__device__ __forceinline__ bool anyone_pushes(const ccl_device_comm_t& c, const CollScratch& s,
+                                              const DirectArgs& a, uint64_t e) {
+  const int t = threadIdx.x;
+  bool none = false;
+  if (t < c.nranks)
+    none = (t == c.rank ? a.src_off : peer_ready(s, c.nranks, e, t).src_off) == kNoWindow;
+  return __syncthreads_or(none) != 0;
+}
+
+/// Bytes between the senders' slots of an inbox (the host sizes pieces so that n slots fit).
+__device__ __forceinline__ size_t inbox_stride(const DirectArgs& a, int n, size_t esize) {
+  const size_t block = a.kind == DirectKind::kTwoShot ? (a.count + n - 1) / n : a.count;
+  return direct::inbox_stride(block, esize);
+}
+
+/// Push mode: this block's slice of every peer's rank block, from the local send buffer into slot
+/// `me` of that peer's inbox, then a barrier on the `pushed` flags (every peer's pushes into this
+/// rank's inbox are complete). False when a wait failed.
+__device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
+                            uint64_t e, size_t esize, int* fail) {
+  const int n = c.nranks, me = c.rank;
+  const uint64_t inbox = stage_off(c, s, e & 1);
+  const size_t stride = inbox_stride(a, n, esize);
+  const char* send = static_cast<const char*>(a.send);
+  for (int k = 1; k < n; ++k) {
+    const int j = (me + k) % n;  // next peer first: spread the traffic
+    size_t jlo = j * a.send_ld, jlen = a.count, lo, len;
+    if (a.kind == DirectKind::kTwoShot) partition(a.count, n, j, &jlo, &jlen);
+    my_slice(a, jlen, &lo, &len);
+    copy_slice(heap_at(c, j, inbox) + me * stride + lo * esize, send + (jlo + lo) * esize,
+               len * esize);
+  }
+  flag_barrier(c, s.pushed, e, fail);
+  return !*fail;
+}
+
+/// Push mode: where peer j's part of this rank's block (from element `lo` of the block) arrived.
+template <typename T>
+__device__ __forceinline__ const T* inbox_slot(const ccl_device_comm_t& c, const CollScratch& s,
+                                               const DirectArgs& a, uint64_t e, int j, size_t lo) {
+  const char* inbox = heap_at(c, c.rank, stage_off(c, s, e & 1));
+  return reinterpret_cast<const T*>(inbox + j * inbox_stride(a, c.nranks, sizeof(T))) + lo;
 }
 
 /// NVLS windows are multicast addresses: every rank must use the same heap offsets. Checked
@@ -212,29 +262,47 @@ __global__ void __launch_bounds__(kThreads)
     my_slice(a, mlen, &lo, &len);
     nvls_allreduce<D, Op>(c, s, a, mlo + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
+    const bool push = anyone_pushes(c, s, a, e);
+    if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     size_t mlo, mlen;
     partition(a.count, n, me, &mlo, &mlen);
     my_slice(a, mlen, &lo, &len);
-    lo += mlo;
     // Peers' windows were published before the barrier; reading them here is ordered after it.
+    // This rank's own block comes from send and goes to recv directly.
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
       const Win r = peer_ready(s, n, e, j);
-      const uint64_t so = j == me ? a.src_off : r.src_off, dof = j == me ? a.dst_off : r.dst_off;
-      in[j] = window<const T>(c, s, j, so) + lo;
-      out[j] = window<T>(c, s, j, dof) + lo;
+      if (j == me) {
+        in[j] = static_cast<const T*>(a.send) + mlo + lo;
+        out[j] = static_cast<T*>(a.recv) + mlo + lo;
+      } else {
+        in[j] = push ? inbox_slot<T>(c, s, a, e, j, lo)
+                     : window<const T>(c, s, j, r.src_off) + mlo + lo;
+        out[j] = window<T>(c, s, j, r.dst_off) + mlo + lo;
+      }
     }
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, n, len);
   } else if (a.kind == DirectKind::kReduceScatter) {
+    const bool push = anyone_pushes(c, s, a, e);
+    if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     my_slice(a, a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
       const Win r = peer_ready(s, n, e, j);
-      const uint64_t so = j == me ? a.src_off : r.src_off, ld = j == me ? a.src_ld : r.src_ld;
-      in[j] = window<const T>(c, s, j, so) + me * ld + lo;
+      if (j == me)
+        in[j] = static_cast<const T*>(a.send) + me * a.send_ld + lo;
+      else
+        in[j] = push ? inbox_slot<T>(c, s, a, e, j, lo)
+                     : window<const T>(c, s, j, r.src_off) + me * r.src_ld + lo;
     }
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
+    // Pushed: the peers are done with this rank (the inbox is reused two launches on, after
+    // their epochs), so no exit barrier.
+    if (push) {
+      finish_epoch(c, s, e);
+      return;
+    }
   } else if (me == a.root) {  // kReduce
     my_slice(a, a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x)
@@ -247,8 +315,10 @@ __global__ void __launch_bounds__(kThreads)
   if (fail) return;
   if (a.unstage_dst) {
     const T* stage = window<const T>(c, s, me, a.dst_off);
-    // Two-shot and NVLS allreduce: every rank block's slice b arrived from its owner.
+    // Two-shot and NVLS allreduce: every rank block's slice b arrived from its owner (two-shot
+    // wrote its own block to recv).
     for (int j = 0; j < n; ++j) {
+      if (j == me && a.kind == DirectKind::kTwoShot) continue;
       size_t jlo, jlen;
       partition(a.count, n, j, &jlo, &jlen);
       my_slice(a, jlen, &lo, &len);

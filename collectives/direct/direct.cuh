@@ -36,7 +36,8 @@ struct DirectArgs {
   uint64_t dst_off, dst_ld;  // this rank's destination window (two-shot only)
   int root;
   DirectKind kind;
-  bool stage_src;    // copy send into the source window (this rank's staging) first
+  bool stage_src;    // copy send into the source window (this rank's staging) first; two-shot
+                     // and reduce-scatter never do: without a source window they push
   bool unstage_dst;  // the destination window is staging: copy it into recv at the end
   char* mc;          // NVLS: multicast address of heap offset 0; null = emulated (unicast)
   // Allgather and alltoall out of place: the last `local_blocks` blocks of the grid copy this

@@ -10,6 +10,7 @@
 #include "collectives/host/coll_state.hpp"
 #include "collectives/host/tuner.hpp"
 #include "collectives/pipe/pipe.cuh"
+#include "collectives/schedule/direct.hpp"
 #include "common/cuda.hpp"
 #include "common/log.hpp"
 #include "core/api_guard.hpp"
@@ -160,9 +161,19 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
                          nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
   const bool dst_zero = wants_dst && window_of(comm, k.recv, recv_elems * E, !nvls, &recv_off);
+  // Two-shot and reduce-scatter push a staged buffer's blocks into the peers' inboxes (their
+  // staging) rather than copying it into this rank's staging: n slots of a rank block, each
+  // rounded to 16 bytes, fill the staging (direct.cu, push_blocks).
+  const bool pushes =
+      !src_zero && (a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter);
   // Piece size in elements of `count` (per rank block where blocked).
   size_t piece = k.count;
-  if (!src_zero) piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
+  if (pushes) {
+    const size_t slot = direct::inbox_block_limit(s.stage_bytes, n, E);
+    piece = std::min(piece, a.kind == DirectKind::kTwoShot ? slot * n : slot);
+  } else if (!src_zero) {
+    piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
+  }
   const bool unstage = (a.kind == DirectKind::kTwoShot || nvls) && !dst_zero;
   if (unstage)
     piece = std::min(piece, s.stage_bytes / E / (a.kind == DirectKind::kNvlsAllGather ? n : 1));
@@ -185,7 +196,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
     a.recv_ld = blocked_recv ? k.count : 0;
     a.send = static_cast<const char*>(k.send) + done * E;
     a.recv = static_cast<char*>(k.recv) + done * E;
-    a.stage_src = !src_zero;
+    a.stage_src = !src_zero && !pushes;
     a.src_off = src_zero ? send_off + done * E : kNoWindow;
     a.src_ld = src_zero ? a.send_ld : len;
     a.unstage_dst = unstage;

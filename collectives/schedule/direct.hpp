@@ -39,6 +39,17 @@ CCL_HD Step allgather(int r, int n, size_t count, int s) {
   return st;
 }
 
+/// Push mode (two-shot, reduce-scatter with a staged buffer): each rank's staging is its inbox,
+/// one slot per sender holding that sender's part of the rank's block. Slots are the launch's
+/// largest rank block rounded to 16 bytes, so each starts aligned.
+CCL_HD size_t inbox_stride(size_t block_elems, size_t esize) {
+  return (block_elems * esize + 15) / 16 * 16;
+}
+/// Largest rank block (elements) whose n inbox slots fit a staging buffer of `stage_bytes`.
+CCL_HD size_t inbox_block_limit(size_t stage_bytes, int n, size_t esize) {
+  return stage_bytes / static_cast<size_t>(n) / 16 * 16 / esize;
+}
+
 /// Two-shot allreduce: reduce-scatter, then allgather of the reduced blocks.
 CCL_HD int two_shot_steps(int n) {
   return 2 * (n - 1);

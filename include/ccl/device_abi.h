@@ -58,7 +58,8 @@ enum {
   CCL_OP_SYNC,
   CCL_OP_QUIET,
   CCL_OP_FENCE,
-  CCL_OP_PEER_PTR
+  CCL_OP_PEER_PTR,
+  CCL_OP_COLLECTIVE  ///< a collective kernel's agreement between ranks (e.g. launch sizes)
 };
 
 /// Comparisons of wait_until / signal_wait_until / test.

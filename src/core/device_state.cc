@@ -14,10 +14,10 @@ namespace {
 
 const char* op_name(uint32_t op) {
   static const char* kNames[] = {
-      "?",          "put",     "get",        "p",      "g",
-      "iput",       "iget",    "put_signal", "signal", "signal_wait_until",
-      "wait_until", "atomic",  "barrier",    "sync",   "quiet",
-      "fence",      "peer_ptr"};
+      "?",          "put",      "get",        "p",      "g",
+      "iput",       "iget",     "put_signal", "signal", "signal_wait_until",
+      "wait_until", "atomic",   "barrier",    "sync",   "quiet",
+      "fence",      "peer_ptr", "collective"};
   return op < sizeof(kNames) / sizeof(kNames[0]) ? kNames[op] : "?";
 }
 

@@ -925,5 +925,73 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
   }
 }
 
+/// Ranks may pass buffers of different kinds. Within the staging, a call where one rank's
+/// buffers are staged and its peer's symmetric runs (two-shot and reduce-scatter switch every
+/// rank to pushing). Beyond it the ranks would cut the call into different pieces: every rank's
+/// kernel fails with CCL_INVALID_ARGUMENT naming its peer instead of pairing different ranges.
+TEST(CollectiveFailures, MixedBufferKinds) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_COLL_SCRATCH_SIZE", "1M", 1);
+        setenv("CCL_WAIT_TIMEOUT", "300", 1);
+        setenv("CCL_ALGO", "allreduce:two_shot,reduce_scatter:direct", 1);
+        setenv("CCL_PROTO", "SIMPLE", 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        const size_t big = size_t{1} << 20;  // float32 elements: 4 MiB, four staging pieces
+        float *sym = nullptr, *dev = nullptr;
+        RANK_OK(ccl_mem_alloc(comm, 2 * big * sizeof(float), reinterpret_cast<void**>(&sym)));
+        RANK_CUDA(cudaMalloc(&dev, 2 * big * sizeof(float)));
+        // Within the staging: 50000 elements, each side of the mix in turn.
+        const size_t count = 50000;
+        std::vector<float> in(2 * count), got(2 * count);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i * 7 + r) % 1000);
+        for (int staged = 0; staged < 2; ++staged) {
+          float* b = r == staged ? dev : sym;
+          float *send = b, *recv = b + big;
+          RANK_CUDA(cudaMemcpy(send, in.data(), 2 * count * 4, cudaMemcpyHostToDevice));
+          RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+          RANK_OK(ccl_allreduce(send, recv, 2 * count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < 2 * count; ++i)
+            RANK_CHECK(got[i] == static_cast<float>((i * 7) % 1000 + (i * 7 + 1) % 1000),
+                       "allreduce, rank %d staged: element %zu is %f", staged, i, got[i]);
+          RANK_CUDA(cudaMemset(recv, 0xff, count * 4));
+          RANK_OK(ccl_reduce_scatter(send, recv, count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), recv, count * 4, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < count; ++i) {
+            const size_t g = r * count + i;
+            RANK_CHECK(got[i] == static_cast<float>((g * 7) % 1000 + (g * 7 + 1) % 1000),
+                       "reduce_scatter, rank %d staged: element %zu is %f", staged, i, got[i]);
+          }
+        }
+        // Beyond it: rank 0 zero copy in one launch, rank 1 staged in four.
+        float* b = r == 0 ? sym : dev;
+        RANK_OK(ccl_allreduce(b, b + big, big, ccl_float32, ccl_sum, comm, s));
+        RANK_CHECK(cudaStreamSynchronize(s) == cudaSuccess, "the kernels end (no trap)");
+        ccl_result_t async;
+        const char* msg = nullptr;
+        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        const std::string m = msg != nullptr ? msg : "";
+        const std::string peer = r == 0 ? "peer 1" : "peer 0";
+        RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("collective") != std::string::npos &&
+                       m.find(peer) != std::string::npos,
+                   "async error %d, report '%s' (wanted an argument error naming %s)", async,
+                   m.c_str(), peer.c_str());
+        RANK_OK(ccl_comm_abort(comm));
+        return 0;
+      },
+      60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
 }  // namespace
 }  // namespace ccl::test

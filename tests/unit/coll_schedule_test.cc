@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "collectives/schedule/direct.hpp"
 #include "collectives/sim/simulator.hpp"
 
 namespace ccl::coll {
@@ -102,6 +103,25 @@ TEST(Schedules, UnsupportedPairsAreRefused) {
   EXPECT_FALSE(supported(Collective::kAllToAll, Algorithm::kRing));
   EXPECT_FALSE(supported(Collective::kReduce, Algorithm::kRabenseifner));
   EXPECT_FALSE(simulate({Collective::kAllToAll, Algorithm::kRing, 4, 16}, 1).ok);
+}
+
+// Push mode: a launch the host sizes by inbox_block_limit keeps every sender's slot inside the
+// receiver's staging and 16-byte aligned, for two-shot (blocks of a partitioned count) and
+// reduce-scatter (the rank block itself). A limit of one more element would overflow.
+TEST(Schedules, PushInboxSlotsFitTheStaging) {
+  for (size_t stage : {size_t{4096}, size_t{1} << 20, (size_t{32} << 20) + 4096})
+    for (int n = 1; n <= 64; ++n)
+      for (size_t esize : {1, 2, 4, 8}) {
+        const size_t limit = direct::inbox_block_limit(stage, n, esize);
+        ASSERT_GT(limit, 0u) << stage << " " << n;
+        const size_t two_shot = limit * n;  // the largest two-shot piece
+        const size_t block = (two_shot + n - 1) / n;
+        EXPECT_LE(n * direct::inbox_stride(block, esize), stage)
+            << stage << " " << n << " " << esize;
+        EXPECT_LE(n * direct::inbox_stride(limit, esize), stage);
+        EXPECT_EQ(direct::inbox_stride(block, esize) % 16, 0u);
+        EXPECT_GT(n * direct::inbox_stride(limit + 1, esize), stage);
+      }
 }
 
 }  // namespace
