@@ -108,11 +108,13 @@ __device__ __forceinline__ Ready* ready_row(const CollScratch& s, int n, uint64_
 /// every peer, then waits for every peer's. Everything the block wrote before is visible to the
 /// peers after it (the signalling thread fences after the block barrier). A peer whose launch
 /// covers a different number of elements fails it (reported, naming the peer): the ranks cut
-/// the call into different pieces.
-__device__ __forceinline__ void entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
+/// the call into different pieces. Returns, on every thread, whether some rank published no
+/// source window (direct.cu's push mode), read with the count so that it costs no extra round.
+__device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
                                               uint64_t e, const Ready& mine, int* fail) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
   Ready* row = ready_row(s, n, e);
+  bool no_src = t == me && mine.src_off == kNoWindow;
   __syncthreads();
   if (t < n && t != me) {
     Ready* r = dev::peer_ptr(c, row + me, t);
@@ -128,6 +130,7 @@ __device__ __forceinline__ void entry_barrier(const ccl_device_comm_t& c, const 
     } else {
       // Through L2: the line may be in L1 from an earlier launch.
       const uint64_t theirs = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].count));
+      no_src = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].src_off)) == kNoWindow;
       if (theirs != mine.count) {
         // The expected value is this rank's count, the seen one the peer's.
         dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
@@ -136,7 +139,7 @@ __device__ __forceinline__ void entry_barrier(const ccl_device_comm_t& c, const 
       }
     }
   }
-  __syncthreads();
+  return __syncthreads_or(no_src) != 0;
 }
 
 /// Block-wide barrier on one flag row ([kMaxBlocks][nranks], symmetric): this block's reads of

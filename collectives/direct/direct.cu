@@ -30,9 +30,16 @@ __device__ __forceinline__ uint64_t stage_off(const ccl_device_comm_t& c, const 
 }
 
 /// Places the staging windows by epoch parity (the host cannot: graph replays advance the
-/// epoch), stages the source, then the entry barrier; false when a wait failed.
+/// epoch), stages the source, then the entry barrier; false when a wait failed. *push: some rank
+/// published no source window.
+///
+/// Push mode (two-shot, reduce-scatter, alltoall): a rank whose send buffer is neither symmetric
+/// nor registered publishes no source window, and then every rank pushes each peer's block into
+/// that peer's inbox (its staging buffer of this epoch, at the same heap offset on every rank)
+/// instead of the peers pulling it: a staged buffer costs no copy into the staging, and the
+/// reduction reads local memory only. All ranks decide alike from the published windows.
 __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
-                      size_t esize, int* fail) {
+                      size_t esize, int* fail, bool* push) {
   const int n = c.nranks;
   if (a.stage_src) a.src_off = stage_off(c, s, e & 1);
   if (a.unstage_dst) {
@@ -49,7 +56,7 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
     char* stage = heap_at(c, c.rank, a.src_off);
     const char* send = static_cast<const char*>(a.send);
     size_t lo, len;
-    // Two-shot and reduce-scatter push instead (push_blocks).
+    // Two-shot, reduce-scatter and alltoall push instead.
     switch (a.kind) {
       case DirectKind::kNvlsAllReduce:
         for (int j = 0; j < n; ++j) {
@@ -58,12 +65,6 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
           my_slice(a, jlen, &lo, &len);
           copy_slice(stage + (jlo + lo) * esize, send + (jlo + lo) * esize, len * esize);
         }
-        break;
-      case DirectKind::kAllToAll:
-        my_slice(a, a.count, &lo, &len);
-        for (int j = 0; j < n; ++j)
-          copy_slice(stage + (j * a.src_ld + lo) * esize, send + (j * a.send_ld + lo) * esize,
-                     len * esize);
         break;
       default:
         my_slice(a, a.count, &lo, &len);
@@ -77,7 +78,7 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
   mine.dst_off = a.dst_off;
   mine.dst_ld = a.dst_ld;
   mine.count = a.count;
-  entry_barrier(c, s, e, mine, fail);
+  *push = entry_barrier(c, s, e, mine, fail);
   return !*fail;
 }
 
@@ -92,20 +93,6 @@ __device__ __forceinline__ Win peer_ready(const CollScratch& s, int n, uint64_t 
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->src_ld)),
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_off)),
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_ld))};
-}
-
-/// Push mode (two-shot, reduce-scatter): a rank whose send buffer is neither symmetric nor
-/// registered publishes no source window, and then every rank pushes each peer's block into that
-/// peer's inbox (its staging buffer of this epoch, at the same heap offset on every rank) instead
-/// of the peers pulling it: a staged buffer costs no copy into the staging, and the reduction
-/// reads local memory only. All ranks decide alike from the published windows.
-__device__ __forceinline__ bool anyone_pushes(const ccl_device_comm_t& c, const CollScratch& s,
-                                              const DirectArgs& a, uint64_t e) {
-  const int t = threadIdx.x;
-  bool none = false;
-  if (t < c.nranks)
-    none = (t == c.rank ? a.src_off : peer_ready(s, c.nranks, e, t).src_off) == kNoWindow;
-  return __syncthreads_or(none) != 0;
 }
 
 /// Bytes between the senders' slots of an inbox (the host sizes pieces so that n slots fit).
@@ -240,7 +227,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ T* out[kMaxDirectRanks];
   __syncthreads();
   const uint64_t e = next_epoch(c, s);
-  if (!enter(c, s, a, e, sizeof(T), &fail)) return;
+  bool push;
+  if (!enter(c, s, a, e, sizeof(T), &fail, &push)) return;
   size_t lo, len;
   if (a.kind == DirectKind::kOneShot) {
     my_slice(a, a.count, &lo, &len);
@@ -262,7 +250,6 @@ __global__ void __launch_bounds__(kThreads)
     my_slice(a, mlen, &lo, &len);
     nvls_allreduce<D, Op>(c, s, a, mlo + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
-    const bool push = anyone_pushes(c, s, a, e);
     if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     size_t mlo, mlen;
     partition(a.count, n, me, &mlo, &mlen);
@@ -283,7 +270,6 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, n, len);
   } else if (a.kind == DirectKind::kReduceScatter) {
-    const bool push = anyone_pushes(c, s, a, e);
     if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     my_slice(a, a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
@@ -349,7 +335,8 @@ __global__ void __launch_bounds__(kThreads)
     finish_epoch(c, s, e);
     return;
   }
-  if (!enter(c, s, a, e, esize, &fail)) return;
+  bool push;  // alltoall (the other copy kinds never push)
+  if (!enter(c, s, a, e, esize, &fail, &push)) return;
   size_t lo, len;
   my_slice(a, a.count, &lo, &len);
   const size_t b = len * esize;
@@ -405,26 +392,47 @@ __global__ void __launch_bounds__(kThreads)
       }
       break;
     case DirectKind::kAllToAll: {
-      // Push to peers with a destination window, pull from the others (as allgather). Without
-      // local blocks, the first quarter of the threads copies this rank's own block in HBM
-      // while the rest drive NVLink.
+      // Push to peers with a destination window, pull from the others (as allgather); in push
+      // mode (a rank without a source window: staged or in place) push to the others' inboxes.
+      // Without local blocks, the first quarter of the threads copies this rank's own block in
+      // HBM (nothing to copy in place) while the rest drive NVLink.
       const int local = a.local_blocks > 0 ? 0 : blockDim.x / 4;
+      const uint64_t inbox = stage_off(c, s, e & 1);
+      const size_t stride = inbox_stride(a, n, esize);
       if (static_cast<int>(threadIdx.x) < local) {
-        copy_part(recv + (me * a.recv_ld + lo) * esize, send + (me * a.send_ld + lo) * esize, b,
-                  threadIdx.x, local);
+        char* own = recv + (me * a.recv_ld + lo) * esize;
+        const char* from = send + (me * a.send_ld + lo) * esize;
+        if (own != from) copy_part(own, from, b, threadIdx.x, local);
       } else {
         const int r = threadIdx.x - local, nt = blockDim.x - local;
         for (int k = 1; k < n; ++k) {
           const int j = (me + k) % n;
           const Win w = peer_ready(s, n, e, j);
+          const char* mine_j = send + (j * a.send_ld + lo) * esize;
           if (w.dst_off != kNoWindow)
-            copy_part(window<char>(c, s, j, w.dst_off) + (me * w.dst_ld + lo) * esize,
-                      send + (j * a.send_ld + lo) * esize, b, r, nt);
-          if (a.dst_off == kNoWindow)
+            copy_part(window<char>(c, s, j, w.dst_off) + (me * w.dst_ld + lo) * esize, mine_j, b, r,
+                      nt);
+          else if (push)
+            copy_part(heap_at(c, j, inbox) + me * stride + lo * esize, mine_j, b, r, nt);
+          if (a.dst_off == kNoWindow && !push)
             copy_part(recv + (j * a.recv_ld + lo) * esize,
                       window<const char>(c, s, j, w.src_off) + (me * w.src_ld + lo) * esize, b, r,
                       nt);
         }
+      }
+      if (push) {
+        // Every peer's block for this rank is in recv (a destination window) or in the inbox;
+        // nobody touches a peer after this barrier, so no exit barrier.
+        flag_barrier(c, s.pushed, e, &fail);
+        if (fail) return;
+        if (a.dst_off == kNoWindow)
+          for (int k = 1; k < n; ++k) {
+            const int j = (me + k) % n;
+            copy_slice(recv + (j * a.recv_ld + lo) * esize,
+                       heap_at(c, me, inbox) + j * stride + lo * esize, b);
+          }
+        finish_epoch(c, s, e);
+        return;
       }
       break;
     }

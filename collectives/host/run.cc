@@ -161,11 +161,12 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
                          nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
   const bool dst_zero = wants_dst && window_of(comm, k.recv, recv_elems * E, !nvls, &recv_off);
-  // Two-shot and reduce-scatter push a staged buffer's blocks into the peers' inboxes (their
-  // staging) rather than copying it into this rank's staging: n slots of a rank block, each
-  // rounded to 16 bytes, fill the staging (direct.cu, push_blocks).
+  // Two-shot, reduce-scatter and alltoall push a staged (or in-place alltoall) buffer's blocks
+  // into the peers' inboxes (their staging) rather than copying it into this rank's staging: n
+  // slots of a rank block, each rounded to 16 bytes, fill the staging (direct.cu, push mode).
   const bool pushes =
-      !src_zero && (a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter);
+      !src_zero && (a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter ||
+                    a.kind == DirectKind::kAllToAll);
   // Piece size in elements of `count` (per rank block where blocked).
   size_t piece = k.count;
   if (pushes) {

@@ -926,9 +926,10 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
 }
 
 /// Ranks may pass buffers of different kinds. Within the staging, a call where one rank's
-/// buffers are staged and its peer's symmetric runs (two-shot and reduce-scatter switch every
-/// rank to pushing). Beyond it the ranks would cut the call into different pieces: every rank's
-/// kernel fails with CCL_INVALID_ARGUMENT naming its peer instead of pairing different ranges.
+/// buffers are staged and its peer's symmetric runs (two-shot, reduce-scatter and alltoall switch
+/// every rank to pushing). Beyond it the ranks would cut the call into different pieces: every
+/// rank's kernel fails with CCL_INVALID_ARGUMENT naming its peer instead of pairing different
+/// ranges.
 TEST(CollectiveFailures, MixedBufferKinds) {
   REQUIRE_GPUS(1);
   ccl_unique_id_t id;
@@ -972,6 +973,18 @@ TEST(CollectiveFailures, MixedBufferKinds) {
             RANK_CHECK(got[i] == static_cast<float>((g * 7) % 1000 + (g * 7 + 1) % 1000),
                        "reduce_scatter, rank %d staged: element %zu is %f", staged, i, got[i]);
           }
+          // Alltoall: the symmetric rank receives into its window, the staged one in its inbox.
+          RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+          RANK_OK(ccl_alltoall(send, recv, count, ccl_float32, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+          for (int j = 0; j < 2; ++j)
+            for (size_t i = 0; i < count; ++i) {
+              const size_t g = r * count + i;  // block r of rank j's input
+              RANK_CHECK(got[j * count + i] == static_cast<float>((g * 7 + j) % 1000),
+                         "alltoall, rank %d staged: block %d element %zu is %f", staged, j, i,
+                         got[j * count + i]);
+            }
         }
         // Beyond it: rank 0 zero copy in one launch, rank 1 staged in four.
         float* b = r == 0 ? sym : dev;
