@@ -2,7 +2,9 @@
 // published windows over NVLink, in one kernel per piece with an entry and an exit barrier per
 // block. A window is the caller's buffer when it lies in the symmetric heap (zero copy) or this
 // rank's staging otherwise; peers learn where through the entry barrier, so ranks need not agree
-// on heap offsets. Reductions run in rank order 0..n-1 with one rounding (canonical).
+// on heap offsets. Two-shot, reduce-scatter and alltoall push into the peers' staging instead
+// when a rank has no source window (direct.cu, push mode). Reductions run in rank order 0..n-1
+// with one rounding (canonical).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,8 +38,8 @@ struct DirectArgs {
   uint64_t dst_off, dst_ld;  // this rank's destination window (two-shot only)
   int root;
   DirectKind kind;
-  bool stage_src;    // copy send into the source window (this rank's staging) first; two-shot
-                     // and reduce-scatter never do: without a source window they push
+  bool stage_src;    // copy send into the source window (this rank's staging) first; two-shot,
+                     // reduce-scatter and alltoall never do: without a source window they push
   bool unstage_dst;  // the destination window is staging: copy it into recv at the end
   char* mc;          // NVLS: multicast address of heap offset 0; null = emulated (unicast)
   // Allgather and alltoall out of place: the last `local_blocks` blocks of the grid copy this

@@ -448,6 +448,76 @@ int stress(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// Push mode back to back: staged two-shot allreduce, reduce-scatter and alltoall (each in
+/// several pieces of the 1 MiB staging) beside a symmetric (pull) allreduce and a one-piece
+/// two-shot, with no sync between calls: the inboxes are reused two launches on, reduce-scatter
+/// and alltoall leave without an exit barrier, and the pieces alternate the staging buffers.
+int push_stress(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("CCL_ALGO", "allreduce:two_shot", 1);
+  setenv("CCL_PROTO", "SIMPLE", 1);
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  unsetenv("CCL_ALGO");
+  unsetenv("CCL_PROTO");
+  const size_t count = n > 2 ? 70001 : 300001;  // float32 elements per rank block
+  const size_t total = count * n;
+  const int calls = n > 2 ? 40 : 300;
+  float *a, *sym, *sym_out;
+  std::vector<float*> out(4);
+  RANK_CUDA(cudaMalloc(&a, total * 4));
+  for (float*& o : out) RANK_CUDA(cudaMalloc(&o, total * 4));
+  RANK_OK(ccl_mem_alloc(comm, total * 4, reinterpret_cast<void**>(&sym)));
+  RANK_OK(ccl_mem_alloc(comm, total * 4, reinterpret_cast<void**>(&sym_out)));
+  const std::vector<float> ones(total, 1.0f);
+  RANK_CUDA(cudaMemcpy(a, ones.data(), total * 4, cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemcpy(sym, ones.data(), total * 4, cudaMemcpyHostToDevice));
+  auto expect = [&](const float* d, size_t len, float want, const char* what, int i) -> int {
+    std::vector<float> got(len);
+    RANK_CUDA(cudaMemcpy(got.data(), d, len * 4, cudaMemcpyDeviceToHost));
+    for (size_t j = 0; j < len; ++j)
+      RANK_CHECK(got[j] == want, "push stress call %d, %s: element %zu is %f (want %f)", i, what, j,
+                 got[j], want);
+    return 0;
+  };
+  const float nf = static_cast<float>(n);
+  for (int i = 0; i < calls; ++i) {
+    switch (i % 5) {
+      case 0:
+        RANK_OK(ccl_allreduce(a, out[0], total, ccl_float32, ccl_sum, comm, s));
+        break;
+      case 1:
+        RANK_OK(ccl_reduce_scatter(a, out[1], count, ccl_float32, ccl_sum, comm, s));
+        break;
+      case 2:
+        RANK_OK(ccl_alltoall(a, out[2], count, ccl_float32, comm, s));
+        break;
+      case 3:
+        RANK_OK(ccl_allreduce(sym, sym_out, total, ccl_float32, ccl_sum, comm, s));
+        break;
+      default:
+        RANK_OK(ccl_allreduce(a, out[3], 7, ccl_float32, ccl_max, comm, s));
+        break;
+    }
+    if (i % 50 == 49 || i == calls - 1) {
+      RANK_CUDA(cudaStreamSynchronize(s));
+      if (expect(out[0], total, nf, "allreduce", i) ||
+          expect(out[1], count, nf, "reduce_scatter", i) ||
+          expect(out[2], total, 1.0f, "alltoall", i) ||
+          expect(sym_out, total, nf, "symmetric", i) || expect(out[3], 7, 1.0f, "small", i))
+        return 1;
+      for (float* o : out) RANK_CUDA(cudaMemset(o, 0, total * 4));
+      RANK_CUDA(cudaMemset(sym_out, 0, total * 4));
+      RANK_CUDA(cudaDeviceSynchronize());
+    }
+  }
+  RANK_CUDA(cudaFree(a));
+  for (float* o : out) RANK_CUDA(cudaFree(o));
+  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_OK(ccl_mem_free(comm, sym_out));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
 /// A user kernel that lets the next kernel of its stream launch at once (the PDL trigger as its
 /// first statement) and writes `p` only `delay_ns` later: a collective launched with PDL that
 /// read its input before waiting for this kernel would see the poison instead.
@@ -845,6 +915,7 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
         if (graphs(world, r, n, s)) return 5;
         if (registration(world, r, n, s)) return 8;
         if (stress(world, r, n, s)) return 6;
+        if (push_stress(world, r, n, s)) return 10;
         if (dependent_launch(world, r, n, s)) return 9;
         if (point_to_point(world, r, n, s)) return 7;
         RANK_OK(ccl_barrier(world, s));
