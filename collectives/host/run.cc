@@ -167,12 +167,21 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool pushes =
       !src_zero && (a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter ||
                     a.kind == DirectKind::kAllToAll);
+  // A broadcast's non-roots stage nothing but must cut the call where the root does, and the
+  // root's buffer is not theirs to see: their own send buffer stands for it or, where they pass
+  // NULL (as NCCL allows), their receive buffer (ranks allocate alike; a wrong guess fails the
+  // call through the kernels' count check instead of pairing different pieces).
+  bool cut_as_staged = !src_zero;
+  if (a.kind == DirectKind::kBroadcast && me != k.root && k.send == nullptr) {
+    uint64_t unused = 0;
+    cut_as_staged = !window_of(comm, k.recv, send_elems * E, !nvls, &unused);
+  }
   // Piece size in elements of `count` (per rank block where blocked).
   size_t piece = k.count;
   if (pushes) {
     const size_t slot = direct::inbox_block_limit(s.stage_bytes, n, E);
     piece = std::min(piece, a.kind == DirectKind::kTwoShot ? slot * n : slot);
-  } else if (!src_zero) {
+  } else if (cut_as_staged) {
     piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
   }
   const bool unstage = (a.kind == DirectKind::kTwoShot || nvls) && !dst_zero;

@@ -1057,6 +1057,19 @@ TEST(CollectiveFailures, MixedBufferKinds) {
                          got[j * count + i]);
             }
         }
+        // A broadcast beyond the staging from a symmetric root to ranks that pass NULL as their
+        // send buffer (NCCL's convention): they cut the call as their symmetric recv says.
+        {
+          std::vector<float> bin(big), bgot(big);
+          for (size_t i = 0; i < big; ++i) bin[i] = static_cast<float>(i % 997);
+          float* bsend = r == 1 ? sym : nullptr;
+          if (r == 1) RANK_CUDA(cudaMemcpy(sym, bin.data(), big * 4, cudaMemcpyHostToDevice));
+          RANK_CUDA(cudaMemset(sym + big, 0xff, big * 4));
+          RANK_OK(ccl_broadcast(bsend, sym + big, big, ccl_float32, 1, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(bgot.data(), sym + big, big * 4, cudaMemcpyDeviceToHost));
+          RANK_CHECK(bgot == bin, "broadcast beyond the staging with a NULL send at rank 0");
+        }
         // Beyond it: rank 0 zero copy in one launch, rank 1 staged in four.
         float* b = r == 0 ? sym : dev;
         RANK_OK(ccl_allreduce(b, b + big, big, ccl_float32, ccl_sum, comm, s));
