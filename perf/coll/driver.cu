@@ -358,7 +358,23 @@ class Driver {
       });
     }
     res.us = timed(call);
+    stop_on_device_error();
     return res;
+  }
+
+  // A kernel that failed (a wait that timed out naming its peer, ranks that cut a call
+  // differently) leaves the outputs and times meaningless: stop with its report, not a row.
+  void stop_on_device_error() {
+    each([](Rank& r) {
+      ccl_result_t async = CCL_SUCCESS;
+      const char* msg = nullptr;
+      PERF_CCL(ccl_comm_get_async_error(r.comm, &async, &msg));
+      if (async != CCL_SUCCESS) {
+        std::fprintf(stderr, "rank %d: the communicator is in error (%d): %s\n", r.rank, async,
+                     msg != nullptr ? msg : "");
+        std::exit(3);
+      }
+    });
   }
 
   // Runs `op(rank)` on every local rank, interleaved so that no GPU's waiting kernel blocks the
