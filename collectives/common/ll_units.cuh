@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "ccl/device.cuh"
+#include "collectives/schedule/ll_flag.hpp"
 
 namespace ccl::coll {
 

@@ -101,33 +101,31 @@ __device__ __forceinline__ size_t inbox_stride(const DirectArgs& a, int n, size_
   return direct::inbox_stride(block, esize);
 }
 
+/// Push mode: slot `from` of rank `at`'s inbox, its staging buffer of epoch e (at the same heap
+/// offset on every rank), one slot per sender.
+__device__ __forceinline__ char* inbox_at(const ccl_device_comm_t& c, const CollScratch& s,
+                                          const DirectArgs& a, uint64_t e, int at, int from,
+                                          size_t esize) {
+  return heap_at(c, at, stage_off(c, s, e & 1)) + from * inbox_stride(a, c.nranks, esize);
+}
+
 /// Push mode: this block's slice of every peer's rank block, from the local send buffer into slot
 /// `me` of that peer's inbox, then a barrier on the `pushed` flags (every peer's pushes into this
 /// rank's inbox are complete). False when a wait failed.
 __device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
                             uint64_t e, size_t esize, int* fail) {
   const int n = c.nranks, me = c.rank;
-  const uint64_t inbox = stage_off(c, s, e & 1);
-  const size_t stride = inbox_stride(a, n, esize);
   const char* send = static_cast<const char*>(a.send);
   for (int k = 1; k < n; ++k) {
     const int j = (me + k) % n;  // next peer first: spread the traffic
     size_t jlo = j * a.send_ld, jlen = a.count, lo, len;
     if (a.kind == DirectKind::kTwoShot) partition(a.count, n, j, &jlo, &jlen);
     my_slice(a, jlen, &lo, &len);
-    copy_slice(heap_at(c, j, inbox) + me * stride + lo * esize, send + (jlo + lo) * esize,
+    copy_slice(inbox_at(c, s, a, e, j, me, esize) + lo * esize, send + (jlo + lo) * esize,
                len * esize);
   }
   flag_barrier(c, s.pushed, e, fail);
   return !*fail;
-}
-
-/// Push mode: where peer j's part of this rank's block (from element `lo` of the block) arrived.
-template <typename T>
-__device__ __forceinline__ const T* inbox_slot(const ccl_device_comm_t& c, const CollScratch& s,
-                                               const DirectArgs& a, uint64_t e, int j, size_t lo) {
-  const char* inbox = heap_at(c, c.rank, stage_off(c, s, e & 1));
-  return reinterpret_cast<const T*>(inbox + j * inbox_stride(a, c.nranks, sizeof(T))) + lo;
 }
 
 /// NVLS windows are multicast addresses: every rank must use the same heap offsets. Checked
@@ -262,7 +260,7 @@ __global__ void __launch_bounds__(kThreads)
         in[j] = static_cast<const T*>(a.send) + mlo + lo;
         out[j] = static_cast<T*>(a.recv) + mlo + lo;
       } else {
-        in[j] = push ? inbox_slot<T>(c, s, a, e, j, lo)
+        in[j] = push ? reinterpret_cast<const T*>(inbox_at(c, s, a, e, me, j, sizeof(T))) + lo
                      : window<const T>(c, s, j, r.src_off) + mlo + lo;
         out[j] = window<T>(c, s, j, r.dst_off) + mlo + lo;
       }
@@ -277,7 +275,7 @@ __global__ void __launch_bounds__(kThreads)
       if (j == me)
         in[j] = static_cast<const T*>(a.send) + me * a.send_ld + lo;
       else
-        in[j] = push ? inbox_slot<T>(c, s, a, e, j, lo)
+        in[j] = push ? reinterpret_cast<const T*>(inbox_at(c, s, a, e, me, j, sizeof(T))) + lo
                      : window<const T>(c, s, j, r.src_off) + me * r.src_ld + lo;
     }
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
@@ -397,8 +395,6 @@ __global__ void __launch_bounds__(kThreads)
       // Without local blocks, the first quarter of the threads copies this rank's own block in
       // HBM (nothing to copy in place) while the rest drive NVLink.
       const int local = a.local_blocks > 0 ? 0 : blockDim.x / 4;
-      const uint64_t inbox = stage_off(c, s, e & 1);
-      const size_t stride = inbox_stride(a, n, esize);
       if (static_cast<int>(threadIdx.x) < local) {
         char* own = recv + (me * a.recv_ld + lo) * esize;
         const char* from = send + (me * a.send_ld + lo) * esize;
@@ -413,7 +409,7 @@ __global__ void __launch_bounds__(kThreads)
             copy_part(window<char>(c, s, j, w.dst_off) + (me * w.dst_ld + lo) * esize, mine_j, b, r,
                       nt);
           else if (push)
-            copy_part(heap_at(c, j, inbox) + me * stride + lo * esize, mine_j, b, r, nt);
+            copy_part(inbox_at(c, s, a, e, j, me, esize) + lo * esize, mine_j, b, r, nt);
           if (a.dst_off == kNoWindow && !push)
             copy_part(recv + (j * a.recv_ld + lo) * esize,
                       window<const char>(c, s, j, w.src_off) + (me * w.src_ld + lo) * esize, b, r,
@@ -429,7 +425,7 @@ __global__ void __launch_bounds__(kThreads)
           for (int k = 1; k < n; ++k) {
             const int j = (me + k) % n;
             copy_slice(recv + (j * a.recv_ld + lo) * esize,
-                       heap_at(c, me, inbox) + j * stride + lo * esize, b);
+                       inbox_at(c, s, a, e, me, j, esize) + lo * esize, b);
           }
         finish_epoch(c, s, e);
         return;

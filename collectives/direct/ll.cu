@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kThreads)
   bool failed;
   const uint64_t e = begin_epoch(c, ep, 2, &failed);
   if (failed) return;
-  const uint32_t flag = static_cast<uint32_t>(e);  // epochs start at 1: never 0
+  const uint32_t flag = ll_flag(e);
   uint64_t* const here = rows + (e & 1) * n * row_stride;
   // Send: the unit as two (data, flag) entries in one 16-byte store to every peer that needs it.
   if (has_unit && sends) {

@@ -1,6 +1,7 @@
 #include "collectives/host/coll_state.hpp"
 
 #include <memory>
+#include <vector>
 
 #include "collectives/schedule/p2p.hpp"
 #include "common/cuda.hpp"
@@ -50,6 +51,22 @@ bool all_pairs_nvlink(const std::vector<PeerInfo>& peers) {
     if (!ok) cudaGetLastError();  // answered no; leave no sticky error behind
     return ok && atomics != 0;
   });
+}
+/// CCL_EPOCH_BASE: every rank's completed epoch, this rank's LL operation counts with each peer
+/// and the credits of its LL rows start at the base, as if that many calls had run (each rank
+/// sets its own copies; every rank sets the same base).
+Status start_counters_at(const CollScratch& s, int nranks) {
+  int64_t base = 0;
+  CCL_CHECK(setting_int(Setting::kEpochBase, &base));
+  if (base == 0) return CCL_SUCCESS;
+  const size_t n = static_cast<size_t>(nranks);
+  const uint64_t b = static_cast<uint64_t>(base);
+  const std::vector<uint64_t> epochs(n, b), credits(n * kP2pLLSlots, b);
+  std::vector<P2pCounts> counts(n);
+  for (P2pCounts& pc : counts) pc.ll_sent = pc.ll_rcvd = b;
+  CCL_CHECK(upload_device(s.epoch, epochs.data(), n * sizeof(uint64_t)));
+  CCL_CHECK(upload_device(s.p2p_ll_credit, credits.data(), credits.size() * sizeof(uint64_t)));
+  return upload_device(s.p2p, counts.data(), n * sizeof(P2pCounts));
 }
 }  // namespace
 
@@ -149,6 +166,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.seq = reinterpret_cast<uint64_t*>(l + seq_at);
   s.p2p = reinterpret_cast<P2pCounts*>(l + p2p_at);
   s.temp = l + temp_at;
+  CCL_CHECK(start_counters_at(s, c->nranks));
   // No rank may signal into a peer's flags before that peer has zeroed them.
   CCL_CHECK(c->bootstrap->barrier());
   c->coll_state = st;

@@ -404,7 +404,7 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
   const P2pOp& op = a.ops[i];
   const P2pCounts& pc = s.p2p[op.peer];
   const uint64_t q = (op.is_send ? pc.ll_sent : pc.ll_rcvd) + p2p_ll_before(a.ops, i, cap) + 1;
-  const uint32_t flag = static_cast<uint32_t>(q);
+  const uint32_t flag = ll_flag(q);
   const size_t units = (op.bytes + 7) / 8, stride = static_cast<size_t>(parts) * blockDim.x;
   const size_t first = static_cast<size_t>(part) * blockDim.x + threadIdx.x;
   char* buf = static_cast<char*>(op.buf);

@@ -86,16 +86,29 @@ Status enable_peer_access(int peer_device) {
   return CCL_SUCCESS;
 }
 
-Status zero_device(void* p, size_t bytes) {
+namespace {
+/// Runs one memset or copy on a private non-blocking stream and waits for it.
+template <typename Issue>
+Status on_private_stream(Issue issue) {
   cudaStream_t s = nullptr;
   CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaError_t e = cudaMemsetAsync(p, 0, bytes, s);
+  cudaError_t e = issue(s);
   const cudaError_t sync = cudaStreamSynchronize(s);
   if (e == cudaSuccess) e = sync;
   const cudaError_t destroy = cudaStreamDestroy(s);
   if (e == cudaSuccess) e = destroy;
   CCL_CUDA_CHECK(e);
   return CCL_SUCCESS;
+}
+}  // namespace
+
+Status zero_device(void* p, size_t bytes) {
+  return on_private_stream([&](cudaStream_t s) { return cudaMemsetAsync(p, 0, bytes, s); });
+}
+
+Status upload_device(void* dst, const void* src, size_t bytes) {
+  return on_private_stream(
+      [&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s); });
 }
 
 Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line) {

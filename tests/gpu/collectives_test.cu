@@ -1090,5 +1090,93 @@ TEST(CollectiveFailures, MixedBufferKinds) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
+// Epochs and point-to-point sequence numbers crossing 2^32 (CCL_EPOCH_BASE starts them just
+// below). LL entries carry a 32-bit flag; it was the low 32 bits, 0 at 2^32, which is what rows
+// never written hold, so a call there read the units no earlier call of its parity reached as
+// arrived (zeros in the sum). Each call below is larger than the one before, so every call has
+// such units. LL one-shot allreduce, point-to-point LL, then LL128 and two-shot at the high epoch.
+TEST(CollectiveCounters, CrossTheLLFlagWrap) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id, id2;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  ASSERT_EQ(ccl_get_unique_id(&id2), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_EPOCH_BASE", std::to_string((uint64_t{1} << 32) - 6).c_str(), 1);
+        setenv("CCL_WAIT_TIMEOUT", "3000", 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        const size_t most = size_t{1} << 16;  // float32 elements: 256 KiB, inside LL's rows
+        float *buf = nullptr, *out = nullptr;
+        RANK_CUDA(cudaMalloc(&buf, most * sizeof(float)));
+        RANK_CUDA(cudaMalloc(&out, most * sizeof(float)));
+        std::vector<float> in(most), got(most);
+        auto fill = [&](int salt) {
+          for (size_t i = 0; i < most; ++i)
+            in[i] = static_cast<float>((i * 13 + 3 * r + salt) % 1001 + 1);
+          return cudaMemcpy(buf, in.data(), most * 4, cudaMemcpyHostToDevice);
+        };
+        auto allreduce = [&](size_t count, int salt, const char* what) {
+          RANK_CUDA(fill(salt));
+          RANK_CUDA(cudaMemset(out, 0xff, count * 4));
+          RANK_OK(ccl_allreduce(buf, out, count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), out, count * 4, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < count; ++i) {
+            const float want = static_cast<float>((i * 13 + salt) % 1001 + 1) +
+                               static_cast<float>((i * 13 + 3 + salt) % 1001 + 1);
+            RANK_CHECK(got[i] == want, "%s allreduce of %zu, call %d: element %zu is %f, not %f",
+                       what, count, salt, i, got[i], want);
+          }
+          return 0;
+        };
+        // 12 LL calls (epochs 2^32 - 5 .. 2^32 + 6), doubling from 4 elements.
+        setenv("CCL_PROTO", "LL", 1);
+        setenv("CCL_ALGO", "allreduce:one_shot", 1);
+        for (int k = 0; k < 12; ++k)
+          if (int rc = allreduce(size_t{4} << k, k, "LL")) return rc;
+        // Point-to-point LL: 12 exchanges (sequence numbers 2^32 - 5 .. 2^32 + 6), doubling
+        // from 8 bytes to 16 KiB.
+        for (int k = 0; k < 12; ++k) {
+          const size_t bytes = size_t{8} << k;
+          RANK_CUDA(fill(100 + k));
+          RANK_CUDA(cudaMemset(out, 0xff, bytes));
+          RANK_OK(ccl_group_start());
+          RANK_OK(ccl_send(buf, bytes, ccl_uint8, 1 - r, comm, s));
+          RANK_OK(ccl_recv(out, bytes, ccl_uint8, 1 - r, comm, s));
+          RANK_OK(ccl_group_end());
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < bytes / 4; ++i) {
+            const float want = static_cast<float>((i * 13 + 3 * (1 - r) + 100 + k) % 1001 + 1);
+            RANK_CHECK(got[i] == want, "send/recv of %zu bytes: element %zu is %f, not %f", bytes,
+                       i, got[i], want);
+          }
+        }
+        // The tuner's own choices (its settings are read at a communicator's first call), on a
+        // second communicator starting just below 2^32: LL, then the zero-copy kernels.
+        ccl_result_t async;
+        const char* msg = nullptr;
+        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        RANK_CHECK(async == CCL_SUCCESS, "async error %d: %s", async, msg ? msg : "");
+        RANK_OK(ccl_comm_destroy(comm));
+        setenv("CCL_EPOCH_BASE", std::to_string((uint64_t{1} << 32) - 1).c_str(), 1);
+        unsetenv("CCL_PROTO");
+        unsetenv("CCL_ALGO");
+        if (init_on_gpu(id2, 2, r, &comm)) return 1;
+        for (int k = 0; k < 3; ++k)
+          if (int rc = allreduce(size_t{1000} << (3 * k), 200 + k, "tuned")) return rc;
+        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        RANK_CHECK(async == CCL_SUCCESS, "async error %d: %s", async, msg ? msg : "");
+        RANK_OK(ccl_comm_destroy(comm));
+        return 0;
+      },
+      60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
 }  // namespace
 }  // namespace ccl::test

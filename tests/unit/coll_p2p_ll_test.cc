@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/schedule/ll_flag.hpp"
 #include "collectives/schedule/p2p.hpp"
 
 namespace ccl::coll {
@@ -30,8 +31,14 @@ struct Op {
 
 struct Entry {
   uint64_t seq = 0;
+  uint32_t flag = 0;  // what the receiver compares: the sequence number's 32-bit flag
   uint64_t data = 0;
 };
+
+/// The flag of the code before ll_flag: the low 32 bits, 0 at 2^32.
+uint32_t truncated_flag(uint64_t q) {
+  return static_cast<uint32_t>(q);
+}
 
 uint64_t data_of(int sender, int receiver, uint64_t seq, size_t unit) {
   return (static_cast<uint64_t>(sender) << 48) ^ (static_cast<uint64_t>(receiver) << 40) ^
@@ -58,6 +65,8 @@ struct Model {
   };
   int n;
   bool respect_credit;
+  uint64_t base = 0;                        // counts and credits start here (CCL_EPOCH_BASE)
+  uint32_t (*flag_of)(uint64_t) = ll_flag;  // the kernel's flag
   std::mt19937 rng;
   std::vector<Rank> ranks;
   std::string error;
@@ -68,8 +77,11 @@ struct Model {
   /// consecutive rounds into one launch of its own choosing (both sides group differently).
   /// With `ungrouped` > 0 instead: every rank sends that many messages to the next rank, one
   /// launch each, then receives as many from the previous one, one launch each.
-  Model(int n_, int rounds, bool credit, uint32_t seed, int ungrouped = 0)
-      : n(n_), respect_credit(credit), rng(seed) {
+  /// `base_` and `flag`: counters start at base_ (as CCL_EPOCH_BASE sets them), entries carry
+  /// flag(sequence number).
+  Model(int n_, int rounds, bool credit, uint32_t seed, int ungrouped = 0, uint64_t base_ = 0,
+        uint32_t (*flag)(uint64_t) = ll_flag)
+      : n(n_), respect_credit(credit), base(base_), flag_of(flag), rng(seed) {
     ranks.resize(n);
     std::vector<std::vector<std::vector<size_t>>> stream(n, std::vector<std::vector<size_t>>(n));
     std::vector<std::vector<std::vector<int>>> count(
@@ -128,9 +140,9 @@ struct Model {
           if (!launch.empty()) R.launches.push_back(launch);
         }
       }
-      R.sent.assign(n, 0);
-      R.rcvd.assign(n, 0);
-      R.credit.assign(n, std::vector<uint64_t>(kP2pLLSlots, 0));
+      R.sent.assign(n, base);
+      R.rcvd.assign(n, base);
+      R.credit.assign(n, std::vector<uint64_t>(kP2pLLSlots, base));
       R.rows.assign(kP2pLLSlots, std::vector<std::vector<Entry>>(n, std::vector<Entry>(kCap / 8)));
       R.read.assign(kMaxP2pOps, 0);
       start(me);
@@ -163,7 +175,7 @@ struct Model {
     if (k.stage == 0) {  // the block's start: its sequence number from the launch-start counts
       k.q = (op.is_send ? R.sent[op.peer] : R.rcvd[op.peer]) +
             p2p_ll_before(ops.data(), k.op, kCap) + 1;
-      if (k.q != op.index + 1)
+      if (k.q != base + op.index + 1)
         error = "rank " + std::to_string(me) + " numbered operation " + std::to_string(op.index) +
                 " with peer " + std::to_string(op.peer) + " as " + std::to_string(k.q);
       if (op.is_send && respect_credit &&
@@ -175,10 +187,11 @@ struct Model {
     if (k.stage == 1 && k.next < k.units.size()) {
       const size_t u = k.units[k.next];
       if (op.is_send) {
-        ranks[op.peer].rows[p2p_ll_slot(k.q)][me][u] = Entry{k.q, data_of(me, op.peer, k.q, u)};
+        ranks[op.peer].rows[p2p_ll_slot(k.q)][me][u] =
+            Entry{k.q, flag_of(k.q), data_of(me, op.peer, k.q, u)};
       } else {
         const Entry& e = R.rows[p2p_ll_slot(k.q)][op.peer][u];
-        if (e.seq != k.q) {
+        if (e.flag != flag_of(k.q)) {
           if (e.seq > k.q)
             error = "rank " + std::to_string(me) + ": receive " + std::to_string(k.q) + " from " +
                     std::to_string(op.peer) + " overwritten by " + std::to_string(e.seq);
@@ -267,6 +280,22 @@ TEST(P2pLLModel, ASenderMayRunAsManyLaunchesAheadAsThereAreSlots) {
       Model over(n, 0, true, seed, kP2pLLSlots + 1);
       EXPECT_FALSE(over.run()) << n << " ranks: one more than the slots must wait forever";
     }
+}
+
+TEST(P2pLLModel, SequenceNumbersCrossTheFlagWrap) {
+  // From 2^32 - 20 every pair's sequence numbers pass 2^32, where the low 32 bits are 0, the
+  // value of entries never written: with that flag a receive larger than every earlier one in
+  // its slot reads unwritten units as arrived. ll_flag is never 0.
+  const uint64_t base = (uint64_t{1} << 32) - 20;
+  int truncated_failed = 0;
+  for (int n : {1, 2, 3})
+    for (uint32_t seed = 1; seed <= 40; ++seed) {
+      Model m(n, 10, true, seed, 0, base);
+      EXPECT_TRUE(m.run()) << n << " ranks, seed " << seed << ": " << m.error;
+      Model old(n, 10, true, seed, 0, base, truncated_flag);
+      if (!old.run()) ++truncated_failed;
+    }
+  EXPECT_GT(truncated_failed, 0) << "the model never caught the truncated flag's wrap";
 }
 
 TEST(P2pLLModel, WithoutTheCreditWaitAReceiveLosesItsData) {

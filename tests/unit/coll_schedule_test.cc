@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/schedule/direct.hpp"
+#include "collectives/schedule/ll_flag.hpp"
 #include "collectives/sim/simulator.hpp"
 
 namespace ccl::coll {
@@ -122,6 +123,22 @@ TEST(Schedules, PushInboxSlotsFitTheStaging) {
         EXPECT_EQ(direct::inbox_stride(block, esize) % 16, 0u);
         EXPECT_GT(n * direct::inbox_stride(limit + 1, esize), stage);
       }
+}
+
+// LL entries start zeroed and carry ll_flag of a 64-bit epoch or sequence number: the flag is
+// never 0 (the low 32 bits were, at 2^32), and numbers closer than 2^32 - 1 never share one.
+TEST(Schedules, LLFlagsAreNeverZeroAndRepeatOnlyAfterTwoToThe32MinusOne) {
+  const uint64_t period = 0xffffffffull;
+  for (uint64_t k = 0; k < 4; ++k)
+    for (uint64_t around : {k << 32, k * period, (k << 32) + k})
+      for (uint64_t q = around > 64 ? around - 64 : 1; q < around + 64; ++q) {
+        EXPECT_NE(ll_flag(q), 0u) << q;
+        EXPECT_NE(ll_flag(q), ll_flag(q + 1)) << q;
+        EXPECT_EQ(ll_flag(q), ll_flag(q + period)) << q;
+        EXPECT_NE(ll_flag(q), ll_flag(q + period - 1)) << q;
+      }
+  EXPECT_NE(ll_flag(uint64_t{1} << 32), 0u);
+  EXPECT_NE(ll_flag(uint64_t{1} << 32), ll_flag(0));
 }
 
 }  // namespace
