@@ -97,7 +97,11 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   crun all_reduce_perf_graph "$coll_perf/all_reduce_perf" -b 8 -e 1M -f 2 -R 2 -G 1 $cmp --json "$out/all_reduce_perf_graph.json"
   # Steady state: the graph's upload at its first launch spread over 10 launches.
   crun all_reduce_perf_graph10 "$coll_perf/all_reduce_perf" -b 8 -e 1M -f 2 -R 2 -G 10 $cmp --json "$out/all_reduce_perf_graph10.json"
-  crun all_reduce_perf_malloc "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 $cmp
+  # cudaMalloc buffers, staged: push mode (allreduce, reduce_scatter, alltoall), copy in (the
+  # others), in pieces beyond CCL_COLL_SCRATCH_SIZE.
+  for c in all_reduce reduce_scatter alltoall all_gather broadcast; do
+    crun ${c}_perf_malloc "$coll_perf/${c}_perf" -b 8 -e 256M -f 4 -R 0 $cmp
+  done
   crun all_reduce_perf_registered "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 -R 1 $cmp
   crun all_gather_perf_registered "$coll_perf/all_gather_perf" -b 8 -e 256M -f 4 -R 1 $cmp
   crun sendrecv_perf_registered "$coll_perf/sendrecv_perf" -b 8 -e 256M -f 4 -R 1 $cmp

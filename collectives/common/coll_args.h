@@ -24,8 +24,6 @@ constexpr size_t ll_capacity(int nranks) {
       (size_t{4} << 20) / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 4096 * 4096;
   return share > kLLMaxBytes ? kLLMaxBytes : share < (64 << 10) ? (64 << 10) : share;
 }
-/// Counters of finished blocks, one per epoch modulo this (publish_epoch).
-inline constexpr int kFinishedSlots = 4;
 /// Threads of an LL or LL128 block.
 inline constexpr int kLLThreads = 512;
 /// Grid of the LL kernel: a thread per 8-byte unit of the rank block (the tuner reports it).
@@ -108,7 +106,7 @@ struct CollScratch {
   uint64_t* pushed;    // symmetric [kMaxBlocks][nranks]: epoch whose pushes into this rank's
                        // inbox rank j completed for the block (direct kernels in push mode)
   uint64_t* epoch;     // symmetric [nranks]: last epoch rank j completed (j pushes it here)
-  uint32_t* finished;  // local device [kFinishedSlots]: blocks that finished epoch e, at e % slots
+  uint32_t* finished;  // local device: blocks of the running kernel that finished
   // Pipe FIFOs (pairwise, sequence-numbered: independent of the epoch).
   char* inbox;  // symmetric [sender][channel][slot][slot_bytes]
   size_t slot_bytes;

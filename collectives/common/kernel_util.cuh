@@ -52,14 +52,12 @@ __device__ __forceinline__ uint64_t next_epoch(const ccl_device_comm_t& c, const
   return *reinterpret_cast<volatile uint64_t*>(s.epoch + c.rank) + 1;
 }
 
-/// Block-wide: waits until every rank, this one too, has completed epoch `e` (all its blocks:
-/// nothing of that epoch still reads this rank's staging). Ranks push their epoch here, so the
-/// poll is local. This rank's own epoch matters where one launch runs several (a direct call in
-/// pieces): its other blocks may still be in an earlier piece.
+/// Block-wide: waits until every peer has completed epoch `e` (its whole kernel: nothing of that
+/// launch still reads this rank's staging). Peers push their epoch here, so the poll is local.
 __device__ __forceinline__ void wait_peer_epochs(const ccl_device_comm_t& c, const CollScratch& s,
                                                  uint64_t e, int* fail) {
   const int t = threadIdx.x;
-  if (t < c.nranks && !wait_for_peer(c, s.epoch + t, e, t)) *fail = 1;
+  if (t < c.nranks && t != c.rank && !wait_for_peer(c, s.epoch + t, e, t)) *fail = 1;
   __syncthreads();
 }
 
@@ -106,33 +104,17 @@ __device__ __forceinline__ Ready* ready_row(const CollScratch& s, int n, uint64_
   return s.ready + ((e & 1) * kMaxBlocks + blockIdx.x) * static_cast<size_t>(n);
 }
 
-/// Bits of `Ready::count` beside the element count, and of entry_barrier's answer.
-inline constexpr uint64_t kStagedBit = uint64_t{1} << 63;   // the rank stages (direct.cu pieces)
-inline constexpr uint64_t kInPlaceBit = uint64_t{1} << 62;  // peers read its own buffer
-inline constexpr uint64_t kCountBits = kInPlaceBit - 1;
-inline constexpr int kAnyNoSource = 1;  // some rank has no source window
-inline constexpr int kAnyStaged = 2;    // some rank published kStagedBit
-inline constexpr int kAnyInPlace = 4;   // some rank published kInPlaceBit
-
-/// entry_barrier's bits for one rank's published source window and count.
-__device__ __forceinline__ int count_bits(uint64_t src_off, uint64_t count) {
-  return (src_off == kNoWindow ? kAnyNoSource : 0) | ((count & kStagedBit) ? kAnyStaged : 0) |
-         ((count & kInPlaceBit) ? kAnyInPlace : 0);
-}
-
 /// Block-wide entry barrier of block b at epoch e: publishes `mine` (this rank's windows) to
 /// every peer, then waits for every peer's. Everything the block wrote before is visible to the
-/// peers after it (the signalling thread fences after the block barrier). A peer whose call
-/// covers a different number of elements fails it (reported, naming the peer). Returns, on every
-/// thread, the kAny* bits of all ranks (direct.cu: push mode, pieces, the staged one-shot's exit
-/// barrier), read with the count so that they cost no extra round.
-__device__ __forceinline__ int entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
-                                             uint64_t e, const Ready& mine, int* fail) {
+/// peers after it (the signalling thread fences after the block barrier). A peer whose launch
+/// covers a different number of elements fails it (reported, naming the peer): the ranks cut
+/// the call into different pieces. Returns, on every thread, whether some rank published no
+/// source window (direct.cu's push mode), read with the count so that it costs no extra round.
+__device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
+                                              uint64_t e, const Ready& mine, int* fail) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
   Ready* row = ready_row(s, n, e);
-  __shared__ int any;
-  int bits = t == me ? count_bits(mine.src_off, mine.count) : 0;
-  if (t == 0) any = 0;
+  bool no_src = t == me && mine.src_off == kNoWindow;
   __syncthreads();
   if (t < n && t != me) {
     Ready* r = dev::peer_ptr(c, row + me, t);
@@ -148,20 +130,16 @@ __device__ __forceinline__ int entry_barrier(const ccl_device_comm_t& c, const C
     } else {
       // Through L2: the line may be in L1 from an earlier launch.
       const uint64_t theirs = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].count));
-      bits =
-          count_bits(__ldcg(reinterpret_cast<const unsigned long long*>(&row[t].src_off)), theirs);
-      if ((theirs & kCountBits) != (mine.count & kCountBits)) {
+      no_src = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].src_off)) == kNoWindow;
+      if (theirs != mine.count) {
         // The expected value is this rank's count, the seen one the peer's.
         dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
-                            CCL_OP_COLLECTIVE, t, &row[t].count, mine.count & kCountBits,
-                            theirs & kCountBits, CCL_CMP_EQ);
+                            CCL_OP_COLLECTIVE, t, &row[t].count, mine.count, theirs, CCL_CMP_EQ);
         *fail = 1;
       }
     }
   }
-  if (bits != 0) atomicOr(&any, bits);
-  __syncthreads();
-  return any;
+  return __syncthreads_or(no_src) != 0;
 }
 
 /// Block-wide barrier on one flag row ([kMaxBlocks][nranks], symmetric): this block's reads of
@@ -185,23 +163,20 @@ __device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const C
   flag_barrier(c, s.done, e, fail);
 }
 
-/// Called by each of the `blocks` blocks that take part in epoch e, at its end, after a block
-/// barrier: the last one to finish publishes the epoch to every rank. With `fence`, everything
-/// this launch did is complete before the peers see it (a system fence); without, only that its
-/// reads of them are (a kernel whose values read were consumed, stored, before the barrier: LL,
-/// LL128), and the blocks count themselves out without a fence either. The count is kept per
-/// epoch modulo kFinishedSlots: a launch that runs several epochs has blocks up to two epochs
-/// apart (each waits for the epoch two before, see wait_peer_epochs).
+/// Called by every block at its end, after a block barrier: the last block to finish publishes
+/// the epoch to every rank. With `fence`, everything this launch did is complete before the peers
+/// see it (a system fence); without, only that its reads of them are (a kernel whose values read
+/// were consumed, stored, before the barrier: LL, LL128), and the blocks count themselves out
+/// without a fence either.
 __device__ __forceinline__ void publish_epoch(const CollScratch& s, const EpochPlan& p, uint64_t e,
-                                              bool fence = true, unsigned blocks = gridDim.x) {
+                                              bool fence = true) {
   // One block is always the last: no global atomic and no second barrier on the small-call path.
-  if (blocks > 1) {
+  if (gridDim.x > 1) {
     __shared__ bool last;
     if (threadIdx.x == 0) {
-      uint32_t* finished = s.finished + (e % kFinishedSlots);
       if (fence) __threadfence();
-      last = atomicAdd(finished, 1u) == blocks - 1;
-      if (last) *finished = 0;
+      last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
+      if (last) *s.finished = 0;
     }
     __syncthreads();
     if (!last) return;
@@ -212,11 +187,11 @@ __device__ __forceinline__ void publish_epoch(const CollScratch& s, const EpochP
   }
 }
 
-/// Called by every block of epoch e at its end (see publish_epoch).
+/// Called by every block at its end (see publish_epoch).
 __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const CollScratch& s,
-                                             uint64_t e, unsigned blocks = gridDim.x) {
+                                             uint64_t e, bool fence = true) {
   __syncthreads();
-  publish_epoch(s, plan_epochs(c, s), e, true, blocks);
+  publish_epoch(s, plan_epochs(c, s), e, fence);
 }
 
 /// A window address published by rank j (heap or registered buffer), as a typed pointer here.

@@ -13,9 +13,9 @@ constexpr int kThreads = 512;
 __device__ __forceinline__ void read_direct_params(const ccl_device_comm_t& c, const CollScratch& s,
                                                    const DirectArgs& a) {
   read_before_wait(comm_fields(c), c.heap_base, s.stage[0], s.stage[1], s.ready, s.done, s.epoch,
-                   s.finished, s.regs, a.send, a.recv, a.count, a.piece, a.send_ld, a.recv_ld,
-                   a.src_off, a.src_ld, a.dst_off, a.dst_ld, a.root, a.kind, a.stage_src,
-                   a.unstage_dst, a.mc, a.local_blocks);
+                   s.finished, s.regs, a.send, a.recv, a.count, a.send_ld, a.recv_ld, a.src_off,
+                   a.src_ld, a.dst_off, a.dst_ld, a.root, a.kind, a.stage_src, a.unstage_dst, a.mc,
+                   a.local_blocks);
 }
 
 /// Slice of block b within a range of `len` elements, over the blocks that talk to the peers.
@@ -29,49 +29,27 @@ __device__ __forceinline__ uint64_t stage_off(const ccl_device_comm_t& c, const 
   return static_cast<uint64_t>(s.stage[i] - heap_at(c, c.rank, 0));
 }
 
-/// Piece i of the whole call `w` (elements [i * piece, + len) of the buffer or of every rank
-/// block): the buffers and this rank's windows moved there; enter() points staged windows at
-/// the piece's staging, whose strides are the piece's length.
-__device__ __forceinline__ void set_piece(DirectArgs& a, const DirectArgs& w, size_t i,
-                                          size_t esize) {
-  const size_t done = i * w.piece, left = w.count - done;
-  const size_t len = left < w.piece ? left : w.piece;
-  a.count = len;
-  a.send = static_cast<const char*>(w.send) + done * esize;
-  a.recv = static_cast<char*>(w.recv) + done * esize;
-  if (w.src_off != kNoWindow) a.src_off = w.src_off + done * esize;
-  if (w.dst_off != kNoWindow) a.dst_off = w.dst_off + done * esize;
-  if (w.stage_src) a.src_ld = len;
-  if (w.unstage_dst && w.dst_ld != 0) a.dst_ld = len;
-}
-
-/// Enters piece i (epoch e) of the call `w`: places the staging windows by epoch parity (the
-/// host cannot: graph replays advance the epoch), waits until the staging is free, stages the
-/// source, then the entry barrier; false when a wait failed. *any: the entry barrier's kAny*
-/// bits (kAnyNoSource: push mode). Piece 0 also learns *pieces: where some rank stages and the call
-/// exceeds a piece, every rank runs it in pieces, one epoch each, inside this launch (a staged rank
-/// knows it cuts before the barrier; the others learn it there). A rank's own buffer kinds thus
-/// never decide how the call is cut, and ranks with different kinds pair the same ranges.
+/// Places the staging windows by epoch parity (the host cannot: graph replays advance the
+/// epoch), stages the source, then the entry barrier; false when a wait failed. *push: some rank
+/// published no source window.
 ///
 /// Push mode (two-shot, reduce-scatter, alltoall): a rank whose send buffer is neither symmetric
 /// nor registered publishes no source window, and then every rank pushes each peer's block into
 /// that peer's inbox (its staging buffer of this epoch, at the same heap offset on every rank)
 /// instead of the peers pulling it: a staged buffer costs no copy into the staging, and the
 /// reduction reads local memory only. All ranks decide alike from the published windows.
-__device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a,
-                      const DirectArgs& w, uint64_t e, size_t i, size_t esize, int* fail, int* any,
-                      size_t* pieces) {
+__device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
+                      size_t esize, int* fail, bool* push) {
   const int n = c.nranks;
-  if (i > 0 || w.staged) set_piece(a, w, i, esize);
   if (a.stage_src) a.src_off = stage_off(c, s, e & 1);
   if (a.unstage_dst) {
     a.dst_off = stage_off(c, s, (e + 1) & 1);
-    // Peers push into this buffer once they see this rank's entry flag; the epoch before this
+    // Peers push into this buffer once they see this rank's entry flag; the launch before this
     // one may have been a one-shot whose readers of this buffer have no exit barrier.
     if (e > 1) wait_peer_epochs(c, s, e - 1, fail);
   }
-  // This epoch's staging buffer and entry-flag row were last read two epochs ago; epochs
-  // without an exit barrier (LL, staged one-shot, push mode) let a rank get that far ahead.
+  // This launch's staging buffer and entry-flag row were last read by the peers two launches
+  // ago; launches without an exit barrier (LL) let a rank get that far ahead.
   if (e > 2) wait_peer_epochs(c, s, e - 2, fail);
   if (*fail) return false;
   if (a.stage_src) {
@@ -99,15 +77,8 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
   mine.src_ld = a.src_ld;
   mine.dst_off = a.dst_off;
   mine.dst_ld = a.dst_ld;
-  // In place: the peers read this rank's own buffer, so it may not leave before they are done.
-  const bool in_place = !a.stage_src && a.src_off != kNoWindow;
-  mine.count = w.count | (w.staged ? kStagedBit : 0) | (in_place ? kInPlaceBit : 0);
-  *any = entry_barrier(c, s, e, mine, fail);
-  if (i == 0) {
-    const bool cut = (*any & kAnyStaged) != 0 && w.count > w.piece;
-    *pieces = cut ? (w.count + w.piece - 1) / w.piece : 1;
-    if (cut && !w.staged) set_piece(a, w, 0, esize);
-  }
+  mine.count = a.count;
+  *push = entry_barrier(c, s, e, mine, fail);
   return !*fail;
 }
 
@@ -240,38 +211,51 @@ __device__ void nvls_allreduce(const ccl_device_comm_t& c, const CollScratch& s,
   }
 }
 
-/// One piece (epoch e) of a reducing direct call, entered; false when a wait failed.
 template <ccl_datatype_t D, ccl_redop_t Op>
-__device__ bool reduce_piece(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
-                             uint64_t e, int any, int* fail) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a) {
+  read_direct_params(c, s, a);
+  __shared__ int fail;
+  if (threadIdx.x == 0) fail = 0;
+  pdl_prologue();
+  // `a` is a by-value kernel parameter: enter() fills in the staging windows.
   using T = typename DType<D>::Storage;
   const int n = c.nranks, me = c.rank;
-  const bool push = (any & kAnyNoSource) != 0;
   __shared__ const T* in[kMaxDirectRanks];
   __shared__ T* out[kMaxDirectRanks];
+  __syncthreads();
+  const uint64_t e = next_epoch(c, s);
+  bool push;
+  if (!enter(c, s, a, e, sizeof(T), &fail, &push)) return;
   size_t lo, len;
   if (a.kind == DirectKind::kOneShot) {
     my_slice(a, a.count, &lo, &len);
-    for (int j = threadIdx.x; j < n; j += blockDim.x)
-      in[j] = window<const T>(c, s, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
+    // A peer whose window is not its staging of this epoch (the same heap offset on every rank)
+    // is read in place, in its own buffer.
+    bool peer_in_place = false;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+      const uint64_t off = j == me ? a.src_off : peer_ready(s, n, e, j).src_off;
+      in[j] = window<const T>(c, s, j, off) + lo;
+      peer_in_place |= j != me && off != stage_off(c, s, e & 1);
+    }
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
-    __syncthreads();
+    peer_in_place = __syncthreads_or(peer_in_place) != 0;
     reduce_slice<D, Op>(in, n, out, 1, len);
-    // Staged: no exit barrier. The peers read this rank's staging until their epoch ends, and
-    // the next epoch stages into the other buffer; the one after waits for their epochs. Not
-    // where a peer is read in place: it needs this rank at its exit barrier.
-    if (a.stage_src && !(any & kAnyInPlace)) {
+    // Staged: no exit barrier. The peers read this rank's staging until their launch ends, and
+    // the next launch stages into the other buffer; the one after waits for their epochs. Not
+    // where a peer is read in place: that peer waits at its exit barrier for every rank.
+    if (a.stage_src && !peer_in_place) {
       finish_epoch(c, s, e);
-      return true;
+      return;
     }
   } else if (a.kind == DirectKind::kNvlsAllReduce) {
-    if (!nvls_same_windows(c, s, a, e, fail)) return false;
+    if (!nvls_same_windows(c, s, a, e, &fail)) return;
     size_t mlo, mlen;
     partition(a.count, n, me, &mlo, &mlen);
     my_slice(a, mlen, &lo, &len);
     nvls_allreduce<D, Op>(c, s, a, mlo + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
-    if (push && !push_blocks(c, s, a, e, sizeof(T), fail)) return false;
+    if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     size_t mlo, mlen;
     partition(a.count, n, me, &mlo, &mlen);
     my_slice(a, mlen, &lo, &len);
@@ -291,7 +275,7 @@ __device__ bool reduce_piece(const ccl_device_comm_t& c, const CollScratch& s, c
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, n, len);
   } else if (a.kind == DirectKind::kReduceScatter) {
-    if (push && !push_blocks(c, s, a, e, sizeof(T), fail)) return false;
+    if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     my_slice(a, a.count, &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
       const Win r = peer_ready(s, n, e, j);
@@ -308,7 +292,7 @@ __device__ bool reduce_piece(const ccl_device_comm_t& c, const CollScratch& s, c
     // their epochs), so no exit barrier.
     if (push) {
       finish_epoch(c, s, e);
-      return true;
+      return;
     }
   } else if (me == a.root) {  // kReduce
     my_slice(a, a.count, &lo, &len);
@@ -318,8 +302,8 @@ __device__ bool reduce_piece(const ccl_device_comm_t& c, const CollScratch& s, c
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
   }
-  exit_barrier(c, s, e, fail);
-  if (*fail) return false;
+  exit_barrier(c, s, e, &fail);
+  if (fail) return;
   if (a.unstage_dst) {
     const T* stage = window<const T>(c, s, me, a.dst_off);
     // Two-shot and NVLS allreduce: every rank block's slice b arrived from its owner (two-shot
@@ -333,38 +317,31 @@ __device__ bool reduce_piece(const ccl_device_comm_t& c, const CollScratch& s, c
     }
   }
   finish_epoch(c, s, e);
-  return true;
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
-    reduce_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs w) {
-  read_direct_params(c, s, w);
+    copy_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a, int esize) {
+  read_direct_params(c, s, a);
   __shared__ int fail;
   if (threadIdx.x == 0) fail = 0;
   pdl_prologue();
-  using T = typename DType<D>::Storage;
+  const int n = c.nranks, me = c.rank;
   __syncthreads();
   const uint64_t e = next_epoch(c, s);
-  DirectArgs a = w;  // the piece; enter() also fills in the staging windows
-  int any;
-  size_t pieces;
-  if (!enter(c, s, a, w, e, 0, sizeof(T), &fail, &any, &pieces)) return;
-  for (size_t i = 0;;) {
-    if (!reduce_piece<D, Op>(c, s, a, e + i, any, &fail)) return;
-    if (++i == pieces) return;
-    if (!enter(c, s, a, w, e + i, i, sizeof(T), &fail, &any, &pieces)) return;
-  }
-}
-
-/// One piece (epoch e) of a moving direct call, entered, on the blocks that talk to the peers
-/// (`net_blocks`); false when a wait failed.
-__device__ bool copy_piece(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
-                           uint64_t e, size_t esize, int any, unsigned net_blocks, int* fail) {
-  const int n = c.nranks, me = c.rank;
-  const bool push = (any & kAnyNoSource) != 0;  // alltoall (the other copy kinds never push)
   char* recv = static_cast<char*>(a.recv);
   const char* send = static_cast<const char*>(a.send);
+  const int net_blocks = static_cast<int>(gridDim.x) - a.local_blocks;
+  if (static_cast<int>(blockIdx.x) >= net_blocks) {
+    // This rank's own block, HBM to HBM: no peer reads or writes it, so no flags, no barrier.
+    size_t llo, llen;
+    partition(a.count, a.local_blocks, blockIdx.x - net_blocks, &llo, &llen);
+    const size_t from = a.kind == DirectKind::kAllToAll ? me * a.send_ld : 0;
+    copy_slice(recv + (me * a.recv_ld + llo) * esize, send + (from + llo) * esize, llen * esize);
+    finish_epoch(c, s, e);
+    return;
+  }
+  bool push;  // alltoall (the other copy kinds never push)
+  if (!enter(c, s, a, e, esize, &fail, &push)) return;
   size_t lo, len;
   my_slice(a, a.count, &lo, &len);
   const size_t b = len * esize;
@@ -399,7 +376,7 @@ __device__ bool copy_piece(const ccl_device_comm_t& c, const CollScratch& s, con
       break;
     }
     case DirectKind::kNvlsAllGather:
-      if (!nvls_same_windows(c, s, a, e, fail)) return false;
+      if (!nvls_same_windows(c, s, a, e, &fail)) return;
       if (a.mc == nullptr) {
         // Emulated multimem store: my block to the same offset at every rank.
         for (int k = 0; k < n; ++k)
@@ -449,62 +426,30 @@ __device__ bool copy_piece(const ccl_device_comm_t& c, const CollScratch& s, con
       if (push) {
         // Every peer's block for this rank is in recv (a destination window) or in the inbox;
         // nobody touches a peer after this barrier, so no exit barrier.
-        flag_barrier(c, s.pushed, e, fail);
-        if (*fail) return false;
+        flag_barrier(c, s.pushed, e, &fail);
+        if (fail) return;
         if (a.dst_off == kNoWindow)
           for (int k = 1; k < n; ++k) {
             const int j = (me + k) % n;
             copy_slice(recv + (j * a.recv_ld + lo) * esize,
                        inbox_at(c, s, a, e, me, j, esize) + lo * esize, b);
           }
-        finish_epoch(c, s, e, net_blocks);
-        return true;
+        finish_epoch(c, s, e);
+        return;
       }
       break;
     }
     default:
       break;
   }
-  exit_barrier(c, s, e, fail);
-  if (*fail) return false;
+  exit_barrier(c, s, e, &fail);
+  if (fail) return;
   if (a.unstage_dst) {  // NVLS allgather into staging: every rank's slice b arrived
     const char* stage = window<const char>(c, s, me, a.dst_off);
     for (int j = 0; j < n; ++j)
       copy_slice(recv + (j * a.recv_ld + lo) * esize, stage + (j * a.dst_ld + lo) * esize, b);
   }
-  finish_epoch(c, s, e, net_blocks);
-  return true;
-}
-
-__global__ void __launch_bounds__(kThreads)
-    copy_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs w, int esize) {
-  read_direct_params(c, s, w);
-  __shared__ int fail;
-  if (threadIdx.x == 0) fail = 0;
-  pdl_prologue();
-  const unsigned net_blocks = gridDim.x - w.local_blocks;
-  if (blockIdx.x >= net_blocks) {
-    // This rank's own block of the whole call, HBM to HBM: no peer reads or writes it, so no
-    // flags, no barrier, no part in the epochs (the stream orders the next launch after it).
-    size_t lo, len;
-    partition(w.count, w.local_blocks, blockIdx.x - net_blocks, &lo, &len);
-    const int me = c.rank;
-    const size_t from = w.kind == DirectKind::kAllToAll ? me * w.send_ld : 0;
-    copy_slice(static_cast<char*>(w.recv) + (me * w.recv_ld + lo) * esize,
-               static_cast<const char*>(w.send) + (from + lo) * esize, len * esize);
-    return;
-  }
-  __syncthreads();
-  const uint64_t e = next_epoch(c, s);
-  DirectArgs a = w;  // the piece; enter() also fills in the staging windows
-  int any;
-  size_t pieces;
-  if (!enter(c, s, a, w, e, 0, esize, &fail, &any, &pieces)) return;
-  for (size_t i = 0;;) {
-    if (!copy_piece(c, s, a, e + i, esize, any, net_blocks, &fail)) return;
-    if (++i == pieces) return;
-    if (!enter(c, s, a, w, e + i, i, esize, &fail, &any, &pieces)) return;
-  }
+  finish_epoch(c, s, e);
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>

@@ -28,21 +28,16 @@ enum class DirectKind : uint8_t {
   kNvlsAllGather,  // NVLS: multimem store of my block to every rank
 };
 
-/// One direct call. The host passes the whole call; where some rank stages (its buffer is
-/// neither symmetric nor registered) and the call exceeds `piece` elements, every rank's kernel
-/// runs it in pieces of `piece`, an epoch each, and points the fields below at each piece.
 struct DirectArgs {
   const void* send;
   void* recv;
   size_t count;    // allreduce, broadcast, reduce: elements; otherwise elements per rank block
-  size_t piece;    // elements per piece where the call is cut (the same on every rank)
   size_t send_ld;  // elements between rank blocks of send (reduce-scatter, alltoall)
   size_t recv_ld;  // elements between rank blocks of recv (allgather, alltoall)
   uint64_t src_off, src_ld;  // this rank's source window: heap offset (bytes), block stride
   uint64_t dst_off, dst_ld;  // this rank's destination window (two-shot only)
   int root;
   DirectKind kind;
-  bool staged;       // this rank stages its source or destination: the call goes in pieces
   bool stage_src;    // copy send into the source window (this rank's staging) first; two-shot,
                      // reduce-scatter and alltoall never do: without a source window they push
   bool unstage_dst;  // the destination window is staging: copy it into recv at the end
@@ -52,8 +47,7 @@ struct DirectArgs {
   int local_blocks;
 };
 
-/// Launches one call (up to kMaxBlocks blocks, plus local blocks). Reducing kinds use
-/// (dtype, op); the others move bytes.
+/// Launches one piece (kMaxBlocks blocks). Reducing kinds use (dtype, op); the others move bytes.
 cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                           const CollScratch& s, const DirectArgs& a, int grid, const Launch& l);
 

@@ -149,7 +149,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   CCL_CHECK(zero_device(p + ready_at, inbox_at - ready_at));
   // Local part: counters and sequence numbers (zeroed), then the work space.
   Layout lo;
-  const size_t finished_at = lo.add(kFinishedSlots * sizeof(uint32_t));
+  const size_t finished_at = lo.add(sizeof(uint32_t));
   const size_t readers_at = lo.add(sizeof(uint32_t));
   const size_t ll_done_at = lo.add(sizeof(uint32_t));
   const size_t ll_read_at = lo.add(kMaxP2pOps * sizeof(uint32_t));

@@ -124,25 +124,7 @@ constexpr int kNvlsBlocks = 32;
 constexpr int kLocalBlocks = 16;
 constexpr size_t kLocalBlocksFrom = size_t{1} << 20;
 
-/// Elements per piece of a direct call that some rank stages: what every kind of staging the
-/// collective may use holds (copy in: the buffer; push: n inbox slots of a rank block, each
-/// rounded to 16 bytes; unstage: the result, n blocks for the NVLS allgather).
-size_t direct_piece(DirectKind kind, size_t stage_bytes, int n, size_t E) {
-  const size_t whole = stage_bytes / E, slot = direct::inbox_block_limit(stage_bytes, n, E);
-  switch (kind) {
-    case DirectKind::kTwoShot:
-      return std::min(slot * n, whole);
-    case DirectKind::kReduceScatter:
-    case DirectKind::kAllToAll:
-      return slot;
-    case DirectKind::kNvlsAllGather:
-      return whole / n;
-    default:
-      return whole;
-  }
-}
-
-/// Direct kernels: one launch, in pieces of what the staging holds when some rank stages.
+/// Direct kernels, in pieces of what the staging holds when a buffer has to be staged.
 Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
   const int n = comm->nranks, me = comm->rank;
   const size_t E = dtype_size(k.dtype);
@@ -185,21 +167,26 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool pushes =
       !src_zero && (a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter ||
                     a.kind == DirectKind::kAllToAll);
+  // A broadcast's non-roots stage nothing but must cut the call where the root does, and the
+  // root's buffer is not theirs to see: their own send buffer stands for it or, where they pass
+  // NULL (as NCCL allows), their receive buffer (ranks allocate alike; a wrong guess fails the
+  // call through the kernels' count check instead of pairing different pieces).
+  bool cut_as_staged = !src_zero;
+  if (a.kind == DirectKind::kBroadcast && me != k.root && k.send == nullptr) {
+    uint64_t unused = 0;
+    cut_as_staged = !window_of(comm, k.recv, send_elems * E, !nvls, &unused);
+  }
+  // Piece size in elements of `count` (per rank block where blocked).
+  size_t piece = k.count;
+  if (pushes) {
+    const size_t slot = direct::inbox_block_limit(s.stage_bytes, n, E);
+    piece = std::min(piece, a.kind == DirectKind::kTwoShot ? slot * n : slot);
+  } else if (cut_as_staged) {
+    piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
+  }
   const bool unstage = (a.kind == DirectKind::kTwoShot || nvls) && !dst_zero;
-  // What this rank stages: its source (copied in or pushed; nothing for a broadcast's non-roots
-  // or the NVLS allgather, which stores from the local send buffer) or its destination.
-  const bool src_staged = !src_zero && a.kind != DirectKind::kNvlsAllGather &&
-                          !(a.kind == DirectKind::kBroadcast && me != k.root);
-  a.stage_src = src_staged && !pushes;
-  a.unstage_dst = unstage;
-  a.staged = src_staged || unstage;
-  // Where some rank stages and the call exceeds what the staging holds, every rank runs it in
-  // pieces inside the one launch (direct.cu): the piece size depends on the call alone, so the
-  // ranks agree on it whatever their buffers.
-  a.piece = direct_piece(a.kind, s.stage_bytes, n, E);
-  if (a.piece == 0)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "CCL_COLL_SCRATCH_SIZE is too small to stage one element per rank");
+  if (unstage)
+    piece = std::min(piece, s.stage_bytes / E / (a.kind == DirectKind::kNvlsAllGather ? n : 1));
   a.mc = nvls ? st->mc_base : nullptr;
   // Allgather and alltoall out of place copy their own block on extra blocks, beside the ones
   // that push and pull (perf/results/2026-11-23_h200x2_collectives_v2.md).
@@ -209,18 +196,28 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
         static_cast<const char*>(k.recv) + static_cast<size_t>(me) * k.count * E == k.send);
   const int local_blocks = own_block_moves && k.count * E >= kLocalBlocksFrom ? kLocalBlocks : 0;
   a.local_blocks = local_blocks;
-  a.count = k.count;
-  a.send_ld = blocked_send ? k.count : 0;
-  a.recv_ld = blocked_recv ? k.count : 0;
-  a.send = k.send;
-  a.recv = k.recv;
-  // Windows of the whole call; the kernel moves them to each piece, and points staged ones at
-  // the staging of the piece's epoch (their strides then are the piece's length).
-  a.src_off = src_zero ? send_off : kNoWindow;
-  a.src_ld = a.send_ld;
-  a.dst_off = dst_zero ? recv_off : kNoWindow;
-  a.dst_ld = a.recv_ld;
-  CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + local_blocks, l));
+  if (piece == 0)
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "CCL_COLL_SCRATCH_SIZE is too small to stage one element per rank");
+  for (size_t done = 0; done < k.count; done += piece) {
+    const size_t len = std::min(piece, k.count - done);
+    a.count = len;
+    a.send_ld = blocked_send ? k.count : 0;
+    a.recv_ld = blocked_recv ? k.count : 0;
+    a.send = static_cast<const char*>(k.send) + done * E;
+    a.recv = static_cast<char*>(k.recv) + done * E;
+    a.stage_src = !src_zero && !pushes;
+    a.src_off = src_zero ? send_off + done * E : kNoWindow;
+    a.src_ld = src_zero ? a.send_ld : len;
+    a.unstage_dst = unstage;
+    a.dst_off = dst_zero ? recv_off + done * E : kNoWindow;
+    a.dst_ld = blocked_recv ? (dst_zero ? k.count : len) : 0;
+    // NVLS allgather pushes from the local send buffer: nothing to stage.
+    if (a.kind == DirectKind::kNvlsAllGather) a.stage_src = false;
+    // Non-roots of a broadcast have nothing to publish or stage.
+    if (a.kind == DirectKind::kBroadcast && me != k.root) a.stage_src = false;
+    CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + local_blocks, l));
+  }
   return CCL_SUCCESS;
 }
 
