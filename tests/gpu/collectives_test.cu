@@ -1116,7 +1116,8 @@ TEST(CollectiveFailures, MixedBufferKinds) {
 // below). LL entries carry a 32-bit flag; it was the low 32 bits, 0 at 2^32, which is what rows
 // never written hold, so a call there read the units no earlier call of its parity reached as
 // arrived (zeros in the sum). Each call below is larger than the one before, so every call has
-// such units. LL one-shot allreduce, point-to-point LL, then LL128 and two-shot at the high epoch.
+// such units. LL one-shot allreduce, point-to-point LL, then the tuner's own choices on a second
+// communicator started just below 2^32.
 TEST(CollectiveCounters, CrossTheLLFlagWrap) {
   REQUIRE_GPUS(1);
   ccl_unique_id_t id, id2;
