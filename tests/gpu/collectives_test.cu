@@ -997,10 +997,10 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
 }
 
 /// Ranks may pass buffers of different kinds. Within the staging, a call where one rank's
-/// buffers are staged and its peer's symmetric runs (two-shot, reduce-scatter and alltoall switch
-/// every rank to pushing; the one-shot's staged side keeps the exit barrier). Beyond it the ranks
-/// would cut the call into different pieces: every rank's kernel fails with CCL_INVALID_ARGUMENT
-/// naming its peer instead of pairing different ranges.
+/// buffers are staged and its peer's symmetric runs, for every direct collective (two-shot,
+/// reduce-scatter and alltoall switch every rank to pushing; the one-shot's staged side keeps the
+/// exit barrier). Beyond it the ranks would cut the call into different pieces: every rank's
+/// kernel fails with CCL_INVALID_ARGUMENT naming its peer instead of pairing different ranges.
 TEST(CollectiveFailures, MixedBufferKinds) {
   REQUIRE_GPUS(1);
   ccl_unique_id_t id, id2;
@@ -1011,7 +1011,10 @@ TEST(CollectiveFailures, MixedBufferKinds) {
       [&](int r) {
         setenv("CCL_COLL_SCRATCH_SIZE", "1M", 1);
         setenv("CCL_WAIT_TIMEOUT", "300", 1);
-        setenv("CCL_ALGO", "allreduce:two_shot,reduce_scatter:direct", 1);
+        setenv("CCL_ALGO",
+               "allreduce:two_shot,reduce_scatter:direct,allgather:direct,broadcast:direct,"
+               "reduce:direct,alltoall:direct",
+               1);
         setenv("CCL_PROTO", "SIMPLE", 1);
         ccl_comm_t comm;
         if (init_on_gpu(id, 2, r, &comm)) return 1;
@@ -1057,6 +1060,32 @@ TEST(CollectiveFailures, MixedBufferKinds) {
                          "alltoall, rank %d staged: block %d element %zu is %f", staged, j, i,
                          got[j * count + i]);
             }
+          // The copy-in kinds: the staged rank's peers read its staging, it reads their windows.
+          RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+          RANK_OK(ccl_allgather(send, recv, count, ccl_float32, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < 2 * count; ++i)
+            RANK_CHECK(got[i] == static_cast<float>(((i % count) * 7 + i / count) % 1000),
+                       "allgather, rank %d staged: element %zu is %f", staged, i, got[i]);
+          for (int root = 0; root < 2; ++root) {
+            RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+            RANK_OK(ccl_broadcast(send, recv, 2 * count, ccl_float32, root, comm, s));
+            RANK_CUDA(cudaStreamSynchronize(s));
+            RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < 2 * count; ++i)
+              RANK_CHECK(got[i] == static_cast<float>((i * 7 + root) % 1000),
+                         "broadcast from %d, rank %d staged: element %zu is %f", root, staged, i,
+                         got[i]);
+            RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+            RANK_OK(ccl_reduce(send, recv, 2 * count, ccl_float32, ccl_sum, root, comm, s));
+            RANK_CUDA(cudaStreamSynchronize(s));
+            RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; r == root && i < 2 * count; ++i)
+              RANK_CHECK(got[i] == static_cast<float>((i * 7) % 1000 + (i * 7 + 1) % 1000),
+                         "reduce to %d, rank %d staged: element %zu is %f", root, staged, i,
+                         got[i]);
+          }
         }
         // A broadcast beyond the staging from a symmetric root to ranks that pass NULL as their
         // send buffer (NCCL's convention): they cut the call as their symmetric recv says.
