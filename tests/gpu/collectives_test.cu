@@ -996,6 +996,16 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
   }
 }
 
+/// Destroys a communicator that must not be in error: 0, or non-zero after printing its report.
+int destroy_healthy(ccl_comm_t comm) {
+  ccl_result_t async;
+  const char* msg = nullptr;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+  RANK_CHECK(async == CCL_SUCCESS, "async error %d: %s", async, msg ? msg : "");
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
 /// Ranks may pass buffers of different kinds. Within the staging, a call where one rank's
 /// buffers are staged and its peer's symmetric runs, for every direct collective (two-shot,
 /// reduce-scatter and alltoall switch every rank to pushing; the one-shot's staged side keeps the
@@ -1132,9 +1142,7 @@ TEST(CollectiveFailures, MixedBufferKinds) {
             RANK_CHECK(got[i] == static_cast<float>((i * 7) % 1000 + (i * 7 + 1) % 1000),
                        "one-shot, rank %d staged: element %zu is %f", staged, i, got[i]);
         }
-        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
-        RANK_CHECK(async == CCL_SUCCESS, "async error %d: %s", async, msg ? msg : "");
-        RANK_OK(ccl_comm_destroy(comm));
+        if (int rc = destroy_healthy(comm)) return rc;
         return 0;
       },
       60000);
@@ -1210,20 +1218,14 @@ TEST(CollectiveCounters, CrossTheLLFlagWrap) {
         }
         // The tuner's own choices (its settings are read at a communicator's first call), on a
         // second communicator starting just below 2^32: LL, then the zero-copy kernels.
-        ccl_result_t async;
-        const char* msg = nullptr;
-        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
-        RANK_CHECK(async == CCL_SUCCESS, "async error %d: %s", async, msg ? msg : "");
-        RANK_OK(ccl_comm_destroy(comm));
+        if (int rc = destroy_healthy(comm)) return rc;
         setenv("CCL_EPOCH_BASE", std::to_string((uint64_t{1} << 32) - 1).c_str(), 1);
         unsetenv("CCL_PROTO");
         unsetenv("CCL_ALGO");
         if (init_on_gpu(id2, 2, r, &comm)) return 1;
         for (int k = 0; k < 3; ++k)
           if (int rc = allreduce(size_t{1000} << (3 * k), 200 + k, "tuned")) return rc;
-        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
-        RANK_CHECK(async == CCL_SUCCESS, "async error %d: %s", async, msg ? msg : "");
-        RANK_OK(ccl_comm_destroy(comm));
+        if (int rc = destroy_healthy(comm)) return rc;
         return 0;
       },
       60000);
