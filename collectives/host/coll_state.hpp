@@ -21,6 +21,7 @@ struct CollState {
   char* mc_base = nullptr;     // NVLS: multicast address of heap offset 0 (CCL_NVLS_ENABLE=1)
   size_t mc_bytes = 0;         // heap bytes the multicast object covers
   std::vector<uint64_t> logged;  // tuner choices already reported at CCL_DEBUG=INFO
+  bool logged_alone = false;     // the one-rank copy reported at CCL_DEBUG=INFO
   ~CollState();
 };
 

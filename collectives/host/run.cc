@@ -249,6 +249,32 @@ Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& 
   return CCL_SUCCESS;
 }
 
+/// One rank: every collective's result is its input (the sum, product, minimum, maximum and
+/// average of one value are the value), so the call is a copy, or nothing in place, as in NCCL.
+/// Eagerly, a kernel below kCopyKernelBelow (it enqueues faster); in a graph, or larger, or
+/// unaligned, the copy engine (collectives/direct/copy.cu has the numbers).
+constexpr size_t kCopyKernelBelow = size_t{16} << 20;
+
+Status run_alone(ccl_comm* comm, CollState* st, const CollCall& k, size_t bytes) {
+  if (log_enabled(LogLevel::kInfo, kSubsysColl) && !st->logged_alone) {
+    st->logged_alone = true;
+    CCL_INFO(kSubsysColl,
+             "one rank: collectives are copies (nothing in place) unless CCL_ALGO "
+             "forces an algorithm");
+  }
+  if (k.send == k.recv) return CCL_SUCCESS;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CCL_CUDA_CHECK(cudaStreamIsCapturing(k.stream, &capture));
+  const bool aligned =
+      (reinterpret_cast<uintptr_t>(k.send) | reinterpret_cast<uintptr_t>(k.recv)) % 16 == 0;
+  if (capture == cudaStreamCaptureStatusNone && aligned && bytes < kCopyKernelBelow) {
+    CCL_CUDA_CHECK(launch_copy(k.recv, k.send, bytes, {k.stream, comm->pdl}));
+  } else {
+    CCL_CUDA_CHECK(cudaMemcpyAsync(k.recv, k.send, bytes, cudaMemcpyDeviceToDevice, k.stream));
+  }
+  return CCL_SUCCESS;
+}
+
 /// NVLS: the emulated mode needs nothing; the real one maps the heap's multicast object on first
 /// use and runs only where multimem has the type and operation and every slice is 16-byte
 /// aligned, else the same data movement over unicast (two-shot, direct) with a log line.
@@ -352,6 +378,7 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
     return CCL_FAIL(CCL_UNSUPPORTED,
                     "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",
                     collective_name(k.coll));
+  if (comm->nranks == 1 && !ch.forced) return run_alone(comm, st, k, bytes);
   if (ch.algo == Algorithm::kNvls) CCL_CHECK(prepare_nvls(comm, st, k, &ch));
   log_choice(st, k, bytes, ch);
   if (is_pipe(ch.algo)) return run_pipe(comm, st, k, ch);

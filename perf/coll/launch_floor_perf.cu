@@ -1,6 +1,7 @@
 // launch_floor_perf: what one call can cost at least on this machine. An empty kernel launched
 // back to back (host time per launch, GPU time per kernel) beside a one-rank ccl_allreduce of 8
-// bytes (and ncclAllReduce with --compare-nccl, on a registered window): the per-call work of the
+// bytes through the LL one-shot kernel (forced: one rank alone only copies), and ncclAllReduce
+// with --compare-nccl on a registered window: the per-call work of the
 // library above the CUDA launch itself. Then the same calls captured 200 to a CUDA graph and
 // replayed (GPU time per call), the empty kernel also with programmatic dependent launch: what a
 // graph of small collectives pays between kernels. Probe kernels add the steps of a one-block
@@ -251,6 +252,10 @@ int main(int argc, char** argv) {
   }
   PERF_CUDA(cudaFree(probe_mem));
 
+  // The LL one-shot kernel, what the probes take apart: a one-rank call otherwise only copies
+  // (collectives/host/run.cc). A CCL_ALGO or CCL_PROTO already set wins.
+  setenv("CCL_ALGO", "allreduce:one_shot", 0);
+  setenv("CCL_PROTO", "LL", 0);
   ccl_unique_id_t id;
   PERF_CCL(ccl_get_unique_id(&id));
   ccl_comm_t comm;

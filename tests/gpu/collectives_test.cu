@@ -1,4 +1,5 @@
-// Every collective on real GPUs, 2 processes on 2 GPUs and 3 and 4 ranks sharing them: every
+// Every collective on real GPUs, 2 processes on 2 GPUs, 3 to 8 ranks sharing them, and one rank
+// (a copy unless CCL_ALGO forces the general kernels): every
 // algorithm (CCL_ALGO) x every type x every reduction, in place and out of place, ordinary and
 // symmetric buffers, unaligned offsets, counts from 1 element to several staging pieces,
 // poisoned outputs, bitwise comparison with the host's reference, run-to-run determinism,
@@ -821,8 +822,9 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
                  bytes, i);
     RANK_CUDA(cudaMemcpy(got.data(), self_rb, bytes, cudaMemcpyDeviceToHost));
     RANK_CHECK(std::memcmp(got.data(), h.data(), bytes) == 0, "self send/recv %zu bytes", bytes);
-    // Outside a group: rank 0 sends, rank 1 receives.
-    if (me == 0) RANK_OK(ccl_send(sb, bytes, ccl_uint8, 1, comm, s));
+    // Outside a group: rank 0 sends, rank 1 receives (one rank has no pair: a lone send to
+    // itself would wait for its receive forever).
+    if (me == 0 && n > 1) RANK_OK(ccl_send(sb, bytes, ccl_uint8, 1, comm, s));
     if (me == 1) RANK_OK(ccl_recv(rb, bytes, ccl_uint8, 0, comm, s));
     RANK_CUDA(cudaStreamSynchronize(s));
     if (me == 1) {
@@ -891,6 +893,20 @@ int bad_input(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// One rank copies with a kernel below 16 MiB and the copy engine from there (run.cc): both
+/// sides of the threshold, ragged lengths, every reducing op and the copying collectives.
+int one_rank_sizes(ccl_comm_t comm, cudaStream_t s) {
+  const size_t at = (size_t{16} << 20) / sizeof(float);
+  uint32_t seed = 7;
+  for (size_t count : {at - 1, at, at + 3})
+    for (Collective c : {Collective::kAllReduce, Collective::kAllToAll})
+      for (Mem m : {Mem::kDevice, Mem::kSymmetric}) {
+        Case k{c, c == Collective::kAllReduce ? ccl_avg : ccl_sum, 0, count, m, 0, true, seed++};
+        if (run_case_any(comm, 0, 1, ccl_float32, k, s, "one rank")) return 1;
+      }
+  return 0;
+}
+
 class Collectives : public ::testing::TestWithParam<int> {};
 
 TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
@@ -918,6 +934,7 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
         if (push_stress(world, r, n, s)) return 10;
         if (dependent_launch(world, r, n, s)) return 9;
         if (point_to_point(world, r, n, s)) return 7;
+        if (n == 1 && one_rank_sizes(world, s)) return 11;
         RANK_OK(ccl_barrier(world, s));
         RANK_CUDA(cudaStreamSynchronize(s));
         ccl_result_t async;
@@ -931,7 +948,7 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
     EXPECT_EQ(results[r].code, 0) << "rank " << r << " (seed " << seed << ")";
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(2, 3, 4, 8));
+INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 3, 4, 8));
 
 /// A rank that stops calling collectives: its peer's next collective ends, within
 /// CCL_WAIT_TIMEOUT, with a timeout report that names it, through each kind of wait a collective

@@ -1,0 +1,40 @@
+// The one-rank copy kernel (run.cc's one-rank path): a collective of one rank leaves its input
+// as its result, so an out-of-place call is a copy. Eagerly, below kCopyKernelBelow, this kernel
+// enqueues faster than cudaMemcpyAsync (one H200: 3.8-4.6 us against 5.1-5.2 us a call,
+// host-bound); in a graph and for larger copies the copy engine's node wins
+// (perf/results/2026-11-24_h200_one_rank.md).
+#include <algorithm>
+
+#include "collectives/direct/direct.cuh"
+#include "common/kernel_launch.cuh"
+
+namespace ccl::coll {
+namespace {
+
+constexpr int kThreads = 512;
+// Four blocks per SM on an H200 (132 SMs): more only adds blocks that find nothing left.
+constexpr size_t kMaxCopyBlocks = 528;
+
+__global__ void __launch_bounds__(kThreads)
+    copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n16, int tail) {
+  read_before_wait(dst, src, n16);
+  pdl_prologue();
+  const size_t stride = static_cast<size_t>(gridDim.x) * kThreads;
+  for (size_t i = blockIdx.x * static_cast<size_t>(kThreads) + threadIdx.x; i < n16; i += stride)
+    dst[i] = __ldg(src + i);
+  // The last bytes of a length that is not a multiple of 16.
+  if (blockIdx.x == 0 && threadIdx.x < tail)
+    reinterpret_cast<char*>(dst + n16)[threadIdx.x] =
+        reinterpret_cast<const char*>(src + n16)[threadIdx.x];
+}
+
+}  // namespace
+
+cudaError_t launch_copy(void* dst, const void* src, size_t bytes, const Launch& l) {
+  const size_t n16 = bytes / 16;
+  const size_t blocks = std::clamp<size_t>((n16 + kThreads - 1) / kThreads, 1, kMaxCopyBlocks);
+  return launch_kernel(copy_kernel, static_cast<int>(blocks), kThreads, l, static_cast<uint4*>(dst),
+                       static_cast<const uint4*>(src), n16, static_cast<int>(bytes % 16));
+}
+
+}  // namespace ccl::coll
