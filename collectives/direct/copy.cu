@@ -1,7 +1,9 @@
 // The one-rank copy kernel (run.cc's one-rank path): a collective of one rank leaves its input
-// as its result, so an out-of-place call is a copy. Eagerly, below kCopyKernelBelow, this kernel
-// enqueues faster than cudaMemcpyAsync (one H200: 3.8-4.6 us against 5.1-5.2 us a call,
-// host-bound); in a graph and for larger copies the copy engine's node wins
+// as its result, so an out-of-place call is a copy. Below kCopyKernelBelow this kernel beats
+// cudaMemcpyAsync on one H200: eagerly it enqueues faster (3.8-4.7 us against 5.1-5.2 a call,
+// host-bound), and in a graph its programmatic (PDL) edge costs less than a memcpy node's (8 B
+// 0.72-0.82 us against 0.98-1.02, 2 MiB 1.48 against 1.58); without PDL the node is ahead in a
+// graph (0.87 against 0.95 us), and from 64 MiB the copy engine is faster either way
 // (perf/results/2026-11-24_h200_one_rank.md).
 #include <algorithm>
 

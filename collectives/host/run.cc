@@ -251,8 +251,9 @@ Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& 
 
 /// One rank: every collective's result is its input (the sum, product, minimum, maximum and
 /// average of one value are the value), so the call is a copy, or nothing in place, as in NCCL.
-/// Eagerly, a kernel below kCopyKernelBelow (it enqueues faster); in a graph, or larger, or
-/// unaligned, the copy engine (collectives/direct/copy.cu has the numbers).
+/// A kernel below kCopyKernelBelow: eagerly it enqueues faster than the copy engine, and in a
+/// graph its PDL edge beats a memcpy node (without PDL the node wins there); larger or unaligned
+/// copies go to the copy engine (collectives/direct/copy.cu has the numbers).
 constexpr size_t kCopyKernelBelow = size_t{16} << 20;
 
 Status run_alone(ccl_comm* comm, CollState* st, const CollCall& k, size_t bytes) {
@@ -263,11 +264,15 @@ Status run_alone(ccl_comm* comm, CollState* st, const CollCall& k, size_t bytes)
              "forces an algorithm");
   }
   if (k.send == k.recv) return CCL_SUCCESS;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CCL_CUDA_CHECK(cudaStreamIsCapturing(k.stream, &capture));
   const bool aligned =
       (reinterpret_cast<uintptr_t>(k.send) | reinterpret_cast<uintptr_t>(k.recv)) % 16 == 0;
-  if (capture == cudaStreamCaptureStatusNone && aligned && bytes < kCopyKernelBelow) {
+  bool kernel = aligned && bytes < kCopyKernelBelow;
+  if (kernel && !comm->pdl) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    CCL_CUDA_CHECK(cudaStreamIsCapturing(k.stream, &capture));
+    kernel = capture == cudaStreamCaptureStatusNone;
+  }
+  if (kernel) {
     CCL_CUDA_CHECK(launch_copy(k.recv, k.send, bytes, {k.stream, comm->pdl}));
   } else {
     CCL_CUDA_CHECK(cudaMemcpyAsync(k.recv, k.send, bytes, cudaMemcpyDeviceToDevice, k.stream));
