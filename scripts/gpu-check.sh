@@ -106,6 +106,11 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   crun all_gather_perf_registered "$coll_perf/all_gather_perf" -b 8 -e 256M -f 4 -R 1 $cmp
   crun sendrecv_perf_registered "$coll_perf/sendrecv_perf" -b 8 -e 256M -f 4 -R 1 $cmp
   run launch_floor_perf env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$coll_perf/launch_floor_perf" $cmp
+  # The copy-engine path (forced only until this sweep sets its crossover), eager and in graphs.
+  for c in alltoall all_gather broadcast; do
+    crun ${c}_perf_ce "$coll_perf/${c}_perf" -b 1M -e 1G -f 4 -R 2 --algo copy_engine $cmp
+    crun ${c}_perf_ce_graph "$coll_perf/${c}_perf" -b 1M -e 1G -f 4 -R 2 -G 10 --algo copy_engine $cmp
+  done
   if [[ ${CROSSOVER:-0} == 1 ]]; then
     # Crossover points of the tuner's table: each algorithm alone over the same sweep.
     for a in allreduce:one_shot allreduce:two_shot ring recursive_doubling rabenseifner; do

@@ -37,6 +37,8 @@ const char* algorithm_name(Algorithm a) {
       return "direct";
     case Algorithm::kNvls:
       return "nvls";
+    case Algorithm::kCopyEngine:
+      return "copy_engine";
   }
   return "?";
 }

@@ -13,6 +13,9 @@ namespace ccl::coll {
 CollState::~CollState() {
   // The staging lives in the heap and goes with it; the local part is ours.
   if (local) cudaFree(local);
+  for (cudaStream_t s : ce_streams) cudaStreamDestroy(s);
+  for (cudaEvent_t e : ce_join) cudaEventDestroy(e);
+  if (ce_fork) cudaEventDestroy(ce_fork);
   cudaGetLastError();
 }
 

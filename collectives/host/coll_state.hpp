@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "collectives/common/coll_args.h"
 #include "collectives/host/tuner.hpp"
 #include "common/status.hpp"
@@ -22,6 +24,11 @@ struct CollState {
   size_t mc_bytes = 0;         // heap bytes the multicast object covers
   std::vector<uint64_t> logged;  // tuner choices already reported at CCL_DEBUG=INFO
   bool logged_alone = false;     // the one-rank copy reported at CCL_DEBUG=INFO
+  // The copy-engine path (copy_engine.cc): side streams, the event that forks them from the
+  // caller's stream and one per side stream that joins it back; made by its first call.
+  std::vector<cudaStream_t> ce_streams;
+  std::vector<cudaEvent_t> ce_join;
+  cudaEvent_t ce_fork = nullptr;
   ~CollState();
 };
 

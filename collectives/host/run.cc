@@ -8,6 +8,7 @@
 #include "collectives/direct/direct.cuh"
 #include "collectives/host/check_mode.hpp"
 #include "collectives/host/coll_state.hpp"
+#include "collectives/host/copy_engine.hpp"
 #include "collectives/host/tuner.hpp"
 #include "collectives/pipe/pipe.cuh"
 #include "collectives/schedule/direct.hpp"
@@ -377,13 +378,24 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
   size_t send_elems, recv_elems;
   buffer_elems(k, comm->nranks, &send_elems, &recv_elems);
   const size_t bytes = std::max(send_elems, recv_elems) * E;
-  Choice ch = choose(st->cfg, {k.coll, bytes, comm->nranks,
-                               (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0, st->all_nvlink});
+  const TunerInput in{k.coll, bytes, comm->nranks, (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0,
+                      st->all_nvlink};
+  Choice ch = choose(st->cfg, in);
   if (!(dc.flags & CCL_DEVICE_FLAG_ALL_P2P))
     return CCL_FAIL(CCL_UNSUPPORTED,
                     "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",
                     collective_name(k.coll));
   if (comm->nranks == 1 && !ch.forced) return run_alone(comm, st, k, bytes);
+  if (ch.algo == Algorithm::kCopyEngine) {
+    log_choice(st, k, bytes, ch);
+    bool ran = false;
+    CCL_CHECK(run_copy_engine(comm, st, k, &ran));
+    if (ran) return CCL_SUCCESS;
+    // Some rank cannot take pushes: every rank runs what the table picks instead.
+    TunerConfig unforced = st->cfg;
+    unforced.forced[static_cast<int>(k.coll)] = false;
+    ch = choose(unforced, in);
+  }
   if (ch.algo == Algorithm::kNvls) CCL_CHECK(prepare_nvls(comm, st, k, &ch));
   log_choice(st, k, bytes, ch);
   if (is_pipe(ch.algo)) return run_pipe(comm, st, k, ch);

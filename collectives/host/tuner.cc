@@ -97,7 +97,7 @@ Status parse_algo_setting(const std::string& text, TunerConfig* cfg) {
     if (!algo_from_name(an, &a))
       return CCL_FAIL(CCL_INVALID_ARGUMENT,
                       "CCL_ALGO=%s: unknown algorithm '%s' (one_shot, two_shot, ring, "
-                      "recursive_doubling, rabenseifner, direct, nvls)",
+                      "recursive_doubling, rabenseifner, direct, nvls, copy_engine)",
                       text.c_str(), an.c_str());
     if (colon == std::string::npos) {
       bool any = false;

@@ -29,13 +29,13 @@ CCL_HD bool supported(Collective c, Algorithm a) {
       return a == Algorithm::kRing || a == Algorithm::kDirect;
     case Collective::kAllGather:
       return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
-             a == Algorithm::kDirect || a == Algorithm::kNvls;
+             a == Algorithm::kDirect || a == Algorithm::kNvls || a == Algorithm::kCopyEngine;
     case Collective::kBroadcast:
-      return a == Algorithm::kRing || a == Algorithm::kDirect;
+      return a == Algorithm::kRing || a == Algorithm::kDirect || a == Algorithm::kCopyEngine;
     case Collective::kReduce:
       return a == Algorithm::kDirect;
     case Collective::kAllToAll:
-      return a == Algorithm::kDirect;
+      return a == Algorithm::kDirect || a == Algorithm::kCopyEngine;
   }
   return false;
 }
@@ -59,6 +59,7 @@ CCL_HD int num_steps(const Shape& sh) {
     case Algorithm::kNvls:
       return sh.coll == Collective::kAllReduce ? direct::two_shot_steps(n) : direct::steps(n);
     case Algorithm::kDirect:
+    case Algorithm::kCopyEngine:
       return direct::steps(n);
   }
   return 0;

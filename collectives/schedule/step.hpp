@@ -40,8 +40,10 @@ enum class Algorithm : uint8_t {
   kDirect,             // reduce-scatter, allgather, broadcast, reduce, alltoall: straight to peers
   kNvls,               // allreduce, allgather through NVLink multicast: the data movement of
                        // two-shot (allreduce) and direct (allgather), one multimem op per element
+  kCopyEngine,         // allgather, broadcast, alltoall: direct's data movement, each block
+                       // pushed by a copy engine into the receiver's window (no SMs)
 };
-inline constexpr int kNumAlgorithms = 7;
+inline constexpr int kNumAlgorithms = 8;
 
 /// What arriving data does to the destination range.
 enum class Action : uint8_t { kNone, kCopy, kReduce };

@@ -166,16 +166,17 @@ bool SymmetricHeap::offset_of(const void* ptr, uint64_t* offset) const {
 }
 
 void* SymmetricHeap::peer_ptr(const void* ptr, int rank) const {
-  if (rank < 0 || rank >= nranks_ || slot_[rank] < 0) return nullptr;
   uint64_t off = 0;
-  if (cfg_.handle == HeapHandle::kPosixFd) {
-    // The O(1) case: same offset in the peer's slot of one virtual range.
-    if (!offset_of(ptr, &off)) return nullptr;
-    return reinterpret_cast<char*>(va_) + slot_[rank] * slot_bytes_ + off;
-  }
-  const char* p = static_cast<const char*>(ptr);
+  return offset_of(ptr, &off) ? peer_at(off, rank) : nullptr;
+}
+
+void* SymmetricHeap::peer_at(uint64_t offset, int rank) const {
+  if (rank < 0 || rank >= nranks_ || slot_[rank] < 0 || offset >= allocator_.end()) return nullptr;
+  if (cfg_.handle == HeapHandle::kPosixFd)
+    // The O(1) case: the same offset in the peer's slot of one virtual range.
+    return reinterpret_cast<char*>(va_) + slot_[rank] * slot_bytes_ + offset;
   for (const Segment& s : segments_)
-    if (p >= s.base[rank_] && p < s.base[rank_] + s.size) return s.base[rank] + (p - s.base[rank_]);
+    if (offset >= s.offset && offset < s.offset + s.size) return s.base[rank] + (offset - s.offset);
   return nullptr;
 }
 

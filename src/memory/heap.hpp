@@ -42,6 +42,8 @@ class SymmetricHeap {
   Status free(void* ptr);
   /// This process's address of `rank`'s copy of `ptr`; nullptr if not reachable or not ours.
   void* peer_ptr(const void* ptr, int rank) const;
+  /// This process's address of `rank`'s heap byte `offset`; nullptr if not reachable or mapped.
+  void* peer_at(uint64_t offset, int rank) const;
   /// Heap offset of a local symmetric address; false if `ptr` is not in this heap.
   bool offset_of(const void* ptr, uint64_t* offset) const;
 

@@ -39,6 +39,7 @@ Status BufferRegistry::create(bootstrap::Bootstrap* bs, const std::vector<PeerIn
   const size_t bytes = static_cast<size_t>(kMaxRegistrations) * r->nranks_ * sizeof(char*);
   CCL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r->table_), bytes));
   CCL_CHECK(zero_device(r->table_, bytes));
+  r->host_table_.assign(static_cast<size_t>(kMaxRegistrations) * r->nranks_, nullptr);
   *out = std::move(r);
   return CCL_SUCCESS;
 }
@@ -107,6 +108,7 @@ void BufferRegistry::close_key(const std::string& key) {
 Status BufferRegistry::write_row(int index, const std::vector<char*>& row) {
   CCL_CUDA_CHECK(cudaMemcpy(table_ + static_cast<size_t>(index) * nranks_, row.data(),
                             row.size() * sizeof(char*), cudaMemcpyHostToDevice));
+  std::copy(row.begin(), row.end(), host_table_.begin() + static_cast<size_t>(index) * nranks_);
   return CCL_SUCCESS;
 }
 

@@ -47,6 +47,12 @@ class BufferRegistry {
   /// Device array [kMaxRegistrations][nranks]: where this process sees rank j's buffer of each
   /// registration (null where not mapped).
   char* const* device_table() const { return table_; }
+  /// The same table's entry on the host: where this process sees `rank`'s buffer of `slot`.
+  char* peer_address(int slot, int rank) const {
+    return slot >= 0 && slot < kMaxRegistrations && rank >= 0 && rank < nranks_
+               ? host_table_[static_cast<size_t>(slot) * nranks_ + rank]
+               : nullptr;
+  }
 
  private:
   struct Opened {
@@ -74,6 +80,7 @@ class BufferRegistry {
   int nranks_ = 0;
   int device_ = -1;
   char** table_ = nullptr;
+  std::vector<char*> host_table_;  // table_'s contents, for host-enqueued copies
   std::vector<Entry> entries_;
   std::vector<int> mapped_;  // live slots outside the heap, ascending: what find() searches
   uint32_t generation_ = 0;

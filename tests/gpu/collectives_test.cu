@@ -225,6 +225,9 @@ int algorithms(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
       {"direct",
        "LL128",
        {C::kReduceScatter, C::kAllGather, C::kBroadcast, C::kReduce, C::kAllToAll}},
+      // Symmetric and registered receive buffers through the copy engines; the others (cudaMalloc,
+      // in place) fall back to the SM kernels on every rank.
+      {"copy_engine", "AUTO", {C::kAllGather, C::kBroadcast, C::kAllToAll}},
       // NVLS in its emulated mode only: multicast must stay off on shared machines.
       {"allreduce:nvls,allgather:nvls", "AUTO", {C::kAllReduce, C::kAllGather}, true},
   };
@@ -526,6 +529,82 @@ __global__ void late_fill(int32_t* p, size_t count, int32_t base, uint64_t delay
   trigger_dependents_then_sleep(delay_ns);
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
     p[i] = base + static_cast<int32_t>(i % 1000);
+}
+
+/// The copy-engine path beyond the matrix (CCL_ALGO=copy_engine): ranks whose calls differ all
+/// fail at once with CCL_INVALID_USAGE and nothing enqueued (only that path compares calls on the
+/// host: it proves the path ran); one rank without a window sends every rank to the SM kernels;
+/// an allgather and a broadcast captured in one graph and replayed with new inputs.
+int copy_engine(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("CCL_ALGO", "copy_engine", 1);
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  const size_t count = 100003;  // floats per rank block, past the LL rows
+  float *sym = nullptr, *dev = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, 2 * count * n * sizeof(float), reinterpret_cast<void**>(&sym)));
+  RANK_CUDA(cudaMalloc(&dev, count * n * sizeof(float)));
+  float* const send = sym;
+  float* const recv = sym + count * n;
+  auto value = [](int it, int rank, size_t i) {
+    return static_cast<float>((i * 7 + static_cast<size_t>(rank) * 131 + it * 17) % 4099);
+  };
+  auto fill = [&](int it, size_t elems) -> int {
+    std::vector<float> h(elems);
+    for (size_t i = 0; i < elems; ++i) h[i] = value(it, me, i);
+    RANK_CUDA(cudaMemcpy(send, h.data(), elems * sizeof(float), cudaMemcpyHostToDevice));
+    return 0;
+  };
+  // Different calls: rank 0 a larger alltoall than the others.
+  if (n > 1) {
+    const ccl_result_t r =
+        ccl_alltoall(send, recv, me == 0 ? count : count / 2, ccl_float32, comm, s);
+    RANK_CHECK(r == CCL_INVALID_USAGE && std::strstr(ccl_get_last_error(), "copy_engine") &&
+                   std::strstr(ccl_get_last_error(), "rank"),
+               "mismatched copy_engine alltoall: %d '%s'", r, ccl_get_last_error());
+    RANK_CHECK(cudaStreamQuery(s) == cudaSuccess, "a refused copy_engine call enqueued work");
+  }
+  // Rank 0 receives into symmetric memory, the others into cudaMalloc: the SM kernels run it.
+  if (fill(0, count * n)) return 1;
+  float* mixed_recv = me == 0 ? recv : dev;
+  RANK_CUDA(cudaMemset(mixed_recv, 0, count * n * sizeof(float)));
+  RANK_OK(ccl_alltoall(send, mixed_recv, count, ccl_float32, comm, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  std::vector<float> got(count * n);
+  RANK_CUDA(cudaMemcpy(got.data(), mixed_recv, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i)
+      RANK_CHECK(got[r * count + i] == value(0, r, me * count + i),
+                 "alltoall with one window: block %d element %zu is %f", r, i, got[r * count + i]);
+  // A graph of an allgather and a broadcast from the last rank, replayed twice.
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  RANK_OK(ccl_allgather(send, recv, count, ccl_float32, comm, s));
+  float* bsym = recv + count * (n - 1);  // broadcast into symmetric memory: the last block
+  RANK_OK(ccl_broadcast(send, bsym, count, ccl_float32, n - 1, comm, s));
+  RANK_CUDA(cudaStreamEndCapture(s, &graph));
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int it = 1; it <= 2; ++it) {
+    if (fill(it, count)) return 1;
+    RANK_CUDA(cudaMemset(recv, 0, count * n * sizeof(float)));
+    RANK_CUDA(cudaGraphLaunch(exec, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), recv, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    // The broadcast overwrote the last block with rank n - 1's input, which the allgather put
+    // there too: every block is its rank's input.
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i)
+        RANK_CHECK(got[r * count + i] == value(it, r, i),
+                   "copy_engine graph replay %d: block %d element %zu is %f", it, r, i,
+                   got[r * count + i]);
+  }
+  RANK_CUDA(cudaGraphExecDestroy(exec));
+  RANK_CUDA(cudaGraphDestroy(graph));
+  RANK_CUDA(cudaFree(dev));
+  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_OK(ccl_comm_destroy(comm));
+  unsetenv("CCL_ALGO");
+  return 0;
 }
 
 /// Stream order under programmatic dependent launch (CCL_PDL=1, the default) and without it: a
@@ -979,6 +1058,7 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
         if (stress(world, r, n, s)) return 6;
         if (push_stress(world, r, n, s)) return 10;
         if (dependent_launch(world, r, n, s)) return 9;
+        if (copy_engine(world, r, n, s)) return 12;
         if (point_to_point(world, r, n, s)) return 7;
         if (n == 1 && one_rank_copies(world, s)) return 11;
         RANK_OK(ccl_barrier(world, s));

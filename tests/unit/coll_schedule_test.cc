@@ -35,6 +35,9 @@ const Pair kPairs[] = {
     {Collective::kBroadcast, Algorithm::kDirect},
     {Collective::kReduce, Algorithm::kDirect},
     {Collective::kAllToAll, Algorithm::kDirect},
+    {Collective::kAllGather, Algorithm::kCopyEngine},
+    {Collective::kBroadcast, Algorithm::kCopyEngine},
+    {Collective::kAllToAll, Algorithm::kCopyEngine},
 };
 
 // Reduce-scatter, allgather and alltoall move equal blocks: their whole-buffer count is a

@@ -158,6 +158,21 @@ TEST(Tuner, BareAlgorithmNameAppliesWhereItExists) {
   EXPECT_EQ(choose(cfg, in(Collective::kAllToAll, 8)).algo, Algorithm::kDirect);  // has no ring
 }
 
+// The copy engine moves bytes only: the collectives that reduce have no such algorithm, and the
+// tuner never picks it unforced (no crossover measured on two GPUs yet).
+TEST(Tuner, CopyEngineOnlyForTheCollectivesThatMoveBytesAndOnlyForced) {
+  TunerConfig cfg;
+  ASSERT_TRUE(parse_algo_setting("copy_engine", &cfg).ok());
+  for (Collective c : {Collective::kAllGather, Collective::kBroadcast, Collective::kAllToAll})
+    EXPECT_EQ(choose(cfg, in(c, size_t{1} << 30)).algo, Algorithm::kCopyEngine);
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduce})
+    EXPECT_NE(choose(cfg, in(c, size_t{1} << 30)).algo, Algorithm::kCopyEngine);
+  EXPECT_EQ(parse_algo_setting("allreduce:copy_engine", &cfg).code(), CCL_INVALID_ARGUMENT);
+  for (Collective c : {Collective::kAllGather, Collective::kBroadcast, Collective::kAllToAll})
+    for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{1} << 30})
+      EXPECT_NE(table_choice(in(c, bytes)).algo, Algorithm::kCopyEngine);
+}
+
 TEST(Tuner, BadAlgoSettingsAreRefusedNamingThem) {
   TunerConfig cfg;
   EXPECT_EQ(parse_algo_setting("allreduce:bogus", &cfg).code(), CCL_INVALID_ARGUMENT);
