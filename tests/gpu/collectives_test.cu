@@ -1139,6 +1139,51 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
   }
 }
 
+/// The copy-engine path waits for its peers on the host (the window exchange): a rank that never
+/// comes makes the others' call fail within CCL_BOOTSTRAP_TIMEOUT, naming it, with nothing
+/// enqueued.
+TEST(CollectiveFailures, AnAbsentRankStopsTheCopyEnginePath) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_ALGO", "copy_engine", 1);
+        setenv("CCL_BOOTSTRAP_TIMEOUT", "1500", 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        const size_t count = 4096;
+        float* buf = nullptr;
+        RANK_OK(ccl_mem_alloc(comm, 4 * count * sizeof(float), reinterpret_cast<void**>(&buf)));
+        // One call together first (the communicator's set-up), then rank 1 stays away.
+        RANK_OK(ccl_alltoall(buf, buf + 2 * count, count, ccl_float32, comm, s));
+        RANK_CUDA(cudaStreamSynchronize(s));
+        if (r == 1) {
+          std::this_thread::sleep_for(std::chrono::seconds(4));
+          RANK_OK(ccl_comm_abort(comm));
+          return 0;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        const ccl_result_t res = ccl_alltoall(buf, buf + 2 * count, count, ccl_float32, comm, s);
+        const double sec =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const std::string m = ccl_get_last_error();
+        RANK_CHECK(res != CCL_SUCCESS && m.find("rank 1") != std::string::npos,
+                   "copy_engine alltoall without rank 1: %d after %.2f s, '%s'", res, sec,
+                   m.c_str());
+        RANK_CHECK(sec > 1.0 && sec < 3.5,
+                   "copy_engine alltoall gave up after %.2f s (CCL_BOOTSTRAP_TIMEOUT=1500)", sec);
+        RANK_CHECK(cudaStreamQuery(s) == cudaSuccess, "the failed call enqueued work");
+        RANK_OK(ccl_comm_abort(comm));
+        return 0;
+      },
+      60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
 /// Destroys a communicator that must not be in error: 0, or non-zero after printing its report.
 int destroy_healthy(ccl_comm_t comm) {
   ccl_result_t async;
