@@ -1,11 +1,12 @@
-// alltoall_perf: ccl_alltoall beside NCCL's alltoall as nccl-tests runs it (a group of
-// ncclSend/ncclRecv with every rank).
+// alltoall_perf: ccl_alltoall beside NCCL's alltoall, run both ways NCCL offers where it has
+// them: a group of ncclSend/ncclRecv with every rank (as nccl-tests runs it) and ncclAlltoAll
+// (NCCL 2.28 and later); each size reports the faster.
 #include "driver.hpp"
 
 namespace {
 
-int nccl_alltoall(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d,
-                  ccl_redop_t, int, void* c, cudaStream_t st) {
+int nccl_grouped(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d,
+                 ccl_redop_t, int, void* c, cudaStream_t st) {
   int nranks = perf::nccl_ranks(), es = perf::type_bytes(d);
   int rc = x.group_start();
   for (int q = 0; q < nranks && rc == 0; ++q) {
@@ -16,13 +17,23 @@ int nccl_alltoall(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_dat
   return rc ? rc : rc2;
 }
 
+int nccl_native(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d,
+                ccl_redop_t, int, void* c, cudaStream_t st) {
+  return x.alltoall(s, r, n, d, c, st);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  return perf::run_driver(
-      argc, argv,
-      {"alltoall", perf::Kind::kAllToAll, false, false,
-       [](const void* s, void* r, size_t n, ccl_datatype_t d, ccl_redop_t, int, ccl_comm_t c,
-          cudaStream_t st) { return ccl_alltoall(s, r, n, d, c, st); },
-       nccl_alltoall});
+  perf::CollDesc desc{"alltoall",
+                      perf::Kind::kAllToAll,
+                      false,
+                      false,
+                      [](const void* s, void* r, size_t n, ccl_datatype_t d, ccl_redop_t, int,
+                         ccl_comm_t c, cudaStream_t st) { return ccl_alltoall(s, r, n, d, c, st); },
+                      nccl_grouped};
+  desc.run_nccl_alt = nccl_native;
+  desc.nccl_alt_ready = [](const perf::Nccl& x) { return x.has_alltoall(); };
+  desc.nccl_ways = "grouped ncclSend/ncclRecv and ncclAlltoAll";
+  return perf::run_driver(argc, argv, desc);
 }

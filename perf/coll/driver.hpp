@@ -34,6 +34,11 @@ struct CollDesc {
                       int root, ccl_comm_t comm, cudaStream_t s);
   int (*run_nccl)(const Nccl& nccl, const void* send, void* recv, size_t count, ccl_datatype_t d,
                   ccl_redop_t op, int root, void* comm, cudaStream_t s);
+  /// A second way NCCL runs the same call where the loaded NCCL has it (`nccl_alt_ready`); each
+  /// size reports the faster of the two, NCCL's best. `nccl_ways` names them for the header.
+  decltype(run_nccl) run_nccl_alt = nullptr;
+  bool (*nccl_alt_ready)(const Nccl& nccl) = nullptr;
+  const char* nccl_ways = nullptr;
 };
 
 /// Input element i of rank q: small integers, exact in every type (unsigned: 0 or 1).

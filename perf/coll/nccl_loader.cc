@@ -74,6 +74,7 @@ bool Nccl::load(std::string* error) {
     }
   }
   reinterpret_cast<int (*)(int*)>(fn_[kGetVersion])(&version_);
+  alltoall_ = dlsym(lib_, "ncclAlltoAll");
   return true;
 }
 
@@ -140,6 +141,11 @@ int Nccl::group_start() const {
 }
 int Nccl::group_end() const {
   return reinterpret_cast<int (*)()>(fn_[kGroupEnd])();
+}
+int Nccl::alltoall(const void* send, void* recv, size_t count, ccl_datatype_t d, void* comm,
+                   cudaStream_t s) const {
+  return reinterpret_cast<int (*)(const void*, void*, size_t, int, void*, cudaStream_t)>(alltoall_)(
+      send, recv, count, nccl_type(d), comm, s);
 }
 const char* Nccl::error_string(int result) const {
   return reinterpret_cast<const char* (*)(int)>(fn_[kErrorString])(result);

@@ -45,12 +45,17 @@ class Nccl {
   int recv(void* buf, size_t count, ccl_datatype_t d, int peer, void* comm, cudaStream_t s) const;
   int group_start() const;
   int group_end() const;
+  /// ncclAlltoAll (NCCL 2.28 and later; nullptr-safe): false when this NCCL lacks it.
+  bool has_alltoall() const { return alltoall_ != nullptr; }
+  int alltoall(const void* send, void* recv, size_t count, ccl_datatype_t d, void* comm,
+               cudaStream_t s) const;
   const char* error_string(int result) const;
 
  private:
   void* lib_ = nullptr;
   int version_ = 0;
   void* fn_[24] = {};
+  void* alltoall_ = nullptr;  // optional: older NCCLs run alltoall as grouped send/recv
 };
 
 }  // namespace perf
