@@ -24,6 +24,10 @@ struct CollState {
   size_t mc_bytes = 0;         // heap bytes the multicast object covers
   std::vector<uint64_t> logged;  // tuner choices already reported at CCL_DEBUG=INFO
   bool logged_alone = false;     // the one-rank copy reported at CCL_DEBUG=INFO
+  // Operations with the rank itself that went through the p2p kernel (group.cc pairs the others
+  // into local copies only while these are equal).
+  uint64_t self_sends_in_kernel = 0;
+  uint64_t self_recvs_in_kernel = 0;
   // The copy-engine path (copy_engine.cc): side streams, the event that forks them from the
   // caller's stream and one per side stream that joins it back; made by its first call.
   std::vector<cudaStream_t> ce_streams;

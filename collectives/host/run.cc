@@ -9,6 +9,7 @@
 #include "collectives/host/check_mode.hpp"
 #include "collectives/host/coll_state.hpp"
 #include "collectives/host/copy_engine.hpp"
+#include "collectives/host/local_copy.hpp"
 #include "collectives/host/tuner.hpp"
 #include "collectives/pipe/pipe.cuh"
 #include "collectives/schedule/direct.hpp"
@@ -252,11 +253,6 @@ Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& 
 
 /// One rank: every collective's result is its input (the sum, product, minimum, maximum and
 /// average of one value are the value), so the call is a copy, or nothing in place, as in NCCL.
-/// A kernel below kCopyKernelBelow: eagerly it enqueues faster than the copy engine, and in a
-/// graph its PDL edge beats a memcpy node (without PDL the node wins there); larger or unaligned
-/// copies go to the copy engine (collectives/direct/copy.cu has the numbers).
-constexpr size_t kCopyKernelBelow = size_t{16} << 20;
-
 Status run_alone(ccl_comm* comm, CollState* st, const CollCall& k, size_t bytes) {
   if (log_enabled(LogLevel::kInfo, kSubsysColl) && !st->logged_alone) {
     st->logged_alone = true;
@@ -264,21 +260,7 @@ Status run_alone(ccl_comm* comm, CollState* st, const CollCall& k, size_t bytes)
              "one rank: collectives are copies (nothing in place) unless CCL_ALGO "
              "forces an algorithm");
   }
-  if (k.send == k.recv) return CCL_SUCCESS;
-  const bool aligned =
-      (reinterpret_cast<uintptr_t>(k.send) | reinterpret_cast<uintptr_t>(k.recv)) % 16 == 0;
-  bool kernel = aligned && bytes < kCopyKernelBelow;
-  if (kernel && !comm->pdl) {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    CCL_CUDA_CHECK(cudaStreamIsCapturing(k.stream, &capture));
-    kernel = capture == cudaStreamCaptureStatusNone;
-  }
-  if (kernel) {
-    CCL_CUDA_CHECK(launch_copy(k.recv, k.send, bytes, {k.stream, comm->pdl}));
-  } else {
-    CCL_CUDA_CHECK(cudaMemcpyAsync(k.recv, k.send, bytes, cudaMemcpyDeviceToDevice, k.stream));
-  }
-  return CCL_SUCCESS;
+  return local_copy(comm, k.recv, k.send, bytes, k.stream);
 }
 
 /// NVLS: the emulated mode needs nothing; the real one maps the heap's multicast object on first

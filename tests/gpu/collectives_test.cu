@@ -915,6 +915,41 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaFree(rb));
     RANK_CUDA(cudaFree(self_rb));
   }
+  // Operations with the rank itself match in order across calls: a lone send to itself, then a
+  // group of a second send and a receive (which takes the first send's data: the pair must not
+  // become a copy), then a lone receive (the second send's). LL-sized: a sender may run ahead.
+  {
+    const size_t bytes = 100;
+    char* d = nullptr;
+    RANK_CUDA(cudaMalloc(&d, 4 * bytes));
+    std::vector<char> a(bytes), b(bytes), got(bytes);
+    for (size_t i = 0; i < bytes; ++i)
+      a[i] = static_cast<char>(i + 1), b[i] = static_cast<char>(200 - i);
+    RANK_CUDA(cudaMemcpy(d, a.data(), bytes, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemcpy(d + bytes, b.data(), bytes, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(d + 2 * bytes, 0, 2 * bytes));
+    RANK_OK(ccl_send(d, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_group_start());
+    RANK_OK(ccl_send(d + bytes, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_recv(d + 2 * bytes, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_group_end());
+    RANK_OK(ccl_recv(d + 3 * bytes, bytes, ccl_uint8, me, comm, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), d + 2 * bytes, bytes, cudaMemcpyDeviceToHost));
+    RANK_CHECK(got == a, "the first receive from itself did not get the first send");
+    RANK_CUDA(cudaMemcpy(got.data(), d + 3 * bytes, bytes, cudaMemcpyDeviceToHost));
+    RANK_CHECK(got == b, "the second receive from itself did not get the second send");
+    // Now balanced again: a group of a send and a receive with itself is a copy, any size.
+    RANK_CUDA(cudaMemset(d + 2 * bytes, 0, bytes));
+    RANK_OK(ccl_group_start());
+    RANK_OK(ccl_send(d, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_recv(d + 2 * bytes, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_group_end());
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), d + 2 * bytes, bytes, cudaMemcpyDeviceToHost));
+    RANK_CHECK(got == a, "a paired send/recv with itself");
+    RANK_CUDA(cudaFree(d));
+  }
   if (many_sends_to_one_peer(comm, me, n, s)) return 1;
   if (ll_point_to_point(comm, me, n, s)) return 1;
   return zero_copy_point_to_point(comm, me, n, s);
