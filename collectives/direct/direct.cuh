@@ -69,7 +69,8 @@ cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_com
 cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                          const CollScratch& s, const LLArgs& a, const Launch& l);
 
-/// One rank's out-of-place call: `bytes` from `src` to `dst`, both 16-byte aligned.
+/// A local copy (collectives/host/local_copy.cc): `bytes` from `src` to `dst`, both 16-byte
+/// aligned.
 cudaError_t launch_copy(void* dst, const void* src, size_t bytes, const Launch& l);
 
 }  // namespace ccl::coll
