@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "collectives/schedule/step.hpp"
+
 namespace ccl::coll {
 
 /// Blocks of every direct (load/store) kernel: each block index keeps its own flags with each
@@ -96,6 +98,13 @@ inline constexpr int kRegShift = 48;
 inline constexpr uint64_t kRegOffsetMask = (uint64_t{1} << kRegShift) - 1;
 constexpr uint64_t registered_window(int slot, uint64_t offset) {
   return kRegWindow | (static_cast<uint64_t>(slot) << kRegShift) | offset;
+}
+/// A registered window's slot and byte offset (the kernels' and the copy engines' reading).
+CCL_HD int registered_slot(uint64_t w) {
+  return static_cast<int>((w & ~kRegWindow) >> kRegShift);
+}
+CCL_HD uint64_t registered_offset(uint64_t w) {
+  return w & kRegOffsetMask;
 }
 
 struct CollScratch {

@@ -199,8 +199,8 @@ template <typename T>
 __device__ __forceinline__ T* window(const ccl_device_comm_t& c, const CollScratch& s, int j,
                                      uint64_t w) {
   if (w & kRegWindow) {
-    const size_t slot = (w & ~kRegWindow) >> kRegShift;
-    return reinterpret_cast<T*>(s.regs[slot * c.nranks + j] + (w & kRegOffsetMask));
+    const size_t slot = registered_slot(w);
+    return reinterpret_cast<T*>(s.regs[slot * c.nranks + j] + registered_offset(w));
   }
   return reinterpret_cast<T*>(heap_at(c, j, w));
 }

@@ -2,6 +2,7 @@
 // Created by the first collective call (collective: it allocates from the heap).
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -22,18 +23,22 @@ struct CollState {
   bool all_nvlink = false;     // every GPU pair on NVLink; asked unless CCL_PROTO forces LL/SIMPLE
   char* mc_base = nullptr;     // NVLS: multicast address of heap offset 0 (CCL_NVLS_ENABLE=1)
   size_t mc_bytes = 0;         // heap bytes the multicast object covers
-  std::vector<uint64_t> logged;  // tuner choices already reported at CCL_DEBUG=INFO
-  bool logged_alone = false;     // the one-rank copy reported at CCL_DEBUG=INFO
-  // Operations with the rank itself that went through the p2p kernel (group.cc pairs the others
-  // into local copies only while these are equal).
-  uint64_t self_sends_in_kernel = 0;
-  uint64_t self_recvs_in_kernel = 0;
+  std::vector<uint64_t> logged;  // what was already reported at CCL_DEBUG=INFO (keys)
+  // Sends to the rank itself that went through the p2p kernel, less such receives: group.cc
+  // pairs them into local copies only while it is 0.
+  int64_t self_sends_unmatched = 0;
   // The copy-engine path (copy_engine.cc): side streams, the event that forks them from the
   // caller's stream and one per side stream that joins it back; made by its first call.
   std::vector<cudaStream_t> ce_streams;
   std::vector<cudaEvent_t> ce_join;
   cudaEvent_t ce_fork = nullptr;
   ~CollState();
+  /// True the first time `key` is asked for (one CCL_DEBUG=INFO report per key).
+  bool first_report(uint64_t key) {
+    if (std::find(logged.begin(), logged.end(), key) != logged.end()) return false;
+    logged.push_back(key);
+    return true;
+  }
 };
 
 /// The scratch a kernel launch receives: the state's, with the registered-buffer table as it is

@@ -49,9 +49,8 @@ Status make_side_streams(CollState* st, int want) {
 char* peer_window(ccl_comm* comm, uint64_t w, int j) {
   if (w & kRegWindow) {
     if (!comm->registry) return nullptr;
-    const int slot = static_cast<int>((w & ~kRegWindow) >> kRegShift);
-    char* base = comm->registry->peer_address(slot, j);
-    return base != nullptr ? base + (w & kRegOffsetMask) : nullptr;
+    char* base = comm->registry->peer_address(registered_slot(w), j);
+    return base != nullptr ? base + registered_offset(w) : nullptr;
   }
   return static_cast<char*>(comm->heap->peer_at(w, j));
 }
@@ -91,18 +90,15 @@ Status run_copy_engine(ccl_comm* comm, CollState* st, const CollCall& k, bool* r
                       static_cast<unsigned long long>(all[r].block), all[r].root);
   for (int r = 0; r < n; ++r)
     if (all[r].unable != kAble) {
-      // Once per collective and reason at CCL_DEBUG=INFO (the key space of the tuner's log).
+      // Once per collective and reason at CCL_DEBUG=INFO (bit 63: apart from run.cc's keys).
       const uint64_t key = (uint64_t{1} << 63) | (static_cast<uint64_t>(k.coll) << 8) |
                            static_cast<uint64_t>(all[r].unable);
-      if (log_enabled(LogLevel::kInfo, kSubsysColl) &&
-          std::find(st->logged.begin(), st->logged.end(), key) == st->logged.end()) {
-        st->logged.push_back(key);
+      if (log_enabled(LogLevel::kInfo, kSubsysColl) && st->first_report(key))
         CCL_INFO(kSubsysColl, "%s (copy_engine): %s; the SM kernels run it",
                  collective_name(k.coll),
                  all[r].unable == kInPlaceAllToAll
                      ? "an in-place alltoall"
                      : "a receive buffer is neither symmetric nor registered");
-      }
       return CCL_SUCCESS;
     }
   // Every rank pushes its blocks into the peers' windows; its own block is a local copy.

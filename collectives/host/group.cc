@@ -36,12 +36,11 @@ Status copy_self_pairs(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& 
   std::vector<const P2pOp*> sends, recvs;
   for (const P2pOp& op : ops)
     if (op.peer == comm->rank) (op.is_send ? sends : recvs).push_back(&op);
-  bool pair = !sends.empty() && sends.size() == recvs.size() &&
-              st->self_sends_in_kernel == st->self_recvs_in_kernel;
+  bool pair = !sends.empty() && sends.size() == recvs.size() && st->self_sends_unmatched == 0;
   for (size_t i = 0; pair && i < sends.size(); ++i) pair = sends[i]->bytes == recvs[i]->bytes;
   if (!pair) {
-    st->self_sends_in_kernel += sends.size();
-    st->self_recvs_in_kernel += recvs.size();
+    st->self_sends_unmatched +=
+        static_cast<int64_t>(sends.size()) - static_cast<int64_t>(recvs.size());
     *rest = ops;
     return CCL_SUCCESS;
   }

@@ -89,8 +89,7 @@ void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch
                        (static_cast<uint64_t>(ch.algo) << 32) |
                        (static_cast<uint64_t>(ch.proto) << 24) |
                        (static_cast<uint64_t>(ch.blocks) << 8) | static_cast<uint64_t>(lg);
-  if (std::find(st->logged.begin(), st->logged.end(), key) != st->logged.end()) return;
-  st->logged.push_back(key);
+  if (!st->first_report(key)) return;
   CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s",
            collective_name(k.coll), bytes, lg, algorithm_name(ch.algo),
            ch.proto == Proto::kLL      ? "/LL"
@@ -254,12 +253,11 @@ Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& 
 /// One rank: every collective's result is its input (the sum, product, minimum, maximum and
 /// average of one value are the value), so the call is a copy, or nothing in place, as in NCCL.
 Status run_alone(ccl_comm* comm, CollState* st, const CollCall& k, size_t bytes) {
-  if (log_enabled(LogLevel::kInfo, kSubsysColl) && !st->logged_alone) {
-    st->logged_alone = true;
+  // Keys of log_choice never set bit 62.
+  if (log_enabled(LogLevel::kInfo, kSubsysColl) && st->first_report(uint64_t{1} << 62))
     CCL_INFO(kSubsysColl,
              "one rank: collectives are copies (nothing in place) unless CCL_ALGO "
              "forces an algorithm");
-  }
   return local_copy(comm, k.recv, k.send, bytes, k.stream);
 }
 
