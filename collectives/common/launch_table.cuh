@@ -3,7 +3,10 @@
 // public enums at run time.
 #pragma once
 
+#include <algorithm>
 #include <type_traits>
+
+#include <cuda_runtime.h>
 
 #include "collectives/common/dtypes.cuh"
 
@@ -48,6 +51,28 @@ KernelOf<K> kernel_of(ccl_datatype_t d, ccl_redop_t op) {
 template <template <ccl_datatype_t, ccl_redop_t> class K>
 KernelOf<K> byte_kernel_of(bool reduces, ccl_datatype_t d, ccl_redop_t op) {
   return reduces ? kernel_of<K>(d, op) : kernel_of<K>(ccl_uint8, ccl_sum);
+}
+
+/// Lowers *out to the blocks of `threads` threads one multiprocessor holds at once of `kernel`.
+template <typename... Params>
+cudaError_t fewest_blocks_per_sm(void (*kernel)(Params...), int threads, int* out) {
+  int b = 0;
+  const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, threads, 0);
+  if (e == cudaSuccess) *out = std::min(*out, b);
+  return e;
+}
+
+/// Lowers *out to the fewest blocks of `threads` threads one multiprocessor holds at once of any
+/// (type, op) instance of a family (the co-residency limit's unit: collectives/host/residency.cc).
+template <template <ccl_datatype_t, ccl_redop_t> class K>
+cudaError_t fewest_blocks_per_sm(int threads, int* out) {
+  for (int d = 0; d < ccl_num_datatypes; ++d)
+    for (int op = 0; op < ccl_num_redops; ++op) {
+      const cudaError_t e = fewest_blocks_per_sm(
+          kernel_of<K>(static_cast<ccl_datatype_t>(d), static_cast<ccl_redop_t>(op)), threads, out);
+      if (e != cudaSuccess) return e;
+    }
+  return cudaSuccess;
 }
 
 }  // namespace ccl::coll

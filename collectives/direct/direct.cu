@@ -459,6 +459,12 @@ struct ReduceKernel {
 
 }  // namespace
 
+cudaError_t direct_blocks_per_sm(int* out) {
+  const cudaError_t e = fewest_blocks_per_sm<ReduceKernel>(kThreads, out);
+  if (e != cudaSuccess) return e;
+  return fewest_blocks_per_sm(copy_kernel, kThreads, out);
+}
+
 cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                           const CollScratch& s, const DirectArgs& a, int grid, const Launch& l) {
   switch (a.kind) {

@@ -51,6 +51,12 @@ struct DirectArgs {
 cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                           const CollScratch& s, const DirectArgs& a, int grid, const Launch& l);
 
+/// The fewest blocks per multiprocessor of the kernels below (each lowers *out to its own):
+/// the unit of the co-residency limit (collectives/host/residency.cc).
+cudaError_t direct_blocks_per_sm(int* out);
+cudaError_t ll_blocks_per_sm(int* out);
+cudaError_t ll128_blocks_per_sm(int* out);
+
 /// The LL protocol (every rank block at most ll_capacity(nranks)): each rank stores what a peer
 /// needs, with the epoch as a flag in every 8-byte word, straight into that peer's LL row;
 /// receivers spin on their local rows, so one NVLink crossing and no barrier make up the whole

@@ -141,6 +141,8 @@ struct LLKernel {
 
 }  // namespace
 
+cudaError_t ll_blocks_per_sm(int* out) { return fewest_blocks_per_sm<LLKernel>(kThreads, out); }
+
 cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                       const CollScratch& s, const LLArgs& a, const Launch& l) {
   const int grid = ll_blocks(a.block_bytes);

@@ -199,6 +199,10 @@ struct LL128Kernel {
 
 }  // namespace
 
+cudaError_t ll128_blocks_per_sm(int* out) {
+  return fewest_blocks_per_sm<LL128Kernel>(kThreads, out);
+}
+
 cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                          const CollScratch& s, const LLArgs& a, const Launch& l) {
   return launch_kernel(byte_kernel_of<LL128Kernel>(is_reduction(a.coll), dtype, op),

@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/host/residency.hpp"
 #include "collectives/schedule/p2p.hpp"
 #include "common/cuda.hpp"
 #include "common/settings.hpp"
@@ -102,6 +103,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   // the n^2 / 2 driver queries.
   st->all_nvlink = (st->cfg.proto == Proto::kAuto || st->cfg.proto == Proto::kLL128) &&
                    all_pairs_nvlink(c->peers);
+  CCL_CHECK(resident_blocks(c->peers, &st->resident_blocks));
   // Symmetric part, in one heap block: every rank carves the same offsets. The flags, LL rows
   // and LL128 lines are zeroed (one range); the FIFO slots after them need not be.
   const size_t ll_entries = ll_capacity(c->nranks) / 4;

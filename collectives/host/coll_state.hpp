@@ -21,6 +21,7 @@ struct CollState {
   void* local = nullptr;       // finished counter, pipe sequence numbers, temp (cudaMalloc)
   TunerConfig cfg;             // read once, at the first collective
   bool all_nvlink = false;     // every GPU pair on NVLink; asked unless CCL_PROTO forces LL/SIMPLE
+  int resident_blocks = 0;     // most blocks per launch (residency.hpp); 0: no limit
   char* mc_base = nullptr;     // NVLS: multicast address of heap offset 0 (CCL_NVLS_ENABLE=1)
   size_t mc_bytes = 0;         // heap bytes the multicast object covers
   std::vector<uint64_t> logged;  // what was already reported at CCL_DEBUG=INFO (keys)

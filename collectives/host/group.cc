@@ -81,7 +81,8 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
                        window_of(comm, op.buf, op.bytes, /*registered=*/true, &w);
     op.win = offer ? w : kNoWindow;
   }
-  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, {stream, comm->pdl}));
+  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, {stream, comm->pdl},
+                            st->resident_blocks));
   return CCL_SUCCESS;
 }
 

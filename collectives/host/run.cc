@@ -195,7 +195,9 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
       (a.kind == DirectKind::kAllGather || a.kind == DirectKind::kAllToAll) && k.send != k.recv &&
       !(a.kind == DirectKind::kAllGather &&
         static_cast<const char*>(k.recv) + static_cast<size_t>(me) * k.count * E == k.send);
-  const int local_blocks = own_block_moves && k.count * E >= kLocalBlocksFrom ? kLocalBlocks : 0;
+  const bool room = st->resident_blocks == 0 || ch.blocks + kLocalBlocks <= st->resident_blocks;
+  const int local_blocks =
+      own_block_moves && room && k.count * E >= kLocalBlocksFrom ? kLocalBlocks : 0;
   a.local_blocks = local_blocks;
   if (piece == 0)
     return CCL_FAIL(CCL_INVALID_ARGUMENT,
@@ -290,10 +292,11 @@ Status prepare_nvls(ccl_comm* comm, CollState* st, const CollCall& k, Choice* ch
   uint64_t off = 0;
   const bool inside =
       symmetric(comm, k.recv, k.count * E, &off) && off + k.count * E <= st->mc_bytes;
-  if (!types || k.count % unit != 0 || !inside || st->cfg.deterministic) {
+  const bool fits = st->resident_blocks == 0 || kNvlsBlocks <= st->resident_blocks;
+  if (!types || k.count % unit != 0 || !inside || st->cfg.deterministic || !fits) {
     CCL_INFO(kSubsysColl,
              "%s: multimem cannot run this call (type/op, alignment, buffer outside "
-             "the multicast range, or CCL_DETERMINISTIC); unicast instead",
+             "the multicast range, CCL_DETERMINISTIC, or CCL_RESIDENT_BLOCKS); unicast instead",
              collective_name(k.coll));
     ch->algo = k.coll == Collective::kAllReduce ? Algorithm::kTwoShot : Algorithm::kDirect;
   } else {
@@ -358,8 +361,9 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
   size_t send_elems, recv_elems;
   buffer_elems(k, comm->nranks, &send_elems, &recv_elems);
   const size_t bytes = std::max(send_elems, recv_elems) * E;
-  const TunerInput in{k.coll, bytes, comm->nranks, (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0,
-                      st->all_nvlink};
+  const TunerInput in{k.coll,         bytes,
+                      comm->nranks,   (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0,
+                      st->all_nvlink, st->resident_blocks};
   Choice ch = choose(st->cfg, in);
   if (!(dc.flags & CCL_DEVICE_FLAG_ALL_P2P))
     return CCL_FAIL(CCL_UNSUPPORTED,

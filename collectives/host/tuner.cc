@@ -254,6 +254,16 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
     ch.proto = Proto::kSimple;
   if (cfg.nchannels > 0)
     ch.blocks = std::min(cfg.nchannels, is_pipe(ch.algo) ? kPipeChannels : kMaxBlocks);
+  // Where ranks share a GPU every sharer's grid must be resident at once: the LL kernels' grids
+  // follow the rank block, so a block too large for the limit goes to SIMPLE, whose kernels
+  // take any block count.
+  if (in.resident > 0) {
+    if (ch.proto == Proto::kLL && ll_blocks(block_bytes(in)) > in.resident)
+      ch.proto = Proto::kSimple;
+    if (ch.proto == Proto::kLL128 && ll128_blocks(block_bytes(in)) > in.resident)
+      ch.proto = Proto::kSimple;
+    ch.blocks = std::min(ch.blocks, in.resident);
+  }
   // The LL kernels size their grid by the rank block (one thread per unit, one warp per line
   // group) whatever CCL_NCHANNELS says: report the grid that runs.
   if (ch.proto == Proto::kLL) ch.blocks = ll_blocks(block_bytes(in));

@@ -41,6 +41,7 @@ struct TunerInput {
   int nranks;
   bool all_p2p;  // every rank reachable by load/store
   bool nvlink;   // every pair of GPUs linked by NVLink (LL128's premise)
+  int resident = 0;  // most blocks a launch may have (ranks sharing a GPU under MPS); 0: any
 };
 
 struct Choice {

@@ -400,7 +400,7 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
   const size_t cap = p2p_ll_cap(s);
   int part = 0, parts = 1;
   const int i = p2p_ll_op(a.ops, a.nops, static_cast<int>(blockIdx.x) - a.fifo_blocks,
-                          static_cast<int>(blockDim.x), cap, &part, &parts);
+                          static_cast<int>(blockDim.x), cap, &part, &parts, a.ll_budget);
   const P2pOp& op = a.ops[i];
   const P2pCounts& pc = s.p2p[op.peer];
   const uint64_t q = (op.is_send ? pc.ll_sent : pc.ll_rcvd) + p2p_ll_before(a.ops, i, cap) + 1;
@@ -535,6 +535,12 @@ struct PipeKernel {
 
 }  // namespace
 
+cudaError_t pipe_blocks_per_sm(int* out) {
+  const cudaError_t e = fewest_blocks_per_sm<PipeKernel>(kThreads, out);
+  if (e != cudaSuccess) return e;
+  return fewest_blocks_per_sm(p2p_kernel, kThreads, out);
+}
+
 cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                         const CollScratch& s, const PipeArgs& a, int grid, const Launch& l) {
   // Copy-only collectives do not depend on the operation: one instantiation per type.
@@ -543,7 +549,7 @@ cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_c
 }
 
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& args,
-                       const Launch& l) {
+                       const Launch& l, int most_blocks) {
   P2pArgs a = args;
   const size_t cap = p2p_ll_cap(s);
   bool fifo = false, rendezvous = false;
@@ -553,8 +559,15 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
     rendezvous |= op.is_send && p2p_rendezvous(op.bytes);
   }
   a.fifo_blocks = !fifo ? 0 : rendezvous ? kP2pBlocks : kPipeChannels;
+  a.ll_budget = kP2pLLBlocks;
+  if (most_blocks > 0) {
+    // The rendezvous copies split over any number of blocks; the FIFO channels need all of
+    // theirs; each LL operation needs one.
+    if (rendezvous) a.fifo_blocks = std::max(kPipeChannels, std::min(kP2pBlocks, most_blocks / 2));
+    a.ll_budget = std::clamp(most_blocks - a.fifo_blocks, 1, kP2pLLBlocks);
+  }
   const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);
-  const int grid = a.fifo_blocks + p2p_ll_grid(a.ops, a.nops, threads, cap);
+  const int grid = a.fifo_blocks + p2p_ll_grid(a.ops, a.nops, threads, cap, a.ll_budget);
   if (grid == 0) return cudaSuccess;
   return launch_kernel(p2p_kernel, grid, threads, l, c, s, a);
 }

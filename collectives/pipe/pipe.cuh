@@ -39,12 +39,18 @@ struct P2pArgs {
   int nops;
   int fifo_blocks;  // blocks for the FIFO and rendezvous operations (set by launch_p2p); one
                     // block per LL operation follows them
+  int ll_budget;    // blocks the LL operations take together, at most (set by launch_p2p)
   P2pOp ops[kMaxP2pOps];
 };
 
+/// Lowers *out to the fewest blocks per multiprocessor of the pipe and point-to-point kernels.
+cudaError_t pipe_blocks_per_sm(int* out);
+
 cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                         const CollScratch& s, const PipeArgs& a, int grid, const Launch& l);
+/// `most_blocks`: the grid's limit where ranks share a GPU (0: none; never below kPipeChannels,
+/// the FIFO channels every peer's launch meets).
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
-                       const Launch& l);
+                       const Launch& l, int most_blocks);
 
 }  // namespace ccl::coll

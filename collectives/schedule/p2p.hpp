@@ -95,9 +95,10 @@ CCL_HD int p2p_ll_count(const Op* ops, int nops, size_t cap) {
   return nll;
 }
 
-/// Blocks each of `nll` LL operations may take.
-CCL_HD int p2p_ll_most(int nll) {
-  return nll > 0 && kP2pLLBlocks / nll > 1 ? kP2pLLBlocks / nll : 1;
+/// Blocks each of `nll` LL operations may take when they have `budget` blocks together (fewer
+/// than kP2pLLBlocks where ranks share a GPU: collectives/host/residency.cc).
+CCL_HD int p2p_ll_most(int nll, int budget = kP2pLLBlocks) {
+  return nll > 0 && budget / nll > 1 ? budget / nll : 1;
 }
 
 /// Blocks of one LL operation of `bytes` (at most the capacity: 32-bit arithmetic) with
@@ -113,8 +114,8 @@ CCL_HD int p2p_ll_blocks(size_t bytes, int threads, int most) {
 /// operation's blocks it is (*part) and how many it has (*blocks).
 template <typename Op>
 CCL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, int* part,
-                     int* blocks) {
-  const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap));
+                     int* blocks, int budget = kP2pLLBlocks) {
+  const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap), budget);
   for (int i = 0; i < nops; ++i) {
     if (!p2p_ll(ops[i].bytes, cap)) continue;
     const int b = p2p_ll_blocks(ops[i].bytes, threads, most);
@@ -130,8 +131,9 @@ CCL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, in
 
 /// Blocks of all the LL operations of a launch.
 template <typename Op>
-CCL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap) {
-  const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap));
+CCL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap,
+                       int budget = kP2pLLBlocks) {
+  const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap), budget);
   int grid = 0;
   for (int i = 0; i < nops; ++i)
     if (p2p_ll(ops[i].bytes, cap)) grid += p2p_ll_blocks(ops[i].bytes, threads, most);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -34,6 +35,19 @@ uint64_t host_hash() {
   return h;
 }
 
+namespace {
+/// The share of the device's multiprocessors an MPS client may use: the percentage its
+/// environment gives the MPS server (a daemon-wide default is not visible to the client).
+uint8_t mps_active_percent() {
+  const char* v = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  if (v == nullptr || *v == '\0') return 100;
+  char* end = nullptr;
+  const double p = std::strtod(v, &end);
+  if (end == v || !(p > 0)) return 100;
+  return p >= 100 ? 100 : p < 1 ? 1 : static_cast<uint8_t>(p);
+}
+}  // namespace
+
 Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
   std::memset(info, 0, sizeof(*info));
   info->version = kPeerInfoVersion;
@@ -49,6 +63,11 @@ Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
   cudaDeviceProp prop{};
   CCL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   std::memcpy(info->uuid, &prop.uuid, sizeof(info->uuid));
+  info->sm_count = prop.multiProcessorCount;
+  int mps = 0;
+  CCL_CUDA_CHECK(cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device));
+  info->mps = mps != 0;
+  info->mps_percent = mps_active_percent();
   const DriverApi* api = nullptr;
   CCL_CHECK(driver_api(&api));
   int vmm = 0, fd = 0, ipc = 0;

@@ -13,7 +13,7 @@
 
 namespace ccl {
 
-inline constexpr uint32_t kPeerInfoVersion = 1;
+inline constexpr uint32_t kPeerInfoVersion = 2;
 
 /// Handle types a rank can use for the symmetric heap (bit mask).
 enum HeapHandleCaps : uint32_t { kCapPosixFd = 1u << 0, kCapLegacyIpc = 1u << 1 };
@@ -30,7 +30,10 @@ struct PeerInfo {
   int32_t heap_mode;    // the sender's CCL_HEAP_HANDLE choice (index in its enum)
   char pci_bus_id[16];  // "0000:1b:00.0", empty without a device
   uint8_t uuid[16];     // CUDA device UUID
-  uint8_t reserved[56];
+  int32_t sm_count;     // multiprocessors of the device
+  uint8_t mps;          // contexts on the device are shared through MPS (cudaDevAttrMpsEnabled)
+  uint8_t mps_percent;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the sender (1..100; 100 unset)
+  uint8_t reserved[50];
 };
 static_assert(sizeof(PeerInfo) == 128, "PeerInfo crosses processes: keep its size fixed");
 

@@ -1,0 +1,71 @@
+#include "collectives/host/residency.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include "collectives/common/coll_args.h"
+#include "collectives/direct/direct.cuh"
+#include "collectives/pipe/pipe.cuh"
+#include "common/cuda.hpp"
+#include "common/log.hpp"
+#include "common/settings.hpp"
+
+namespace ccl::coll {
+
+namespace {
+/// Ranks of `peers` on p's GPU (p included).
+long sharers_of(const std::vector<PeerInfo>& peers, const PeerInfo& p) {
+  long k = 0;
+  for (const PeerInfo& q : peers) k += q.device >= 0 && same_gpu(p, q);
+  return k;
+}
+bool shared_under_mps(const std::vector<PeerInfo>& peers) {
+  return std::any_of(peers.begin(), peers.end(), [&](const PeerInfo& p) {
+    return p.device >= 0 && p.mps && sharers_of(peers, p) >= 2;
+  });
+}
+}  // namespace
+
+int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm) {
+  long cap = LONG_MAX;
+  for (const PeerInfo& p : peers) {
+    if (p.device < 0 || !p.mps) continue;
+    const long sharers = sharers_of(peers, p);
+    if (sharers < 2) continue;
+    const long sms = std::max(p.sm_count, 1);
+    const long own = std::max(1L, sms * p.mps_percent / 100);
+    cap = std::min({cap, sms * blocks_per_sm / sharers, own * blocks_per_sm});
+  }
+  if (cap == LONG_MAX) return 0;
+  return static_cast<int>(std::max<long>(cap, kPipeChannels));
+}
+
+Status resident_blocks(const std::vector<PeerInfo>& peers, int* out) {
+  int64_t setting = -1;
+  CCL_CHECK(setting_int(Setting::kResidentBlocks, &setting));
+  if (setting > 0 && setting < kPipeChannels)
+    return CCL_FAIL(CCL_INVALID_ARGUMENT,
+                    "CCL_RESIDENT_BLOCKS=%lld: at least %d (the FIFO channels of a "
+                    "point-to-point launch), 0 for no limit or -1 for the automatic one",
+                    static_cast<long long>(setting), kPipeChannels);
+  if (setting >= 0) {
+    *out = static_cast<int>(setting);
+    return CCL_SUCCESS;
+  }
+  *out = 0;
+  // Only where a GPU is shared under MPS: the occupancy queries of every instantiation.
+  if (!shared_under_mps(peers)) return CCL_SUCCESS;
+  int per_sm = INT_MAX;
+  CCL_CUDA_CHECK(direct_blocks_per_sm(&per_sm));
+  CCL_CUDA_CHECK(ll_blocks_per_sm(&per_sm));
+  CCL_CUDA_CHECK(ll128_blocks_per_sm(&per_sm));
+  CCL_CUDA_CHECK(pipe_blocks_per_sm(&per_sm));
+  *out = co_resident_cap(peers, std::max(per_sm, 1));
+  CCL_INFO(kSubsysColl,
+           "ranks share a GPU under MPS: every collective launch keeps to %d blocks (%d per "
+           "multiprocessor) so that all sharers' grids are resident together",
+           *out, per_sm);
+  return CCL_SUCCESS;
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,26 @@
+// The co-residency limit: a collective launch's blocks meet the peers' blocks of the same index
+// (entry and exit flags, FIFO channels, LL rows), so where ranks share a GPU and run at once
+// (MPS) a block can only finish once its partner on the same GPU has started. With more blocks
+// than the GPU holds for all sharers together, resident blocks spin for partners that have no
+// multiprocessor to start on. The limit keeps every sharer's grid resident together.
+#pragma once
+
+#include <vector>
+
+#include "common/status.hpp"
+#include "topology/peer_info.hpp"
+
+namespace ccl::coll {
+
+/// Most blocks one launch may have so that the grids of all ranks sharing a GPU under MPS are
+/// resident at once: per such GPU with k >= 2 of the ranks, its multiprocessors x
+/// `blocks_per_sm` / k, and within each of those ranks' own MPS share (mps_percent). 0: no GPU
+/// of the ranks is shared under MPS (no limit). Never below kPipeChannels (a point-to-point
+/// launch's FIFO channels). Every rank computes the same value from the same table.
+int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm);
+
+/// CCL_RESIDENT_BLOCKS, or (-1) co_resident_cap with the fewest blocks per multiprocessor of
+/// any collective kernel (occupancy queries, only where a GPU is shared under MPS).
+Status resident_blocks(const std::vector<PeerInfo>& peers, int* out);
+
+}  // namespace ccl::coll

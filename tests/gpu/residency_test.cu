@@ -1,0 +1,171 @@
+// Ranks sharing one GPU under MPS run their kernels at once, so every launch's grid must fit
+// beside the other sharers' (collectives/host/residency.cc): without the limit, blocks spin at
+// their per-block meetings for partners that have no multiprocessor to start on. The widest
+// grids the library launches, on 2 and 4 ranks of GPU 0: alltoall and allgather of 64 MiB
+// (64 + 16 blocks unlimited), the LL one-shot of 512 KiB (128 blocks), LL128 (64) and a group of
+// LL, FIFO and rendezvous send/recv. Without MPS the ranks are time-sliced (each context has the
+// whole GPU in turn) and the test skips. Run with CCL_RESIDENT_BLOCKS=0 (no limit) under MPS it
+// fails at the first wide call: the check that it can.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "gpu/gpu_ranks.cuh"
+
+namespace ccl::test {
+namespace {
+
+bool mps_on_gpu0() {
+  return fork_ranks(1,
+                    [](int) {
+                      int on = 0;
+                      if (cudaDeviceGetAttribute(&on, cudaDevAttrMpsEnabled, 0) != cudaSuccess)
+                        return 0;
+                      return on;
+                    })[0]
+             .code == 1;
+}
+
+/// One call, then every element of `out` (int32) against want(i); the call must not take
+/// seconds (a stalled grid shows as a device-side timeout, or as calls of about a second).
+int run_and_check(const char* what, const std::function<ccl_result_t()>& enqueue, const int* out,
+                  size_t n, const std::function<int(size_t)>& want, cudaStream_t s) {
+  RANK_CUDA(cudaMemset(const_cast<int*>(out), 0xff, n * sizeof(int)));
+  RANK_CUDA(cudaDeviceSynchronize());
+  const auto t0 = std::chrono::steady_clock::now();
+  RANK_OK(enqueue());
+  RANK_CUDA(cudaStreamSynchronize(s));
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  RANK_CHECK(sec < 0.5, "%s took %.2f s: grids not resident together", what, sec);
+  std::vector<int> got(n);
+  RANK_CUDA(cudaMemcpy(got.data(), out, n * sizeof(int), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; ++i)
+    RANK_CHECK(got[i] == want(i), "%s: element %zu is %d, not %d", what, i, got[i], want(i));
+  return 0;
+}
+
+int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
+  if (!std::getenv("CCL_WAIT_TIMEOUT")) setenv("CCL_WAIT_TIMEOUT", "2000", 1);
+  RANK_CUDA(cudaSetDevice(0));
+  ccl_comm_t comm;
+  RANK_OK(ccl_comm_init_rank(&comm, n, id, r));
+  cudaStream_t s;
+  RANK_CUDA(cudaStreamCreate(&s));
+  const size_t bytes = size_t{64} << 20, total = bytes / sizeof(int), block = total / n;
+  int *send = nullptr, *recv = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&send)));
+  RANK_OK(ccl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&recv)));
+  std::vector<int> in(total);
+  auto value = [](int rank, size_t i) { return rank * 1000003 + static_cast<int>(i % 999983); };
+  for (size_t i = 0; i < total; ++i) in[i] = value(r, i);
+  RANK_CUDA(cudaMemcpy(send, in.data(), bytes, cudaMemcpyHostToDevice));
+  // Every kernel's first launch loads its module: one small call of each first.
+  RANK_OK(ccl_alltoall(send, recv, n, ccl_int32, comm, s));
+  RANK_OK(ccl_allgather(send, recv, n, ccl_int32, comm, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  for (int rep = 0; rep < 2; ++rep) {
+    // Rank j's block r of send lands as block j of recv.
+    if (int rc = run_and_check(
+            "alltoall 64 MiB", [&] { return ccl_alltoall(send, recv, block, ccl_int32, comm, s); },
+            recv, total,
+            [&](size_t i) { return value(static_cast<int>(i / block), r * block + i % block); }, s))
+      return rc;
+    if (int rc = run_and_check(
+            "allgather 64 MiB",
+            [&] { return ccl_allgather(send, recv, block, ccl_int32, comm, s); }, recv, total,
+            [&](size_t i) { return value(static_cast<int>(i / block), i % block); }, s))
+      return rc;
+    // LL128 of 1 MiB (64 blocks), summed.
+    const size_t m = (size_t{1} << 20) / sizeof(int);
+    if (int rc = run_and_check(
+            "allreduce 1 MiB",
+            [&] { return ccl_allreduce(send, recv, m, ccl_int32, ccl_sum, comm, s); }, recv, m,
+            [&](size_t i) {
+              int sum = 0;
+              for (int j = 0; j < n; ++j) sum += value(j, i);
+              return sum;
+            },
+            s))
+      return rc;
+    // Send/recv to every peer: 64 KiB (LL), 128 KiB (FIFO) and 1 MiB (rendezvous) each way.
+    const size_t sizes[] = {size_t{16} << 10, size_t{32} << 10, size_t{256} << 10};
+    const size_t per_peer = sizes[0] + sizes[1] + sizes[2];
+    if (int rc = run_and_check(
+            "send/recv group",
+            [&] {
+              ccl_result_t e = ccl_group_start();
+              for (int p = 0; p < n; ++p) {
+                if (p == r) continue;
+                size_t at = 0;
+                for (size_t k : sizes) {
+                  const ccl_result_t se =
+                      ccl_send(send + p * per_peer + at, k, ccl_int32, p, comm, s);
+                  const ccl_result_t re =
+                      ccl_recv(recv + p * per_peer + at, k, ccl_int32, p, comm, s);
+                  if (e == CCL_SUCCESS) e = se != CCL_SUCCESS ? se : re;
+                  at += k;
+                }
+              }
+              const ccl_result_t ge = ccl_group_end();
+              return e != CCL_SUCCESS ? e : ge;
+            },
+            recv, n * per_peer,
+            [&](size_t i) {
+              const int p = static_cast<int>(i / per_peer);
+              return p == r ? -1 : value(p, r * per_peer + i % per_peer);
+            },
+            s))
+      return rc;
+  }
+  RANK_OK(ccl_mem_free(comm, send));
+  RANK_OK(ccl_mem_free(comm, recv));
+  RANK_OK(ccl_comm_destroy(comm));
+  // The LL one-shot of 512 KiB: 128 blocks of a thread per 8 bytes (CCL_PROTO is read at a
+  // communicator's first collective).
+  setenv("CCL_PROTO", "LL", 1);
+  RANK_OK(ccl_comm_init_rank(&comm, n, id_ll, r));
+  const size_t m = (size_t{512} << 10) / sizeof(int);
+  int *a = nullptr, *b = nullptr;
+  RANK_CUDA(cudaMalloc(&a, m * sizeof(int)));
+  RANK_CUDA(cudaMalloc(&b, m * sizeof(int)));
+  RANK_CUDA(cudaMemcpy(a, in.data(), m * sizeof(int), cudaMemcpyHostToDevice));
+  RANK_OK(ccl_allreduce(a, b, 1, ccl_int32, ccl_sum, comm, s));
+  for (int rep = 0; rep < 2; ++rep)
+    if (int rc = run_and_check(
+            "LL allreduce 512 KiB",
+            [&] { return ccl_allreduce(a, b, m, ccl_int32, ccl_sum, comm, s); }, b, m,
+            [&](size_t i) {
+              int sum = 0;
+              for (int j = 0; j < n; ++j) sum += value(j, i);
+              return sum;
+            },
+            s))
+      return rc;
+  RANK_CUDA(cudaFree(a));
+  RANK_CUDA(cudaFree(b));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
+TEST(CollectiveResidency, RanksSharingAGpuUnderMpsRunTheWidestGrids) {
+  REQUIRE_GPUS(1);
+  if (!mps_on_gpu0())
+    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
+                    "run their grids at once";
+  for (int n : {2, 4}) {
+    ccl_unique_id_t id, id_ll;
+    ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+    ASSERT_EQ(ccl_get_unique_id(&id_ll), CCL_SUCCESS);
+    auto results = fork_ranks(
+        n, [&](int r) { return wide_calls(id, id_ll, n, r); }, 120000);
+    for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << n << " ranks, rank " << r;
+  }
+}
+
+}  // namespace
+}  // namespace ccl::test

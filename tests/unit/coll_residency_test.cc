@@ -1,0 +1,149 @@
+// The co-residency limit (ranks sharing a GPU under MPS) and what the tuner and the
+// point-to-point launch make of it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/common/coll_args.h"
+#include "collectives/host/residency.hpp"
+#include "collectives/host/tuner.hpp"
+#include "collectives/schedule/p2p.hpp"
+
+namespace ccl::coll {
+namespace {
+
+/// A rank on GPU `gpu` (its UUID's first byte) of `sms` multiprocessors.
+PeerInfo rank_on(int gpu, bool mps, int sms = 132, int percent = 100) {
+  PeerInfo p{};
+  p.device = gpu;
+  p.uuid[0] = static_cast<uint8_t>(gpu + 1);
+  p.sm_count = sms;
+  p.mps = mps;
+  p.mps_percent = static_cast<uint8_t>(percent);
+  return p;
+}
+
+TEST(Residency, NoLimitUnlessRanksShareAGpuUnderMps) {
+  // One rank per GPU (NCCL's rule), or sharers time-sliced without MPS: each context has the
+  // whole GPU in turn, so grids need not fit together.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true), rank_on(1, true)}, 1), 0);
+  EXPECT_EQ(co_resident_cap({rank_on(0, false), rank_on(0, false)}, 1), 0);
+  EXPECT_EQ(co_resident_cap({rank_on(0, true)}, 1), 0);
+  PeerInfo cpu = rank_on(0, true);
+  cpu.device = -1;  // a rank without a GPU shares nothing
+  EXPECT_EQ(co_resident_cap({cpu, rank_on(0, true)}, 1), 0);
+}
+
+TEST(Residency, SharersSplitTheMultiprocessors) {
+  // Two ranks on one H200 (132 SMs) at one block per SM: 66 each (the alltoall that stalled
+  // had 64 + 16 blocks per rank); two per SM: 132.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true), rank_on(0, true)}, 1), 66);
+  EXPECT_EQ(co_resident_cap({rank_on(0, true), rank_on(0, true)}, 2), 132);
+  // 8 ranks on 2 GPUs, 4 each: 33. 3 ranks on 2 GPUs (2 + 1): the shared GPU sets it for all,
+  // so every rank launches the same grid.
+  std::vector<PeerInfo> eight;
+  for (int r = 0; r < 8; ++r) eight.push_back(rank_on(r % 2, true));
+  EXPECT_EQ(co_resident_cap(eight, 1), 33);
+  EXPECT_EQ(co_resident_cap({rank_on(0, true), rank_on(1, true), rank_on(0, true)}, 1), 66);
+  // A smaller GPU shared by more ranks decides.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132), rank_on(0, true, 132), rank_on(1, true, 78),
+                             rank_on(1, true, 78), rank_on(1, true, 78)},
+                            1),
+            26);
+}
+
+TEST(Residency, AnMpsShareBelowTheSplitDecides) {
+  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 gives each client 33 of 132 SMs.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132, 25), rank_on(0, true, 132, 25)}, 1), 33);
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132, 25), rank_on(0, true, 132, 25)}, 2), 66);
+  // Above the split it changes nothing.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132, 80), rank_on(0, true, 132, 80)}, 1), 66);
+}
+
+TEST(Residency, NeverBelowThePointToPointChannels) {
+  std::vector<PeerInfo> many(16, rank_on(0, true));
+  EXPECT_EQ(co_resident_cap(many, 1), kPipeChannels);  // 132 / 16 = 8 would not run p2p
+}
+
+TEST(Residency, SettingOverridesAndRefusesTooFewBlocks) {
+  const std::vector<PeerInfo> alone{rank_on(0, true), rank_on(1, true)};
+  int out = -7;
+  setenv("CCL_RESIDENT_BLOCKS", "40", 1);
+  ASSERT_TRUE(resident_blocks(alone, &out).ok());
+  EXPECT_EQ(out, 40);
+  setenv("CCL_RESIDENT_BLOCKS", "0", 1);
+  ASSERT_TRUE(resident_blocks({rank_on(0, true), rank_on(0, true)}, &out).ok());
+  EXPECT_EQ(out, 0);
+  setenv("CCL_RESIDENT_BLOCKS", "8", 1);
+  const Status s = resident_blocks(alone, &out);
+  EXPECT_EQ(s.code(), CCL_INVALID_ARGUMENT);
+  const std::string m = last_error();
+  EXPECT_NE(m.find("CCL_RESIDENT_BLOCKS=8"), std::string::npos) << m;
+  unsetenv("CCL_RESIDENT_BLOCKS");
+  // Automatic, nothing shared: no limit and no device query (this machine may have no GPU).
+  ASSERT_TRUE(resident_blocks(alone, &out).ok());
+  EXPECT_EQ(out, 0);
+}
+
+TunerInput limited(Collective c, size_t bytes, int resident, int n = 2) {
+  return {c, bytes, n, true, true, resident};
+}
+
+TEST(Residency, TunerKeepsEveryGridWithinTheLimit) {
+  const TunerConfig cfg;
+  for (int limit : {16, 33, 66})
+    for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kAllToAll,
+                         Collective::kBroadcast, Collective::kReduceScatter, Collective::kReduce})
+      for (size_t b = 8; b <= (size_t{1} << 30); b *= 4) {
+        const Choice ch = choose(cfg, limited(c, b, limit));
+        EXPECT_LE(ch.blocks, limit) << b << " " << limit;
+      }
+  // The LL one-shot of 512 KiB needs 128 blocks (a thread per 8 bytes): with 66 it is SIMPLE;
+  // 256 KiB needs 64 and stays LL. Without a limit the table is unchanged.
+  EXPECT_EQ(choose(cfg, limited(Collective::kAllReduce, 128 << 10, 66)).proto, Proto::kLL);
+  const TunerConfig ll = [] {
+    TunerConfig c;
+    c.proto = Proto::kLL;
+    return c;
+  }();
+  EXPECT_EQ(choose(ll, limited(Collective::kAllReduce, 256 << 10, 66)).proto, Proto::kLL);
+  EXPECT_EQ(choose(ll, limited(Collective::kAllReduce, 512 << 10, 66)).proto, Proto::kSimple);
+  EXPECT_EQ(choose(ll, limited(Collective::kAllReduce, 512 << 10, 0)).proto, Proto::kLL);
+  EXPECT_EQ(choose(ll, limited(Collective::kAllReduce, 512 << 10, 0)).blocks, 128);
+  // LL128 of 480 KiB: 64 blocks, too many for 33.
+  TunerConfig ll128;
+  ll128.proto = Proto::kLL128;
+  EXPECT_EQ(choose(ll128, limited(Collective::kAllReduce, 480 << 10, 66)).proto, Proto::kLL128);
+  EXPECT_EQ(choose(ll128, limited(Collective::kAllReduce, 480 << 10, 33)).proto, Proto::kSimple);
+  // CCL_NCHANNELS above the limit is held to it; the 1 GiB alltoall's 64 to 33.
+  TunerConfig many;
+  many.nchannels = 64;
+  EXPECT_EQ(choose(many, limited(Collective::kAllToAll, 64 << 20, 33)).blocks, 33);
+  EXPECT_EQ(choose(cfg, limited(Collective::kAllToAll, size_t{1} << 30, 33)).blocks, 33);
+  EXPECT_EQ(choose(cfg, limited(Collective::kAllToAll, size_t{1} << 30, 0)).blocks, kMaxBlocks);
+}
+
+struct Op {
+  size_t bytes;
+};
+
+TEST(Residency, PointToPointLLBlocksShareWhatTheLimitLeaves) {
+  const size_t cap = 64 << 10;
+  const std::vector<Op> ops{{cap}, {cap}};  // two LL operations of 16 blocks each
+  EXPECT_EQ(p2p_ll_grid(ops.data(), 2, 512, cap), 2 * 16);
+  // A budget of 10 leaves 5 each; each block index still maps to one operation's part.
+  EXPECT_EQ(p2p_ll_grid(ops.data(), 2, 512, cap, 10), 10);
+  int part = -1, parts = -1;
+  EXPECT_EQ(p2p_ll_op(ops.data(), 2, 7, 512, cap, &part, &parts, 10), 1);
+  EXPECT_EQ(part, 2);
+  EXPECT_EQ(parts, 5);
+  EXPECT_EQ(p2p_ll_op(ops.data(), 2, 10, 512, cap, &part, &parts, 10), -1);
+  // A budget below the operation count still gives each one block.
+  EXPECT_EQ(p2p_ll_grid(ops.data(), 2, 512, cap, 1), 2);
+}
+
+}  // namespace
+}  // namespace ccl::coll
