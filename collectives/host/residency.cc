@@ -12,25 +12,11 @@
 
 namespace ccl::coll {
 
-namespace {
-/// Ranks of `peers` on p's GPU (p included).
-long sharers_of(const std::vector<PeerInfo>& peers, const PeerInfo& p) {
-  long k = 0;
-  for (const PeerInfo& q : peers) k += q.device >= 0 && same_gpu(p, q);
-  return k;
-}
-bool shared_under_mps(const std::vector<PeerInfo>& peers) {
-  return std::any_of(peers.begin(), peers.end(), [&](const PeerInfo& p) {
-    return p.device >= 0 && p.mps && sharers_of(peers, p) >= 2;
-  });
-}
-}  // namespace
-
 int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm) {
   long cap = LONG_MAX;
   for (const PeerInfo& p : peers) {
     if (p.device < 0 || !p.mps) continue;
-    const long sharers = sharers_of(peers, p);
+    const long sharers = ranks_on_gpu_of(peers, p);
     if (sharers < 2) continue;
     const long sms = std::max(p.sm_count, 1);
     const long own = std::max(1L, sms * p.mps_percent / 100);
@@ -54,7 +40,7 @@ Status resident_blocks(const std::vector<PeerInfo>& peers, int* out) {
   }
   *out = 0;
   // Only where a GPU is shared under MPS: the occupancy queries of every instantiation.
-  if (!shared_under_mps(peers)) return CCL_SUCCESS;
+  if (!ranks_share_gpu_under_mps(peers)) return CCL_SUCCESS;
   int per_sm = INT_MAX;
   CCL_CUDA_CHECK(direct_blocks_per_sm(&per_sm));
   CCL_CUDA_CHECK(ll_blocks_per_sm(&per_sm));

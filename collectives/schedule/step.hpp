@@ -73,6 +73,17 @@ CCL_HD void partition(size_t count, int parts, int i, size_t* offset, size_t* n)
   *n = base + (ui < extra ? 1 : 0);
 }
 
+/// partition() in whole units of `unit` elements: every part starts on a unit boundary, the
+/// last non-empty one takes the ragged end. Kernels whose blocks copy 16-byte packs slice with it.
+CCL_HD void partition_units(size_t count, int parts, int i, size_t unit, size_t* offset,
+                            size_t* n) {
+  size_t ulo, un;
+  partition((count + unit - 1) / unit, parts, i, &ulo, &un);
+  const size_t lo = ulo * unit, hi = (ulo + un) * unit;
+  *offset = lo < count ? lo : count;
+  *n = (hi < count ? hi : count) - *offset;
+}
+
 CCL_HD int mod(int a, int n) {
   return ((a % n) + n) % n;
 }

@@ -75,18 +75,24 @@ void log_paths(const ccl_comm* c) {
 /// CCL_PDL=1 on a device that has programmatic dependent launch (sm_90 and later): every kernel
 /// the library enqueues (collectives, host stream operations) then starts while the previous
 /// kernel of the stream drains, and waits for it in its prologue (common/kernel_launch.cuh).
+/// Not where ranks share a GPU under MPS: a rank's next grid, launched early, would hold
+/// multiprocessors that its partners' current grids need to start (measured: four ranks on one
+/// H200 stalled at a 4 MiB reduce-scatter of 32 blocks each until CCL_WAIT_TIMEOUT).
 Status pdl_choice(ccl_comm* c) {
   int64_t want = 0;
   CCL_CHECK(setting_int(Setting::kPdl, &want));
   int major = 0;
   if (want != 0 && c->device >= 0)
     CCL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device));
-  c->pdl = want != 0 && major >= 9;
+  const bool shared = ranks_share_gpu_under_mps(c->peers);
+  c->pdl = want != 0 && major >= 9 && !shared;
   if (c->device < 0) return CCL_SUCCESS;  // no device, no kernels
   CCL_INFO(kSubsysInit, "rank %d: kernels launched %s", c->rank,
            c->pdl      ? "with programmatic dependent launch"
            : want == 0 ? "plainly (CCL_PDL=0)"
-                       : "plainly (no programmatic dependent launch before sm_90)");
+           : major < 9 ? "plainly (no programmatic dependent launch before sm_90)"
+                       : "plainly (ranks share a GPU under MPS: an early grid would hold "
+                         "multiprocessors its partners need)");
   return CCL_SUCCESS;
 }
 
@@ -97,7 +103,6 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
   CCL_CHECK(setting_int(Setting::kSymmetricSize, &max_bytes));
   CCL_CHECK(setting_int(Setting::kHeapChunkSize, &chunk));
   if (cuda_device_count() > 0) CCL_CUDA_CHECK(cudaGetDevice(&c->device));
-  CCL_CHECK(pdl_choice(c));
 
   CCL_CHECK(bootstrap::Bootstrap::create(id, c->rank, c->nranks, &c->cancel, c->timeout_ms,
                                          &c->bootstrap));
@@ -105,6 +110,7 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
   CCL_CHECK(local_peer_info(c->rank, c->device, static_cast<int>(heap_mode), &c->peers[c->rank]));
   CCL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
   CCL_CHECK(check_peers_agree(c->peers, c->rank));
+  CCL_CHECK(pdl_choice(c));
 
   const PeerInfo& me = c->peers[c->rank];
   c->paths = compute_paths(c->peers, c->rank, [&](const PeerInfo& p) {

@@ -72,6 +72,22 @@ inline bool same_gpu(const PeerInfo& a, const PeerInfo& b) {
   return std::memcmp(a.uuid, b.uuid, sizeof(a.uuid)) == 0;
 }
 
+/// Ranks of `peers` on p's GPU (p included; ranks without a device share nothing).
+inline int ranks_on_gpu_of(const std::vector<PeerInfo>& peers, const PeerInfo& p) {
+  int k = 0;
+  for (const PeerInfo& q : peers) k += p.device >= 0 && q.device >= 0 && same_gpu(p, q);
+  return k;
+}
+
+/// Whether two or more of the ranks share a GPU with MPS on: their kernels then run at once
+/// (not time-sliced), so every kernel that meets its partners' must have its grid resident
+/// beside theirs (collectives/host/residency.hpp, and no early launch: core/comm.cc).
+inline bool ranks_share_gpu_under_mps(const std::vector<PeerInfo>& peers) {
+  for (const PeerInfo& p : peers)
+    if (p.device >= 0 && p.mps && ranks_on_gpu_of(peers, p) >= 2) return true;
+  return false;
+}
+
 /// Whether `pred(a, b)` holds for every pair of distinct GPUs among `peers` (ranks on one GPU,
 /// by UUID, are one GPU; ranks without a device are skipped). Every rank that passes the same
 /// table and predicate gets the same answer, so a protocol gated on it is chosen alike

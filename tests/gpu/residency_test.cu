@@ -2,8 +2,9 @@
 // beside the other sharers' (collectives/host/residency.cc): without the limit, blocks spin at
 // their per-block meetings for partners that have no multiprocessor to start on. The widest
 // grids the library launches, on 2 and 4 ranks of GPU 0: alltoall and allgather of 64 MiB
-// (64 + 16 blocks unlimited), the LL one-shot of 512 KiB (128 blocks), LL128 (64) and a group of
-// LL, FIFO and rendezvous send/recv. Without MPS the ranks are time-sliced (each context has the
+// (64 + 16 blocks unlimited), the LL one-shot of 512 KiB (128 blocks), LL128 (64), a group of
+// LL, FIFO and rendezvous send/recv, and back-to-back calls (no early launch of the next grid:
+// core/comm.cc, pdl_choice). Without MPS the ranks are time-sliced (each context has the
 // whole GPU in turn) and the test skips. Run with CCL_RESIDENT_BLOCKS=0 (no limit) under MPS it
 // fails at the first wide call: the check that it can.
 #include <gtest/gtest.h>
@@ -121,6 +122,34 @@ int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
             },
             s))
       return rc;
+  }
+  // Back to back, no sync between: 20 reduce-scatters of 4 MiB on cudaMalloc buffers (staged,
+  // pushed), each in place on the last one's result. With programmatic dependent launch each
+  // call's grid would start early and hold multiprocessors the partners' current grids need
+  // (4 ranks stalled until CCL_WAIT_TIMEOUT, perf/results/2026-11-24_h200_mps_residency/).
+  {
+    const size_t rs_total = (size_t{4} << 20) / sizeof(int), rs_block = rs_total / n;
+    int* buf = nullptr;
+    RANK_CUDA(cudaMalloc(&buf, rs_total * sizeof(int)));
+    std::vector<int> ones(rs_total, 1);
+    RANK_CUDA(cudaMemcpy(buf, ones.data(), rs_total * sizeof(int), cudaMemcpyHostToDevice));
+    // In place, rank r's block r gains the other ranks' block r (still 1) at every call:
+    // 1 + calls (n - 1) after them; the other blocks keep their 1.
+    const int calls = 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < calls; ++k)
+      RANK_OK(ccl_reduce_scatter(buf, buf + r * rs_block, rs_block, ccl_int32, ccl_sum, comm, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_CHECK(sec < 0.5, "20 back-to-back reduce_scatters took %.2f s", sec);
+    std::vector<int> got(rs_total);
+    RANK_CUDA(cudaMemcpy(got.data(), buf, rs_total * sizeof(int), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < rs_total; ++i) {
+      const int want = i / rs_block == static_cast<size_t>(r) ? 1 + calls * (n - 1) : 1;
+      RANK_CHECK(got[i] == want, "back-to-back reduce_scatter: element %zu is %d, not %d", i,
+                 got[i], want);
+    }
+    RANK_CUDA(cudaFree(buf));
   }
   RANK_OK(ccl_mem_free(comm, send));
   RANK_OK(ccl_mem_free(comm, recv));

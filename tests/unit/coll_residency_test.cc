@@ -35,6 +35,11 @@ TEST(Residency, NoLimitUnlessRanksShareAGpuUnderMps) {
   PeerInfo cpu = rank_on(0, true);
   cpu.device = -1;  // a rank without a GPU shares nothing
   EXPECT_EQ(co_resident_cap({cpu, rank_on(0, true)}, 1), 0);
+  // The same predicate turns programmatic dependent launch off (core/comm.cc).
+  EXPECT_FALSE(ranks_share_gpu_under_mps({rank_on(0, true), rank_on(1, true)}));
+  EXPECT_FALSE(ranks_share_gpu_under_mps({rank_on(0, false), rank_on(0, false)}));
+  EXPECT_FALSE(ranks_share_gpu_under_mps({cpu, cpu}));
+  EXPECT_TRUE(ranks_share_gpu_under_mps({rank_on(1, true), rank_on(0, true), rank_on(1, true)}));
 }
 
 TEST(Residency, SharersSplitTheMultiprocessors) {

@@ -3,6 +3,8 @@
 // divisible by it, and large.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <random>
 #include <vector>
 
@@ -80,6 +82,31 @@ TEST_P(Schedules, ExactResultsFor1To64Ranks) {
 INSTANTIATE_TEST_SUITE_P(All, Schedules, ::testing::ValuesIn(kPairs), [](const auto& info) {
   return std::string(collective_name(info.param.coll)) + "_" + algorithm_name(info.param.algo);
 });
+
+TEST(Schedules, BlockSlicesStartOnWholePacks) {
+  // The direct kernels' block slices (partition_units): contiguous, covering the range, every
+  // part but empty ones starting on a unit boundary, sizes within one unit of each other.
+  for (size_t unit : {size_t{1}, size_t{2}, size_t{4}, size_t{16}})
+    for (size_t count : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{1000}, size_t{70001},
+                         size_t{4194304}})
+      for (int parts : {1, 3, 16, 24, 28, 32, 33, 64}) {
+        size_t next = 0, most = 0, least = SIZE_MAX;
+        for (int i = 0; i < parts; ++i) {
+          size_t lo = 0, n = 0;
+          partition_units(count, parts, i, unit, &lo, &n);
+          EXPECT_EQ(lo, next) << count << " " << parts << " " << i;
+          if (n > 0) EXPECT_EQ(lo % unit, 0u) << count << " " << parts << " " << i;
+          next = lo + n;
+          if (lo + n < count) most = std::max(most, n), least = std::min(least, n);
+        }
+        EXPECT_EQ(next, count) << count << " " << parts;
+        if (least != SIZE_MAX) EXPECT_LE(most - least, unit) << count << " " << parts;
+      }
+  // 4M floats over 33 blocks: 127104 or 127100 elements (whole packs of 4), not 127100.1.
+  size_t lo = 0, n = 0;
+  partition_units(4194304, 33, 1, 4, &lo, &n);
+  EXPECT_EQ(lo % 4, 0u);
+}
 
 TEST(Schedules, StepCountsAreTheTextbookOnes) {
   EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRing, 8, 100}), 14);
