@@ -95,12 +95,19 @@ TEST(Schedules, BlockSlicesStartOnWholePacks) {
           size_t lo = 0, n = 0;
           partition_units(count, parts, i, unit, &lo, &n);
           EXPECT_EQ(lo, next) << count << " " << parts << " " << i;
-          if (n > 0) EXPECT_EQ(lo % unit, 0u) << count << " " << parts << " " << i;
+          if (n > 0) {
+            EXPECT_EQ(lo % unit, 0u) << count << " " << parts << " " << i;
+          }
           next = lo + n;
-          if (lo + n < count) most = std::max(most, n), least = std::min(least, n);
+          if (lo + n < count) {
+            most = std::max(most, n);
+            least = std::min(least, n);
+          }
         }
         EXPECT_EQ(next, count) << count << " " << parts;
-        if (least != SIZE_MAX) EXPECT_LE(most - least, unit) << count << " " << parts;
+        if (least != SIZE_MAX) {
+          EXPECT_LE(most - least, unit) << count << " " << parts;
+        }
       }
   // 4M floats over 33 blocks: 127104 or 127100 elements (whole packs of 4), not 127100.1.
   size_t lo = 0, n = 0;
