@@ -6,7 +6,7 @@
 // LL, FIFO and rendezvous send/recv, and back-to-back calls (no early launch of the next grid:
 // core/comm.cc, pdl_choice). Without MPS the ranks are time-sliced (each context has the
 // whole GPU in turn) and the test skips. Run with CCL_RESIDENT_BLOCKS=0 (no limit) under MPS it
-// fails at the first wide call: the check that it can.
+// fails at four ranks' 64 MiB alltoall (one H200): the check that it can.
 #include <gtest/gtest.h>
 
 #include <chrono>
