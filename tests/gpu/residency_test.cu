@@ -63,6 +63,11 @@ int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
   RANK_OK(ccl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&recv)));
   std::vector<int> in(total);
   auto value = [](int rank, size_t i) { return rank * 1000003 + static_cast<int>(i % 999983); };
+  auto summed = [&](size_t i) {  // element i of an allreduce of every rank's values
+    int sum = 0;
+    for (int j = 0; j < n; ++j) sum += value(j, i);
+    return sum;
+  };
   for (size_t i = 0; i < total; ++i) in[i] = value(r, i);
   RANK_CUDA(cudaMemcpy(send, in.data(), bytes, cudaMemcpyHostToDevice));
   // Every kernel's first launch loads its module: one small call of each first.
@@ -86,12 +91,7 @@ int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
     if (int rc = run_and_check(
             "allreduce 1 MiB",
             [&] { return ccl_allreduce(send, recv, m, ccl_int32, ccl_sum, comm, s); }, recv, m,
-            [&](size_t i) {
-              int sum = 0;
-              for (int j = 0; j < n; ++j) sum += value(j, i);
-              return sum;
-            },
-            s))
+            summed, s))
       return rc;
     // Send/recv to every peer: 64 KiB (LL), 128 KiB (FIFO) and 1 MiB (rendezvous) each way.
     const size_t sizes[] = {size_t{16} << 10, size_t{32} << 10, size_t{256} << 10};
@@ -167,13 +167,7 @@ int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
   for (int rep = 0; rep < 2; ++rep)
     if (int rc = run_and_check(
             "LL allreduce 512 KiB",
-            [&] { return ccl_allreduce(a, b, m, ccl_int32, ccl_sum, comm, s); }, b, m,
-            [&](size_t i) {
-              int sum = 0;
-              for (int j = 0; j < n; ++j) sum += value(j, i);
-              return sum;
-            },
-            s))
+            [&] { return ccl_allreduce(a, b, m, ccl_int32, ccl_sum, comm, s); }, b, m, summed, s))
       return rc;
   RANK_CUDA(cudaFree(a));
   RANK_CUDA(cudaFree(b));
