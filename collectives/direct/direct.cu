@@ -28,6 +28,14 @@ __device__ __forceinline__ void my_slice(const DirectArgs& a, size_t len, size_t
   partition_units(len, gridDim.x - a.local_blocks, blockIdx.x, esize < 16 ? 16 / esize : 1, lo, n);
 }
 
+/// Rank block j of a two-shot or NVLS allreduce of `count` elements of `esize` bytes, in whole
+/// 16-byte packs like the block slices (a block starting mid-pack would put every copy of it on
+/// the byte path). Never larger than the inbox slot (inbox_stride of ceil(count / n)).
+__device__ __forceinline__ void rank_block(size_t count, int n, int j, size_t esize, size_t* lo,
+                                           size_t* len) {
+  partition_units(count, n, j, esize < 16 ? 16 / esize : 1, lo, len);
+}
+
 /// Heap offset of this rank's staging buffer i.
 __device__ __forceinline__ uint64_t stage_off(const ccl_device_comm_t& c, const CollScratch& s,
                                               int i) {
@@ -66,7 +74,7 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
       case DirectKind::kNvlsAllReduce:
         for (int j = 0; j < n; ++j) {
           size_t jlo, jlen;
-          partition(a.count, n, j, &jlo, &jlen);
+          rank_block(a.count, n, j, esize, &jlo, &jlen);
           my_slice(a, jlen, esize, &lo, &len);
           copy_slice(stage + (jlo + lo) * esize, send + (jlo + lo) * esize, len * esize);
         }
@@ -124,7 +132,7 @@ __device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
   for (int k = 1; k < n; ++k) {
     const int j = (me + k) % n;  // next peer first: spread the traffic
     size_t jlo = j * a.send_ld, jlen = a.count, lo, len;
-    if (a.kind == DirectKind::kTwoShot) partition(a.count, n, j, &jlo, &jlen);
+    if (a.kind == DirectKind::kTwoShot) rank_block(a.count, n, j, esize, &jlo, &jlen);
     my_slice(a, jlen, esize, &lo, &len);
     copy_slice(inbox_at(c, s, a, e, j, me, esize) + lo * esize, send + (jlo + lo) * esize,
                len * esize);
@@ -256,13 +264,13 @@ __global__ void __launch_bounds__(kThreads)
   } else if (a.kind == DirectKind::kNvlsAllReduce) {
     if (!nvls_same_windows(c, s, a, e, &fail)) return;
     size_t mlo, mlen;
-    partition(a.count, n, me, &mlo, &mlen);
+    rank_block(a.count, n, me, sizeof(T), &mlo, &mlen);
     my_slice(a, mlen, sizeof(T), &lo, &len);
     nvls_allreduce<D, Op>(c, s, a, mlo + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
     if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     size_t mlo, mlen;
-    partition(a.count, n, me, &mlo, &mlen);
+    rank_block(a.count, n, me, sizeof(T), &mlo, &mlen);
     my_slice(a, mlen, sizeof(T), &lo, &len);
     // Peers' windows were published before the barrier; reading them here is ordered after it.
     // This rank's own block comes from send and goes to recv directly.
@@ -316,7 +324,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < n; ++j) {
       if (j == me && a.kind == DirectKind::kTwoShot) continue;
       size_t jlo, jlen;
-      partition(a.count, n, j, &jlo, &jlen);
+      rank_block(a.count, n, j, sizeof(T), &jlo, &jlen);
       my_slice(a, jlen, sizeof(T), &lo, &len);
       copy_slice(static_cast<T*>(a.recv) + jlo + lo, stage + jlo + lo, len * sizeof(T));
     }
