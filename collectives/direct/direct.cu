@@ -19,21 +19,11 @@ __device__ __forceinline__ void read_direct_params(const ccl_device_comm_t& c, c
 }
 
 /// Slice of block b within a range of `len` elements of `esize` bytes, over the blocks that talk
-/// to the peers, in whole 16-byte packs: with a block count that does not divide the range
-/// (CCL_NCHANNELS, or the limit where ranks share a GPU) element-wise slices would start off
-/// 16-byte boundaries and every copy take the byte path (four ranks on one H200, 64 MiB
-/// alltoall: 33 blocks 1979 us, 32 blocks 272).
+/// to the peers, in whole 16-byte packs (partition_packs: element-wise slices put four ranks'
+/// 64 MiB alltoall of 33 blocks on the byte path, 1979 us against 290).
 __device__ __forceinline__ void my_slice(const DirectArgs& a, size_t len, size_t esize, size_t* lo,
                                          size_t* n) {
-  partition_units(len, gridDim.x - a.local_blocks, blockIdx.x, esize < 16 ? 16 / esize : 1, lo, n);
-}
-
-/// Rank block j of a two-shot or NVLS allreduce of `count` elements of `esize` bytes, in whole
-/// 16-byte packs like the block slices (a block starting mid-pack would put every copy of it on
-/// the byte path). Never larger than the inbox slot (inbox_stride of ceil(count / n)).
-__device__ __forceinline__ void rank_block(size_t count, int n, int j, size_t esize, size_t* lo,
-                                           size_t* len) {
-  partition_units(count, n, j, esize < 16 ? 16 / esize : 1, lo, len);
+  partition_packs(len, gridDim.x - a.local_blocks, blockIdx.x, esize, lo, n);
 }
 
 /// Heap offset of this rank's staging buffer i.
@@ -74,7 +64,7 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
       case DirectKind::kNvlsAllReduce:
         for (int j = 0; j < n; ++j) {
           size_t jlo, jlen;
-          rank_block(a.count, n, j, esize, &jlo, &jlen);
+          partition_packs(a.count, n, j, esize, &jlo, &jlen);
           my_slice(a, jlen, esize, &lo, &len);
           copy_slice(stage + (jlo + lo) * esize, send + (jlo + lo) * esize, len * esize);
         }
@@ -132,7 +122,7 @@ __device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
   for (int k = 1; k < n; ++k) {
     const int j = (me + k) % n;  // next peer first: spread the traffic
     size_t jlo = j * a.send_ld, jlen = a.count, lo, len;
-    if (a.kind == DirectKind::kTwoShot) rank_block(a.count, n, j, esize, &jlo, &jlen);
+    if (a.kind == DirectKind::kTwoShot) partition_packs(a.count, n, j, esize, &jlo, &jlen);
     my_slice(a, jlen, esize, &lo, &len);
     copy_slice(inbox_at(c, s, a, e, j, me, esize) + lo * esize, send + (jlo + lo) * esize,
                len * esize);
@@ -264,13 +254,13 @@ __global__ void __launch_bounds__(kThreads)
   } else if (a.kind == DirectKind::kNvlsAllReduce) {
     if (!nvls_same_windows(c, s, a, e, &fail)) return;
     size_t mlo, mlen;
-    rank_block(a.count, n, me, sizeof(T), &mlo, &mlen);
+    partition_packs(a.count, n, me, sizeof(T), &mlo, &mlen);
     my_slice(a, mlen, sizeof(T), &lo, &len);
     nvls_allreduce<D, Op>(c, s, a, mlo + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
     if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     size_t mlo, mlen;
-    rank_block(a.count, n, me, sizeof(T), &mlo, &mlen);
+    partition_packs(a.count, n, me, sizeof(T), &mlo, &mlen);
     my_slice(a, mlen, sizeof(T), &lo, &len);
     // Peers' windows were published before the barrier; reading them here is ordered after it.
     // This rank's own block comes from send and goes to recv directly.
@@ -324,7 +314,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < n; ++j) {
       if (j == me && a.kind == DirectKind::kTwoShot) continue;
       size_t jlo, jlen;
-      rank_block(a.count, n, j, sizeof(T), &jlo, &jlen);
+      partition_packs(a.count, n, j, sizeof(T), &jlo, &jlen);
       my_slice(a, jlen, sizeof(T), &lo, &len);
       copy_slice(static_cast<T*>(a.recv) + jlo + lo, stage + jlo + lo, len * sizeof(T));
     }
@@ -347,7 +337,7 @@ __global__ void __launch_bounds__(kThreads)
   if (static_cast<int>(blockIdx.x) >= net_blocks) {
     // This rank's own block, HBM to HBM: no peer reads or writes it, so no flags, no barrier.
     size_t llo, llen;
-    partition_units(a.count, a.local_blocks, blockIdx.x - net_blocks, 16 / esize, &llo, &llen);
+    partition_packs(a.count, a.local_blocks, blockIdx.x - net_blocks, esize, &llo, &llen);
     const size_t from = a.kind == DirectKind::kAllToAll ? me * a.send_ld : 0;
     copy_slice(recv + (me * a.recv_ld + llo) * esize, send + (from + llo) * esize, llen * esize);
     finish_epoch(c, s, e);

@@ -34,6 +34,8 @@ struct CollState {
   std::vector<cudaEvent_t> ce_join;
   cudaEvent_t ce_fork = nullptr;
   ~CollState();
+  /// Whether a launch of `blocks` keeps within resident_blocks.
+  bool fits(int blocks) const { return resident_blocks == 0 || blocks <= resident_blocks; }
   /// True the first time `key` is asked for (one CCL_DEBUG=INFO report per key).
   bool first_report(uint64_t key) {
     if (std::find(logged.begin(), logged.end(), key) != logged.end()) return false;

@@ -195,9 +195,10 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
       (a.kind == DirectKind::kAllGather || a.kind == DirectKind::kAllToAll) && k.send != k.recv &&
       !(a.kind == DirectKind::kAllGather &&
         static_cast<const char*>(k.recv) + static_cast<size_t>(me) * k.count * E == k.send);
-  const bool room = st->resident_blocks == 0 || ch.blocks + kLocalBlocks <= st->resident_blocks;
   const int local_blocks =
-      own_block_moves && room && k.count * E >= kLocalBlocksFrom ? kLocalBlocks : 0;
+      own_block_moves && st->fits(ch.blocks + kLocalBlocks) && k.count * E >= kLocalBlocksFrom
+          ? kLocalBlocks
+          : 0;
   a.local_blocks = local_blocks;
   if (piece == 0)
     return CCL_FAIL(CCL_INVALID_ARGUMENT,
@@ -292,8 +293,7 @@ Status prepare_nvls(ccl_comm* comm, CollState* st, const CollCall& k, Choice* ch
   uint64_t off = 0;
   const bool inside =
       symmetric(comm, k.recv, k.count * E, &off) && off + k.count * E <= st->mc_bytes;
-  const bool fits = st->resident_blocks == 0 || kNvlsBlocks <= st->resident_blocks;
-  if (!types || k.count % unit != 0 || !inside || st->cfg.deterministic || !fits) {
+  if (!types || k.count % unit != 0 || !inside || st->cfg.deterministic || !st->fits(kNvlsBlocks)) {
     CCL_INFO(kSubsysColl,
              "%s: multimem cannot run this call (type/op, alignment, buffer outside "
              "the multicast range, CCL_DETERMINISTIC, or CCL_RESIDENT_BLOCKS); unicast instead",

@@ -273,8 +273,7 @@ __global__ void __launch_bounds__(kThreads)
   fifo_load(c, s, f);
   const int n = c.nranks, me = c.rank;
   size_t lo, len;
-  // Channel slices in whole 16-byte packs, as the direct kernels' (step.hpp, partition_units).
-  partition_units(a.count, gridDim.x, blockIdx.x, E < 16 ? 16 / E : 1, &lo, &len);
+  partition_packs(a.count, gridDim.x, blockIdx.x, E, &lo, &len);
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
   Map w{recv, a.count * E, 0, lo, E};

@@ -84,6 +84,16 @@ CCL_HD void partition_units(size_t count, int parts, int i, size_t unit, size_t*
   *n = (hi < count ? hi : count) - *offset;
 }
 
+/// partition_units() in whole 16-byte packs of `esize`-byte elements: how the direct kernels'
+/// blocks, the pipe kernels' channels and the two-shot / NVLS rank blocks split a range (a part
+/// starting mid-pack would put every copy of it on the byte path). A rank block so cut is never
+/// larger than the inbox slot of ceil(count / parts) elements: ceil(ceil(count E / 16) / parts)
+/// packs.
+CCL_HD void partition_packs(size_t count, int parts, int i, size_t esize, size_t* offset,
+                            size_t* n) {
+  partition_units(count, parts, i, esize < 16 ? 16 / esize : 1, offset, n);
+}
+
 CCL_HD int mod(int a, int n) {
   return ((a % n) + n) % n;
 }
