@@ -63,10 +63,9 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
     switch (a.kind) {
       case DirectKind::kNvlsAllReduce:
         for (int j = 0; j < n; ++j) {
-          size_t jlo, jlen;
-          partition_packs(a.count, n, j, esize, &jlo, &jlen);
-          my_slice(a, jlen, esize, &lo, &len);
-          copy_slice(stage + (jlo + lo) * esize, send + (jlo + lo) * esize, len * esize);
+          const Transfer b = direct::two_shot_block(j, a.count, n, j, esize);
+          my_slice(a, b.count, esize, &lo, &len);
+          copy_slice(stage + (b.offset + lo) * esize, send + (b.offset + lo) * esize, len * esize);
         }
         break;
       default:
@@ -121,8 +120,10 @@ __device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
   const char* send = static_cast<const char*>(a.send);
   for (int k = 1; k < n; ++k) {
     const int j = (me + k) % n;  // next peer first: spread the traffic
-    size_t jlo = j * a.send_ld, jlen = a.count, lo, len;
-    if (a.kind == DirectKind::kTwoShot) partition_packs(a.count, n, j, esize, &jlo, &jlen);
+    Transfer b{j, j * a.send_ld, a.count};
+    if (a.kind == DirectKind::kTwoShot) b = direct::two_shot_block(j, a.count, n, j, esize);
+    const size_t jlo = b.offset, jlen = b.count;
+    size_t lo, len;
     my_slice(a, jlen, esize, &lo, &len);
     copy_slice(inbox_at(c, s, a, e, j, me, esize) + lo * esize, send + (jlo + lo) * esize,
                len * esize);
@@ -253,15 +254,14 @@ __global__ void __launch_bounds__(kThreads)
     }
   } else if (a.kind == DirectKind::kNvlsAllReduce) {
     if (!nvls_same_windows(c, s, a, e, &fail)) return;
-    size_t mlo, mlen;
-    partition_packs(a.count, n, me, sizeof(T), &mlo, &mlen);
-    my_slice(a, mlen, sizeof(T), &lo, &len);
-    nvls_allreduce<D, Op>(c, s, a, mlo + lo, len);
+    const Transfer mine = direct::two_shot_block(me, a.count, n, me, sizeof(T));
+    my_slice(a, mine.count, sizeof(T), &lo, &len);
+    nvls_allreduce<D, Op>(c, s, a, mine.offset + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
     if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
-    size_t mlo, mlen;
-    partition_packs(a.count, n, me, sizeof(T), &mlo, &mlen);
-    my_slice(a, mlen, sizeof(T), &lo, &len);
+    const Transfer mine = direct::two_shot_block(me, a.count, n, me, sizeof(T));
+    const size_t mlo = mine.offset;
+    my_slice(a, mine.count, sizeof(T), &lo, &len);
     // Peers' windows were published before the barrier; reading them here is ordered after it.
     // This rank's own block comes from send and goes to recv directly.
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
@@ -313,10 +313,9 @@ __global__ void __launch_bounds__(kThreads)
     // wrote its own block to recv).
     for (int j = 0; j < n; ++j) {
       if (j == me && a.kind == DirectKind::kTwoShot) continue;
-      size_t jlo, jlen;
-      partition_packs(a.count, n, j, sizeof(T), &jlo, &jlen);
-      my_slice(a, jlen, sizeof(T), &lo, &len);
-      copy_slice(static_cast<T*>(a.recv) + jlo + lo, stage + jlo + lo, len * sizeof(T));
+      const Transfer b = direct::two_shot_block(j, a.count, n, j, sizeof(T));
+      my_slice(a, b.count, sizeof(T), &lo, &len);
+      copy_slice(static_cast<T*>(a.recv) + b.offset + lo, stage + b.offset + lo, len * sizeof(T));
     }
   }
   finish_epoch(c, s, e);

@@ -54,8 +54,35 @@ CCL_HD size_t inbox_block_limit(size_t stage_bytes, int n, size_t esize) {
 CCL_HD int two_shot_steps(int n) {
   return 2 * (n - 1);
 }
-CCL_HD Step two_shot_allreduce(int r, int n, size_t count, int s) {
-  return s < n - 1 ? reduce_scatter(r, n, count, s) : allgather(r, n, count, s - (n - 1));
+
+/// Rank j's block of a two-shot or NVLS allreduce of `count` elements of `esize` bytes: whole
+/// 16-byte packs (partition_packs), so no rank's copies start mid-pack; the kernels cut with it.
+/// esize 0: element-wise (partition), the type-agnostic shape.
+CCL_HD Transfer two_shot_block(int peer, size_t count, int n, int j, size_t esize) {
+  Transfer t;
+  t.peer = peer;
+  if (esize == 0)
+    partition(count, n, j, &t.offset, &t.count);
+  else
+    partition_packs(count, n, j, esize, &t.offset, &t.count);
+  return t;
+}
+
+CCL_HD Step two_shot_allreduce(int r, int n, size_t count, size_t esize, int s) {
+  Step st;
+  if (s < n - 1) {  // reduce-scatter: block j goes to rank j, which reduces it
+    const int to = mod(r + s + 1, n), from = mod(r - s - 1, n);
+    st.send = two_shot_block(to, count, n, to, esize);
+    st.recv = two_shot_block(from, count, n, r, esize);
+    st.action = Action::kReduce;
+  } else {  // allgather of the reduced blocks
+    s -= n - 1;
+    const int to = mod(r + s + 1, n), from = mod(r - s - 1, n);
+    st.send = two_shot_block(to, count, n, r, esize);
+    st.recv = two_shot_block(from, count, n, from, esize);
+    st.action = Action::kCopy;
+  }
+  return st;
 }
 
 /// Broadcast: the root sends the whole buffer to root+s+1 at step s.

@@ -9,7 +9,9 @@ namespace ccl::coll {
 
 /// Shape of one collective call. `count` is the element count of the whole buffer: allreduce,
 /// broadcast, reduce: count; reduce-scatter and allgather: per-rank count x n; alltoall:
-/// per-peer count x n. `chunks` is the pipeline depth of the ring broadcast.
+/// per-peer count x n. `chunks` is the pipeline depth of the ring broadcast. `esize` is the
+/// element size in bytes where the cut depends on it (two-shot and NVLS allreduce: rank blocks
+/// in 16-byte packs), 0 for the type-agnostic element-wise cut.
 struct Shape {
   Collective coll;
   Algorithm algo;
@@ -17,6 +19,7 @@ struct Shape {
   size_t count;
   int root = 0;
   int chunks = 1;
+  size_t esize = 0;
 };
 
 CCL_HD bool supported(Collective c, Algorithm a) {
@@ -81,7 +84,7 @@ CCL_HD Step make_step(const Shape& sh, int r, int s) {
           return direct::one_shot_allreduce(r, n, c, s);
         case Algorithm::kTwoShot:
         case Algorithm::kNvls:
-          return direct::two_shot_allreduce(r, n, c, s);
+          return direct::two_shot_allreduce(r, n, c, sh.esize, s);
         default:
           break;
       }

@@ -115,6 +115,43 @@ TEST(Schedules, BlockSlicesStartOnWholePacks) {
   EXPECT_EQ(lo % 4, 0u);
 }
 
+// Two-shot and NVLS allreduce as the kernels cut them (rank blocks in 16-byte packs of the
+// element size, two_shot_block): exact results for 1..64 ranks and every element size, every
+// non-empty block starting on a pack, none larger than the inbox slot push mode gives it.
+TEST(Schedules, TwoShotRankBlocksAreWholePacksAndExact) {
+  std::mt19937 rng(99);
+  for (Algorithm algo : {Algorithm::kTwoShot, Algorithm::kNvls})
+    for (size_t esize : {size_t{1}, size_t{2}, size_t{4}, size_t{8}}) {
+      const size_t unit = 16 / esize;
+      for (int n = 1; n <= 64; ++n) {
+        const bool big = n == 2 || n == 3 || n == 8 || n == 13 || n == 63;
+        for (size_t count : counts_for(Collective::kAllReduce, n, rng, big)) {
+          Shape sh{Collective::kAllReduce, algo, n, count};
+          sh.esize = esize;
+          const SimResult r = simulate(sh, rng());
+          ASSERT_TRUE(r.ok) << r.error << " (esize " << esize << ")";
+          const size_t slot = direct::inbox_stride((count + n - 1) / n, esize);
+          for (int s = 0; s < num_steps(sh); ++s)
+            for (int q = 0; q < n; ++q) {
+              const Step st = make_step(sh, q, s);
+              for (const Transfer& t : {st.send, st.recv}) {
+                if (t.count == 0) continue;
+                EXPECT_EQ(t.offset % unit, 0u) << n << " " << count << " " << esize;
+                EXPECT_LE(t.count * esize, slot) << n << " " << count << " " << esize;
+              }
+            }
+        }
+      }
+    }
+  // The cut differs from the element-wise one where a block is not whole packs: 3 ranks, 100
+  // floats (25 packs): 36 + 32 + 32, not 34 + 33 + 33.
+  const Transfer b = direct::two_shot_block(1, 100, 3, 1, 4);
+  EXPECT_EQ(b.offset, 36u);
+  EXPECT_EQ(b.count, 32u);
+  EXPECT_EQ(direct::two_shot_block(2, 100, 3, 2, 4).offset, 68u);
+  EXPECT_EQ(direct::two_shot_block(1, 100, 3, 1, 0).offset, 34u);
+}
+
 TEST(Schedules, StepCountsAreTheTextbookOnes) {
   EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRing, 8, 100}), 14);
   EXPECT_EQ(num_steps({Collective::kAllReduce, Algorithm::kRecursiveDoubling, 8, 100}), 3);
