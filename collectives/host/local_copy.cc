@@ -8,7 +8,7 @@
 
 namespace ccl::coll {
 namespace {
-constexpr size_t kCopyKernelBelow = size_t{16} << 20;
+constexpr size_t kCopyKernelBelow = size_t{64} << 20;
 }  // namespace
 
 Status local_copy(ccl_comm* comm, void* dst, const void* src, size_t bytes, cudaStream_t stream) {

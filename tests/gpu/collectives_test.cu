@@ -1007,11 +1007,11 @@ int bad_input(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
-/// One rank copies with a kernel below 16 MiB and the copy engine from there, and in a graph
+/// One rank copies with a kernel below 64 MiB and the copy engine from there, and in a graph
 /// without PDL (run.cc): both sides of the threshold with ragged lengths, eagerly, then captured
 /// with CCL_PDL=1 and 0 (aligned, unaligned and large copies in one graph, replayed).
 int one_rank_copies(ccl_comm_t world, cudaStream_t s) {
-  const size_t at = (size_t{16} << 20) / sizeof(float);
+  const size_t at = (size_t{64} << 20) / sizeof(float);
   uint32_t seed = 7;
   for (size_t count : {at - 1, at, at + 3})
     for (Collective c : {Collective::kAllReduce, Collective::kAllToAll})
