@@ -18,9 +18,19 @@ int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm) {
     if (p.device < 0 || !p.mps) continue;
     const long sharers = ranks_on_gpu_of(peers, p);
     if (sharers < 2) continue;
-    const long sms = std::max(p.sm_count, 1);
-    const long own = std::max(1L, sms * p.mps_percent / 100);
-    cap = std::min({cap, sms * blocks_per_sm / sharers, own * blocks_per_sm});
+    // A client sees only its MPS share of the multiprocessors; the GPU has at least every
+    // sharer's share scaled back by its own percentage (a daemon-wide percentage, which no
+    // client sees, makes this an underestimate: fewer blocks, never a stall).
+    // (A share is at most the GPU x the client's percentage, so the GPU has at least share x
+    // 100 / percent, rounded up.)
+    long gpu = 1;
+    for (const PeerInfo& q : peers)
+      if (q.device >= 0 && same_gpu(p, q)) {
+        const long share = std::max(q.sm_count, 1), percent = std::max<long>(q.mps_percent, 1);
+        gpu = std::max(gpu, (share * 100 + percent - 1) / percent);
+      }
+    const long own = std::max(p.sm_count, 1);
+    cap = std::min({cap, gpu * blocks_per_sm / sharers, own * blocks_per_sm});
   }
   if (cap == LONG_MAX) return 0;
   return static_cast<int>(std::max<long>(cap, kPipeChannels));

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -36,15 +37,17 @@ uint64_t host_hash() {
 }
 
 namespace {
-/// The share of the device's multiprocessors an MPS client may use: the percentage its
-/// environment gives the MPS server (a daemon-wide default is not visible to the client).
+/// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of this process, rounded up (1..100; 100 unset). Under MPS
+/// a client's multiprocessor count is already its share (this percentage or the daemon's, the
+/// lower, in whole TPCs: 25 % of an H200 shows 32 of 132), so count x 100 / percent, rounded up,
+/// is a lower bound of the GPU's own count (residency.cc).
 uint8_t mps_active_percent() {
   const char* v = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
   if (v == nullptr || *v == '\0') return 100;
   char* end = nullptr;
   const double p = std::strtod(v, &end);
   if (end == v || !(p > 0)) return 100;
-  return p >= 100 ? 100 : p < 1 ? 1 : static_cast<uint8_t>(p);
+  return p >= 100 ? 100 : static_cast<uint8_t>(std::ceil(p));
 }
 }  // namespace
 
@@ -58,6 +61,7 @@ Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
   info->device = device;
   info->host_hash = host_hash();
   info->heap_mode = heap_mode;
+  info->mps_percent = mps_active_percent();
   if (device < 0) return CCL_SUCCESS;
   CCL_CUDA_CHECK(cudaDeviceGetPCIBusId(info->pci_bus_id, sizeof(info->pci_bus_id), device));
   cudaDeviceProp prop{};
@@ -67,7 +71,6 @@ Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
   int mps = 0;
   CCL_CUDA_CHECK(cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device));
   info->mps = mps != 0;
-  info->mps_percent = mps_active_percent();
   const DriverApi* api = nullptr;
   CCL_CHECK(driver_api(&api));
   int vmm = 0, fd = 0, ipc = 0;

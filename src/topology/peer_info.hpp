@@ -30,9 +30,10 @@ struct PeerInfo {
   int32_t heap_mode;    // the sender's CCL_HEAP_HANDLE choice (index in its enum)
   char pci_bus_id[16];  // "0000:1b:00.0", empty without a device
   uint8_t uuid[16];     // CUDA device UUID
-  int32_t sm_count;     // multiprocessors of the device
+  int32_t sm_count;     // multiprocessors the sender's context may use (under MPS its share)
   uint8_t mps;          // contexts on the device are shared through MPS (cudaDevAttrMpsEnabled)
-  uint8_t mps_percent;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the sender (1..100; 100 unset)
+  uint8_t mps_percent;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the sender, rounded up (1..100;
+                        // 100 unset)
   uint8_t reserved[50];
 };
 static_assert(sizeof(PeerInfo) == 128, "PeerInfo crosses processes: keep its size fixed");

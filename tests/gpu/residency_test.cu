@@ -190,5 +190,47 @@ TEST(CollectiveResidency, RanksSharingAGpuUnderMpsRunTheWidestGrids) {
   }
 }
 
+/// Multiprocessors a fresh process sees on GPU 0 with `percent` as its
+/// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (nullptr: unset).
+int visible_sms(const char* percent) {
+  return fork_ranks(
+             1,
+             [&](int) {
+               if (percent != nullptr) setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent, 1);
+               int sms = 0;
+               if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
+                 return -1;
+               return sms;
+             })[0]
+      .code;
+}
+
+// Clients with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 see a quarter of the multiprocessors
+// (32 of an H200's 132) and the limit keeps to that share, not a second quarter of it: four of
+// them fill 128.
+TEST(CollectiveResidency, RanksWithAnMpsThreadPercentageKeepToTheirShare) {
+  REQUIRE_GPUS(1);
+  if (!mps_on_gpu0())
+    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
+                    "run their grids at once";
+  const int all = visible_sms(nullptr), quarter = visible_sms("25");
+  ASSERT_GT(quarter, 0);
+  // Below what an unlimited client sees (itself limited by a daemon-wide percentage, if any).
+  ASSERT_LT(quarter, all) << "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 did not limit the client";
+  for (int n : {2, 4}) {
+    ccl_unique_id_t id, id_ll;
+    ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+    ASSERT_EQ(ccl_get_unique_id(&id_ll), CCL_SUCCESS);
+    auto results = fork_ranks(
+        n,
+        [&](int r) {
+          setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25", 1);
+          return wide_calls(id, id_ll, n, r);
+        },
+        120000);
+    for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << n << " ranks, rank " << r;
+  }
+}
+
 }  // namespace
 }  // namespace ccl::test

@@ -15,7 +15,8 @@
 namespace ccl::coll {
 namespace {
 
-/// A rank on GPU `gpu` (its UUID's first byte) of `sms` multiprocessors.
+/// A rank on GPU `gpu` (its UUID's first byte) that sees `sms` multiprocessors (under MPS its
+/// share: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=`percent` shows 32 of an H200's 132 at 25).
 PeerInfo rank_on(int gpu, bool mps, int sms = 132, int percent = 100) {
   PeerInfo p{};
   p.device = gpu;
@@ -61,11 +62,43 @@ TEST(Residency, SharersSplitTheMultiprocessors) {
 }
 
 TEST(Residency, AnMpsShareBelowTheSplitDecides) {
-  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 gives each client 33 of 132 SMs.
-  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132, 25), rank_on(0, true, 132, 25)}, 1), 33);
-  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132, 25), rank_on(0, true, 132, 25)}, 2), 66);
-  // Above the split it changes nothing.
-  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132, 80), rank_on(0, true, 132, 80)}, 1), 66);
+  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 on an H200: each client sees 32 SMs (measured), the GPU
+  // has at least 32 x 100 / 25 = 128. Two clients: 32 each (their share, not 128 / 2), twice
+  // that at two blocks per SM; the share is not taken off the visible count a second time.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 32, 25), rank_on(0, true, 32, 25)}, 1), 32);
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 32, 25), rank_on(0, true, 32, 25)}, 2), 64);
+  // Eight clients at 25 %: 128 / 8 = 16 each, below their share.
+  EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(8, rank_on(0, true, 32, 25)), 1), 16);
+  // 50 % each (66 of 132): 66 for two ranks, 33 for four.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 66, 50), rank_on(0, true, 66, 50)}, 1), 66);
+  EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(4, rank_on(0, true, 66, 50)), 1), 33);
+  // One rank limited, one not: the GPU is the unlimited rank's 132; the limited rank's share
+  // caps every launch (grids are equal on every rank).
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132), rank_on(0, true, 32, 25)}, 1), 32);
+  // A percentage that is not whole rounds up (12.5 -> 13), keeping the GPU estimate low.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 16, 13), rank_on(0, true, 16, 13)}, 1), 16);
+  // A daemon-wide percentage no client sees (50 %: every rank shows 66, its own percentage
+  // unset): the GPU counts as 66, so two ranks get 33, fewer than fit, never more.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 66), rank_on(0, true, 66)}, 1), 33);
+}
+
+TEST(Residency, TheMpsPercentageTravelsRoundedUp) {
+  // Rounded up, share x 100 / percent stays a lower bound of the GPU's multiprocessors.
+  const struct {
+    const char* env;
+    int want;
+  } cases[] = {{"25", 25},   {"12.5", 13}, {"0.2", 1}, {"100", 100},
+               {"150", 100}, {"", 100},    {"x", 100}, {"-5", 100}};
+  for (const auto& c : cases) {
+    setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", c.env, 1);
+    PeerInfo p{};
+    ASSERT_TRUE(local_peer_info(0, -1, 0, &p).ok());
+    EXPECT_EQ(p.mps_percent, c.want) << c.env;
+  }
+  unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  PeerInfo p{};
+  ASSERT_TRUE(local_peer_info(0, -1, 0, &p).ok());
+  EXPECT_EQ(p.mps_percent, 100);
 }
 
 TEST(Residency, NeverBelowThePointToPointChannels) {
