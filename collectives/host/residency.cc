@@ -11,6 +11,11 @@
 #include "common/settings.hpp"
 
 namespace ccl::coll {
+namespace {
+// Shares up to this many multiprocessors may be MPS's floor rather than the percentage (8 on an
+// H200, measured; twice that for other parts).
+constexpr long kMpsFloorSms = 16;
+}  // namespace
 
 int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm) {
   long cap = LONG_MAX;
@@ -18,16 +23,16 @@ int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm) {
     if (p.device < 0 || !p.mps) continue;
     const long sharers = ranks_on_gpu_of(peers, p);
     if (sharers < 2) continue;
-    // A client sees only its MPS share of the multiprocessors; the GPU has at least every
-    // sharer's share scaled back by its own percentage (a daemon-wide percentage, which no
-    // client sees, makes this an underestimate: fewer blocks, never a stall).
-    // (A share is at most the GPU x the client's percentage, so the GPU has at least share x
-    // 100 / percent, rounded up.)
+    // A client sees only its MPS share of the multiprocessors: the GPU x its percentage rounded
+    // down to whole TPCs, but never below a floor (an H200 client at 1-7 % sees 8 of 132). So
+    // the GPU has at least share x 100 / percent, rounded up, for a share above the floor;
+    // a share at it tells only itself. A daemon-wide percentage, which no client sees, makes
+    // this an underestimate too: fewer blocks, never a stall.
     long gpu = 1;
     for (const PeerInfo& q : peers)
       if (q.device >= 0 && same_gpu(p, q)) {
         const long share = std::max(q.sm_count, 1), percent = std::max<long>(q.mps_percent, 1);
-        gpu = std::max(gpu, (share * 100 + percent - 1) / percent);
+        gpu = std::max(gpu, share > kMpsFloorSms ? (share * 100 + percent - 1) / percent : share);
       }
     const long own = std::max(p.sm_count, 1);
     cap = std::min({cap, gpu * blocks_per_sm / sharers, own * blocks_per_sm});

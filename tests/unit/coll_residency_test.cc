@@ -75,8 +75,17 @@ TEST(Residency, AnMpsShareBelowTheSplitDecides) {
   // One rank limited, one not: the GPU is the unlimited rank's 132; the limited rank's share
   // caps every launch (grids are equal on every rank).
   EXPECT_EQ(co_resident_cap({rank_on(0, true, 132), rank_on(0, true, 32, 25)}, 1), 32);
-  // A percentage that is not whole rounds up (12.5 -> 13), keeping the GPU estimate low.
-  EXPECT_EQ(co_resident_cap({rank_on(0, true, 16, 13), rank_on(0, true, 16, 13)}, 1), 16);
+  // A percentage that is not whole rounds up (12.5 -> 13; an H200 shows 16 SMs), keeping the
+  // GPU estimate low: 20 ranks at 22 / 17 % (measured) count the GPU as 130, 6 blocks each,
+  // held at 16.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 22, 17), rank_on(0, true, 22, 17)}, 1), 22);
+  EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(6, rank_on(0, true, 22, 17)), 1), 21);
+  // At MPS's floor (1 %: 8 SMs of 132, not 1.3) the share says nothing of the GPU: 8 x 100 / 1
+  // would count 800 multiprocessors and let 20 ranks at 4 blocks per SM launch 32 blocks each
+  // (640 > 528).
+  EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(20, rank_on(0, true, 8, 1)), 4), 16);
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132), rank_on(0, true, 8, 1)}, 1), 16);
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 16, 13), rank_on(0, true, 16, 13)}, 2), 16);
   // A daemon-wide percentage no client sees (50 %: every rank shows 66, its own percentage
   // unset): the GPU counts as 66, so two ranks get 33, fewer than fit, never more.
   EXPECT_EQ(co_resident_cap({rank_on(0, true, 66), rank_on(0, true, 66)}, 1), 33);
