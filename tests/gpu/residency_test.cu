@@ -175,19 +175,30 @@ int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
   return 0;
 }
 
-TEST(CollectiveResidency, RanksSharingAGpuUnderMpsRunTheWidestGrids) {
-  REQUIRE_GPUS(1);
-  if (!mps_on_gpu0())
-    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
-                    "run their grids at once";
+/// wide_calls on 2 and then 4 ranks of GPU 0, each rank with `percent` as its
+/// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (nullptr: unset).
+void wide_calls_on_2_and_4_ranks(const char* percent) {
   for (int n : {2, 4}) {
     ccl_unique_id_t id, id_ll;
     ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
     ASSERT_EQ(ccl_get_unique_id(&id_ll), CCL_SUCCESS);
     auto results = fork_ranks(
-        n, [&](int r) { return wide_calls(id, id_ll, n, r); }, 120000);
+        n,
+        [&](int r) {
+          if (percent != nullptr) setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent, 1);
+          return wide_calls(id, id_ll, n, r);
+        },
+        120000);
     for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << n << " ranks, rank " << r;
   }
+}
+
+TEST(CollectiveResidency, RanksSharingAGpuUnderMpsRunTheWidestGrids) {
+  REQUIRE_GPUS(1);
+  if (!mps_on_gpu0())
+    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
+                    "run their grids at once";
+  wide_calls_on_2_and_4_ranks(nullptr);
 }
 
 /// Multiprocessors a fresh process sees on GPU 0 with `percent` as its
@@ -217,19 +228,7 @@ TEST(CollectiveResidency, RanksWithAnMpsThreadPercentageKeepToTheirShare) {
   ASSERT_GT(quarter, 0);
   // Below what an unlimited client sees (itself limited by a daemon-wide percentage, if any).
   ASSERT_LT(quarter, all) << "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 did not limit the client";
-  for (int n : {2, 4}) {
-    ccl_unique_id_t id, id_ll;
-    ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
-    ASSERT_EQ(ccl_get_unique_id(&id_ll), CCL_SUCCESS);
-    auto results = fork_ranks(
-        n,
-        [&](int r) {
-          setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25", 1);
-          return wide_calls(id, id_ll, n, r);
-        },
-        120000);
-    for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << n << " ranks, rank " << r;
-  }
+  wide_calls_on_2_and_4_ranks("25");
 }
 
 }  // namespace
