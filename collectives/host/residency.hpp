@@ -14,7 +14,8 @@ namespace ccl::coll {
 
 /// Most blocks one launch may have so that the grids of all ranks sharing a GPU under MPS are
 /// resident at once: per such GPU with k >= 2 of the ranks, its multiprocessors x
-/// `blocks_per_sm` / k, and within each of those ranks' own MPS share (mps_percent). 0: no GPU
+/// `blocks_per_sm` / k, and within each of those ranks' own MPS share (the multiprocessors it
+/// sees; the GPU's count is inferred from the shares and percentages). 0: no GPU
 /// of the ranks is shared under MPS (no limit). Never below kPipeChannels (a point-to-point
 /// launch's FIFO channels). Every rank computes the same value from the same table.
 int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm);

@@ -6,7 +6,8 @@
 // LL, FIFO and rendezvous send/recv, and back-to-back calls (no early launch of the next grid:
 // core/comm.cc, pdl_choice). Without MPS the ranks are time-sliced (each context has the
 // whole GPU in turn) and the test skips. Run with CCL_RESIDENT_BLOCKS=0 (no limit) under MPS it
-// fails at four ranks' 64 MiB alltoall (one H200): the check that it can.
+// fails at four ranks' 64 MiB alltoall (one H200): the check that it can. The same calls run
+// again with every rank held to a quarter of the GPU by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE.
 #include <gtest/gtest.h>
 
 #include <chrono>
