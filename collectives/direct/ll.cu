@@ -130,6 +130,20 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (__syncthreads_or(failed)) return;
+  // Once every 2^31 epochs per parity, this rank's row at every peer is rewritten whole
+  // (ll_refresh): units past the call's, and all of a row the call sends nothing through.
+  if (ll_refresh(e, 2)) {
+    const size_t units = bb / 8 + (bb % 8 != 0), row_units = row_stride / 2;
+    const size_t first = blockIdx.x * blockDim.x + threadIdx.x,
+                 stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    uint64_t* const mine = s.ll + ((e & 1) * n + me) * row_stride;
+    for (int j = 0; j < n; ++j) {
+      if (j == me) continue;
+      const bool sent = sends && (k != Collective::kReduce || j == root);
+      for (size_t v = first + (sent ? units : 0); v < row_units; v += stride)
+        ll_store(dev::peer_ptr(c, mine + 2 * v, j), 0, flag);
+    }
+  }
   // The values read were consumed (stored above): no fence needed before telling the peers.
   publish_epoch(s, ep, e, false);
 }
@@ -141,7 +155,9 @@ struct LLKernel {
 
 }  // namespace
 
-cudaError_t ll_blocks_per_sm(int* out) { return fewest_blocks_per_sm<LLKernel>(kThreads, out); }
+cudaError_t ll_blocks_per_sm(int* out) {
+  return fewest_blocks_per_sm<LLKernel>(kThreads, out);
+}
 
 cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
                       const CollScratch& s, const LLArgs& a, const Launch& l) {

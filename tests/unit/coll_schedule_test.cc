@@ -10,6 +10,7 @@
 
 #include "collectives/schedule/direct.hpp"
 #include "collectives/schedule/ll_flag.hpp"
+#include "collectives/schedule/p2p.hpp"
 #include "collectives/sim/simulator.hpp"
 
 namespace ccl::coll {
@@ -213,6 +214,34 @@ TEST(Schedules, LLFlagsAreNeverZeroAndRepeatOnlyAfterTwoToThe32MinusOne) {
       }
   EXPECT_NE(ll_flag(uint64_t{1} << 32), 0u);
   EXPECT_NE(ll_flag(uint64_t{1} << 32), ll_flag(0));
+}
+
+// Every row is rewritten whole once per 2^31 numbers (ll_refresh), so no unit of it keeps a flag
+// long enough to meet it again: rows x (2^32 - 1) numbers, the distance at which calls of one
+// row share a flag.
+TEST(Schedules, EveryLLRowIsRefreshedLongBeforeItsFlagsRepeat) {
+  const uint64_t period = 0xffffffffull, every = uint64_t{1} << 31;
+  for (unsigned rows : {2u, unsigned(kP2pLLSlots)}) {
+    // Within one 2^31 window: exactly `rows` refreshing numbers, one per row.
+    for (uint64_t window : {uint64_t{0}, every, 5 * every, (uint64_t{1} << 40) + every}) {
+      std::vector<int> per_row(rows, 0);
+      for (uint64_t q = window + (uint64_t{1} << 30) - 8; q < window + (uint64_t{1} << 30) + 8; ++q)
+        if (ll_refresh(q, rows)) ++per_row[q % rows];
+      for (unsigned r = 0; r < rows; ++r)
+        EXPECT_EQ(per_row[r], 1) << rows << " " << window << " " << r;
+      EXPECT_FALSE(ll_refresh(window, rows));
+      EXPECT_FALSE(ll_refresh(window + every - 1, rows));
+    }
+    // Not among a communicator's first calls (counters start at 0 or CCL_EPOCH_BASE).
+    for (uint64_t q = 0; q < 4096; ++q) EXPECT_FALSE(ll_refresh(q, rows)) << q;
+    // The same row refreshes again 2^31 numbers on; a flag of that row repeats only after
+    // rows x (2^32 - 1) (ll_flag, the period a multiple of rows away).
+    const uint64_t first = (uint64_t{1} << 30) + 1;
+    EXPECT_TRUE(ll_refresh(first, rows));
+    EXPECT_TRUE(ll_refresh(first + every, rows));
+    EXPECT_LT(every + rows, rows * period);
+    EXPECT_EQ(ll_flag(first), ll_flag(first + rows * period));
+  }
 }
 
 }  // namespace
