@@ -47,6 +47,14 @@ __device__ __forceinline__ void ll_store(uint64_t* to, uint64_t v, uint32_t flag
   asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(to), "l"(lo), "l"(hi) : "memory");
 }
 
+/// Rewrites units [from, row_units) of an LL row (`row`: the receiver's, as mapped here) with
+/// data 0 and `flag`, unit first, first + stride, ... of the calling thread (ll_refresh). Out of
+/// line: it runs once every 2^31 calls of a row, and inlined it took registers from every call.
+static __device__ __noinline__ void ll_refresh_row(uint64_t* row, size_t from, size_t row_units,
+                                                   uint32_t flag, size_t first, size_t stride) {
+  for (size_t v = from + first; v < row_units; v += stride) ll_store(row + 2 * v, 0, flag);
+}
+
 /// Spins until both entries of a unit carry `flag` (ll_store); false on timeout or abort
 /// (reported).
 __device__ inline bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag,

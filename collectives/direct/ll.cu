@@ -140,8 +140,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < n; ++j) {
       if (j == me) continue;
       const bool sent = sends && (k != Collective::kReduce || j == root);
-      for (size_t v = first + (sent ? units : 0); v < row_units; v += stride)
-        ll_store(dev::peer_ptr(c, mine + 2 * v, j), 0, flag);
+      ll_refresh_row(dev::peer_ptr(c, mine, j), sent ? units : 0, row_units, flag, first, stride);
     }
   }
   // The values read were consumed (stored above): no fence needed before telling the peers.

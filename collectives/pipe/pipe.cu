@@ -423,8 +423,7 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
       ll_store(to + 2 * u, load_unit(buf, u * 8, op.bytes), flag);
     // Once every 2^31 operations per slot the rest of the row too (ll_refresh).
     if (ll_refresh(q, kP2pLLSlots))
-      for (size_t u = first + units; u < s.p2p_ll_entries / 2; u += stride)
-        ll_store(to + 2 * u, 0, flag);
+      ll_refresh_row(to, units, s.p2p_ll_entries / 2, flag, first, stride);
   } else {
     for (size_t u = first; u < units && !failed; u += stride) {
       uint64_t v;

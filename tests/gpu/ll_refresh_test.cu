@@ -6,7 +6,8 @@
 // (CCL_EPOCH_BASE), the small calls run across it, and at T a call reaches those units while
 // rank 0 holds back its data. Without the refresh rank 1 takes the planted entries as rank 0's
 // data (built with ll_refresh returning false, it fails so); with it rank 1 waits for the real
-// ones. The LL one-shot allreduce (epoch rows) and point-to-point LL (slot rows) in turn.
+// ones. The LL one-shot allreduce (epoch rows) and point-to-point LL (slot rows), each on a
+// communicator of its own.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -80,47 +81,69 @@ int exchange(ccl_comm_t comm, uint8_t* in, uint8_t* out, size_t bytes, int r, cu
   return 0;
 }
 
-int refreshed_rows(ccl_unique_id_t id, int r) {
+/// One of two ranks on a communicator whose counters start just below the refresh, with the
+/// LL one-shot forced for allreduce.
+int open_comm(ccl_unique_id_t id, int r, ccl_comm_t* comm, cudaStream_t* s) {
   setenv("CCL_EPOCH_BASE", std::to_string(kRefreshAt - 8).c_str(), 1);
   setenv("CCL_PROTO", "LL", 1);
   setenv("CCL_ALGO", "allreduce:one_shot", 1);
   setenv("CCL_WAIT_TIMEOUT", "3000", 1);
+  if (init_on_gpu(id, 2, r, comm)) return 1;
+  RANK_CUDA(cudaStreamCreate(s));
+  return 0;
+}
+
+/// Rank 0 holds back its data of the call that reaches the planted units.
+std::chrono::milliseconds hold(int r) {
+  return std::chrono::milliseconds(r == 0 ? 300 : 0);
+}
+
+/// Epoch rows: [parity][sender][ll_entries]; T = the refresh of parity 0, + 2.
+int collective_rows(ccl_unique_id_t id, int r) {
   ccl_comm_t comm;
-  if (init_on_gpu(id, 2, r, &comm)) return 1;
   cudaStream_t s;
-  RANK_CUDA(cudaStreamCreate(&s));
+  if (open_comm(id, r, &comm, &s)) return 1;
   const size_t big = 2 * kPlantTo;  // floats: kPlantTo units
   float *in = nullptr, *out = nullptr;
   RANK_CUDA(cudaMalloc(&in, big * sizeof(float)));
   RANK_CUDA(cudaMalloc(&out, big * sizeof(float)));
   std::vector<float> ones(big, static_cast<float>(1 + r));
   RANK_CUDA(cudaMemcpy(in, ones.data(), big * sizeof(float), cudaMemcpyHostToDevice));
-  const auto hold = std::chrono::milliseconds(r == 0 ? 300 : 0);
-
-  // Epoch rows: [parity][sender][ll_entries]; T = the refresh of parity 0, + 2.
   if (int rc = allreduce(comm, in, out, 4, r, s)) return rc;
   CollScratch sc;
   if (int rc = scratch_of(comm, &sc)) return rc;
   uint64_t done = 0;
   RANK_CUDA(cudaMemcpy(&done, sc.epoch + r, sizeof(done), cudaMemcpyDeviceToHost));
   const uint64_t t = kRefreshAt + 2;
-  RANK_CHECK(done + 4 < kRefreshAt && coll::ll_refresh(kRefreshAt, 2),
-             "epoch %llu: not below the refresh", static_cast<unsigned long long>(done));
+  RANK_CHECK(done + 4 < kRefreshAt, "epoch %llu: not below the refresh",
+             static_cast<unsigned long long>(done));
   if (int rc = plant(sc.ll + ((t & 1) * 2 + (1 - r)) * sc.ll_entries, coll::ll_flag(t))) return rc;
   for (uint64_t e = done + 1; e < t; ++e)
     if (int rc = allreduce(comm, in, out, 4, r, s)) return rc;
-  if (int rc = allreduce(comm, in, out, big, r, s, hold)) return rc;
+  if (int rc = allreduce(comm, in, out, big, r, s, hold(r))) return rc;
   RANK_CUDA(cudaMemcpy(&done, sc.epoch + r, sizeof(done), cudaMemcpyDeviceToHost));
   RANK_CHECK(done == t, "the large call ran at epoch %llu, not %llu",
              static_cast<unsigned long long>(done), static_cast<unsigned long long>(t));
+  RANK_CUDA(cudaFree(in));
+  RANK_CUDA(cudaFree(out));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
 
-  // Point-to-point slot rows: [slot][sender][p2p_ll_entries]; T = slot 0's refresh + kP2pLLSlots.
-  uint8_t *bin = nullptr, *bout = nullptr;
+/// Point-to-point slot rows: [slot][sender][p2p_ll_entries]; T = slot 0's refresh +
+/// kP2pLLSlots.
+int p2p_rows(ccl_unique_id_t id, int r) {
+  ccl_comm_t comm;
+  cudaStream_t s;
+  if (open_comm(id, r, &comm, &s)) return 1;
+  uint8_t *in = nullptr, *out = nullptr;
   const size_t bytes = 8 * kPlantTo;
-  RANK_CUDA(cudaMalloc(&bin, bytes));
-  RANK_CUDA(cudaMalloc(&bout, bytes));
-  RANK_CUDA(cudaMemset(bin, 1 + r, bytes));
-  if (int rc = exchange(comm, bin, bout, 8, r, s)) return rc;
+  RANK_CUDA(cudaMalloc(&in, bytes));
+  RANK_CUDA(cudaMalloc(&out, bytes));
+  RANK_CUDA(cudaMemset(in, 1 + r, bytes));
+  if (int rc = exchange(comm, in, out, 8, r, s)) return rc;
+  CollScratch sc;
+  if (int rc = scratch_of(comm, &sc)) return rc;
   coll::P2pCounts pc{};
   RANK_CUDA(cudaMemcpy(&pc, sc.p2p + (1 - r), sizeof(pc), cudaMemcpyDeviceToHost));
   const uint64_t q = kRefreshAt + coll::kP2pLLSlots;
@@ -132,27 +155,33 @@ int refreshed_rows(ccl_unique_id_t id, int r) {
       sc.p2p_ll + (static_cast<size_t>(coll::p2p_ll_slot(q)) * 2 + (1 - r)) * sc.p2p_ll_entries;
   if (int rc = plant(row, coll::ll_flag(q))) return rc;
   for (uint64_t k = pc.ll_rcvd + 1; k < q; ++k)
-    if (int rc = exchange(comm, bin, bout, 8, r, s)) return rc;
-  if (int rc = exchange(comm, bin, bout, bytes, r, s, hold)) return rc;
+    if (int rc = exchange(comm, in, out, 8, r, s)) return rc;
+  if (int rc = exchange(comm, in, out, bytes, r, s, hold(r))) return rc;
   RANK_CUDA(cudaMemcpy(&pc, sc.p2p + (1 - r), sizeof(pc), cudaMemcpyDeviceToHost));
   RANK_CHECK(pc.ll_rcvd == q, "the large receive was LL operation %llu, not %llu",
              static_cast<unsigned long long>(pc.ll_rcvd), static_cast<unsigned long long>(q));
-
   RANK_CUDA(cudaFree(in));
   RANK_CUDA(cudaFree(out));
-  RANK_CUDA(cudaFree(bin));
-  RANK_CUDA(cudaFree(bout));
   RANK_OK(ccl_comm_destroy(comm));
   return 0;
 }
 
-TEST(CollectiveCounters, LLRowsAreRefreshedBeforeTheirFlagsRepeat) {
-  REQUIRE_GPUS(1);
+void run_two_ranks(int (*body)(ccl_unique_id_t, int)) {
   ccl_unique_id_t id;
   ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
   auto results = fork_ranks(
-      2, [&](int r) { return refreshed_rows(id, r); }, 60000);
+      2, [&](int r) { return body(id, r); }, 60000);
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+TEST(CollectiveCounters, LLCollectiveRowsAreRefreshedBeforeTheirFlagsRepeat) {
+  REQUIRE_GPUS(1);
+  run_two_ranks(collective_rows);
+}
+
+TEST(CollectiveCounters, PointToPointLLRowsAreRefreshedBeforeTheirFlagsRepeat) {
+  REQUIRE_GPUS(1);
+  run_two_ranks(p2p_rows);
 }
 
 }  // namespace
