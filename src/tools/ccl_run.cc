@@ -44,19 +44,28 @@ int usage() {
   return 2;
 }
 
-int free_port() {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
+/// A loopback port for rank 0's bootstrap root, held for the launch by a socket bound with
+/// SO_REUSEADDR and never listening (`*holder`, close-on-exec): rank 0 (SO_REUSEADDR) can still
+/// listen on it, while no other bind, and no outgoing connection's local port, can take it in
+/// between. Closing the probe right away let a rank's own connections draw the port first
+/// ("cannot listen on 127.0.0.1:...: Address already in use", seen once on the GPU machine).
+int reserve_port(int* holder) {
+  *holder = -1;
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return -1;
+  int one = 1;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(a);
-  int port = -1;
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  close(s);
-  return port;
+  if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+      bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(s);
+    return -1;
+  }
+  *holder = s;
+  return ntohs(a.sin_port);
 }
 
 void flush_lines(int rank, Rank& r, bool all) {
@@ -106,7 +115,8 @@ int main(int argc, char** argv) {
   if (n < 1 || i >= argc) return usage();
   char** prog = argv + i;
 
-  const int port = free_port();
+  int port_holder = -1;
+  const int port = reserve_port(&port_holder);
   uint8_t secret[16];
   if (port < 0 || !ccl::bootstrap::random_secret(secret).ok()) {
     std::fprintf(stderr, "ccl-run: cannot prepare the bootstrap (port or random source)\n");
