@@ -9,6 +9,24 @@ namespace {
 
 constexpr int kThreads = kLLThreads;
 
+/// This rank's row at every peer rewritten whole at epoch `e` (ll_refresh): the units past the
+/// call's where the call sent to that peer, all of them where it sent nothing there.
+__device__ __noinline__ void refresh_rows(ccl_device_comm_t c, CollScratch s, LLArgs a,
+                                          uint64_t e) {
+  const int n = c.nranks, me = c.rank;
+  const size_t units = (a.block_bytes + 7) / 8, row_units = s.ll_entries / 2;
+  const size_t first = blockIdx.x * blockDim.x + threadIdx.x,
+               stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  uint64_t* const mine = s.ll + ((e & 1) * n + me) * s.ll_entries;
+  const bool sends = a.coll != Collective::kBroadcast || me == a.root;
+  for (int j = 0; j < n; ++j) {
+    if (j == me) continue;
+    const bool sent = sends && (a.coll != Collective::kReduce || j == a.root);
+    ll_refresh_row(dev::peer_ptr(c, mine, j), sent ? units : 0, row_units, ll_flag(e), first,
+                   stride);
+  }
+}
+
 template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     ll_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {
@@ -130,19 +148,9 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (__syncthreads_or(failed)) return;
-  // Once every 2^31 epochs per parity, this rank's row at every peer is rewritten whole
-  // (ll_refresh): units past the call's, and all of a row the call sends nothing through.
-  if (ll_refresh(e, 2)) {
-    const size_t units = bb / 8 + (bb % 8 != 0), row_units = row_stride / 2;
-    const size_t first = blockIdx.x * blockDim.x + threadIdx.x,
-                 stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    uint64_t* const mine = s.ll + ((e & 1) * n + me) * row_stride;
-    for (int j = 0; j < n; ++j) {
-      if (j == me) continue;
-      const bool sent = sends && (k != Collective::kReduce || j == root);
-      ll_refresh_row(dev::peer_ptr(c, mine, j), sent ? units : 0, row_units, flag, first, stride);
-    }
-  }
+  // Once every 2^31 epochs per parity (ll_refresh); out of line and from the parameters alone,
+  // so the call's path keeps no value alive for it.
+  if (ll_refresh(e, 2)) refresh_rows(c, s, a, e);
   // The values read were consumed (stored above): no fence needed before telling the peers.
   publish_epoch(s, ep, e, false);
 }
