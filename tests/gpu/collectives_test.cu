@@ -1007,11 +1007,13 @@ int bad_input(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
-/// One rank copies with a kernel below 64 MiB and the copy engine from there, and in a graph
-/// without PDL (run.cc): both sides of the threshold with ragged lengths, eagerly, then captured
-/// with CCL_PDL=1 and 0 (aligned, unaligned and large copies in one graph, replayed).
+/// One rank copies with a kernel below 48 MiB (32 MiB in a graph) and the copy engine from
+/// there, and in a graph without PDL (local_copy.cc): both sides of the eager cutoff with ragged
+/// lengths, then captured with CCL_PDL=1 and 0 (aligned, unaligned, and both sides of the graph
+/// cutoff in one graph, replayed).
 int one_rank_copies(ccl_comm_t world, cudaStream_t s) {
-  const size_t at = (size_t{64} << 20) / sizeof(float);
+  const size_t at = (size_t{48} << 20) / sizeof(float),
+               in_graph = (size_t{32} << 20) / sizeof(float);
   uint32_t seed = 7;
   for (size_t count : {at - 1, at, at + 3})
     for (Collective c : {Collective::kAllReduce, Collective::kAllToAll})
@@ -1019,14 +1021,15 @@ int one_rank_copies(ccl_comm_t world, cudaStream_t s) {
         Case k{c, c == Collective::kAllReduce ? ccl_avg : ccl_sum, 0, count, m, 0, true, seed++};
         if (run_case_any(world, 0, 1, ccl_float32, k, s, "one rank")) return 1;
       }
-  const size_t counts[] = {1001, 1001, at + 3};
-  const size_t offsets[] = {0, 1, 0};  // floats past an aligned address
+  const size_t counts[] = {1001, 1001, in_graph - 1, in_graph + 3};
+  const size_t offsets[] = {0, 1, 0, 0};  // floats past an aligned address
+  constexpr int kCopies = 4;
   for (const char* pdl : {"1", "0"}) {
     setenv("CCL_PDL", pdl, 1);
     ccl_comm_t comm;
     if (fresh_comm(world, 0, &comm)) return 1;
-    float *send[3], *recv[3];
-    for (int i = 0; i < 3; ++i) {
+    float *send[kCopies], *recv[kCopies];
+    for (int i = 0; i < kCopies; ++i) {
       RANK_CUDA(cudaMalloc(&send[i], (counts[i] + 1) * 4));
       RANK_CUDA(cudaMalloc(&recv[i], (counts[i] + 1) * 4));
       send[i] += offsets[i], recv[i] += offsets[i];
@@ -1034,20 +1037,20 @@ int one_rank_copies(ccl_comm_t world, cudaStream_t s) {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < kCopies; ++i)
       RANK_OK(ccl_allreduce(send[i], recv[i], counts[i], ccl_float32, ccl_max, comm, s));
     RANK_CUDA(cudaStreamEndCapture(s, &graph));
     RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     for (int replay = 0; replay < 2; ++replay) {
-      std::vector<std::vector<float>> in(3);
-      for (int i = 0; i < 3; ++i) {
+      std::vector<std::vector<float>> in(kCopies);
+      for (int i = 0; i < kCopies; ++i) {
         in[i] = make_input<ccl_float32>(seed++, 0, counts[i], ccl_max, true);
         RANK_CUDA(cudaMemcpy(send[i], in[i].data(), counts[i] * 4, cudaMemcpyHostToDevice));
         RANK_CUDA(cudaMemset(recv[i], 0, counts[i] * 4));
       }
       RANK_CUDA(cudaGraphLaunch(exec, s));
       RANK_CUDA(cudaStreamSynchronize(s));
-      for (int i = 0; i < 3; ++i) {
+      for (int i = 0; i < kCopies; ++i) {
         std::vector<float> got(counts[i]);
         RANK_CUDA(cudaMemcpy(got.data(), recv[i], counts[i] * 4, cudaMemcpyDeviceToHost));
         RANK_CHECK(std::memcmp(got.data(), in[i].data(), counts[i] * 4) == 0,
@@ -1057,7 +1060,7 @@ int one_rank_copies(ccl_comm_t world, cudaStream_t s) {
     }
     RANK_CUDA(cudaGraphExecDestroy(exec));
     RANK_CUDA(cudaGraphDestroy(graph));
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < kCopies; ++i) {
       RANK_CUDA(cudaFree(send[i] - offsets[i]));
       RANK_CUDA(cudaFree(recv[i] - offsets[i]));
     }
