@@ -38,7 +38,7 @@ int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm) {
     cap = std::min({cap, gpu * blocks_per_sm / sharers, own * blocks_per_sm});
   }
   if (cap == LONG_MAX) return 0;
-  return static_cast<int>(std::max<long>(cap, kPipeChannels));
+  return static_cast<int>(std::max<long>(cap, 1));
 }
 
 Status resident_blocks(const std::vector<PeerInfo>& peers, int* out) {
@@ -64,8 +64,9 @@ Status resident_blocks(const std::vector<PeerInfo>& peers, int* out) {
   *out = co_resident_cap(peers, std::max(per_sm, 1));
   CCL_INFO(kSubsysColl,
            "ranks share a GPU under MPS: every collective launch keeps to %d blocks (%d per "
-           "multiprocessor) so that all sharers' grids are resident together",
-           *out, per_sm);
+           "multiprocessor) so that all sharers' grids are resident together%s",
+           *out, per_sm,
+           *out < kPipeChannels ? "; send/recv above the LL size (16 FIFO channels) refused" : "");
   return CCL_SUCCESS;
 }
 

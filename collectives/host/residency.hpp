@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "collectives/common/coll_args.h"
 #include "common/status.hpp"
 #include "topology/peer_info.hpp"
 
@@ -16,9 +17,17 @@ namespace ccl::coll {
 /// resident at once: per such GPU with k >= 2 of the ranks, its multiprocessors x
 /// `blocks_per_sm` / k, and within each of those ranks' own MPS share (the multiprocessors it
 /// sees; the GPU's count is inferred from the shares and percentages). 0: no GPU
-/// of the ranks is shared under MPS (no limit). Never below kPipeChannels (a point-to-point
-/// launch's FIFO channels). Every rank computes the same value from the same table.
+/// of the ranks is shared under MPS (no limit), else at least 1. Below kPipeChannels (more than
+/// 8 ranks on one H200) collectives still run with fewer blocks, while send/recv groups that
+/// need the FIFO channels are refused (fifo_channels_fit). Every rank computes the same value
+/// from the same table.
 int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm);
+
+/// Whether a point-to-point launch whose operations include one above the LL size (all 16 FIFO
+/// channel blocks of every rank meet their partners') fits `resident` (0: no limit).
+inline bool fifo_channels_fit(int resident) {
+  return resident == 0 || resident >= kPipeChannels;
+}
 
 /// CCL_RESIDENT_BLOCKS, or (-1) co_resident_cap with the fewest blocks per multiprocessor of
 /// any collective kernel (occupancy queries, only where a GPU is shared under MPS).

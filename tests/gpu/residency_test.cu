@@ -202,6 +202,81 @@ TEST(CollectiveResidency, RanksSharingAGpuUnderMpsRunTheWidestGrids) {
   wide_calls_on_2_and_4_ranks(nullptr);
 }
 
+/// Sixteen ranks on one GPU: 132 / 16 = 8 blocks each on an H200, fewer than a point-to-point
+/// launch's 16 FIFO channels. Collectives run within the 8 (two-shot and direct SIMPLE, LL);
+/// send/recv above the LL size is refused with CCL_INVALID_USAGE and nothing enqueued, LL-sized
+/// send/recv runs.
+int many_ranks(ccl_unique_id_t id, int n, int r) {
+  if (!std::getenv("CCL_WAIT_TIMEOUT")) setenv("CCL_WAIT_TIMEOUT", "4000", 1);
+  RANK_CUDA(cudaSetDevice(0));
+  ccl_comm_t comm;
+  RANK_OK(ccl_comm_init_rank(&comm, n, id, r));
+  cudaStream_t s;
+  RANK_CUDA(cudaStreamCreate(&s));
+  const size_t total = (size_t{16} << 20) / sizeof(int), block = total / n;
+  int *send = nullptr, *recv = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, total * sizeof(int), reinterpret_cast<void**>(&send)));
+  RANK_OK(ccl_mem_alloc(comm, total * sizeof(int), reinterpret_cast<void**>(&recv)));
+  std::vector<int> in(total);
+  auto value = [](int rank, size_t i) { return rank * 1000003 + static_cast<int>(i % 999983); };
+  for (size_t i = 0; i < total; ++i) in[i] = value(r, i);
+  RANK_CUDA(cudaMemcpy(send, in.data(), total * sizeof(int), cudaMemcpyHostToDevice));
+  for (size_t m : {size_t{1024}, total})  // LL, then two-shot SIMPLE
+    if (int rc = run_and_check(
+            "allreduce", [&] { return ccl_allreduce(send, recv, m, ccl_int32, ccl_sum, comm, s); },
+            recv, m,
+            [&](size_t i) {
+              int sum = 0;
+              for (int j = 0; j < n; ++j) sum += value(j, i);
+              return sum;
+            },
+            s))
+      return rc;
+  if (int rc = run_and_check(
+          "alltoall 16 MiB", [&] { return ccl_alltoall(send, recv, block, ccl_int32, comm, s); },
+          recv, total,
+          [&](size_t i) { return value(static_cast<int>(i / block), r * block + i % block); }, s))
+    return rc;
+  // Send/recv with the neighbour: 16 KiB (LL) runs; 1 MiB (FIFO channels) is refused.
+  const int peer = r ^ 1;
+  auto exchange = [&](size_t count) {
+    ccl_result_t e = ccl_group_start();
+    const ccl_result_t se = ccl_send(send, count, ccl_int32, peer, comm, s);
+    const ccl_result_t re = ccl_recv(recv, count, ccl_int32, peer, comm, s);
+    const ccl_result_t ge = ccl_group_end();
+    if (e == CCL_SUCCESS) e = se != CCL_SUCCESS ? se : re;
+    return e != CCL_SUCCESS ? e : ge;
+  };
+  if (int rc = run_and_check(
+          "send/recv 16 KiB", [&] { return exchange(size_t{4} << 10); }, recv, size_t{4} << 10,
+          [&](size_t i) { return value(peer, i); }, s))
+    return rc;
+  RANK_CHECK(exchange(size_t{256} << 10) == CCL_INVALID_USAGE, "1 MiB send/recv not refused");
+  const std::string msg = ccl_get_last_error();
+  RANK_CHECK(msg.find("FIFO channels") != std::string::npos, "message: %s", msg.c_str());
+  RANK_CHECK(cudaStreamQuery(s) == cudaSuccess, "a refused send/recv enqueued work");
+  ccl_result_t async;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, nullptr));
+  RANK_CHECK(async == CCL_SUCCESS, "communicator in error after the refusal");
+  RANK_OK(ccl_mem_free(comm, send));
+  RANK_OK(ccl_mem_free(comm, recv));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
+TEST(CollectiveResidency, SixteenRanksOnOneGpuRunCollectivesAndRefuseFifoSends) {
+  REQUIRE_GPUS(1);
+  if (!mps_on_gpu0())
+    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
+                    "run their grids at once";
+  const int n = 16;
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(
+      n, [&](int r) { return many_ranks(id, n, r); }, 180000);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
 /// Multiprocessors a fresh process sees on GPU 0 with `percent` as its
 /// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (nullptr: unset).
 int visible_sms(const char* percent) {

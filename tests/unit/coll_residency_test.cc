@@ -82,9 +82,10 @@ TEST(Residency, AnMpsShareBelowTheSplitDecides) {
   EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(6, rank_on(0, true, 22, 17)), 1), 21);
   // At MPS's floor (1 %: 8 SMs of 132, not 1.3) the share says nothing of the GPU: 8 x 100 / 1
   // would count 800 multiprocessors and let 20 ranks at 4 blocks per SM launch 32 blocks each
-  // (640 > 528).
-  EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(20, rank_on(0, true, 8, 1)), 4), 16);
-  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132), rank_on(0, true, 8, 1)}, 1), 16);
+  // (640 > 528); counted as 8, they get 8 x 4 / 20 = 1 each.
+  EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(20, rank_on(0, true, 8, 1)), 4), 1);
+  // Beside an unlimited rank the GPU is its 132; the 1 % rank's share caps the launch at 8.
+  EXPECT_EQ(co_resident_cap({rank_on(0, true, 132), rank_on(0, true, 8, 1)}, 1), 8);
   EXPECT_EQ(co_resident_cap({rank_on(0, true, 16, 13), rank_on(0, true, 16, 13)}, 2), 16);
   // A daemon-wide percentage no client sees (50 %: every rank shows 66, its own percentage
   // unset): the GPU counts as 66, so two ranks get 33, fewer than fit, never more.
@@ -110,9 +111,18 @@ TEST(Residency, TheMpsPercentageTravelsRoundedUp) {
   EXPECT_EQ(p.mps_percent, 100);
 }
 
-TEST(Residency, NeverBelowThePointToPointChannels) {
+TEST(Residency, BeyondEightRanksPerGpuCollectivesKeepToFewerBlocks) {
+  // 16 ranks on one H200: 8 blocks each (128 of 132 SMs). Collectives run within them; the 16
+  // FIFO channels of a point-to-point launch do not fit, so such groups are refused
+  // (collectives/host/group.cc). 8 ranks still fit (16 each).
   std::vector<PeerInfo> many(16, rank_on(0, true));
-  EXPECT_EQ(co_resident_cap(many, 1), kPipeChannels);  // 132 / 16 = 8 would not run p2p
+  EXPECT_EQ(co_resident_cap(many, 1), 8);
+  EXPECT_FALSE(fifo_channels_fit(8));
+  EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(8, rank_on(0, true)), 1), kPipeChannels);
+  EXPECT_TRUE(fifo_channels_fit(kPipeChannels));
+  EXPECT_TRUE(fifo_channels_fit(0));  // no limit
+  // Never 0 (0 means no limit): 200 ranks on one GPU get a block each.
+  EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(200, rank_on(0, true)), 1), 1);
 }
 
 TEST(Residency, SettingOverridesAndRefusesTooFewBlocks) {
@@ -141,7 +151,7 @@ TunerInput limited(Collective c, size_t bytes, int resident, int n = 2) {
 
 TEST(Residency, TunerKeepsEveryGridWithinTheLimit) {
   const TunerConfig cfg;
-  for (int limit : {16, 33, 66})
+  for (int limit : {8, 16, 33, 66})
     for (Collective c : {Collective::kAllReduce, Collective::kAllGather, Collective::kAllToAll,
                          Collective::kBroadcast, Collective::kReduceScatter, Collective::kReduce})
       for (size_t b = 8; b <= (size_t{1} << 30); b *= 4) {
