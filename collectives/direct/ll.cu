@@ -9,6 +9,16 @@ namespace {
 
 constexpr int kThreads = kLLThreads;
 
+/// Whether rank `me` stores anything in an LL call of `k`: a broadcast's non-roots do not (and
+/// may pass no send buffer, NCCL's contract).
+__device__ __forceinline__ bool sends_at_all(Collective k, int me, int root) {
+  return k != Collective::kBroadcast || me == root;
+}
+/// Whether a sending rank stores into rank j's row: a reduce's ranks only into the root's.
+__device__ __forceinline__ bool sends_to(Collective k, int root, int j) {
+  return k != Collective::kReduce || j == root;
+}
+
 /// This rank's row at every peer rewritten whole at epoch `e` (ll_refresh): the units past the
 /// call's where the call sent to that peer, all of them where it sent nothing there.
 __device__ __noinline__ void refresh_rows(ccl_device_comm_t c, CollScratch s, LLArgs a,
@@ -18,10 +28,10 @@ __device__ __noinline__ void refresh_rows(ccl_device_comm_t c, CollScratch s, LL
   const size_t first = blockIdx.x * blockDim.x + threadIdx.x,
                stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   uint64_t* const mine = s.ll + ((e & 1) * n + me) * s.ll_entries;
-  const bool sends = a.coll != Collective::kBroadcast || me == a.root;
+  const bool sends = sends_at_all(a.coll, me, a.root);
   for (int j = 0; j < n; ++j) {
     if (j == me) continue;
-    const bool sent = sends && (a.coll != Collective::kReduce || j == a.root);
+    const bool sent = sends && sends_to(a.coll, a.root, j);
     ll_refresh_row(dev::peer_ptr(c, mine, j), sent ? units : 0, row_units, ll_flag(e), first,
                    stride);
   }
@@ -53,8 +63,7 @@ __global__ void __launch_bounds__(kThreads)
   char* dst = recv + off;
   bool src_word = whole_word(send, off, bb);
   bool dst_word = whole_word(recv, off, bb);
-  // A broadcast's non-roots may pass no send buffer (NCCL's contract).
-  bool sends = k != Collective::kBroadcast || me == root;
+  bool sends = sends_at_all(k, me, root);
   // Rank r's entries of this unit at epoch parity p: rows + (p * n + r) * ll_entries.
   uint64_t* rows = s.ll + 2 * static_cast<size_t>(u);
   size_t row_stride = s.ll_entries;
@@ -86,7 +95,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int step = 1; step < n; ++step) {
       int j = me + step;
       if (j >= n) j -= n;
-      if (k == Collective::kReduce && j != root) continue;
+      if (!sends_to(k, root, j)) continue;
       const uint64_t v = blocked_src ? load_unit(blk(send, j, bb), off, bb) : whole;
       ll_store(dev::peer_ptr(c, mine, j), v, flag);
     }

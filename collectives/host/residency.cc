@@ -21,19 +21,19 @@ int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm) {
   long cap = LONG_MAX;
   for (const PeerInfo& p : peers) {
     if (p.device < 0 || !p.mps) continue;
-    const long sharers = ranks_on_gpu_of(peers, p);
-    if (sharers < 2) continue;
     // A client sees only its MPS share of the multiprocessors: the GPU x its percentage rounded
     // down to whole TPCs, but never below a floor (an H200 client at 1-7 % sees 8 of 132). So
     // the GPU has at least share x 100 / percent, rounded up, for a share above the floor;
     // a share at it tells only itself. A daemon-wide percentage, which no client sees, makes
     // this an underestimate too: fewer blocks, never a stall.
-    long gpu = 1;
+    long sharers = 0, gpu = 1;
     for (const PeerInfo& q : peers)
       if (q.device >= 0 && same_gpu(p, q)) {
+        ++sharers;
         const long share = std::max(q.sm_count, 1), percent = std::max<long>(q.mps_percent, 1);
         gpu = std::max(gpu, share > kMpsFloorSms ? (share * 100 + percent - 1) / percent : share);
       }
+    if (sharers < 2) continue;
     const long own = std::max(p.sm_count, 1);
     cap = std::min({cap, gpu * blocks_per_sm / sharers, own * blocks_per_sm});
   }

@@ -361,9 +361,9 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
   size_t send_elems, recv_elems;
   buffer_elems(k, comm->nranks, &send_elems, &recv_elems);
   const size_t bytes = std::max(send_elems, recv_elems) * E;
-  TunerInput in{k.coll, bytes, comm->nranks, (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0,
-                st->all_nvlink};
-  in.resident = st->resident_blocks;
+  const TunerInput in{k.coll,         bytes,
+                      comm->nranks,   (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0,
+                      st->all_nvlink, st->resident_blocks};
   Choice ch = choose(st->cfg, in);
   if (!(dc.flags & CCL_DEVICE_FLAG_ALL_P2P))
     return CCL_FAIL(CCL_UNSUPPORTED,

@@ -22,15 +22,22 @@
 namespace ccl::test {
 namespace {
 
-bool mps_on_gpu0() {
+/// Attribute `attr` of GPU 0 as a fresh process sees it with `percent` as its
+/// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (nullptr: unset), 0 if the query fails (it travels as an
+/// exit code). In a child, so that the test process never initialises CUDA before it forks ranks.
+int gpu0_attribute(cudaDeviceAttr attr, const char* percent = nullptr) {
   return fork_ranks(1,
-                    [](int) {
-                      int on = 0;
-                      if (cudaDeviceGetAttribute(&on, cudaDevAttrMpsEnabled, 0) != cudaSuccess)
-                        return 0;
-                      return on;
+                    [&](int) {
+                      if (percent != nullptr)
+                        setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent, 1);
+                      int v = 0;
+                      return cudaDeviceGetAttribute(&v, attr, 0) == cudaSuccess ? v : 0;
                     })[0]
-             .code == 1;
+      .code;
+}
+
+bool mps_on_gpu0() {
+  return gpu0_attribute(cudaDevAttrMpsEnabled) == 1;
 }
 
 /// One call, then every element of `out` (int32) against want(i); the call must not take
@@ -277,21 +284,6 @@ TEST(CollectiveResidency, SixteenRanksOnOneGpuRunCollectivesAndRefuseFifoSends) 
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
-/// Multiprocessors a fresh process sees on GPU 0 with `percent` as its
-/// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (nullptr: unset).
-int visible_sms(const char* percent) {
-  return fork_ranks(
-             1,
-             [&](int) {
-               if (percent != nullptr) setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent, 1);
-               int sms = 0;
-               if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
-                 return -1;
-               return sms;
-             })[0]
-      .code;
-}
-
 // Clients with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 see a quarter of the multiprocessors
 // (32 of an H200's 132) and the limit keeps to that share, not a second quarter of it: four of
 // them fill 128.
@@ -300,7 +292,8 @@ TEST(CollectiveResidency, RanksWithAnMpsThreadPercentageKeepToTheirShare) {
   if (!mps_on_gpu0())
     GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
                     "run their grids at once";
-  const int all = visible_sms(nullptr), quarter = visible_sms("25");
+  const int all = gpu0_attribute(cudaDevAttrMultiProcessorCount),
+            quarter = gpu0_attribute(cudaDevAttrMultiProcessorCount, "25");
   ASSERT_GT(quarter, 0);
   // Below what an unlimited client sees (itself limited by a daemon-wide percentage, if any).
   ASSERT_LT(quarter, all) << "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 did not limit the client";
