@@ -36,7 +36,7 @@ ccl_result_t point_to_point(void* buf, size_t count, ccl_datatype_t dtype, int p
     if (!comm->heap) return CCL_FAIL(CCL_UNSUPPORTED, "%s: the communicator has no GPU", fn);
     CCL_CHECK(
         ccl::coll::check_buffer(comm, buf, count * esize, fn, is_send ? "sendbuff" : "recvbuff"));
-    ccl::coll::P2pOp op{buf, count * esize, peer, is_send ? 1 : 0, ccl::coll::kNoWindow};
+    ccl::coll::P2pOp op{buf, count * esize, peer, is_send ? 1 : 0, ccl::coll::kNoWindow, 0};
     return ccl::coll::p2p(comm, op, stream);
   });
 }

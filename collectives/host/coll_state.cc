@@ -12,6 +12,8 @@
 namespace ccl::coll {
 
 CollState::~CollState() {
+  // The proxy first: its copies may still read or write the buffers below.
+  p2p_proxy.reset();
   // The staging lives in the heap and goes with it; the local part is ours.
   if (local) cudaFree(local);
   for (cudaStream_t s : ce_streams) cudaStreamDestroy(s);
@@ -104,6 +106,9 @@ Status coll_state(ccl_comm* c, CollState** out) {
   st->all_nvlink = (st->cfg.proto == Proto::kAuto || st->cfg.proto == Proto::kLL128) &&
                    all_pairs_nvlink(c->peers);
   CCL_CHECK(resident_blocks(c->peers, &st->resident_blocks));
+  int64_t ce_from = 0;
+  CCL_CHECK(setting_int(Setting::kP2pCopyEngine, &ce_from));
+  st->p2p_ce_from = static_cast<size_t>(ce_from);
   // Symmetric part, in one heap block: every rank carves the same offsets. The flags, LL rows
   // and LL128 lines are zeroed (one range); the FIFO slots after them need not be.
   const size_t ll_entries = ll_capacity(c->nranks) / 4;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -10,6 +11,7 @@
 #include "collectives/common/coll_args.h"
 #include "collectives/host/tuner.hpp"
 #include "common/status.hpp"
+#include "proxy/copy_proxy.hpp"
 
 struct ccl_comm;
 
@@ -33,6 +35,12 @@ struct CollState {
   std::vector<cudaStream_t> ce_streams;
   std::vector<cudaEvent_t> ce_join;
   cudaEvent_t ce_fork = nullptr;
+  // Sends of at least this many bytes into a window go through the copy-engine proxy
+  // (CCL_P2P_COPY_ENGINE; 0: never); the proxy is started by the first such send, and
+  // `p2p_proxy_failed` keeps a proxy that could not start from being asked again.
+  size_t p2p_ce_from = 0;
+  std::unique_ptr<CopyProxy> p2p_proxy;
+  bool p2p_proxy_failed = false;
   ~CollState();
   /// Whether a launch of `blocks` keeps within resident_blocks.
   bool fits(int blocks) const { return resident_blocks == 0 || blocks <= resident_blocks; }

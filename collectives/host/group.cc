@@ -10,6 +10,7 @@
 #include "collectives/host/run.hpp"
 #include "collectives/schedule/p2p.hpp"
 #include "common/cuda.hpp"
+#include "common/log.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
 
@@ -50,6 +51,35 @@ Status copy_self_pairs(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& 
   for (const P2pOp& op : ops)
     if (op.peer != comm->rank) rest->push_back(op);
   return CCL_SUCCESS;
+}
+
+/// Marks the sends the copy-engine proxy copies (CCL_P2P_COPY_ENGINE) and gives the launch its
+/// queue, starting the proxy with the first such send. A proxy that cannot start is reported
+/// once and those sends, then and later, go through the SMs.
+void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
+  if (st->p2p_ce_from == 0) return;
+  bool any = false;
+  for (int i = 0; i < a->nops; ++i) {
+    P2pOp& op = a->ops[i];
+    op.copy_engine = op.is_send && p2p_rendezvous(op.bytes) && op.bytes >= st->p2p_ce_from;
+    any |= op.copy_engine != 0;
+  }
+  if (!any) return;
+  if (!st->p2p_proxy && !st->p2p_proxy_failed) {
+    st->p2p_proxy_failed = !CopyProxy::start(comm->device, &st->p2p_proxy).ok();
+    if (st->p2p_proxy_failed)
+      CCL_WARN(kSubsysProxy, "CCL_P2P_COPY_ENGINE: no copy-engine proxy (%s); the SMs copy",
+               last_error());
+    else
+      CCL_INFO(kSubsysProxy, "rank %d: copy-engine proxy started for sends of %zu bytes and more",
+               comm->rank, std::max(st->p2p_ce_from, kP2pRendezvousFrom));
+  }
+  if (!st->p2p_proxy) {
+    for (int i = 0; i < a->nops; ++i) a->ops[i].copy_engine = 0;
+    return;
+  }
+  a->ce = st->p2p_proxy->queue();
+  st->p2p_proxy->kick();
 }
 
 Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
@@ -95,6 +125,7 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
                        window_of(comm, op.buf, op.bytes, /*registered=*/true, &w);
     op.win = offer ? w : kNoWindow;
   }
+  mark_copy_engine_sends(comm, st, &a);
   CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, {stream, comm->pdl},
                             st->resident_blocks));
   return CCL_SUCCESS;

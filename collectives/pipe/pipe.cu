@@ -5,6 +5,7 @@
 #include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
 #include "common/kernel_launch.cuh"
+#include "proxy/copy_queue.cuh"
 
 namespace ccl::coll {
 namespace {
@@ -372,6 +373,39 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   return true;
 }
 
+/// Block 0, one thread, after read_offers: hands the copy-engine sends whose receivers offered a
+/// window to the proxy (their blocks leave them alone); *last is the number of the last copy
+/// posted, 0 when none was.
+__device__ bool post_copies(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+                            const uint64_t* win, uint64_t* last) {
+  *last = 0;
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (!op.is_send || !op.copy_engine || win[i] == kNoWindow) continue;
+    *last = copy_post(dev::detail::reporter(c), a.ce, window<char>(c, s, op.peer, win[i]), op.buf,
+                      op.bytes, op.peer);
+    if (*last == 0) return false;
+  }
+  return true;
+}
+
+/// Block 0, one thread: waits for the proxy to complete copies up to `last`, then adds each
+/// copy-engine send to its receiver's tally, as the blocks do for the sends they copy.
+__device__ bool await_copies(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+                             const uint64_t* win, uint64_t last) {
+  int peer = -1;
+  for (int i = 0; i < a.nops; ++i)
+    if (a.ops[i].is_send && a.ops[i].copy_engine && win[i] != kNoWindow) peer = a.ops[i].peer;
+  if (!copy_wait(dev::detail::reporter(c), a.ce, last, peer)) return false;
+  dev::detail::fence_system();  // the copies (seen complete) before the tallies
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (op.is_send && op.copy_engine && win[i] != kNoWindow)
+      dev::signal(c, s.zc_bytes + c.rank, op.bytes, dev::SignalOp::kAdd, op.peer);
+  }
+  return true;
+}
+
 /// Block 0, one thread, after every other part: waits until each sender has written all the
 /// bytes of this group's zero-copy receives (its running tally at this rank). A failed wait has
 /// reported itself (ccl_comm_get_async_error).
@@ -466,19 +500,21 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ Fifo f;
   __shared__ uint64_t zwin[kMaxP2pOps];
   __shared__ int fail;
+  __shared__ uint64_t copies;  // block 0: the last copy-engine copy posted (0: none)
   const bool channel = blockIdx.x < kPipeChannels;
   if (threadIdx.x == 0) {
     fail = 0;
     if (blockIdx.x == 0 && !post_offers(c, s, a)) fail = 1;
     if (!fail && !read_offers(c, s, a, zwin)) fail = 1;
+    if (!fail && blockIdx.x == 0 && !post_copies(c, s, a, zwin, &copies)) fail = 1;
   }
   __syncthreads();
   if (fail) return;
   // Zero-copy sends: every block writes its share of the receiver's window and adds it to the
-  // receiver's tally.
+  // receiver's tally (the copy engines take the copy_engine ones).
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
-    if (!op.is_send || zwin[i] == kNoWindow) continue;
+    if (!op.is_send || zwin[i] == kNoWindow || op.copy_engine) continue;
     size_t lo, len;
     p2p_share(op.bytes, a.fifo_blocks, blockIdx.x, &lo, &len);
     copy_slice(window<char>(c, s, op.peer, zwin[i]) + lo, static_cast<const char*>(op.buf) + lo,
@@ -528,7 +564,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   fifo_store(c, s, f);
-  if (blockIdx.x == 0 && threadIdx.x == 0) await_zero_copy(c, s, a);
+  if (blockIdx.x == 0 && threadIdx.x == 0 && (copies == 0 || await_copies(c, s, a, zwin, copies)))
+    await_zero_copy(c, s, a);
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>
@@ -559,7 +596,7 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
     fifo |= !p2p_ll(op.bytes, cap);
-    rendezvous |= op.is_send && p2p_rendezvous(op.bytes);
+    rendezvous |= op.is_send && p2p_rendezvous(op.bytes) && !op.copy_engine;
   }
   a.fifo_blocks = !fifo ? 0 : rendezvous ? kP2pBlocks : kPipeChannels;
   a.ll_budget = kP2pLLBlocks;

@@ -11,6 +11,7 @@
 #include "collectives/common/coll_args.h"
 #include "collectives/schedule/step.hpp"
 #include "common/kernel_launch.hpp"
+#include "proxy/copy_queue.h"
 
 namespace ccl::coll {
 
@@ -33,13 +34,16 @@ struct P2pOp {
   size_t bytes;
   int peer;
   int is_send;
-  uint64_t win;  // a rendezvous receive: the window of buf, or kNoWindow
+  uint64_t win;     // a rendezvous receive: the window of buf, or kNoWindow
+  int copy_engine;  // a rendezvous send the copy-engine proxy copies when the receiver offers
+                    // a window (CCL_P2P_COPY_ENGINE)
 };
 struct P2pArgs {
   int nops;
   int fifo_blocks;  // blocks for the FIFO and rendezvous operations (set by launch_p2p); one
                     // block per LL operation follows them
   int ll_budget;    // blocks the LL operations take together, at most (set by launch_p2p)
+  CopyQueue ce;     // the copy-engine proxy's queue when an operation has copy_engine set
   P2pOp ops[kMaxP2pOps];
 };
 

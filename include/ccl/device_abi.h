@@ -39,6 +39,7 @@ enum {
   CCL_DEVICE_ERROR_ABORTED = 2,       ///< the communicator was aborted while waiting
   CCL_DEVICE_ERROR_BAD_ARGUMENT = 3,  ///< CCL_DEVICE_CHECKS found a bad address, rank or length
   CCL_DEVICE_ERROR_NO_TRANSPORT = 4,  ///< the peer is not reachable by any transport of this build
+  CCL_DEVICE_ERROR_PROXY = 5,         ///< a host proxy failed the operation (its log says why)
 };
 
 /// Device operations, named in error reports (ccl_device_error_t.op).

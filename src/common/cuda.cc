@@ -39,7 +39,8 @@ void load_all() {
             load("cuMemGetAllocationGranularity", &g_api.cuMemGetAllocationGranularity) &&
             load("cuMemGetAddressRange", &g_api.cuMemGetAddressRange);
   if (ok) {
-    // Optional: a driver without multicast leaves these null and NVLS is unavailable.
+    // Optional: a driver without multicast leaves these null and NVLS is unavailable; one
+    // without stream memory operations leaves the copy-engine proxy off.
     const char* missing = g_missing;
     const cudaError_t load_error = g_load_error;
     load("cuMulticastCreate", &g_api.cuMulticastCreate, 12010);
@@ -47,6 +48,7 @@ void load_all() {
     load("cuMulticastBindMem", &g_api.cuMulticastBindMem, 12010);
     load("cuMulticastUnbind", &g_api.cuMulticastUnbind, 12010);
     load("cuMulticastGetGranularity", &g_api.cuMulticastGetGranularity, 12010);
+    load("cuStreamWriteValue64", &g_api.cuStreamWriteValue64);
     g_missing = missing;
     g_load_error = load_error;
   }

@@ -33,6 +33,8 @@ struct DriverApi {
   PFN_cuMulticastBindMem_v12010 cuMulticastBindMem;
   PFN_cuMulticastUnbind_v12010 cuMulticastUnbind;
   PFN_cuMulticastGetGranularity_v12010 cuMulticastGetGranularity;
+  // Stream memory operations; null where the driver lacks them. The copy-engine proxy needs it.
+  PFN_cuStreamWriteValue64_v11070 cuStreamWriteValue64;
 };
 
 /// The driver API, or CCL_UNSUPPORTED when no usable driver is installed.

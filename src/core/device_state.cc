@@ -150,6 +150,7 @@ bool device_error_text(const ccl_comm* c, ccl_result_t* code, std::string* text)
   const char* what = e.kind == CCL_DEVICE_ERROR_TIMEOUT        ? "device wait timed out"
                      : e.kind == CCL_DEVICE_ERROR_ABORTED      ? "device wait aborted"
                      : e.kind == CCL_DEVICE_ERROR_BAD_ARGUMENT ? "bad device operation argument"
+                     : e.kind == CCL_DEVICE_ERROR_PROXY        ? "copy-engine proxy failed (logged)"
                                                                : "no transport to peer";
   char where[64];
   if (e.offset != ~0ull)
@@ -165,6 +166,7 @@ bool device_error_text(const ccl_comm* c, ccl_result_t* code, std::string* text)
   *text = buf;
   *code = e.kind == CCL_DEVICE_ERROR_TIMEOUT   ? CCL_TIMEOUT
           : e.kind == CCL_DEVICE_ERROR_ABORTED ? CCL_ABORTED
+          : e.kind == CCL_DEVICE_ERROR_PROXY   ? CCL_UNHANDLED_CUDA_ERROR
                                                : CCL_INVALID_ARGUMENT;
   return true;
 }

@@ -20,6 +20,7 @@
 #include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
 #include "collectives/common/names.hpp"
+#include "collectives/host/coll_state.hpp"
 #include "collectives/schedule/p2p.hpp"
 #include "gpu/coll_reference.hpp"
 #include "gpu/gpu_ranks.cuh"
@@ -876,6 +877,28 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// The rendezvous test again with CCL_P2P_COPY_ENGINE at the rendezvous size, on a communicator
+/// of its own: every send into a window (three per group: symmetric, registered, symmetric at an
+/// odd offset) is copied by the copy-engine proxy, the one into cudaMalloc memory and the small
+/// one go through the FIFOs, and the pair with the rank itself is a local copy. The proxy must
+/// have issued exactly those copies (12 groups and 3 graph replays); the replays come after
+/// host work longer than the proxy's busy polling, so they also meet its idle poll.
+int copy_engine_point_to_point(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  unsetenv("CCL_P2P_COPY_ENGINE");
+  if (zero_copy_point_to_point(comm, me, n, s)) return 1;
+  coll::CollState* st = nullptr;
+  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+  const uint64_t want = n > 1 ? 3 * (12 + 3) : 0;  // one rank: every pair is a local copy
+  const uint64_t issued = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
+  RANK_CHECK(issued == want, "the copy-engine proxy issued %llu copies, not %llu",
+             static_cast<unsigned long long>(issued), static_cast<unsigned long long>(want));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
 /// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
 int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   for (size_t bytes : {size_t{1}, size_t{4097}, size_t{5} << 20}) {
@@ -952,7 +975,8 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   }
   if (many_sends_to_one_peer(comm, me, n, s)) return 1;
   if (ll_point_to_point(comm, me, n, s)) return 1;
-  return zero_copy_point_to_point(comm, me, n, s);
+  if (zero_copy_point_to_point(comm, me, n, s)) return 1;
+  return copy_engine_point_to_point(comm, me, n, s);
 }
 
 /// Every entry point refuses bad input with CCL_INVALID_ARGUMENT and enqueues nothing.
@@ -1215,6 +1239,68 @@ TEST(CollectiveFailures, AnAbsentRankStopsTheCopyEnginePath) {
         RANK_CHECK(sec > 1.0 && sec < 3.5,
                    "copy_engine alltoall gave up after %.2f s (CCL_BOOTSTRAP_TIMEOUT=1500)", sec);
         RANK_CHECK(cudaStreamQuery(s) == cudaSuccess, "the failed call enqueued work");
+        RANK_OK(ccl_comm_abort(comm));
+        return 0;
+      },
+      60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// A copy-engine proxy that fails (injected: CopyProxy::fail, as when CUDA refuses a copy) fails
+/// the sender's kernel with CCL_UNHANDLED_CUDA_ERROR naming the proxy instead of leaving it
+/// waiting, and its receiver, whose bytes never come, times out naming the sender. Both within
+/// CCL_WAIT_TIMEOUT; the first exchange, before the failure, is correct.
+TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
+        setenv("CCL_WAIT_TIMEOUT", "2000", 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        const size_t bytes = size_t{1} << 20;
+        char* buf = nullptr;
+        RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&buf)));
+        RANK_CUDA(cudaMemset(buf, 1 + r, bytes));
+        auto exchange = [&]() -> int {
+          RANK_OK(ccl_group_start());
+          RANK_OK(ccl_send(buf, bytes, ccl_uint8, 1 - r, comm, s));
+          RANK_OK(ccl_recv(buf + bytes, bytes, ccl_uint8, 1 - r, comm, s));
+          RANK_OK(ccl_group_end());
+          RANK_CUDA(cudaStreamSynchronize(s));
+          return 0;
+        };
+        if (exchange()) return 1;
+        std::vector<char> got(bytes);
+        RANK_CUDA(cudaMemcpy(got.data(), buf + bytes, bytes, cudaMemcpyDeviceToHost));
+        RANK_CHECK(got == std::vector<char>(bytes, static_cast<char>(2 - r)),
+                   "the exchange before the failure");
+        coll::CollState* st = nullptr;
+        RANK_CHECK(
+            coll::coll_state(comm, &st).ok() && st->p2p_proxy && st->p2p_proxy->issued() == 1,
+            "the first exchange did not go through the copy-engine proxy");
+        if (r == 0) st->p2p_proxy->fail("injected by the test");
+        const auto t0 = std::chrono::steady_clock::now();
+        if (exchange()) return 1;
+        const double sec =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ccl_result_t async;
+        const char* msg = nullptr;
+        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        const std::string m = msg ? msg : "";
+        if (r == 0)
+          RANK_CHECK(
+              async == CCL_UNHANDLED_CUDA_ERROR && m.find("copy-engine proxy") != std::string::npos,
+              "sender with a failed proxy: %d '%s' after %.2f s", async, m.c_str(), sec);
+        else
+          RANK_CHECK(async == CCL_TIMEOUT && m.find("peer 0") != std::string::npos,
+                     "receiver of the failed copy: %d '%s' after %.2f s", async, m.c_str(), sec);
+        RANK_CHECK(sec < 3.5, "the failed exchange took %.2f s (CCL_WAIT_TIMEOUT=2000)", sec);
         RANK_OK(ccl_comm_abort(comm));
         return 0;
       },
