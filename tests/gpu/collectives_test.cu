@@ -887,8 +887,10 @@ int copy_engine_point_to_point(ccl_comm_t world, int me, int n, cudaStream_t s) 
   setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
   ccl_comm_t comm;
   if (fresh_comm(world, me, &comm)) return 1;
+  // Read with the communicator's collective state, at its first call.
+  const int failed = zero_copy_point_to_point(comm, me, n, s);
   unsetenv("CCL_P2P_COPY_ENGINE");
-  if (zero_copy_point_to_point(comm, me, n, s)) return 1;
+  if (failed) return 1;
   coll::CollState* st = nullptr;
   RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
   const uint64_t want = n > 1 ? 3 * (12 + 3) : 0;  // one rank: every pair is a local copy
