@@ -877,6 +877,51 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// A communicator whose first call is a copy-engine send/recv captured into a graph (global
+/// capture mode): its collective state and the proxy start inside the capture; two replays with
+/// new data, each one copy by the proxy per rank (none on one rank: a local copy).
+int copy_engine_first_call_captured(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  const size_t bytes = (size_t{1} << 20) + 3;
+  char* sym = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  RANK_OK(ccl_group_start());
+  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
+  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
+  RANK_OK(ccl_group_end());
+  RANK_CUDA(cudaStreamEndCapture(s, &graph));
+  unsetenv("CCL_P2P_COPY_ENGINE");
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  std::vector<char> h(bytes), got(bytes);
+  for (int replay = 0; replay < 2; ++replay) {
+    for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 13 + me * 7 + replay * 3);
+    RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
+    RANK_CUDA(cudaGraphLaunch(exec, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes; ++i)
+      RANK_CHECK(got[i] == static_cast<char>(i * 13 + prev * 7 + replay * 3),
+                 "copy-engine send/recv captured first, replay %d: byte %zu", replay, i);
+  }
+  coll::CollState* st = nullptr;
+  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+  const uint64_t issued = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
+  RANK_CHECK(issued == (n > 1 ? 2u : 0u), "captured first: the proxy issued %llu copies",
+             static_cast<unsigned long long>(issued));
+  RANK_CUDA(cudaGraphExecDestroy(exec));
+  RANK_CUDA(cudaGraphDestroy(graph));
+  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
 /// The rendezvous test again with CCL_P2P_COPY_ENGINE at the rendezvous size, on a communicator
 /// of its own: every send into a window (three per group: symmetric, registered, symmetric at an
 /// odd offset) is copied by the copy-engine proxy, the one into cudaMalloc memory and the small
@@ -898,7 +943,7 @@ int copy_engine_point_to_point(ccl_comm_t world, int me, int n, cudaStream_t s) 
   RANK_CHECK(issued == want, "the copy-engine proxy issued %llu copies, not %llu",
              static_cast<unsigned long long>(issued), static_cast<unsigned long long>(want));
   RANK_OK(ccl_comm_destroy(comm));
-  return 0;
+  return copy_engine_first_call_captured(world, me, n, s);
 }
 
 /// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
