@@ -483,8 +483,10 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
 }
 
 /// Point-to-point group. Blocks [0, kPipeChannels) are the FIFO channels; a group that sends a
-/// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares first. The LL
-/// operations' blocks follow from a.fifo_blocks (0 when the group has no other operation).
+/// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares first (not
+/// when every such send is the copy engines': block 0 hands those to the proxy and awaits them
+/// last). The LL operations' blocks follow from a.fifo_blocks (0 when the group has no other
+/// operation).
 __global__ void __launch_bounds__(kThreads)
     p2p_kernel(ccl_device_comm_t c, CollScratch s, P2pArgs a) {
   // Before the PDL wait: the parameters every call reads, and its first operation.

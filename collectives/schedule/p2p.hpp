@@ -12,6 +12,9 @@
 // operation takes that path when both sides can tell from its size alone (the sender learns
 // only from the offer whether the receiver has a window; without one both sides fall back to
 // the FIFOs). The offers are posted before any round, so a rendezvous never waits on a round.
+// With CCL_P2P_COPY_ENGINE the sender's block 0 hands such a copy to the copy-engine proxy
+// (src/proxy) instead and adds the bytes to the tally once the proxy reports it complete; the
+// receiver cannot tell the two apart.
 //
 // Small operations skip the FIFOs the other way (p2p_ll below): the data goes with its flags into
 // rows of their own at the receiver, on blocks of their own, and waits only on the receiver's

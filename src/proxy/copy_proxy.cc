@@ -127,14 +127,19 @@ void CopyProxy::run() {
   }
   // Never barred by another thread's capture: this thread's calls join no graph.
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  cudaThreadExchangeStreamCaptureMode(&mode);
-  CopyRequest* ring = static_cast<CopyRequest*>(host_);
+  if (const cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode); e != cudaSuccess) {
+    mark_failed(cudaGetErrorString(e));
+    return;
+  }
+  const CopyRequest* ring = static_cast<const CopyRequest*>(host_);
   for (uint64_t next = 1; !stop_.load(std::memory_order_relaxed);) {
-    CopyRequest& slot = ring[(next - 1) % kSlots];
-    if (__atomic_load_n(&slot.seq, __ATOMIC_ACQUIRE) == next) {
-      const CopyRequest r{__atomic_load_n(&slot.dst, __ATOMIC_RELAXED),
-                          __atomic_load_n(&slot.src, __ATOMIC_RELAXED),
-                          __atomic_load_n(&slot.bytes, __ATOMIC_RELAXED), next};
+    CopyRequest r;
+    const CopyTake take = copy_take(ring, kSlots, next, &r);
+    if (take == CopyTake::kOverrun) {
+      mark_failed("a request was overwritten before it was taken");
+      return;
+    }
+    if (take == CopyTake::kReady) {
       if (!issue(r, next)) return;
       ++next;
       busy_until_ns_.store(now_ns() + std::chrono::nanoseconds(kBusyFor).count(),

@@ -13,11 +13,11 @@ namespace ccl {
 __device__ __noinline__ inline uint64_t copy_post(dev::detail::Reporter r, const CopyQueue& q,
                                                   void* dst, const void* src, uint64_t bytes,
                                                   int peer) {
-  const uint64_t seq = *q.posted + 1;
-  if (seq > q.slots && !dev::detail::wait(r, CCL_OP_PUT, q.done, dev::Cmp::kAtLeast, seq - q.slots,
-                                          peer, static_cast<uint64_t*>(nullptr)))
+  const uint64_t seq = *q.posted + 1, free_after = copy_reuse_after(seq, q.slots);
+  if (free_after > 0 && !dev::detail::wait(r, CCL_OP_PUT, q.done, dev::Cmp::kAtLeast, free_after,
+                                           peer, static_cast<uint64_t*>(nullptr)))
     return 0;
-  CopyRequest* slot = q.ring + (seq - 1) % q.slots;
+  CopyRequest* slot = q.ring + copy_slot(seq, q.slots);
   dev::detail::store_relaxed_sys(&slot->dst, reinterpret_cast<uint64_t>(dst));
   dev::detail::store_relaxed_sys(&slot->src, reinterpret_cast<uint64_t>(src));
   dev::detail::store_relaxed_sys(&slot->bytes, bytes);

@@ -7,6 +7,12 @@
 
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#define CCL_QUEUE_HD __host__ __device__ __forceinline__
+#else
+#define CCL_QUEUE_HD inline
+#endif
+
 namespace ccl {
 
 /// One copy. The kernel writes every field, then `seq` (system fence between), so the proxy
@@ -27,5 +33,31 @@ struct CopyQueue {
   uint32_t slots;
   uint32_t pad;
 };
+
+/// Slot of request `seq` (1-based) in a ring of `slots`.
+CCL_QUEUE_HD uint32_t copy_slot(uint64_t seq, uint32_t slots) {
+  return static_cast<uint32_t>((seq - 1) % slots);
+}
+/// The request that must be complete before request `seq` may overwrite its slot (0: none).
+CCL_QUEUE_HD uint64_t copy_reuse_after(uint64_t seq, uint32_t slots) {
+  return seq > slots ? seq - slots : 0;
+}
+
+/// What the proxy finds in the slot of the request it expects next.
+enum class CopyTake { kEmpty, kReady, kOverrun };
+
+/// Host side: takes request `next` from the ring into *out once the kernel has published it.
+/// kOverrun: the slot holds a later request, so request `next` was overwritten before it was
+/// taken (a poster that did not wait for copy_reuse_after).
+inline CopyTake copy_take(const CopyRequest* ring, uint32_t slots, uint64_t next,
+                          CopyRequest* out) {
+  const CopyRequest& slot = ring[copy_slot(next, slots)];
+  const uint64_t seq = __atomic_load_n(&slot.seq, __ATOMIC_ACQUIRE);
+  if (seq != next) return seq > next ? CopyTake::kOverrun : CopyTake::kEmpty;
+  *out = {__atomic_load_n(&slot.dst, __ATOMIC_RELAXED),
+          __atomic_load_n(&slot.src, __ATOMIC_RELAXED),
+          __atomic_load_n(&slot.bytes, __ATOMIC_RELAXED), seq};
+  return CopyTake::kReady;
+}
 
 }  // namespace ccl
