@@ -131,6 +131,10 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   # Send/recv through the copy-engine proxy (CCL_P2P_COPY_ENGINE, off until this sweep sets it).
   crun sendrecv_perf_ce env CCL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 $cmp
   crun sendrecv_perf_ce_graph env CCL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 -G 10 $cmp
+  # Copy engine and SMs on one send at once (CCL_P2P_COPY_ENGINE_SHARE percent to the copy engine).
+  for share in 25 50 75; do
+    crun sendrecv_perf_ce_split$share env CCL_P2P_COPY_ENGINE=256K CCL_P2P_COPY_ENGINE_SHARE=$share "$coll_perf/sendrecv_perf" -b 1M -e 1G -f 4 -R 2 $cmp
+  done
   if [[ ${CROSSOVER:-0} == 1 ]]; then
     # Crossover points of the tuner's table: each algorithm alone over the same sweep.
     for a in allreduce:one_shot allreduce:two_shot ring recursive_doubling rabenseifner; do

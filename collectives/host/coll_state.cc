@@ -109,6 +109,9 @@ Status coll_state(ccl_comm* c, CollState** out) {
   int64_t ce_from = 0;
   CCL_CHECK(setting_int(Setting::kP2pCopyEngine, &ce_from));
   st->p2p_ce_from = static_cast<size_t>(ce_from);
+  int64_t ce_share = 100;
+  CCL_CHECK(setting_int(Setting::kP2pCopyEngineShare, &ce_share));
+  st->p2p_ce_share = static_cast<int>(ce_share);
   // Symmetric part, in one heap block: every rank carves the same offsets. The flags, LL rows
   // and LL128 lines are zeroed (one range); the FIFO slots after them need not be.
   const size_t ll_entries = ll_capacity(c->nranks) / 4;

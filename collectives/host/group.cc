@@ -79,6 +79,7 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
     return;
   }
   a->ce = st->p2p_proxy->queue();
+  a->ce_share = st->p2p_ce_share;
   st->p2p_proxy->kick();
 }
 

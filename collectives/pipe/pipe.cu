@@ -381,9 +381,10 @@ __device__ bool post_copies(const ccl_device_comm_t& c, const CollScratch& s, co
   *last = 0;
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
-    if (!op.is_send || !op.copy_engine || win[i] == kNoWindow) continue;
-    *last = copy_post(dev::detail::reporter(c), a.ce, window<char>(c, s, op.peer, win[i]), op.buf,
-                      op.bytes, op.peer);
+    const size_t ce = p2p_ce_bytes(op.bytes, a.ce_share), head = op.bytes - ce;
+    if (!op.is_send || !op.copy_engine || win[i] == kNoWindow || ce == 0) continue;
+    *last = copy_post(dev::detail::reporter(c), a.ce, window<char>(c, s, op.peer, win[i]) + head,
+                      static_cast<const char*>(op.buf) + head, ce, op.peer);
     if (*last == 0) return false;
   }
   return true;
@@ -400,8 +401,9 @@ __device__ bool await_copies(const ccl_device_comm_t& c, const CollScratch& s, c
   dev::detail::fence_system();  // the copies (seen complete) before the tallies
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
-    if (op.is_send && op.copy_engine && win[i] != kNoWindow)
-      dev::signal(c, s.zc_bytes + c.rank, op.bytes, dev::SignalOp::kAdd, op.peer);
+    const size_t ce = p2p_ce_bytes(op.bytes, a.ce_share);
+    if (op.is_send && op.copy_engine && win[i] != kNoWindow && ce > 0)
+      dev::signal(c, s.zc_bytes + c.rank, ce, dev::SignalOp::kAdd, op.peer);
   }
   return true;
 }
@@ -513,12 +515,14 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (fail) return;
   // Zero-copy sends: every block writes its share of the receiver's window and adds it to the
-  // receiver's tally (the copy engines take the copy_engine ones).
+  // receiver's tally (of a copy_engine send only the head the copy engine leaves them).
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
-    if (!op.is_send || zwin[i] == kNoWindow || op.copy_engine) continue;
+    if (!op.is_send || zwin[i] == kNoWindow) continue;
+    const size_t mine = op.copy_engine ? op.bytes - p2p_ce_bytes(op.bytes, a.ce_share) : op.bytes;
+    if (mine == 0) continue;
     size_t lo, len;
-    p2p_share(op.bytes, a.fifo_blocks, blockIdx.x, &lo, &len);
+    p2p_share(mine, a.fifo_blocks, blockIdx.x, &lo, &len);
     copy_slice(window<char>(c, s, op.peer, zwin[i]) + lo, static_cast<const char*>(op.buf) + lo,
                len);
     __syncthreads();
@@ -598,7 +602,8 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
     fifo |= !p2p_ll(op.bytes, cap);
-    rendezvous |= op.is_send && p2p_rendezvous(op.bytes) && !op.copy_engine;
+    rendezvous |= op.is_send && p2p_rendezvous(op.bytes) &&
+                  (!op.copy_engine || p2p_ce_bytes(op.bytes, a.ce_share) < op.bytes);
   }
   a.fifo_blocks = !fifo ? 0 : rendezvous ? kP2pBlocks : kPipeChannels;
   a.ll_budget = kP2pLLBlocks;

@@ -198,6 +198,14 @@ CCL_HD void p2p_share(size_t bytes, int parts, int part, size_t* lo, size_t* len
   if (part == parts - 1) *len += bytes % 16;
 }
 
+/// Bytes of a copy-engine send of `bytes` that the copy engine copies when it takes `share`
+/// percent (CCL_P2P_COPY_ENGINE_SHARE): the tail, whole 16-byte units (all of it at 100 %); the
+/// sender's blocks copy the head, bytes - that.
+CCL_HD size_t p2p_ce_bytes(size_t bytes, int share) {
+  if (share >= 100) return bytes;
+  return share <= 0 ? 0 : bytes / 100 * static_cast<size_t>(share) / 16 * 16;
+}
+
 /// Offers of one pair form a ring of kMaxP2pOps at the sender: offer q (1-based) goes to this
 /// slot, once the sender has read offer q - kMaxP2pOps (the count below; 0: nothing to wait for).
 CCL_HD size_t p2p_offer_slot(uint64_t q) {

@@ -923,26 +923,33 @@ int copy_engine_first_call_captured(ccl_comm_t world, int me, int n, cudaStream_
 }
 
 /// The rendezvous test again with CCL_P2P_COPY_ENGINE at the rendezvous size, on a communicator
-/// of its own: every send into a window (three per group: symmetric, registered, symmetric at an
-/// odd offset) is copied by the copy-engine proxy, the one into cudaMalloc memory and the small
+/// of its own, with the copy engine taking all of each send and then 37 % of it beside the
+/// sender's blocks: every send into a window (three per group: symmetric, registered, symmetric at
+/// an odd offset) is copied by the copy-engine proxy, the one into cudaMalloc memory and the small
 /// one go through the FIFOs, and the pair with the rank itself is a local copy. The proxy must
 /// have issued exactly those copies (12 groups and 3 graph replays); the replays come after
 /// host work longer than the proxy's busy polling, so they also meet its idle poll.
 int copy_engine_point_to_point(ccl_comm_t world, int me, int n, cudaStream_t s) {
-  setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
-  ccl_comm_t comm;
-  if (fresh_comm(world, me, &comm)) return 1;
-  // Read with the communicator's collective state, at its first call.
-  const int failed = zero_copy_point_to_point(comm, me, n, s);
-  unsetenv("CCL_P2P_COPY_ENGINE");
-  if (failed) return 1;
-  coll::CollState* st = nullptr;
-  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
-  const uint64_t want = n > 1 ? 3 * (12 + 3) : 0;  // one rank: every pair is a local copy
-  const uint64_t issued = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
-  RANK_CHECK(issued == want, "the copy-engine proxy issued %llu copies, not %llu",
-             static_cast<unsigned long long>(issued), static_cast<unsigned long long>(want));
-  RANK_OK(ccl_comm_destroy(comm));
+  // All of each send, then 37 % of it beside the blocks' 63 % (CCL_P2P_COPY_ENGINE_SHARE).
+  for (const char* share : {"100", "37"}) {
+    setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
+    setenv("CCL_P2P_COPY_ENGINE_SHARE", share, 1);
+    ccl_comm_t comm;
+    if (fresh_comm(world, me, &comm)) return 1;
+    // Read with the communicator's collective state, at its first call.
+    const int failed = zero_copy_point_to_point(comm, me, n, s);
+    unsetenv("CCL_P2P_COPY_ENGINE");
+    unsetenv("CCL_P2P_COPY_ENGINE_SHARE");
+    if (failed) return 1;
+    coll::CollState* st = nullptr;
+    RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+    const uint64_t want = n > 1 ? 3 * (12 + 3) : 0;  // one rank: every pair is a local copy
+    const uint64_t issued = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
+    RANK_CHECK(issued == want, "share %s %%: the copy-engine proxy issued %llu copies, not %llu",
+               share, static_cast<unsigned long long>(issued),
+               static_cast<unsigned long long>(want));
+    RANK_OK(ccl_comm_destroy(comm));
+  }
   return copy_engine_first_call_captured(world, me, n, s);
 }
 

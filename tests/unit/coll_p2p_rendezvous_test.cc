@@ -352,5 +352,32 @@ TEST(P2pRendezvous, WithoutTheRingsWaitAnOfferIsOverwritten) {
   EXPECT_GT(caught, 0);
 }
 
+TEST(P2pRendezvous, ACopyEngineSendSplitsIntoHeadAndTailOnce) {
+  // CCL_P2P_COPY_ENGINE_SHARE: the copy engine takes the tail (whole 16-byte units, all of it at
+  // 100 %), the blocks' shares cover the head once, and the two meet without gap or overlap.
+  for (size_t bytes :
+       {kP2pRendezvousFrom, kP2pRendezvousFrom + 5, (size_t{3} << 20) + 7, (size_t{1} << 30) + 1})
+    for (int share = 1; share <= 100; ++share) {
+      const size_t ce = p2p_ce_bytes(bytes, share), head = bytes - ce;
+      ASSERT_LE(ce, bytes);
+      if (share == 100) {
+        ASSERT_EQ(ce, bytes);
+        continue;
+      }
+      ASSERT_EQ(ce % 16, 0u) << bytes << " at " << share << " %";
+      // Within a unit and a percent of the share asked for.
+      ASSERT_LE(ce, bytes * share / 100);
+      ASSERT_GE(ce + 16 + bytes / 100, bytes * share / 100) << bytes << " at " << share << " %";
+      size_t next = 0;
+      for (int part = 0; part < kP2pBlocks; ++part) {
+        size_t lo, len;
+        p2p_share(head, kP2pBlocks, part, &lo, &len);
+        ASSERT_EQ(lo, next);
+        next = lo + len;
+      }
+      ASSERT_EQ(next, head);
+    }
+}
+
 }  // namespace
 }  // namespace ccl::coll
