@@ -22,8 +22,7 @@ Status CopyProxy::start(int device, std::unique_ptr<CopyProxy>* out) {
   CCL_CHECK(driver_api(&api));
   if (api->cuStreamWriteValue64 == nullptr)
     return CCL_FAIL(CCL_UNSUPPORTED,
-                    "the copy-engine proxy needs cuStreamWriteValue64, which "
-                    "this driver lacks");
+                    "the copy-engine proxy needs cuStreamWriteValue64, which this driver lacks");
   std::unique_ptr<CopyProxy> p(new CopyProxy(device, api));
   DeviceScope scope(device);
   // Set-up, not part of a capture the calling thread may have in progress.
