@@ -74,11 +74,13 @@ inline constexpr uint64_t kNoWindow = ~uint64_t{0};
 
 /// Operations of one point-to-point group (one kernel).
 inline constexpr int kMaxP2pOps = 32;
-/// A receiver's rendezvous offer to a sender: its destination window for the sender's
+/// A receiver's rendezvous offer to a sender: its destination window and size for the sender's
 /// rendezvous operation number `seq` (1-based, counted per pair across launches).
 struct alignas(16) P2pOffer {
   uint64_t seq;
-  uint64_t win;  // window address, or kNoWindow: the operation goes through the FIFOs
+  uint64_t win;    // window address, or kNoWindow: the operation goes through the FIFOs
+  uint64_t bytes;  // the receive's size: a larger send would write past the window
+  uint64_t pad;
 };
 
 /// This rank's running rendezvous counts with one peer, kept across launches (zeroed at setup).

@@ -338,14 +338,17 @@ __device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, co
     const uint64_t q = ++s.p2p[op.peer].offers_made, need = p2p_offers_read_before(q);
     if (need > 0 && !wait_for_peer(c, s.offers_read + op.peer, need, op.peer)) return false;
     P2pOffer* o = s.offers + static_cast<size_t>(c.rank) * kMaxP2pOps + p2p_offer_slot(q);
-    const uint64_t win = op.win;
-    dev::put_signal(c, &o->win, &win, sizeof(win), &o->seq, q, dev::SignalOp::kSet, op.peer);
+    const uint64_t offer[2] = {op.win, op.bytes};  // o->win, o->bytes
+    dev::put_signal(c, &o->win, offer, sizeof(offer), &o->seq, q, dev::SignalOp::kSet, op.peer);
   }
   return true;
 }
 
 /// Every block, one thread: the receivers' windows for this block's rendezvous sends (kNoWindow:
-/// through the FIFOs). The last block to have read tells each receiver, freeing its ring.
+/// through the FIFOs). The last block to have read tells each receiver, freeing its ring. A
+/// receive of another size than its send fails the launch (reported as a bad argument naming the
+/// receiver, both sizes) before a byte is written: a larger send would write past the window,
+/// or past the FIFO messages the receiver takes.
 __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
                             uint64_t* win) {
   bool any = false;
@@ -358,6 +361,10 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
     const P2pOffer* o = s.offers + static_cast<size_t>(op.peer) * kMaxP2pOps + p2p_offer_slot(q);
     if (!wait_for_peer(c, &o->seq, q, op.peer, CCL_OP_SIGNAL_WAIT)) return false;
     win[i] = __ldcg(&o->win);
+    const uint64_t offered = __ldcg(&o->bytes);
+    if (offered != op.bytes)
+      return dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
+                                 CCL_OP_COLLECTIVE, op.peer, &o->bytes, op.bytes, offered, 0);
   }
   if (!any) return true;
   __threadfence();

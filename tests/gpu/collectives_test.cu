@@ -1362,6 +1362,56 @@ TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
+/// Send/recv of different sizes through the rendezvous: the receiver offers its size with its
+/// window, so a 1 MiB send to a 512 KiB receive fails the sender's launch with
+/// CCL_INVALID_ARGUMENT naming the receiver and both sizes before a byte is written (the bytes
+/// after the receive buffer keep their poison), and the receiver, whose bytes never come, times
+/// out naming the sender. Before the offer carried the size the send wrote past the buffer.
+TEST(CollectiveFailures, ASendLargerThanItsReceiveIsRefused) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_WAIT_TIMEOUT", "2000", 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        const size_t sent = size_t{1} << 20, room = sent / 2, total = 2 * sent;
+        char* buf = nullptr;
+        RANK_OK(ccl_mem_alloc(comm, total, reinterpret_cast<void**>(&buf)));
+        RANK_CUDA(cudaMemset(buf, 0x5a, total));
+        RANK_OK(ccl_group_start());
+        if (r == 0) RANK_OK(ccl_send(buf, sent, ccl_uint8, 1, comm, s));
+        if (r == 1) RANK_OK(ccl_recv(buf, room, ccl_uint8, 0, comm, s));
+        RANK_OK(ccl_group_end());
+        RANK_CUDA(cudaStreamSynchronize(s));
+        ccl_result_t async;
+        const char* msg = nullptr;
+        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        const std::string m = msg ? msg : "";
+        if (r == 0) {
+          RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("peer 1") != std::string::npos &&
+                         m.find(std::to_string(sent)) != std::string::npos &&
+                         m.find(std::to_string(room)) != std::string::npos,
+                     "sender of 1 MiB to a 512 KiB receive: %d '%s'", async, m.c_str());
+        } else {
+          RANK_CHECK(async == CCL_TIMEOUT && m.find("peer 0") != std::string::npos,
+                     "receiver of 512 KiB from a 1 MiB send: %d '%s'", async, m.c_str());
+          std::vector<char> got(total);
+          RANK_CUDA(cudaMemcpy(got.data(), buf, total, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < total; ++i)
+            RANK_CHECK(got[i] == 0x5a, "byte %zu of the receiver's heap was written", i);
+        }
+        RANK_OK(ccl_comm_abort(comm));
+        return 0;
+      },
+      60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
 /// Destroys a communicator that must not be in error: 0, or non-zero after printing its report.
 int destroy_healthy(ccl_comm_t comm) {
   ccl_result_t async;
