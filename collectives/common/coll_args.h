@@ -119,7 +119,9 @@ struct CollScratch {
   uint64_t* epoch;     // symmetric [nranks]: last epoch rank j completed (j pushes it here)
   uint32_t* finished;  // local device: blocks of the running kernel that finished
   // Pipe FIFOs (pairwise, sequence-numbered: independent of the epoch).
-  char* inbox;  // symmetric [sender][channel][slot][slot_bytes]
+  char* inbox;          // symmetric [sender][channel][slot][slot_bytes]
+  uint64_t* p2p_sizes;  // symmetric [sender][channel][slot]: the size of the point-to-point
+                        // operation whose message fills that inbox slot
   size_t slot_bytes;
   uint64_t* head;     // symmetric [sender][channel]: messages the sender has delivered to me
   uint64_t* tail;     // symmetric [receiver][channel]: my messages the receiver has consumed

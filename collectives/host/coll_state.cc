@@ -131,6 +131,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t p2p_ll_entries = p2p_ll_capacity(c->nranks) / 4;
   const size_t p2p_ll_at = h.add(kP2pLLSlots * n * p2p_ll_entries * sizeof(uint64_t));
   const size_t p2p_credit_at = h.add(kP2pLLSlots * n * sizeof(uint64_t));
+  const size_t p2p_sizes_at = h.add(n * kPipeChannels * kPipeSlots * sizeof(uint64_t));
   const size_t inbox_at = h.add(n * kPipeChannels * kPipeSlots * slot);
   CCL_CHECK(c->heap->alloc(h.size(), &st->heap_block));
   device_resources_note_heap(c);
@@ -156,6 +157,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.p2p_ll_entries = p2p_ll_entries;
   s.p2p_ll_credit = reinterpret_cast<uint64_t*>(p + p2p_credit_at);
   s.inbox = p + inbox_at;
+  s.p2p_sizes = reinterpret_cast<uint64_t*>(p + p2p_sizes_at);
   s.slot_bytes = slot;
   // LL entries and LL128 lines carry their epoch as a flag, point-to-point LL entries their
   // operation's sequence number: zero (never either) until first written.

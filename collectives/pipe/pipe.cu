@@ -73,6 +73,13 @@ __device__ __forceinline__ char* slot_of(const CollScratch& s, int sender, uint6
   return s.inbox + idx * s.slot_bytes;
 }
 
+/// Where the size of the point-to-point operation of message m from `sender` on this channel is
+/// kept (beside its inbox slot, this rank's view).
+__device__ __forceinline__ uint64_t* size_of_slot(const CollScratch& s, int sender, uint64_t m) {
+  return s.p2p_sizes + (static_cast<size_t>(sender) * kPipeChannels + blockIdx.x) * kPipeSlots +
+         (m - 1) % kPipeSlots;
+}
+
 /// Block-wide: waits for a free slot at `peer`, returns its address (this rank's symmetric view
 /// of the peer's inbox) or nullptr when the wait failed.
 __device__ char* send_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
@@ -566,10 +573,26 @@ __global__ void __launch_bounds__(kThreads)
           char* slot = send_begin(c, s, f, op.peer, &m);
           if (slot == nullptr) return;
           dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b, op.peer);
+          // The operation's size with each message (signalled with it by send_end).
+          if (threadIdx.x == 0)
+            dev::p(c, size_of_slot(s, c.rank, m), static_cast<uint64_t>(op.bytes), op.peer);
           send_end(c, s, f, op.peer, m);
         } else {
           const char* slot = recv_begin(c, s, f, op.peer, &m);
           if (slot == nullptr) return;
+          // A send of another size would hand its extra messages to the pair's next receives:
+          // refused before a byte is stored (reported, naming the sender and both sizes).
+          int mismatch = 0;
+          if (threadIdx.x == 0) {
+            const uint64_t* sz = size_of_slot(s, op.peer, m);
+            const uint64_t sent = __ldcg(sz);
+            if (sent != op.bytes) {
+              dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
+                                  CCL_OP_COLLECTIVE, op.peer, sz, op.bytes, sent, 0);
+              mismatch = 1;
+            }
+          }
+          if (__syncthreads_or(mismatch)) return;
           copy_slice(static_cast<char*>(op.buf) + off, slot, b);
           recv_end(c, s, f, op.peer, m);
         }

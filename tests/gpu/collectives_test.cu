@@ -1362,54 +1362,88 @@ TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
-/// Send/recv of different sizes through the rendezvous: the receiver offers its size with its
-/// window, so a 1 MiB send to a 512 KiB receive fails the sender's launch with
-/// CCL_INVALID_ARGUMENT naming the receiver and both sizes before a byte is written (the bytes
-/// after the receive buffer keep their poison), and the receiver, whose bytes never come, times
-/// out naming the sender. Before the offer carried the size the send wrote past the buffer.
-TEST(CollectiveFailures, ASendLargerThanItsReceiveIsRefused) {
-  REQUIRE_GPUS(1);
+/// Rank 0 sends `sent` bytes to rank 1, which receives `room` into symmetric or cudaMalloc
+/// memory of `sent` bytes, poisoned (the sent bytes differ from the poison); then each rank checks
+/// its communicator's async error with `check` (rank 1 also that its whole buffer kept the poison)
+/// and aborts it.
+int mismatched_pair(ccl_unique_id_t id, int r, size_t sent, size_t room, bool symmetric,
+                    int (*check)(int r, ccl_result_t async, const std::string& msg)) {
+  setenv("CCL_WAIT_TIMEOUT", "2000", 1);
+  ccl_comm_t comm;
+  if (init_on_gpu(id, 2, r, &comm)) return 1;
+  cudaStream_t s;
+  RANK_CUDA(cudaStreamCreate(&s));
+  char* buf = nullptr;
+  if (symmetric)
+    RANK_OK(ccl_mem_alloc(comm, sent, reinterpret_cast<void**>(&buf)));
+  else
+    RANK_CUDA(cudaMalloc(&buf, sent));
+  RANK_CUDA(cudaMemset(buf, r == 0 ? 0x11 : 0x5a, sent));  // sent bytes differ from the poison
+  RANK_OK(ccl_group_start());
+  if (r == 0) RANK_OK(ccl_send(buf, sent, ccl_uint8, 1, comm, s));
+  if (r == 1) RANK_OK(ccl_recv(buf, room, ccl_uint8, 0, comm, s));
+  RANK_OK(ccl_group_end());
+  RANK_CUDA(cudaStreamSynchronize(s));
+  ccl_result_t async;
+  const char* msg = nullptr;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+  if (int rc = check(r, async, msg ? msg : "")) return rc;
+  if (r == 1) {
+    std::vector<char> got(sent);
+    RANK_CUDA(cudaMemcpy(got.data(), buf, sent, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < sent; ++i)
+      RANK_CHECK(got[i] == 0x5a, "byte %zu of the receiver's buffer or heap was written", i);
+  }
+  RANK_OK(ccl_comm_abort(comm));
+  return 0;
+}
+
+void run_mismatched_pair(size_t sent, size_t room, bool symmetric,
+                         int (*check)(int, ccl_result_t, const std::string&)) {
   ccl_unique_id_t id;
   ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
   auto results = fork_ranks(
-      2,
-      [&](int r) {
-        setenv("CCL_WAIT_TIMEOUT", "2000", 1);
-        ccl_comm_t comm;
-        if (init_on_gpu(id, 2, r, &comm)) return 1;
-        cudaStream_t s;
-        RANK_CUDA(cudaStreamCreate(&s));
-        const size_t sent = size_t{1} << 20, room = sent / 2, total = 2 * sent;
-        char* buf = nullptr;
-        RANK_OK(ccl_mem_alloc(comm, total, reinterpret_cast<void**>(&buf)));
-        RANK_CUDA(cudaMemset(buf, 0x5a, total));
-        RANK_OK(ccl_group_start());
-        if (r == 0) RANK_OK(ccl_send(buf, sent, ccl_uint8, 1, comm, s));
-        if (r == 1) RANK_OK(ccl_recv(buf, room, ccl_uint8, 0, comm, s));
-        RANK_OK(ccl_group_end());
-        RANK_CUDA(cudaStreamSynchronize(s));
-        ccl_result_t async;
-        const char* msg = nullptr;
-        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
-        const std::string m = msg ? msg : "";
-        if (r == 0) {
+      2, [&](int r) { return mismatched_pair(id, r, sent, room, symmetric, check); }, 60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// Through the rendezvous (1 MiB sent, 512 KiB received into symmetric memory): the receiver's
+/// offer carries its size, so the sender's launch fails with CCL_INVALID_ARGUMENT naming the
+/// receiver and both sizes before a byte is written, and the receiver, whose bytes never come,
+/// times out naming the sender. Before the offer carried the size the send wrote past the
+/// buffer into the heap beyond it.
+TEST(CollectiveFailures, ASendLargerThanItsReceiveIsRefused) {
+  REQUIRE_GPUS(1);
+  run_mismatched_pair(
+      size_t{1} << 20, size_t{1} << 19, true, [](int r, ccl_result_t async, const std::string& m) {
+        if (r == 0)
           RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("peer 1") != std::string::npos &&
-                         m.find(std::to_string(sent)) != std::string::npos &&
-                         m.find(std::to_string(room)) != std::string::npos,
+                         m.find("1048576") != std::string::npos &&
+                         m.find("524288") != std::string::npos,
                      "sender of 1 MiB to a 512 KiB receive: %d '%s'", async, m.c_str());
-        } else {
+        else
           RANK_CHECK(async == CCL_TIMEOUT && m.find("peer 0") != std::string::npos,
                      "receiver of 512 KiB from a 1 MiB send: %d '%s'", async, m.c_str());
-          std::vector<char> got(total);
-          RANK_CUDA(cudaMemcpy(got.data(), buf, total, cudaMemcpyDeviceToHost));
-          for (size_t i = 0; i < total; ++i)
-            RANK_CHECK(got[i] == 0x5a, "byte %zu of the receiver's heap was written", i);
-        }
-        RANK_OK(ccl_comm_abort(comm));
         return 0;
-      },
-      60000);
-  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+      });
+}
+
+/// Through the FIFOs (192 KiB sent, 100 KiB received into cudaMalloc memory): every message
+/// carries its operation's size beside its slot, so the receiver refuses the first one with
+/// CCL_INVALID_ARGUMENT naming the sender and both sizes and stores nothing; without the check
+/// the extra messages would have gone to the pair's next receives.
+TEST(CollectiveFailures, AFifoSendOfAnotherSizeIsRefused) {
+  REQUIRE_GPUS(1);
+  run_mismatched_pair(
+      size_t{192} << 10, size_t{100} << 10, false,
+      [](int r, ccl_result_t async, const std::string& m) {
+        if (r == 1)
+          RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("peer 0") != std::string::npos &&
+                         m.find("196608") != std::string::npos &&
+                         m.find("102400") != std::string::npos,
+                     "receiver of 100 KiB from a 192 KiB send: %d '%s'", async, m.c_str());
+        return 0;
+      });
 }
 
 /// Destroys a communicator that must not be in error: 0, or non-zero after printing its report.
