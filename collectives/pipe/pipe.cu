@@ -573,17 +573,18 @@ __global__ void __launch_bounds__(kThreads)
           char* slot = send_begin(c, s, f, op.peer, &m);
           if (slot == nullptr) return;
           dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b, op.peer);
-          // The operation's size with each message (signalled with it by send_end).
-          if (threadIdx.x == 0)
+          // The operation's size with its first message on this channel (signalled with it).
+          if (threadIdx.x == 0 && k == first[i])
             dev::p(c, size_of_slot(s, c.rank, m), static_cast<uint64_t>(op.bytes), op.peer);
           send_end(c, s, f, op.peer, m);
         } else {
           const char* slot = recv_begin(c, s, f, op.peer, &m);
           if (slot == nullptr) return;
           // A send of another size would hand its extra messages to the pair's next receives:
-          // refused before a byte is stored (reported, naming the sender and both sizes).
+          // refused at its first message, before a byte is stored (reported, naming the sender
+          // and both sizes). The first mismatched operation of a pair is always caught there.
           int mismatch = 0;
-          if (threadIdx.x == 0) {
+          if (k == first[i] && threadIdx.x == 0) {
             const uint64_t* sz = size_of_slot(s, op.peer, m);
             const uint64_t sent = __ldcg(sz);
             if (sent != op.bytes) {
@@ -592,7 +593,7 @@ __global__ void __launch_bounds__(kThreads)
               mismatch = 1;
             }
           }
-          if (__syncthreads_or(mismatch)) return;
+          if (k == first[i] && __syncthreads_or(mismatch)) return;
           copy_slice(static_cast<char*>(op.buf) + off, slot, b);
           recv_end(c, s, f, op.peer, m);
         }
