@@ -98,10 +98,13 @@ __device__ char* send_begin(const ccl_device_comm_t& c, const CollScratch& s, Fi
 }
 
 /// Block-wide: the message's payload is written; signal it.
+/// `size` (point-to-point, an operation's first message on the channel): the operation's size,
+/// stored beside the slot before the signal (0: none).
 __device__ void send_end(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
-                         uint64_t m) {
+                         uint64_t m, uint64_t size = 0) {
   __syncthreads();
   if (threadIdx.x == 0) {
+    if (size != 0) dev::p(c, size_of_slot(s, c.rank, m), size, peer);
     dev::detail::fence_system();
     dev::signal(c, s.head + static_cast<size_t>(c.rank) * kPipeChannels + blockIdx.x, m,
                 dev::SignalOp::kSet, peer);
@@ -109,15 +112,28 @@ __device__ void send_end(const ccl_device_comm_t& c, const CollScratch& s, Fifo&
   if (threadIdx.x == 0) f.sent[peer] = m;
 }
 
-/// Block-wide: waits for the next message from `peer`; returns its slot or nullptr.
+/// Block-wide: waits for the next message from `peer`; returns its slot or nullptr. `size`
+/// (point-to-point, an operation's first message on the channel): the receive's size, which the
+/// sender's must equal, or the receive fails before storing a byte (reported, naming the sender
+/// and both sizes): a larger send would hand its extra messages to the pair's next receives.
 __device__ const char* recv_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
-                                  int peer, uint64_t* m) {
+                                  int peer, uint64_t* m, uint64_t size = 0) {
   __syncthreads();
   *m = f.rcvd[peer] + 1;
-  if (threadIdx.x == 0 &&
-      !wait_for_peer(c, s.head + static_cast<size_t>(peer) * kPipeChannels + blockIdx.x, *m, peer,
-                     CCL_OP_SIGNAL_WAIT))
-    f.fail = 1;
+  if (threadIdx.x == 0) {
+    if (!wait_for_peer(c, s.head + static_cast<size_t>(peer) * kPipeChannels + blockIdx.x, *m, peer,
+                       CCL_OP_SIGNAL_WAIT)) {
+      f.fail = 1;
+    } else if (size != 0) {
+      const uint64_t* at = size_of_slot(s, peer, *m);
+      const uint64_t sent = __ldcg(at);
+      if (sent != size) {
+        dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
+                            CCL_OP_COLLECTIVE, peer, at, size, sent, 0);
+        f.fail = 1;
+      }
+    }
+  }
   __syncthreads();
   if (f.fail) return nullptr;
   return slot_of(s, peer, *m);
@@ -573,27 +589,12 @@ __global__ void __launch_bounds__(kThreads)
           char* slot = send_begin(c, s, f, op.peer, &m);
           if (slot == nullptr) return;
           dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b, op.peer);
-          // The operation's size with its first message on this channel (signalled with it).
-          if (threadIdx.x == 0 && k == first[i])
-            dev::p(c, size_of_slot(s, c.rank, m), static_cast<uint64_t>(op.bytes), op.peer);
-          send_end(c, s, f, op.peer, m);
+          // The operation's size with its first message on this channel: the receiver checks
+          // it there, where the first mismatched operation of a pair always shows.
+          send_end(c, s, f, op.peer, m, k == first[i] ? op.bytes : 0);
         } else {
-          const char* slot = recv_begin(c, s, f, op.peer, &m);
+          const char* slot = recv_begin(c, s, f, op.peer, &m, k == first[i] ? op.bytes : 0);
           if (slot == nullptr) return;
-          // A send of another size would hand its extra messages to the pair's next receives:
-          // refused at its first message, before a byte is stored (reported, naming the sender
-          // and both sizes). The first mismatched operation of a pair is always caught there.
-          int mismatch = 0;
-          if (k == first[i] && threadIdx.x == 0) {
-            const uint64_t* sz = size_of_slot(s, op.peer, m);
-            const uint64_t sent = __ldcg(sz);
-            if (sent != op.bytes) {
-              dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
-                                  CCL_OP_COLLECTIVE, op.peer, sz, op.bytes, sent, 0);
-              mismatch = 1;
-            }
-          }
-          if (k == first[i] && __syncthreads_or(mismatch)) return;
           copy_slice(static_cast<char*>(op.buf) + off, slot, b);
           recv_end(c, s, f, op.peer, m);
         }
