@@ -66,18 +66,21 @@ __device__ void fifo_store(const ccl_device_comm_t& c, const CollScratch& s, con
   }
 }
 
+/// Index of the slot of message m (1-based) from `sender` on this channel: [sender][channel][slot].
+__device__ __forceinline__ size_t slot_index(int sender, uint64_t m) {
+  return (static_cast<size_t>(sender) * kPipeChannels + blockIdx.x) * kPipeSlots +
+         (m - 1) % kPipeSlots;
+}
+
 /// Slot of message m (1-based) from `sender` on this channel, in the local view of the inbox.
 __device__ __forceinline__ char* slot_of(const CollScratch& s, int sender, uint64_t m) {
-  const size_t idx = (static_cast<size_t>(sender) * kPipeChannels + blockIdx.x) * kPipeSlots +
-                     (m - 1) % kPipeSlots;
-  return s.inbox + idx * s.slot_bytes;
+  return s.inbox + slot_index(sender, m) * s.slot_bytes;
 }
 
 /// Where the size of the point-to-point operation of message m from `sender` on this channel is
 /// kept (beside its inbox slot, this rank's view).
 __device__ __forceinline__ uint64_t* size_of_slot(const CollScratch& s, int sender, uint64_t m) {
-  return s.p2p_sizes + (static_cast<size_t>(sender) * kPipeChannels + blockIdx.x) * kPipeSlots +
-         (m - 1) % kPipeSlots;
+  return s.p2p_sizes + slot_index(sender, m);
 }
 
 /// Block-wide: waits for a free slot at `peer`, returns its address (this rank's symmetric view
@@ -403,38 +406,39 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   return true;
 }
 
-/// Block 0, one thread, after read_offers: hands the copy-engine sends whose receivers offered a
-/// window to the proxy (their blocks leave them alone); *last is the number of the last copy
-/// posted, 0 when none was.
+/// Bytes of operation i the copy engine copies: the tail of a copy_engine send whose receiver
+/// offered a window (`win`), 0 for any other operation. The sender's blocks copy the rest.
+__device__ __forceinline__ size_t copy_engine_bytes(const P2pArgs& a, int i, uint64_t win) {
+  const P2pOp& op = a.ops[i];
+  return op.is_send && op.copy_engine && win != kNoWindow ? p2p_ce_bytes(op.bytes, a.ce_share) : 0;
+}
+
+/// Block 0, one thread, after read_offers: hands the copy engine's part of each send to the proxy;
+/// *last is the number of the last copy posted (0: none), *peer its receiver (for reports).
 __device__ bool post_copies(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
-                            const uint64_t* win, uint64_t* last) {
+                            const uint64_t* win, uint64_t* last, int* peer) {
   *last = 0;
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
-    const size_t ce = p2p_ce_bytes(op.bytes, a.ce_share), head = op.bytes - ce;
-    if (!op.is_send || !op.copy_engine || win[i] == kNoWindow || ce == 0) continue;
+    const size_t ce = copy_engine_bytes(a, i, win[i]), head = op.bytes - ce;
+    if (ce == 0) continue;
     *last = copy_post(dev::detail::reporter(c), a.ce, window<char>(c, s, op.peer, win[i]) + head,
                       static_cast<const char*>(op.buf) + head, ce, op.peer);
     if (*last == 0) return false;
+    *peer = op.peer;
   }
   return true;
 }
 
 /// Block 0, one thread: waits for the proxy to complete copies up to `last`, then adds each
-/// copy-engine send to its receiver's tally, as the blocks do for the sends they copy.
+/// copy-engine part to its receiver's tally, as the blocks do for the shares they copy.
 __device__ bool await_copies(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
-                             const uint64_t* win, uint64_t last) {
-  int peer = -1;
-  for (int i = 0; i < a.nops; ++i)
-    if (a.ops[i].is_send && a.ops[i].copy_engine && win[i] != kNoWindow) peer = a.ops[i].peer;
+                             const uint64_t* win, uint64_t last, int peer) {
   if (!copy_wait(dev::detail::reporter(c), a.ce, last, peer)) return false;
   dev::detail::fence_system();  // the copies (seen complete) before the tallies
-  for (int i = 0; i < a.nops; ++i) {
-    const P2pOp& op = a.ops[i];
-    const size_t ce = p2p_ce_bytes(op.bytes, a.ce_share);
-    if (op.is_send && op.copy_engine && win[i] != kNoWindow && ce > 0)
-      dev::signal(c, s.zc_bytes + c.rank, ce, dev::SignalOp::kAdd, op.peer);
-  }
+  for (int i = 0; i < a.nops; ++i)
+    if (const size_t ce = copy_engine_bytes(a, i, win[i]); ce > 0)
+      dev::signal(c, s.zc_bytes + c.rank, ce, dev::SignalOp::kAdd, a.ops[i].peer);
   return true;
 }
 
@@ -535,12 +539,13 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ uint64_t zwin[kMaxP2pOps];
   __shared__ int fail;
   __shared__ uint64_t copies;  // block 0: the last copy-engine copy posted (0: none)
+  __shared__ int copies_to;    // block 0: that copy's receiver
   const bool channel = blockIdx.x < kPipeChannels;
   if (threadIdx.x == 0) {
     fail = 0;
     if (blockIdx.x == 0 && !post_offers(c, s, a)) fail = 1;
     if (!fail && !read_offers(c, s, a, zwin)) fail = 1;
-    if (!fail && blockIdx.x == 0 && !post_copies(c, s, a, zwin, &copies)) fail = 1;
+    if (!fail && blockIdx.x == 0 && !post_copies(c, s, a, zwin, &copies, &copies_to)) fail = 1;
   }
   __syncthreads();
   if (fail) return;
@@ -549,7 +554,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
     if (!op.is_send || zwin[i] == kNoWindow) continue;
-    const size_t mine = op.copy_engine ? op.bytes - p2p_ce_bytes(op.bytes, a.ce_share) : op.bytes;
+    const size_t mine = op.bytes - copy_engine_bytes(a, i, zwin[i]);
     if (mine == 0) continue;
     size_t lo, len;
     p2p_share(mine, a.fifo_blocks, blockIdx.x, &lo, &len);
@@ -602,7 +607,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   fifo_store(c, s, f);
-  if (blockIdx.x == 0 && threadIdx.x == 0 && (copies == 0 || await_copies(c, s, a, zwin, copies)))
+  if (blockIdx.x == 0 && threadIdx.x == 0 &&
+      (copies == 0 || await_copies(c, s, a, zwin, copies, copies_to)))
     await_zero_copy(c, s, a);
 }
 

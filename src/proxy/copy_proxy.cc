@@ -47,6 +47,7 @@ Status CopyProxy::init() {
   queue_.ring = static_cast<CopyRequest*>(dev_host);
   queue_.posted = counts_;
   queue_.done = counts_ + 1;
+  failed_ = reinterpret_cast<uint32_t*>(static_cast<char*>(host_) + ring_bytes);
   queue_.failed =
       reinterpret_cast<const volatile uint32_t*>(static_cast<char*>(dev_host) + ring_bytes);
   queue_.slots = kSlots;
@@ -80,9 +81,13 @@ CopyProxy::~CopyProxy() {
   cudaGetLastError();  // teardown reports nothing
 }
 
-void CopyProxy::kick() {
+void CopyProxy::stay_busy() {
   busy_until_ns_.store(now_ns() + std::chrono::nanoseconds(kBusyFor).count(),
                        std::memory_order_relaxed);
+}
+
+void CopyProxy::kick() {
+  stay_busy();
   std::lock_guard<std::mutex> lock(mutex_);
   wake_.notify_one();
 }
@@ -114,9 +119,7 @@ void CopyProxy::mark_failed(const char* what) {
   CCL_WARN(kSubsysProxy,
            "copy-engine proxy on GPU %d: %s; the kernels that wait for its copies fail", device_,
            what);
-  uint32_t* failed =
-      reinterpret_cast<uint32_t*>(static_cast<char*>(host_) + kSlots * sizeof(CopyRequest));
-  __atomic_store_n(failed, 1u, __ATOMIC_RELEASE);
+  __atomic_store_n(failed_, 1u, __ATOMIC_RELEASE);
 }
 
 void CopyProxy::run() {
@@ -141,8 +144,7 @@ void CopyProxy::run() {
     if (take == CopyTake::kReady) {
       if (!issue(r, next)) return;
       ++next;
-      busy_until_ns_.store(now_ns() + std::chrono::nanoseconds(kBusyFor).count(),
-                           std::memory_order_relaxed);
+      stay_busy();
       continue;
     }
     if (now_ns() < busy_until_ns_.load(std::memory_order_relaxed)) {

@@ -56,6 +56,8 @@ class CopyProxy {
   /// Issues request `seq`; false (logged, `failed` set for the kernels) when CUDA refused it.
   bool issue(const CopyRequest& r, uint64_t seq);
   void stop();
+  /// Polls busily for kBusyFor from now.
+  void stay_busy();
   /// Logs `what` and tells the kernels (the queue's failed word): they stop waiting and report.
   void mark_failed(const char* what);
 
@@ -63,6 +65,7 @@ class CopyProxy {
   const DriverApi* api_;
   CopyQueue queue_{};
   void* host_ = nullptr;        // pinned: the ring, then the failed word
+  uint32_t* failed_ = nullptr;  // the failed word, host view (queue_.failed is the device's)
   uint64_t* counts_ = nullptr;  // device: posted, done
   cudaStream_t stream_ = nullptr;
   std::thread thread_;

@@ -877,6 +877,14 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// Copies the communicator's copy-engine proxy has issued (0 without a proxy) into *out.
+int proxy_copies(ccl_comm_t comm, uint64_t* out) {
+  coll::CollState* st = nullptr;
+  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+  *out = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
+  return 0;
+}
+
 /// A communicator whose first call is a copy-engine send/recv captured into a graph (global
 /// capture mode): its collective state and the proxy start inside the capture; two replays with
 /// new data, each one copy by the proxy per rank (none on one rank: a local copy).
@@ -910,9 +918,8 @@ int copy_engine_first_call_captured(ccl_comm_t world, int me, int n, cudaStream_
       RANK_CHECK(got[i] == static_cast<char>(i * 13 + prev * 7 + replay * 3),
                  "copy-engine send/recv captured first, replay %d: byte %zu", replay, i);
   }
-  coll::CollState* st = nullptr;
-  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
-  const uint64_t issued = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
+  uint64_t issued = 0;
+  if (proxy_copies(comm, &issued)) return 1;
   RANK_CHECK(issued == (n > 1 ? 2u : 0u), "captured first: the proxy issued %llu copies",
              static_cast<unsigned long long>(issued));
   RANK_CUDA(cudaGraphExecDestroy(exec));
@@ -941,10 +948,9 @@ int copy_engine_point_to_point(ccl_comm_t world, int me, int n, cudaStream_t s) 
     unsetenv("CCL_P2P_COPY_ENGINE");
     unsetenv("CCL_P2P_COPY_ENGINE_SHARE");
     if (failed) return 1;
-    coll::CollState* st = nullptr;
-    RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
     const uint64_t want = n > 1 ? 3 * (12 + 3) : 0;  // one rank: every pair is a local copy
-    const uint64_t issued = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
+    uint64_t issued = 0;
+    if (proxy_copies(comm, &issued)) return 1;
     RANK_CHECK(issued == want, "share %s %%: the copy-engine proxy issued %llu copies, not %llu",
                share, static_cast<unsigned long long>(issued),
                static_cast<unsigned long long>(want));
@@ -1334,10 +1340,11 @@ TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
         RANK_CUDA(cudaMemcpy(got.data(), buf + bytes, bytes, cudaMemcpyDeviceToHost));
         RANK_CHECK(got == std::vector<char>(bytes, static_cast<char>(2 - r)),
                    "the exchange before the failure");
+        uint64_t issued = 0;
+        if (proxy_copies(comm, &issued)) return 1;
+        RANK_CHECK(issued == 1, "the first exchange did not go through the copy-engine proxy");
         coll::CollState* st = nullptr;
-        RANK_CHECK(
-            coll::coll_state(comm, &st).ok() && st->p2p_proxy && st->p2p_proxy->issued() == 1,
-            "the first exchange did not go through the copy-engine proxy");
+        RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
         if (r == 0) st->p2p_proxy->fail("injected by the test");
         const auto t0 = std::chrono::steady_clock::now();
         if (exchange()) return 1;
