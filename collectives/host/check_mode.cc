@@ -26,14 +26,21 @@ std::string describe(const CallSignature& s) {
 
 }  // namespace
 
-Status check_call(ccl_comm* c, CallSignature mine) {
+Status check_mode_on(ccl_comm* c, bool* on) {
   if (c->check_mode < 0) {
     // Read once per communicator: a getenv per call is measurable host overhead.
-    int64_t on = 0;
-    CCL_CHECK(setting_int(Setting::kCheckMode, &on));
-    c->check_mode = on != 0;
+    int64_t setting = 0;
+    CCL_CHECK(setting_int(Setting::kCheckMode, &setting));
+    c->check_mode = setting != 0;
   }
-  if (!c->check_mode) return CCL_SUCCESS;
+  *on = c->check_mode != 0;
+  return CCL_SUCCESS;
+}
+
+Status check_call(ccl_comm* c, CallSignature mine) {
+  bool on = false;
+  CCL_CHECK(check_mode_on(c, &on));
+  if (!on) return CCL_SUCCESS;
   mine.call = ++c->coll_calls;
   std::vector<CallSignature> all(c->nranks);
   all[c->rank] = mine;

@@ -23,6 +23,8 @@ struct CallSignature {
 };
 static_assert(sizeof(CallSignature) == 32);
 
+/// Whether CCL_CHECK_MODE is on for `comm` (read at its first call). Call with its op_mutex held.
+Status check_mode_on(ccl_comm* comm, bool* on);
 /// With CCL_CHECK_MODE=1: allgathers `mine` and fails (CCL_INVALID_USAGE, on every rank) when
 /// any rank differs from rank 0, naming the ranks and both calls. Without it: returns at once.
 Status check_call(ccl_comm* comm, CallSignature mine);

@@ -1,6 +1,7 @@
 #include "collectives/host/group.hpp"
 
 #include <algorithm>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -132,31 +133,65 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
   return CCL_SUCCESS;
 }
 
-/// The first collective of a communicator allocates its scratch collectively; when one thread
-/// drives several communicators (ccl_comm_init_all) they must do so concurrently.
-Status prepare_states(const std::vector<Pending>& q) {
-  std::vector<Pending> todo;
-  for (const Pending& p : q)
-    if (!p.comm->coll_state &&
-        std::none_of(todo.begin(), todo.end(), [&](const Pending& t) { return t.comm == p.comm; }))
-      todo.push_back(p);
-  if (todo.size() <= 1) return CCL_SUCCESS;  // the call itself creates it
-  std::vector<Status> results(todo.size(), Status(CCL_SUCCESS));
+/// Runs job(0) .. job(n - 1) in threads of their own and returns the first failure, its message
+/// handed to this thread.
+template <typename Job>
+Status run_concurrently(size_t n, Job job) {
+  std::vector<Status> results(n, Status(CCL_SUCCESS));
+  std::vector<std::string> messages(n);
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < todo.size(); ++i)
+  for (size_t i = 0; i < n; ++i)
     threads.emplace_back([&, i] {
-      if (cudaSetDevice(todo[i].comm->device) != cudaSuccess) {
-        results[i] = CCL_FAIL(CCL_UNHANDLED_CUDA_ERROR, "cudaSetDevice(%d)", todo[i].comm->device);
-        return;
-      }
-      std::lock_guard<std::mutex> lock(todo[i].comm->op_mutex);
-      CollState* st = nullptr;
-      results[i] = coll_state(todo[i].comm, &st);
+      results[i] = job(i);
+      messages[i] = last_error();
     });
   for (auto& t : threads) t.join();
-  for (const Status& s : results)
-    if (!s.ok()) return s;
+  for (size_t i = 0; i < n; ++i)
+    if (!results[i].ok()) return relay(results[i].code(), messages[i].c_str());
   return CCL_SUCCESS;
+}
+
+/// The first collective of a communicator allocates its scratch collectively; when one thread
+/// drives several communicators (ccl_comm_init_all) they must do so concurrently. Communicators
+/// without a GPU have no state to make (their calls fail, or do nothing at count 0).
+Status prepare_states(const std::vector<Pending>& q) {
+  std::vector<ccl_comm*> todo;
+  for (const Pending& p : q)
+    if (p.fn && p.comm->heap && !p.comm->coll_state &&
+        std::find(todo.begin(), todo.end(), p.comm) == todo.end())
+      todo.push_back(p.comm);
+  if (todo.size() <= 1) return CCL_SUCCESS;  // the call itself creates it
+  return run_concurrently(todo.size(), [&](size_t i) -> Status {
+    CCL_CUDA_CHECK(cudaSetDevice(todo[i]->device));
+    std::lock_guard<std::mutex> lock(todo[i]->op_mutex);
+    CollState* st = nullptr;
+    return coll_state(todo[i], &st);
+  });
+}
+
+/// The group's collectives, in order per communicator. Where they meet the other ranks' hosts
+/// first (meets_on_host) and one thread drives several communicators, run one after another the
+/// first would wait for a rank whose call this thread has not made yet: each communicator's
+/// calls then run in a thread of their own. Otherwise in this thread (no thread's start-up cost
+/// on every group). A failed call does not stop the ones after it, as outside a group.
+Status run_collectives(const std::vector<Pending>& q) {
+  std::vector<ccl_comm*> comms;
+  for (const Pending& p : q)
+    if (p.fn && std::find(comms.begin(), comms.end(), p.comm) == comms.end())
+      comms.push_back(p.comm);
+  bool meet = false;
+  for (size_t i = 0; comms.size() > 1 && i < comms.size() && !meet; ++i)
+    CCL_CHECK(meets_on_host(comms[i], &meet));
+  auto run_for = [&](ccl_comm* c) {
+    Status first = CCL_SUCCESS;
+    std::string message;
+    for (const Pending& p : q)
+      if (p.fn && (c == nullptr || p.comm == c))
+        if (Status s = p.fn(); !s.ok() && first.ok()) first = s, message = last_error();
+    return first.ok() ? first : relay(first.code(), message.c_str());
+  };
+  if (!meet) return run_for(nullptr);
+  return run_concurrently(comms.size(), [&](size_t i) { return run_for(comms[i]); });
 }
 
 }  // namespace
@@ -174,11 +209,11 @@ Status group_end() {
   q.swap(g_pending);
   CCL_CHECK(prepare_states(q));
   Status first = CCL_SUCCESS;
+  std::string message;
   auto note = [&](Status s) {
-    if (first.ok() && !s.ok()) first = s;
+    if (first.ok() && !s.ok()) first = s, message = last_error();
   };
-  for (const Pending& p : q)
-    if (p.fn) note(p.fn());
+  note(run_collectives(q));
   // Point-to-point: one fused launch per communicator, in the order the comms first appeared.
   std::vector<ccl_comm*> comms;
   for (const Pending& p : q)
@@ -201,7 +236,7 @@ Status group_end() {
     }
     note(launch_p2p_ops(c, stream, ops));
   }
-  return first;
+  return first.ok() ? first : relay(first.code(), message.c_str());
 }
 
 bool in_group() {

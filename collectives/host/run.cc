@@ -345,6 +345,16 @@ Status check_buffers(ccl_comm* comm, const CollCall& k, const char* fn) {
   return CCL_SUCCESS;
 }
 
+Status meets_on_host(ccl_comm* comm, bool* meets) {
+  std::lock_guard<std::mutex> lock(comm->op_mutex);
+  CCL_CHECK(check_mode_on(comm, meets));
+  // The tuner never picks the copy engines by itself: only CCL_ALGO does.
+  if (const auto* st = static_cast<const CollState*>(comm->coll_state.get()); st != nullptr)
+    for (int c = 0; c < kNumCollectives; ++c)
+      *meets |= st->cfg.forced[c] && st->cfg.algo[c] == Algorithm::kCopyEngine;
+  return CCL_SUCCESS;
+}
+
 Status run_collective(ccl_comm* comm, const CollCall& k) {
   std::lock_guard<std::mutex> lock(comm->op_mutex);
   DeviceScope device(comm->device);

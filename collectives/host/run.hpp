@@ -34,6 +34,10 @@ Status check_buffers(ccl_comm* comm, const CollCall& call, const char* fn);
 /// The window address of [p, p + bytes) for the peers: its heap offset, or where `registered`
 /// allows it, its place in a ccl_comm_register'ed buffer; false when it has to be staged.
 bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uint64_t* w);
+/// Whether `comm`'s collectives meet the other ranks' hosts before they are enqueued (the
+/// CCL_CHECK_MODE comparison, the copy-engine path's window exchange): a thread driving several
+/// communicators must then not run their calls one after another.
+Status meets_on_host(ccl_comm* comm, bool* meets);
 /// Runs a checked call on its stream: CCL_CHECK_MODE, buffer checks, then the launches.
 Status run_collective(ccl_comm* comm, const CollCall& call);
 

@@ -54,6 +54,11 @@ void note_propagation(ccl_result_t code, const char* file, int line, const char*
   CCL_INFO(kSubsysAll, "%s:%d -> %s (%s)", file, line, code_name(code), expr);
 }
 
+Status relay(ccl_result_t code, const char* message) {
+  t_last_error = message;
+  return code;
+}
+
 const char* last_error() {
   return t_last_error.c_str();
 }

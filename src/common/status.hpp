@@ -28,6 +28,9 @@ Status fail(ccl_result_t code, const char* file, int line, const char* fmt, ...)
 /// Notes one frame of an error's way up (logged at INFO as "file:line -> code").
 void note_propagation(ccl_result_t code, const char* file, int line, const char* expr);
 
+/// Hands an error another thread recorded (its code and last_error()) to this thread as its own,
+/// without logging it again.
+Status relay(ccl_result_t code, const char* message);
 /// This thread's last error message.
 const char* last_error();
 /// Clears the last error at the start of each public call.

@@ -1198,6 +1198,112 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 3, 4, 8));
 
+/// One thread driving two ranks (ccl_comm_init_all, as the harness's `-g 2` does), one call per
+/// rank in each group: with CCL_ALGO=copy_engine, then with CCL_CHECK_MODE=1, the two calls of a
+/// group each meet the other rank's host before enqueueing, so run one after the other the first
+/// would wait for the second until the bootstrap timeout. An allgather and an alltoall must give
+/// every block, and a group whose two calls differ must fail naming what compared them (the
+/// copy-engine path, or the check mode: proof that path ran). On one GPU both ranks share it.
+TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
+  REQUIRE_GPUS(1);
+  auto results = fork_ranks(1, [&](int) {
+    setenv("CCL_BOOTSTRAP_TIMEOUT", "5000", 1);
+    const int devs[2] = {0, cuda_device_count() > 1 ? 1 : 0};
+    constexpr size_t count = 100003;  // floats per rank block
+    struct Mode {
+      const char* name;
+      const char* value;
+      const char* compared_by;  // in the error of a mismatched group
+    };
+    for (const Mode& m : {Mode{"CCL_ALGO", "copy_engine", "(copy_engine)"},
+                          Mode{"CCL_CHECK_MODE", "1", "CCL_CHECK_MODE"}}) {
+      setenv(m.name, m.value, 1);
+      ccl_comm_t comms[2] = {nullptr, nullptr};
+      RANK_OK(ccl_comm_init_all(comms, 2, devs));
+      float* buf[2] = {nullptr, nullptr};  // per rank: 2 send blocks, then 2 receive blocks
+      cudaStream_t s[2] = {nullptr, nullptr};
+      ccl_result_t rc[2] = {CCL_INTERNAL_ERROR, CCL_INTERNAL_ERROR};
+      {
+        // ccl_mem_alloc is collective: both ranks at once.
+        std::thread t[2];
+        for (int i = 0; i < 2; ++i)
+          t[i] = std::thread([&, i] {
+            if (cudaSetDevice(devs[i]) != cudaSuccess ||
+                cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking) != cudaSuccess)
+              return;
+            rc[i] = ccl_mem_alloc(comms[i], 4 * count * sizeof(float),
+                                  reinterpret_cast<void**>(&buf[i]));
+          });
+        for (auto& th : t) th.join();
+      }
+      RANK_CHECK(rc[0] == CCL_SUCCESS && rc[1] == CCL_SUCCESS, "%s: ccl_mem_alloc %d %d", m.name,
+                 rc[0], rc[1]);
+      auto value = [](int rank, size_t i) {
+        return static_cast<float>((i * 13 + static_cast<size_t>(rank) * 977) % 8191);
+      };
+      std::vector<float> h(2 * count);
+      for (int i = 0; i < 2; ++i) {
+        for (size_t e = 0; e < h.size(); ++e) h[e] = value(i, e);
+        RANK_CUDA(cudaSetDevice(devs[i]));
+        RANK_CUDA(cudaMemcpy(buf[i], h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+        RANK_CUDA(cudaMemset(buf[i] + 2 * count, 0, 2 * count * sizeof(float)));
+      }
+      auto group = [&](bool alltoall, size_t count1) {
+        ccl_group_start();
+        for (int i = 0; i < 2; ++i) {
+          const size_t c = i == 0 ? count : count1;
+          const ccl_result_t r =
+              alltoall ? ccl_alltoall(buf[i], buf[i] + 2 * count, c, ccl_float32, comms[i], s[i])
+                       : ccl_allgather(buf[i], buf[i] + 2 * count, c, ccl_float32, comms[i], s[i]);
+          if (r != CCL_SUCCESS) return r;
+        }
+        return ccl_group_end();
+      };
+      std::vector<float> got(2 * count);
+      for (bool alltoall : {false, true}) {
+        RANK_OK(group(alltoall, count));
+        for (int i = 0; i < 2; ++i) {
+          RANK_CUDA(cudaSetDevice(devs[i]));
+          RANK_CUDA(cudaStreamSynchronize(s[i]));
+          RANK_CUDA(cudaMemcpy(got.data(), buf[i] + 2 * count, got.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost));
+          // Block b of rank i: rank b's input, its first block (allgather) or its block i.
+          for (int b = 0; b < 2; ++b)
+            for (size_t e = 0; e < count; ++e)
+              RANK_CHECK(got[b * count + e] == value(b, (alltoall ? i * count : 0) + e),
+                         "%s=%s: %s, rank %d, block %d element %zu is %f", m.name, m.value,
+                         alltoall ? "alltoall" : "allgather", i, b, e, got[b * count + e]);
+        }
+      }
+      const ccl_result_t r = group(false, count / 2);
+      const std::string msg = ccl_get_last_error();
+      RANK_CHECK(r == CCL_INVALID_USAGE && msg.find(m.compared_by) != std::string::npos,
+                 "%s=%s: mismatched group gave %d '%s' (expected from %s)", m.name, m.value, r,
+                 msg.c_str(), m.compared_by);
+      for (int i = 0; i < 2; ++i) {
+        RANK_CUDA(cudaSetDevice(devs[i]));
+        RANK_CUDA(cudaStreamSynchronize(s[i]));
+      }
+      {
+        std::thread t[2];
+        for (int i = 0; i < 2; ++i)
+          t[i] = std::thread([&, i] {
+            rc[i] = cudaSetDevice(devs[i]) == cudaSuccess ? ccl_mem_free(comms[i], buf[i])
+                                                          : CCL_UNHANDLED_CUDA_ERROR;
+            if (rc[i] == CCL_SUCCESS) rc[i] = ccl_comm_destroy(comms[i]);
+            cudaStreamDestroy(s[i]);
+          });
+        for (auto& th : t) th.join();
+      }
+      RANK_CHECK(rc[0] == CCL_SUCCESS && rc[1] == CCL_SUCCESS, "%s: free and destroy %d %d", m.name,
+                 rc[0], rc[1]);
+      unsetenv(m.name);
+    }
+    return 0;
+  });
+  EXPECT_EQ(results[0].code, 0);
+}
+
 /// A rank that stops calling collectives: its peer's next collective ends, within
 /// CCL_WAIT_TIMEOUT, with a timeout report that names it, through each kind of wait a collective
 /// kernel has (LL rows, LL128 lines, a direct kernel's entry flags, a pipe's FIFO).

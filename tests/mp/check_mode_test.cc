@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "ccl/ccl.h"
 #include "mp/fork_ranks.hpp"
@@ -53,6 +54,47 @@ TEST(CheckMode, MismatchedCallsFailEveryRankNamingTheOdd) {
     return 0;
   });
   for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+// One thread driving both ranks (as a harness with several GPUs per process does) must group its
+// calls; their check-mode exchanges then run side by side, not one waiting for the other's.
+TEST(CheckMode, AGroupOverTwoCommunicatorsOfOneThreadIsChecked) {
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(1, [&](int) {
+    setenv("CCL_CHECK_MODE", "1", 1);
+    setenv("CCL_BOOTSTRAP_TIMEOUT", "3000", 1);
+    ccl_comm_t comms[2] = {nullptr, nullptr};
+    ccl_result_t rc[2] = {CCL_INTERNAL_ERROR, CCL_INTERNAL_ERROR};
+    {
+      std::thread t([&] { rc[1] = ccl_comm_init_rank(&comms[1], 2, id, 1); });
+      rc[0] = ccl_comm_init_rank(&comms[0], 2, id, 0);
+      t.join();
+    }
+    RANK_CHECK(rc[0] == CCL_SUCCESS && rc[1] == CCL_SUCCESS, "init: %d %d", rc[0], rc[1]);
+    auto group = [&](size_t count0, size_t count1) {
+      char dummy[16];
+      ccl_group_start();
+      ccl_result_t a = ccl_allreduce(dummy, dummy, count0, ccl_float32, ccl_sum, comms[0], nullptr);
+      ccl_result_t b = ccl_allreduce(dummy, dummy, count1, ccl_float32, ccl_sum, comms[1], nullptr);
+      ccl_result_t end = ccl_group_end();
+      return a != CCL_SUCCESS ? a : b != CCL_SUCCESS ? b : end;
+    };
+    for (int i = 0; i < 3; ++i) {
+      ccl_result_t s = group(0, 0);
+      RANK_CHECK(s == CCL_SUCCESS, "matching group %d: %d %s", i, s, ccl_get_last_error());
+    }
+    ccl_result_t s = group(1, 2);
+    const std::string msg = ccl_get_last_error();
+    RANK_CHECK(s == CCL_INVALID_USAGE && msg.find("count=2") != std::string::npos,
+               "mismatched group: %d %s", s, msg.c_str());
+    std::thread t([&] { rc[1] = ccl_comm_destroy(comms[1]); });
+    rc[0] = ccl_comm_destroy(comms[0]);
+    t.join();
+    RANK_CHECK(rc[0] == CCL_SUCCESS && rc[1] == CCL_SUCCESS, "destroy: %d %d", rc[0], rc[1]);
+    return 0;
+  });
+  EXPECT_EQ(results[0].code, 0);
 }
 
 }  // namespace
