@@ -10,6 +10,8 @@
 #   CROSSOVER=1      also sweep each allreduce/allgather/reduce-scatter algorithm alone, and LL128
 #   TESTS='gpu_*'    which GPU test binaries to run
 #   MPS=0            skip the tests of ranks sharing a GPU under MPS
+#   ONLY='regex'     run only the jobs whose names match (e.g. 'sendrecv|alltoall'), to split the
+#                    check over several device calls of at most 10 minutes each
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # NVLink multicast must stay off on shared machines: never enable it here.
@@ -31,6 +33,7 @@ fi
 declare -a rows
 run() {  # run NAME COMMAND...: logs to $out/NAME.log, records a summary row
   local name=$1; shift
+  [[ -n ${ONLY:-} && ! $name =~ $ONLY ]] && return 0
   local t0=$(date +%s%N)
   "$@" >"$out/$name.log" 2>&1
   local rc=$?
