@@ -154,6 +154,8 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   fi
 fi
 
+# column(1) is not on every machine (bsdextrautils): aligned when it is, plain otherwise.
+tabulate() { if command -v column >/dev/null; then column -t; else cat; fi; }
 echo
 echo "== gpu-check summary ($(nvidia-smi -L 2>/dev/null | wc -l) GPU(s); logs in $out) =="
 grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/ccl-info.log" | head -12
@@ -163,7 +165,7 @@ done
 for f in "$out"/*_perf*.log "$out"/all_reduce_*.log "$out"/all_gather_*.log "$out"/reduce_scatter_*.log; do
   [[ -f $f ]] || continue
   echo "-- $(basename "$f" .log)"
-  grep -E '^\[0\] ( *[0-9]+ )' "$f" | sed 's/^\[0\] //' | awk '{printf "%s %s %s %s %s\n", $1, $6, $8, $9, $(NF-3) " " $(NF-1)}' | column -t | head -40
+  grep -E '^\[0\] ( *[0-9]+ )' "$f" | sed 's/^\[0\] //' | awk '{printf "%s %s %s %s %s\n", $1, $6, $8, $9, $(NF-3) " " $(NF-1)}' | tabulate | head -40
 done | awk '!seen[$0]++'
 printf '%s\n' "${rows[@]}"
 ! printf '%s\n' "${rows[@]}" | grep -q ' FAIL:'
