@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 /// Result of every ccl call. Values are stable across releases.
-typedef enum {
+typedef enum CCL_ENUM_INT {
   CCL_SUCCESS = 0,               ///< The call did what it was asked.
   CCL_UNHANDLED_CUDA_ERROR = 1,  ///< A CUDA runtime or driver call failed.
   CCL_SYSTEM_ERROR = 2,          ///< An OS call (socket, mmap, fork...) failed.
@@ -59,7 +59,7 @@ typedef struct ccl_team* ccl_team_t;
 #define CCL_SPLIT_NOCOLOR (-1)
 
 /// Predefined teams of a communicator.
-typedef enum {
+typedef enum CCL_ENUM_INT {
   CCL_TEAM_WORLD = 0,  ///< All ranks of the communicator.
   CCL_TEAM_NODE = 1    ///< The ranks this rank reaches by load/store (same node, P2P capable).
 } ccl_team_kind_t;

@@ -7,8 +7,17 @@
 extern "C" {
 #endif
 
+/// The public enums are int-sized in C and C++ alike; in C++ every int is also one of their
+/// values, so a value a C caller passes outside the list reaches the argument checks (an
+/// error naming it) instead of being undefined behaviour in the library.
+#ifdef __cplusplus
+#define CCL_ENUM_INT : int
+#else
+#define CCL_ENUM_INT
+#endif
+
 /// Element type of a collective buffer.
-typedef enum {
+typedef enum CCL_ENUM_INT {
   ccl_int8 = 0,
   ccl_uint8 = 1,
   ccl_int32 = 2,
@@ -26,7 +35,7 @@ typedef enum {
 
 /// Reduction of a collective. Low-precision types (fp16, bf16, fp8) accumulate in fp32; avg
 /// divides the sum by the rank count (integers: truncating division).
-typedef enum {
+typedef enum CCL_ENUM_INT {
   ccl_sum = 0,
   ccl_prod = 1,
   ccl_min = 2,
