@@ -100,16 +100,16 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
     return CCL_FAIL(CCL_UNSUPPORTED,
                     "send/recv need every rank reachable over NVLink/PCIe peer mappings in this "
                     "build");
-  // Too many ranks on one GPU under MPS for every rank's 16 FIFO channel blocks to be resident
-  // together: refused, before anything is enqueued, rather than left to stall (both sides of an
-  // operation decide alike, by its size).
+  // Too many ranks at once on one GPU (MPS, or one process) for every rank's 16 FIFO channel blocks
+  // to be resident together: refused, before anything is enqueued, rather than left to stall (both
+  // sides of an operation decide alike, by its size).
   if (!fifo_channels_fit(st->resident_blocks))
     for (const P2pOp& op : ops)
       if (op.peer != comm->rank && !p2p_ll(op.bytes, p2p_ll_capacity(comm->nranks)))
         return CCL_FAIL(CCL_INVALID_USAGE,
-                        "ccl_%s of %zu bytes with rank %d: ranks share a GPU under MPS so that "
-                        "each launch keeps to %d blocks, fewer than the %d FIFO channels "
-                        "operations above %zu bytes need (fewer ranks per GPU, or no MPS, run "
+                        "ccl_%s of %zu bytes with rank %d: ranks share a GPU at once (MPS, or "
+                        "one process) so that each launch keeps to %d blocks, fewer than the %d "
+                        "FIFO channels operations above %zu bytes need (fewer ranks per GPU run "
                         "them)",
                         op.is_send ? "send" : "recv", op.bytes, op.peer, st->resident_blocks,
                         kPipeChannels, p2p_ll_capacity(comm->nranks));

@@ -20,15 +20,17 @@ constexpr long kMpsFloorSms = 16;
 int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm) {
   long cap = LONG_MAX;
   for (const PeerInfo& p : peers) {
-    if (p.device < 0 || !p.mps) continue;
+    if (p.device < 0) continue;
     // A client sees only its MPS share of the multiprocessors: the GPU x its percentage rounded
     // down to whole TPCs, but never below a floor (an H200 client at 1-7 % sees 8 of 132). So
     // the GPU has at least share x 100 / percent, rounded up, for a share above the floor;
     // a share at it tells only itself. A daemon-wide percentage, which no client sees, makes
-    // this an underestimate too: fewer blocks, never a stall.
+    // this an underestimate too: fewer blocks, never a stall. Ranks of one process without MPS
+    // see the whole GPU (percent 100). Sharers time-sliced with p (other processes, no MPS)
+    // have the GPU in turns and do not count.
     long sharers = 0, gpu = 1;
     for (const PeerInfo& q : peers)
-      if (q.device >= 0 && same_gpu(p, q)) {
+      if (run_at_once(p, q)) {
         ++sharers;
         const long share = std::max(q.sm_count, 1), percent = std::max<long>(q.mps_percent, 1);
         gpu = std::max(gpu, share > kMpsFloorSms ? (share * 100 + percent - 1) / percent : share);
@@ -54,8 +56,8 @@ Status resident_blocks(const std::vector<PeerInfo>& peers, int* out) {
     return CCL_SUCCESS;
   }
   *out = 0;
-  // Only where a GPU is shared under MPS: the occupancy queries of every instantiation.
-  if (!ranks_share_gpu_under_mps(peers)) return CCL_SUCCESS;
+  // Only where ranks share a GPU at once: the occupancy queries of every instantiation.
+  if (!ranks_share_a_gpu_at_once(peers)) return CCL_SUCCESS;
   int per_sm = INT_MAX;
   CCL_CUDA_CHECK(direct_blocks_per_sm(&per_sm));
   CCL_CUDA_CHECK(ll_blocks_per_sm(&per_sm));
@@ -63,7 +65,8 @@ Status resident_blocks(const std::vector<PeerInfo>& peers, int* out) {
   CCL_CUDA_CHECK(pipe_blocks_per_sm(&per_sm));
   *out = co_resident_cap(peers, std::max(per_sm, 1));
   CCL_INFO(kSubsysColl,
-           "ranks share a GPU under MPS: every collective launch keeps to %d blocks (%d per "
+           "ranks share a GPU at once (MPS, or one process): every collective launch keeps to %d "
+           "blocks (%d per "
            "multiprocessor) so that all sharers' grids are resident together%s",
            *out, per_sm,
            *out < kPipeChannels ? "; send/recv above the LL size (16 FIFO channels) refused" : "");

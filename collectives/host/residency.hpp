@@ -13,14 +13,14 @@
 
 namespace ccl::coll {
 
-/// Most blocks one launch may have so that the grids of all ranks sharing a GPU under MPS are
-/// resident at once: per such GPU with k >= 2 of the ranks, its multiprocessors x
-/// `blocks_per_sm` / k, and within each of those ranks' own MPS share (the multiprocessors it
-/// sees; the GPU's count is inferred from the shares and percentages). 0: no GPU
-/// of the ranks is shared under MPS (no limit), else at least 1. Below kPipeChannels (more than
-/// 8 ranks on one H200) collectives still run with fewer blocks, while send/recv groups that
-/// need the FIFO channels are refused (fifo_channels_fit). Every rank computes the same value
-/// from the same table.
+/// Most blocks one launch may have so that the grids of all ranks sharing a GPU at once (under
+/// MPS, or ranks of one process: run_at_once) are resident together: per GPU with k >= 2 such
+/// ranks, its multiprocessors x `blocks_per_sm` / k, and within each of those ranks' own MPS
+/// share (the multiprocessors it sees; the GPU's count is inferred from the shares and
+/// percentages). 0: no GPU of the ranks is shared at once (no limit), else at least 1. Below
+/// kPipeChannels (more than 8 ranks on one H200) collectives still run with fewer blocks, while
+/// send/recv groups that need the FIFO channels are refused (fifo_channels_fit). Every rank
+/// computes the same value from the same table.
 int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm);
 
 /// Whether a point-to-point launch whose operations include one above the LL size (all 16 FIFO
@@ -30,7 +30,7 @@ inline bool fifo_channels_fit(int resident) {
 }
 
 /// CCL_RESIDENT_BLOCKS, or (-1) co_resident_cap with the fewest blocks per multiprocessor of
-/// any collective kernel (occupancy queries, only where a GPU is shared under MPS).
+/// any collective kernel (occupancy queries, only where a GPU is shared at once).
 Status resident_blocks(const std::vector<PeerInfo>& peers, int* out);
 
 }  // namespace ccl::coll

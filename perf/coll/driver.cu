@@ -176,18 +176,24 @@ class Driver {
     int ndev = 0;
     PERF_CUDA(cudaGetDeviceCount(&ndev));
     if (o_.gpus > 1) {
-      // Several GPUs in this process: one communicator per GPU (ccl_comm_init_all).
-      if (o_.gpus > ndev) {
-        std::fprintf(stderr, "-g %d: only %d GPUs\n", o_.gpus, ndev);
+      // Several GPUs in this process: one communicator per GPU (ccl_comm_init_all). More ranks
+      // than GPUs share them round robin, as ccl-run places ranks (rank g on GPU g % ndev).
+      if (ndev < 1) {
+        std::fprintf(stderr, "-g %d: no GPU\n", o_.gpus);
         std::exit(2);
       }
+      std::vector<int> devs(o_.gpus);
+      for (int g = 0; g < o_.gpus; ++g) devs[g] = g % ndev;
+      if (o_.gpus > ndev)
+        std::printf("# -g %d on %d GPU(s): ranks share them (rank g on GPU g %% %d)\n", o_.gpus,
+                    ndev, ndev);
       std::vector<ccl_comm_t> comms(o_.gpus);
-      PERF_CCL(ccl_comm_init_all(comms.data(), o_.gpus, nullptr));
+      PERF_CCL(ccl_comm_init_all(comms.data(), o_.gpus, devs.data()));
       // Allocation and registration are collective: every rank of this process at once.
       ranks_.resize(o_.gpus);
       std::vector<std::thread> t;
       for (int g = 0; g < o_.gpus; ++g)
-        t.emplace_back([&, g] { ranks_[g] = make_rank(comms[g], g); });
+        t.emplace_back([&, g] { ranks_[g] = make_rank(comms[g], devs[g]); });
       for (auto& th : t) th.join();
       nranks_ = o_.gpus;
     } else {
@@ -353,7 +359,7 @@ class Driver {
       fill(r, const_cast<void*>(buffers(r, count, in_place).send), send_elems(count));
     });
     if (o_.check) {
-      each(call);
+      round(call);
       each([&](Rank& r) {
         PERF_CUDA(cudaStreamSynchronize(r.stream));
         res.wrong += count_wrong(r, buffers(r, count, in_place).recv, count);
@@ -388,17 +394,37 @@ class Driver {
     }
   }
 
+  // One call on every local rank. Several local ranks (-g) make it one ccl group, as nccl-tests
+  // does: a thread that drives several GPUs must group their calls, or a call that meets its
+  // peers before it is enqueued (CCL_CHECK_MODE, the copy-engine exchange) waits for a partner
+  // call this thread has not made yet. (NCCL always runs one local rank: setup_nccl.)
+  void round(const std::function<void(Rank&)>& op) {
+    if (ranks_.size() == 1) return each(op);
+    PERF_CCL(ccl_group_start());
+    each(op);
+    PERF_CCL(ccl_group_end());
+  }
+
+  void check_nccl(int rc) {
+    if (rc == 0) return;
+    std::fprintf(stderr, "NCCL: %s\n", nccl_.error_string(rc));
+    std::exit(5);
+  }
+
   double timed(const std::function<void(Rank&)>& one) {
-    for (int i = 0; i < o_.warmup; ++i) each(one);
+    for (int i = 0; i < o_.warmup; ++i) round(one);
     each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
     std::vector<cudaGraphExec_t> graphs(ranks_.size(), nullptr);
     if (o_.graph_iters > 0) {
+      // Every local rank's stream captures at once, so that the grouped rounds are captured.
+      each([](Rank& r) {
+        PERF_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
+      });
+      for (int i = 0; i < o_.iters; ++i) round(one);
       for (size_t k = 0; k < ranks_.size(); ++k) {
         Rank& r = ranks_[k];
         PERF_CUDA(cudaSetDevice(r.device));
         cudaGraph_t g;
-        PERF_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
-        for (int i = 0; i < o_.iters; ++i) one(r);
         PERF_CUDA(cudaStreamEndCapture(r.stream, &g));
         PERF_CUDA(cudaGraphInstantiate(&graphs[k], g, 0));
         PERF_CUDA(cudaGraphDestroy(g));
@@ -415,7 +441,7 @@ class Driver {
     } else {
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < o_.iters; ++i) {
-        each(one);
+        round(one);
         if (o_.blocking) each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
       }
       // Host time to enqueue one call (every local rank's), the CPU cost a framework pays.
@@ -491,12 +517,8 @@ class Driver {
   double nccl_time(size_t count) {
     auto time_of = [&](decltype(desc_.run_nccl) run) {
       return timed([&](Rank& r) {
-        const int rc =
-            run(nccl_, r.nsend, r.nrecv, count, o_.dtype, o_.op, o_.root, r.ncomm, r.stream);
-        if (rc != 0) {
-          std::fprintf(stderr, "NCCL: %s\n", nccl_.error_string(rc));
-          std::exit(5);
-        }
+        check_nccl(
+            run(nccl_, r.nsend, r.nrecv, count, o_.dtype, o_.op, o_.root, r.ncomm, r.stream));
       });
     };
     const double t = time_of(desc_.run_nccl);

@@ -75,23 +75,23 @@ void log_paths(const ccl_comm* c) {
 /// CCL_PDL=1 on a device that has programmatic dependent launch (sm_90 and later): every kernel
 /// the library enqueues (collectives, host stream operations) then starts while the previous
 /// kernel of the stream drains, and waits for it in its prologue (common/kernel_launch.cuh).
-/// Not where ranks share a GPU under MPS: a rank's next grid, launched early, would hold
-/// multiprocessors that its partners' current grids need to start (measured: four ranks on one
-/// H200 stalled at a 4 MiB reduce-scatter of 32 blocks each until CCL_WAIT_TIMEOUT).
+/// Not where ranks share a GPU at once (under MPS, or in one process): a rank's next grid, launched
+/// early, would hold multiprocessors that its partners' current grids need to start (measured: four
+/// ranks on one H200 stalled at a 4 MiB reduce-scatter of 32 blocks each until CCL_WAIT_TIMEOUT).
 Status pdl_choice(ccl_comm* c) {
   int64_t want = 0;
   CCL_CHECK(setting_int(Setting::kPdl, &want));
   int major = 0;
   if (want != 0 && c->device >= 0)
     CCL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device));
-  const bool shared = ranks_share_gpu_under_mps(c->peers);
+  const bool shared = ranks_share_a_gpu_at_once(c->peers);
   c->pdl = want != 0 && major >= 9 && !shared;
   if (c->device < 0) return CCL_SUCCESS;  // no device, no kernels
   CCL_INFO(kSubsysInit, "rank %d: kernels launched %s", c->rank,
            c->pdl      ? "with programmatic dependent launch"
            : want == 0 ? "plainly (CCL_PDL=0)"
            : major < 9 ? "plainly (no programmatic dependent launch before sm_90)"
-                       : "plainly (ranks share a GPU under MPS: an early grid would hold "
+                       : "plainly (ranks share a GPU at once: an early grid would hold "
                          "multiprocessors its partners need)");
   return CCL_SUCCESS;
 }

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <random>
 
 #include "ccl/version.h"
 #include "common/cuda.hpp"
@@ -49,6 +51,20 @@ uint8_t mps_active_percent() {
   if (end == v || !(p > 0)) return 100;
   return p >= 100 ? 100 : static_cast<uint8_t>(std::ceil(p));
 }
+
+/// This process's token: drawn once, again in a forked child (which inherits the parent's).
+uint64_t process_token() {
+  static pid_t owner = -1;
+  static uint64_t token = 0;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (owner != getpid()) {
+    std::random_device rd;
+    token = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid());
+    owner = getpid();
+  }
+  return token;
+}
 }  // namespace
 
 Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
@@ -62,6 +78,7 @@ Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
   info->host_hash = host_hash();
   info->heap_mode = heap_mode;
   info->mps_percent = mps_active_percent();
+  info->process = process_token();
   if (device < 0) return CCL_SUCCESS;
   CCL_CUDA_CHECK(cudaDeviceGetPCIBusId(info->pci_bus_id, sizeof(info->pci_bus_id), device));
   cudaDeviceProp prop{};

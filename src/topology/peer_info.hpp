@@ -13,7 +13,7 @@
 
 namespace ccl {
 
-inline constexpr uint32_t kPeerInfoVersion = 2;
+inline constexpr uint32_t kPeerInfoVersion = 3;
 
 /// Handle types a rank can use for the symmetric heap (bit mask).
 enum HeapHandleCaps : uint32_t { kCapPosixFd = 1u << 0, kCapLegacyIpc = 1u << 1 };
@@ -34,7 +34,9 @@ struct PeerInfo {
   uint8_t mps;          // contexts on the device are shared through MPS (cudaDevAttrMpsEnabled)
   uint8_t mps_percent;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the sender, rounded up (1..100;
                         // 100 unset)
-  uint8_t reserved[50];
+  uint8_t pad[2];
+  uint64_t process;  // random per process (pids repeat across containers): ranks of one process
+  uint8_t reserved[40];
 };
 static_assert(sizeof(PeerInfo) == 128, "PeerInfo crosses processes: keep its size fixed");
 
@@ -80,12 +82,21 @@ inline int ranks_on_gpu_of(const std::vector<PeerInfo>& peers, const PeerInfo& p
   return k;
 }
 
-/// Whether two or more of the ranks share a GPU with MPS on: their kernels then run at once
-/// (not time-sliced), so every kernel that meets its partners' must have its grid resident
-/// beside theirs (collectives/host/residency.hpp, and no early launch: core/comm.cc).
-inline bool ranks_share_gpu_under_mps(const std::vector<PeerInfo>& peers) {
-  for (const PeerInfo& p : peers)
-    if (p.device >= 0 && p.mps && ranks_on_gpu_of(peers, p) >= 2) return true;
+/// Whether the kernels of ranks a and b run at once on their one GPU rather than time-sliced:
+/// under MPS, or in one process (one context, whose streams run concurrently; ccl_comm_init_all
+/// with a device twice, the harness's -g beyond the GPU count).
+inline bool run_at_once(const PeerInfo& a, const PeerInfo& b) {
+  return a.device >= 0 && b.device >= 0 && same_gpu(a, b) &&
+         ((a.mps && b.mps) || (a.process == b.process && a.host_hash == b.host_hash));
+}
+
+/// Whether two or more ranks run their kernels at once on one GPU: every kernel that meets its
+/// partners' must then have its grid resident beside theirs (collectives/host/residency.hpp,
+/// and no early launch: core/comm.cc).
+inline bool ranks_share_a_gpu_at_once(const std::vector<PeerInfo>& peers) {
+  for (size_t a = 0; a < peers.size(); ++a)
+    for (size_t b = a + 1; b < peers.size(); ++b)
+      if (run_at_once(peers[a], peers[b])) return true;
   return false;
 }
 

@@ -5,15 +5,18 @@
 // (64 + 16 blocks unlimited), the LL one-shot of 512 KiB (128 blocks), LL128 (64), a group of
 // LL, FIFO and rendezvous send/recv, and back-to-back calls (no early launch of the next grid:
 // core/comm.cc, pdl_choice). Without MPS the ranks are time-sliced (each context has the
-// whole GPU in turn) and the test skips. Run with CCL_RESIDENT_BLOCKS=0 (no limit) under MPS it
-// fails at four ranks' 64 MiB alltoall (one H200): the check that it can. The same calls run
-// again with every rank held to a quarter of the GPU by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE.
+// whole GPU in turn) and the test skips; ranks of one process share a context and run at once
+// with or without MPS (RanksOfOneProcessOnOneGpuRunTheWidestGrids). Run with CCL_RESIDENT_BLOCKS=0
+// (no limit) under MPS it fails at four ranks' 64 MiB alltoall (one H200): the check that it can.
+// The same calls run again with every rank held to a quarter of the GPU by
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ccl/ccl.h"
@@ -42,29 +45,34 @@ bool mps_on_gpu0() {
 
 /// One call, then every element of `out` (int32) against want(i); the call must not take
 /// seconds (a stalled grid shows as a device-side timeout, or as calls of about a second).
+/// Ordered on `s` alone: ranks of one process share the device, and a device-wide wait (or the
+/// legacy stream's) would wait for a partner's kernel that waits for this rank's next call.
 int run_and_check(const char* what, const std::function<ccl_result_t()>& enqueue, const int* out,
                   size_t n, const std::function<int(size_t)>& want, cudaStream_t s) {
-  RANK_CUDA(cudaMemset(const_cast<int*>(out), 0xff, n * sizeof(int)));
-  RANK_CUDA(cudaDeviceSynchronize());
+  RANK_CUDA(cudaMemsetAsync(const_cast<int*>(out), 0xff, n * sizeof(int), s));
+  RANK_CUDA(cudaStreamSynchronize(s));
   const auto t0 = std::chrono::steady_clock::now();
   RANK_OK(enqueue());
   RANK_CUDA(cudaStreamSynchronize(s));
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   RANK_CHECK(sec < 0.5, "%s took %.2f s: grids not resident together", what, sec);
   std::vector<int> got(n);
-  RANK_CUDA(cudaMemcpy(got.data(), out, n * sizeof(int), cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpyAsync(got.data(), out, n * sizeof(int), cudaMemcpyDeviceToHost, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
   for (size_t i = 0; i < n; ++i)
     RANK_CHECK(got[i] == want(i), "%s: element %zu is %d, not %d", what, i, got[i], want(i));
   return 0;
 }
 
-int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
+/// The widest calls on rank r of n; then, when `id_ll` is given, the LL one-shot on a second
+/// communicator (it sets CCL_PROTO: processes of their own only).
+int wide_calls(ccl_unique_id_t id, const ccl_unique_id_t* id_ll, int n, int r) {
   if (!std::getenv("CCL_WAIT_TIMEOUT")) setenv("CCL_WAIT_TIMEOUT", "2000", 1);
   RANK_CUDA(cudaSetDevice(0));
   ccl_comm_t comm;
   RANK_OK(ccl_comm_init_rank(&comm, n, id, r));
   cudaStream_t s;
-  RANK_CUDA(cudaStreamCreate(&s));
+  RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const size_t bytes = size_t{64} << 20, total = bytes / sizeof(int), block = total / n;
   int *send = nullptr, *recv = nullptr;
   RANK_OK(ccl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&send)));
@@ -77,7 +85,7 @@ int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
     return sum;
   };
   for (size_t i = 0; i < total; ++i) in[i] = value(r, i);
-  RANK_CUDA(cudaMemcpy(send, in.data(), bytes, cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemcpyAsync(send, in.data(), bytes, cudaMemcpyHostToDevice, s));
   // Every kernel's first launch loads its module: one small call of each first.
   RANK_OK(ccl_alltoall(send, recv, n, ccl_int32, comm, s));
   RANK_OK(ccl_allgather(send, recv, n, ccl_int32, comm, s));
@@ -140,7 +148,7 @@ int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
     int* buf = nullptr;
     RANK_CUDA(cudaMalloc(&buf, rs_total * sizeof(int)));
     std::vector<int> ones(rs_total, 1);
-    RANK_CUDA(cudaMemcpy(buf, ones.data(), rs_total * sizeof(int), cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemcpyAsync(buf, ones.data(), rs_total * sizeof(int), cudaMemcpyHostToDevice, s));
     // In place, rank r's block r gains the other ranks' block r (still 1) at every call:
     // 1 + calls (n - 1) after them; the other blocks keep their 1.
     const int calls = 20;
@@ -151,7 +159,8 @@ int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     RANK_CHECK(sec < 0.5, "20 back-to-back reduce_scatters took %.2f s", sec);
     std::vector<int> got(rs_total);
-    RANK_CUDA(cudaMemcpy(got.data(), buf, rs_total * sizeof(int), cudaMemcpyDeviceToHost));
+    RANK_CUDA(cudaMemcpyAsync(got.data(), buf, rs_total * sizeof(int), cudaMemcpyDeviceToHost, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
     for (size_t i = 0; i < rs_total; ++i) {
       const int want = i / rs_block == static_cast<size_t>(r) ? 1 + calls * (n - 1) : 1;
       RANK_CHECK(got[i] == want, "back-to-back reduce_scatter: element %zu is %d, not %d", i,
@@ -162,15 +171,16 @@ int wide_calls(ccl_unique_id_t id, ccl_unique_id_t id_ll, int n, int r) {
   RANK_OK(ccl_mem_free(comm, send));
   RANK_OK(ccl_mem_free(comm, recv));
   RANK_OK(ccl_comm_destroy(comm));
+  if (id_ll == nullptr) return 0;
   // The LL one-shot of 512 KiB: 128 blocks of a thread per 8 bytes (CCL_PROTO is read at a
   // communicator's first collective).
   setenv("CCL_PROTO", "LL", 1);
-  RANK_OK(ccl_comm_init_rank(&comm, n, id_ll, r));
+  RANK_OK(ccl_comm_init_rank(&comm, n, *id_ll, r));
   const size_t m = (size_t{512} << 10) / sizeof(int);
   int *a = nullptr, *b = nullptr;
   RANK_CUDA(cudaMalloc(&a, m * sizeof(int)));
   RANK_CUDA(cudaMalloc(&b, m * sizeof(int)));
-  RANK_CUDA(cudaMemcpy(a, in.data(), m * sizeof(int), cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemcpyAsync(a, in.data(), m * sizeof(int), cudaMemcpyHostToDevice, s));
   RANK_OK(ccl_allreduce(a, b, 1, ccl_int32, ccl_sum, comm, s));
   for (int rep = 0; rep < 2; ++rep)
     if (int rc = run_and_check(
@@ -194,7 +204,7 @@ void wide_calls_on_2_and_4_ranks(const char* percent) {
         n,
         [&](int r) {
           if (percent != nullptr) setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent, 1);
-          return wide_calls(id, id_ll, n, r);
+          return wide_calls(id, &id_ll, n, r);
         },
         120000);
     for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << n << " ranks, rank " << r;
@@ -207,6 +217,29 @@ TEST(CollectiveResidency, RanksSharingAGpuUnderMpsRunTheWidestGrids) {
     GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
                     "run their grids at once";
   wide_calls_on_2_and_4_ranks(nullptr);
+}
+
+/// Ranks of one process on one GPU (threads, each its own communicator, as ccl_comm_init_all
+/// with a device twice or the harness's -g beyond the GPU count make them) share one context,
+/// whose streams run at once with or without MPS: the same limit must hold their grids.
+/// Run with CCL_RESIDENT_BLOCKS=0 (no limit), 4 ranks stall as under MPS.
+TEST(CollectiveResidency, RanksOfOneProcessOnOneGpuRunTheWidestGrids) {
+  REQUIRE_GPUS(1);
+  auto results = fork_ranks(1, [&](int) {
+    setenv("CCL_WAIT_TIMEOUT", "2000", 1);  // before the threads: setenv is not thread-safe
+    for (int n : {2, 4}) {
+      ccl_unique_id_t id;
+      RANK_OK(ccl_get_unique_id(&id));
+      std::vector<int> rc(n, -1);
+      std::vector<std::thread> t;
+      for (int r = 0; r < n; ++r) t.emplace_back([&, r] { rc[r] = wide_calls(id, nullptr, n, r); });
+      for (auto& th : t) th.join();
+      for (int r = 0; r < n; ++r)
+        RANK_CHECK(rc[r] == 0, "%d ranks in one process: rank %d failed", n, r);
+    }
+    return 0;
+  });
+  EXPECT_EQ(results[0].code, 0);
 }
 
 /// Sixteen ranks on one GPU: 132 / 16 = 8 blocks each on an H200, fewer than a point-to-point

@@ -1,6 +1,9 @@
-// The co-residency limit (ranks sharing a GPU under MPS) and what the tuner and the
-// point-to-point launch make of it.
+// The co-residency limit (ranks sharing a GPU at once: under MPS, or in one process) and what the
+// tuner and the point-to-point launch make of it.
 #include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -16,9 +19,12 @@ namespace ccl::coll {
 namespace {
 
 /// A rank on GPU `gpu` (its UUID's first byte) that sees `sms` multiprocessors (under MPS its
-/// share: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=`percent` shows 32 of an H200's 132 at 25).
-PeerInfo rank_on(int gpu, bool mps, int sms = 132, int percent = 100) {
+/// share: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=`percent` shows 32 of an H200's 132 at 25), in a
+/// process of its own unless `process` names one.
+PeerInfo rank_on(int gpu, bool mps, int sms = 132, int percent = 100, uint64_t process = 0) {
+  static uint64_t next_process = 1000;
   PeerInfo p{};
+  p.process = process != 0 ? process : next_process++;
   p.device = gpu;
   p.uuid[0] = static_cast<uint8_t>(gpu + 1);
   p.sm_count = sms;
@@ -37,10 +43,50 @@ TEST(Residency, NoLimitUnlessRanksShareAGpuUnderMps) {
   cpu.device = -1;  // a rank without a GPU shares nothing
   EXPECT_EQ(co_resident_cap({cpu, rank_on(0, true)}, 1), 0);
   // The same predicate turns programmatic dependent launch off (core/comm.cc).
-  EXPECT_FALSE(ranks_share_gpu_under_mps({rank_on(0, true), rank_on(1, true)}));
-  EXPECT_FALSE(ranks_share_gpu_under_mps({rank_on(0, false), rank_on(0, false)}));
-  EXPECT_FALSE(ranks_share_gpu_under_mps({cpu, cpu}));
-  EXPECT_TRUE(ranks_share_gpu_under_mps({rank_on(1, true), rank_on(0, true), rank_on(1, true)}));
+  EXPECT_FALSE(ranks_share_a_gpu_at_once({rank_on(0, true), rank_on(1, true)}));
+  EXPECT_FALSE(ranks_share_a_gpu_at_once({rank_on(0, false), rank_on(0, false)}));
+  EXPECT_FALSE(ranks_share_a_gpu_at_once({cpu, cpu}));
+  EXPECT_TRUE(ranks_share_a_gpu_at_once({rank_on(1, true), rank_on(0, true), rank_on(1, true)}));
+}
+
+TEST(Residency, RanksOfOneProcessOnOneGpuRunAtOnce) {
+  // One context: their streams run at once as under MPS (ccl_comm_init_all with a device
+  // twice), so their grids must fit together; ranks of other processes are time-sliced.
+  const PeerInfo a = rank_on(0, false, 132, 100, 7), b = rank_on(0, false, 132, 100, 7);
+  EXPECT_TRUE(run_at_once(a, b));
+  EXPECT_TRUE(ranks_share_a_gpu_at_once({a, b}));
+  EXPECT_EQ(co_resident_cap({a, b}, 1), 66);
+  EXPECT_EQ(co_resident_cap({a, b, rank_on(0, false)}, 1), 66);
+  EXPECT_EQ(co_resident_cap(std::vector<PeerInfo>(4, a), 2), 66);
+  // One process on two GPUs (the usual -g 2), or the same pid on another host: no limit.
+  const PeerInfo other_gpu = rank_on(1, false, 132, 100, 7);
+  EXPECT_FALSE(ranks_share_a_gpu_at_once({a, other_gpu}));
+  EXPECT_EQ(co_resident_cap({a, other_gpu}, 1), 0);
+  PeerInfo elsewhere = b;
+  elsewhere.host_hash = 99;
+  EXPECT_FALSE(run_at_once(a, elsewhere));
+  // The token: one per process, another in a forked child.
+  PeerInfo x{}, y{};
+  ASSERT_TRUE(local_peer_info(0, -1, 0, &x).ok());
+  ASSERT_TRUE(local_peer_info(1, -1, 0, &y).ok());
+  EXPECT_EQ(x.process, y.process);
+  EXPECT_NE(x.process, 0u);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    PeerInfo z{};
+    const uint64_t token = local_peer_info(0, -1, 0, &z).ok() ? z.process : 0;
+    _exit(write(fds[1], &token, sizeof(token)) == sizeof(token) ? 0 : 1);
+  }
+  uint64_t child = 0;
+  ASSERT_EQ(read(fds[0], &child, sizeof(child)), static_cast<ssize_t>(sizeof(child)));
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_NE(child, 0u);
+  EXPECT_NE(child, x.process);
 }
 
 TEST(Residency, SharersSplitTheMultiprocessors) {
