@@ -152,12 +152,13 @@ Status run_concurrently(size_t n, Job job) {
 }
 
 /// The first collective of a communicator allocates its scratch collectively; when one thread
-/// drives several communicators (ccl_comm_init_all) they must do so concurrently. Communicators
-/// without a GPU have no state to make (their calls fail, or do nothing at count 0).
+/// drives several communicators (ccl_comm_init_all) they must do so concurrently, for their
+/// collectives and their sends and receives alike. Communicators without a GPU have no state to
+/// make (their calls fail, or do nothing at count 0).
 Status prepare_states(const std::vector<Pending>& q) {
   std::vector<ccl_comm*> todo;
   for (const Pending& p : q)
-    if (p.fn && p.comm->heap && !p.comm->coll_state &&
+    if (p.comm->heap && !p.comm->coll_state &&
         std::find(todo.begin(), todo.end(), p.comm) == todo.end())
       todo.push_back(p.comm);
   if (todo.size() <= 1) return CCL_SUCCESS;  // the call itself creates it

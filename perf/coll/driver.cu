@@ -421,13 +421,16 @@ class Driver {
         PERF_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
       });
       for (int i = 0; i < o_.iters; ++i) round(one);
+      // Every capture ends before any instantiation (not permitted while one is in progress).
+      std::vector<cudaGraph_t> g(ranks_.size(), nullptr);
       for (size_t k = 0; k < ranks_.size(); ++k) {
-        Rank& r = ranks_[k];
-        PERF_CUDA(cudaSetDevice(r.device));
-        cudaGraph_t g;
-        PERF_CUDA(cudaStreamEndCapture(r.stream, &g));
-        PERF_CUDA(cudaGraphInstantiate(&graphs[k], g, 0));
-        PERF_CUDA(cudaGraphDestroy(g));
+        PERF_CUDA(cudaSetDevice(ranks_[k].device));
+        PERF_CUDA(cudaStreamEndCapture(ranks_[k].stream, &g[k]));
+      }
+      for (size_t k = 0; k < ranks_.size(); ++k) {
+        PERF_CUDA(cudaSetDevice(ranks_[k].device));
+        PERF_CUDA(cudaGraphInstantiate(&graphs[k], g[k], 0));
+        PERF_CUDA(cudaGraphDestroy(g[k]));
       }
     }
     for (auto& r : ranks_) PERF_CCL(ccl_barrier_on_stream(r.comm, r.stream));

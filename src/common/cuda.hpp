@@ -48,9 +48,14 @@ int cuda_device_count();
 /// several communicators).
 class DeviceScope {
  public:
+  // Always set, even when cudaGetDevice already names `device`: a thread that has made no
+  // runtime call yet reports device 0 with no context current, and the driver calls made in
+  // the scope (cuMemGetAddressRange...) would fail. cudaSetDevice makes the primary context
+  // current (CUDA 12 and later).
   explicit DeviceScope(int device) {
     if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
-    if (device >= 0 && device != saved_) cudaSetDevice(device);
+    if (device >= 0) cudaSetDevice(device);
+    if (device == saved_) saved_ = -1;  // nothing to restore
   }
   ~DeviceScope() {
     if (saved_ >= 0) cudaSetDevice(saved_);

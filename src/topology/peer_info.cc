@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +67,32 @@ uint64_t process_token() {
   return token;
 }
 }  // namespace
+
+int cuda_work_queues(bool mps) {
+  const char* v = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  if (v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end != v && n >= 1) return static_cast<int>(std::min(n, 32L));  // CUDA's range: 1..32
+  }
+  return mps ? 2 : 8;
+}
+
+Status check_work_queues(const std::vector<PeerInfo>& peers, int me, int queues) {
+  const int k = ranks_of_process_on_gpu(peers, me);
+  if (k <= queues) return CCL_SUCCESS;
+  return CCL_FAIL(CCL_INVALID_USAGE,
+                  "%d ranks of this process share GPU %s: their kernels wait for each other, "
+                  "and CUDA runs this process's streams on %d hardware queues "
+                  "(CUDA_DEVICE_MAX_CONNECTIONS%s), so a kernel queued behind a partner's would "
+                  "wait until CCL_WAIT_TIMEOUT. Set CUDA_DEVICE_MAX_CONNECTIONS=%d (or more) "
+                  "before this process starts CUDA, or run one process per rank",
+                  k, peers[me].pci_bus_id, queues,
+                  std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr ? ""
+                  : peers[me].mps                                       ? " unset: 2 under MPS"
+                                                                        : " unset: 8",
+                  k);
+}
 
 Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
   std::memset(info, 0, sizeof(*info));

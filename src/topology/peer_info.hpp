@@ -100,6 +100,27 @@ inline bool ranks_share_a_gpu_at_once(const std::vector<PeerInfo>& peers) {
   return false;
 }
 
+/// Ranks of `me`'s process on its GPU, `me` included (0 without a device).
+inline int ranks_of_process_on_gpu(const std::vector<PeerInfo>& peers, int me) {
+  const PeerInfo& m = peers[me];
+  int k = 0;
+  for (const PeerInfo& q : peers)
+    k += m.device >= 0 && q.device >= 0 && same_gpu(m, q) && q.process == m.process &&
+         q.host_hash == m.host_hash;
+  return k;
+}
+
+/// Hardware work queues CUDA gives this process's streams on a GPU: CUDA_DEVICE_MAX_CONNECTIONS
+/// when set, else 8, or 2 under MPS (measured on an H200, driver 580: 3 ranks of one MPS client
+/// stalled, 2 ran; 8 ran without MPS, 12 stalled).
+int cuda_work_queues(bool mps);
+
+/// Ranks of one process on one GPU run their kernels at once, each waiting for the others';
+/// CUDA maps the process's streams onto `queues` hardware queues, and a kernel queued behind a
+/// partner's would wait until CCL_WAIT_TIMEOUT. More such ranks than queues: CCL_INVALID_USAGE
+/// naming CUDA_DEVICE_MAX_CONNECTIONS, at init.
+Status check_work_queues(const std::vector<PeerInfo>& peers, int me, int queues);
+
 /// Whether `pred(a, b)` holds for every pair of distinct GPUs among `peers` (ranks on one GPU,
 /// by UUID, are one GPU; ranks without a device are skipped). Every rank that passes the same
 /// table and predicate gets the same answer, so a protocol gated on it is chosen alike

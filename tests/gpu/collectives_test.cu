@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -1199,11 +1200,15 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(1, 2, 3, 4, 8));
 
 /// One thread driving two ranks (ccl_comm_init_all, as the harness's `-g 2` does), one call per
-/// rank in each group: with CCL_ALGO=copy_engine, then with CCL_CHECK_MODE=1, the two calls of a
-/// group each meet the other rank's host before enqueueing, so run one after the other the first
-/// would wait for the second until the bootstrap timeout. An allgather and an alltoall must give
-/// every block, and a group whose two calls differ must fail naming what compared them (the
-/// copy-engine path, or the check mode: proof that path ran). On one GPU both ranks share it.
+/// rank in each group: with CCL_ALGO=copy_engine on symmetric buffers, then with
+/// CCL_CHECK_MODE=1 on cudaMalloc buffers. Each communicator's first call is a send/recv group
+/// (its first call creates its scratch collectively: both at once). Then the two calls of an
+/// allgather or alltoall group each meet the other rank's host before enqueueing, so run one
+/// after the other the first would wait for the second until the bootstrap timeout; they run in
+/// threads that have made no CUDA call yet (the buffer checks' driver calls need a current
+/// context). Every block must arrive, and a group whose two calls differ must fail naming what
+/// compared them (the copy-engine path, or the check mode: proof that path ran). On one GPU
+/// both ranks share it.
 TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
   REQUIRE_GPUS(1);
   auto results = fork_ranks(1, [&](int) {
@@ -1213,15 +1218,17 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
     struct Mode {
       const char* name;
       const char* value;
+      bool symmetric;           // ccl_mem_alloc buffers, else cudaMalloc
       const char* compared_by;  // in the error of a mismatched group
     };
-    for (const Mode& m : {Mode{"CCL_ALGO", "copy_engine", "(copy_engine)"},
-                          Mode{"CCL_CHECK_MODE", "1", "CCL_CHECK_MODE"}}) {
+    for (const Mode& m : {Mode{"CCL_ALGO", "copy_engine", true, "(copy_engine)"},
+                          Mode{"CCL_CHECK_MODE", "1", false, "CCL_CHECK_MODE"}}) {
       setenv(m.name, m.value, 1);
       ccl_comm_t comms[2] = {nullptr, nullptr};
       RANK_OK(ccl_comm_init_all(comms, 2, devs));
       float* buf[2] = {nullptr, nullptr};  // per rank: 2 send blocks, then 2 receive blocks
       cudaStream_t s[2] = {nullptr, nullptr};
+      const size_t bytes = 4 * count * sizeof(float);
       ccl_result_t rc[2] = {CCL_INTERNAL_ERROR, CCL_INTERNAL_ERROR};
       {
         // ccl_mem_alloc is collective: both ranks at once.
@@ -1231,23 +1238,55 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
             if (cudaSetDevice(devs[i]) != cudaSuccess ||
                 cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking) != cudaSuccess)
               return;
-            rc[i] = ccl_mem_alloc(comms[i], 4 * count * sizeof(float),
-                                  reinterpret_cast<void**>(&buf[i]));
+            if (m.symmetric)
+              rc[i] = ccl_mem_alloc(comms[i], bytes, reinterpret_cast<void**>(&buf[i]));
+            else
+              rc[i] = cudaMalloc(&buf[i], bytes) == cudaSuccess ? CCL_SUCCESS
+                                                                : CCL_UNHANDLED_CUDA_ERROR;
           });
         for (auto& th : t) th.join();
       }
-      RANK_CHECK(rc[0] == CCL_SUCCESS && rc[1] == CCL_SUCCESS, "%s: ccl_mem_alloc %d %d", m.name,
+      RANK_CHECK(rc[0] == CCL_SUCCESS && rc[1] == CCL_SUCCESS, "%s: allocation %d %d", m.name,
                  rc[0], rc[1]);
       auto value = [](int rank, size_t i) {
         return static_cast<float>((i * 13 + static_cast<size_t>(rank) * 977) % 8191);
       };
-      std::vector<float> h(2 * count);
+      auto fill = [&]() -> int {
+        std::vector<float> h(2 * count);
+        for (int i = 0; i < 2; ++i) {
+          for (size_t e = 0; e < h.size(); ++e) h[e] = value(i, e);
+          RANK_CUDA(cudaSetDevice(devs[i]));
+          RANK_CUDA(cudaMemcpy(buf[i], h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+          RANK_CUDA(cudaMemset(buf[i] + 2 * count, 0, 2 * count * sizeof(float)));
+        }
+        return 0;
+      };
+      // Rank i's receive blocks against want(i, b, e); after syncing both streams.
+      std::vector<float> got(2 * count);
+      auto check = [&](const char* what, int blocks,
+                       const std::function<float(int, int, size_t)>& want) -> int {
+        for (int i = 0; i < 2; ++i) {
+          RANK_CUDA(cudaSetDevice(devs[i]));
+          RANK_CUDA(cudaStreamSynchronize(s[i]));
+          RANK_CUDA(cudaMemcpy(got.data(), buf[i] + 2 * count, got.size() * sizeof(float),
+                               cudaMemcpyDeviceToHost));
+          for (int b = 0; b < blocks; ++b)
+            for (size_t e = 0; e < count; ++e)
+              RANK_CHECK(got[b * count + e] == want(i, b, e),
+                         "%s=%s: %s, rank %d, block %d element %zu is %f", m.name, m.value, what, i,
+                         b, e, got[b * count + e]);
+        }
+        return 0;
+      };
+      if (fill()) return 1;
+      // First calls: each rank sends its first block to the other.
+      ccl_group_start();
       for (int i = 0; i < 2; ++i) {
-        for (size_t e = 0; e < h.size(); ++e) h[e] = value(i, e);
-        RANK_CUDA(cudaSetDevice(devs[i]));
-        RANK_CUDA(cudaMemcpy(buf[i], h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
-        RANK_CUDA(cudaMemset(buf[i] + 2 * count, 0, 2 * count * sizeof(float)));
+        RANK_OK(ccl_send(buf[i], count, ccl_float32, 1 - i, comms[i], s[i]));
+        RANK_OK(ccl_recv(buf[i] + 2 * count, count, ccl_float32, 1 - i, comms[i], s[i]));
       }
+      RANK_OK(ccl_group_end());
+      if (check("send/recv", 1, [&](int i, int, size_t e) { return value(1 - i, e); })) return 1;
       auto group = [&](bool alltoall, size_t count1) {
         ccl_group_start();
         for (int i = 0; i < 2; ++i) {
@@ -1259,21 +1298,13 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
         }
         return ccl_group_end();
       };
-      std::vector<float> got(2 * count);
       for (bool alltoall : {false, true}) {
+        if (fill()) return 1;
         RANK_OK(group(alltoall, count));
-        for (int i = 0; i < 2; ++i) {
-          RANK_CUDA(cudaSetDevice(devs[i]));
-          RANK_CUDA(cudaStreamSynchronize(s[i]));
-          RANK_CUDA(cudaMemcpy(got.data(), buf[i] + 2 * count, got.size() * sizeof(float),
-                               cudaMemcpyDeviceToHost));
-          // Block b of rank i: rank b's input, its first block (allgather) or its block i.
-          for (int b = 0; b < 2; ++b)
-            for (size_t e = 0; e < count; ++e)
-              RANK_CHECK(got[b * count + e] == value(b, (alltoall ? i * count : 0) + e),
-                         "%s=%s: %s, rank %d, block %d element %zu is %f", m.name, m.value,
-                         alltoall ? "alltoall" : "allgather", i, b, e, got[b * count + e]);
-        }
+        // Block b of rank i: rank b's input, its first block (allgather) or its block i.
+        if (check(alltoall ? "alltoall" : "allgather", 2,
+                  [&](int i, int b, size_t e) { return value(b, (alltoall ? i * count : 0) + e); }))
+          return 1;
       }
       const ccl_result_t r = group(false, count / 2);
       const std::string msg = ccl_get_last_error();
@@ -1288,8 +1319,11 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
         std::thread t[2];
         for (int i = 0; i < 2; ++i)
           t[i] = std::thread([&, i] {
-            rc[i] = cudaSetDevice(devs[i]) == cudaSuccess ? ccl_mem_free(comms[i], buf[i])
-                                                          : CCL_UNHANDLED_CUDA_ERROR;
+            rc[i] = CCL_UNHANDLED_CUDA_ERROR;
+            if (cudaSetDevice(devs[i]) != cudaSuccess) return;
+            rc[i] = m.symmetric                       ? ccl_mem_free(comms[i], buf[i])
+                    : cudaFree(buf[i]) == cudaSuccess ? CCL_SUCCESS
+                                                      : CCL_UNHANDLED_CUDA_ERROR;
             if (rc[i] == CCL_SUCCESS) rc[i] = ccl_comm_destroy(comms[i]);
             cudaStreamDestroy(s[i]);
           });

@@ -47,8 +47,9 @@ bool mps_on_gpu0() {
 /// seconds (a stalled grid shows as a device-side timeout, or as calls of about a second).
 /// Ordered on `s` alone: ranks of one process share the device, and a device-wide wait (or the
 /// legacy stream's) would wait for a partner's kernel that waits for this rank's next call.
-int run_and_check(const char* what, const std::function<ccl_result_t()>& enqueue, const int* out,
-                  size_t n, const std::function<int(size_t)>& want, cudaStream_t s) {
+int run_and_check(ccl_comm_t comm, const char* what, const std::function<ccl_result_t()>& enqueue,
+                  const int* out, size_t n, const std::function<int(size_t)>& want,
+                  cudaStream_t s) {
   RANK_CUDA(cudaMemsetAsync(const_cast<int*>(out), 0xff, n * sizeof(int), s));
   RANK_CUDA(cudaStreamSynchronize(s));
   const auto t0 = std::chrono::steady_clock::now();
@@ -56,6 +57,11 @@ int run_and_check(const char* what, const std::function<ccl_result_t()>& enqueue
   RANK_CUDA(cudaStreamSynchronize(s));
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   RANK_CHECK(sec < 0.5, "%s took %.2f s: grids not resident together", what, sec);
+  ccl_result_t async = CCL_SUCCESS;
+  const char* report = nullptr;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, &report));
+  RANK_CHECK(async == CCL_SUCCESS, "%s: communicator in error (%d): %s", what, async,
+             report != nullptr ? report : "");
   std::vector<int> got(n);
   RANK_CUDA(cudaMemcpyAsync(got.data(), out, n * sizeof(int), cudaMemcpyDeviceToHost, s));
   RANK_CUDA(cudaStreamSynchronize(s));
@@ -93,19 +99,19 @@ int wide_calls(ccl_unique_id_t id, const ccl_unique_id_t* id_ll, int n, int r) {
   for (int rep = 0; rep < 2; ++rep) {
     // Rank j's block r of send lands as block j of recv.
     if (int rc = run_and_check(
-            "alltoall 64 MiB", [&] { return ccl_alltoall(send, recv, block, ccl_int32, comm, s); },
-            recv, total,
+            comm, "alltoall 64 MiB",
+            [&] { return ccl_alltoall(send, recv, block, ccl_int32, comm, s); }, recv, total,
             [&](size_t i) { return value(static_cast<int>(i / block), r * block + i % block); }, s))
       return rc;
     if (int rc = run_and_check(
-            "allgather 64 MiB",
+            comm, "allgather 64 MiB",
             [&] { return ccl_allgather(send, recv, block, ccl_int32, comm, s); }, recv, total,
             [&](size_t i) { return value(static_cast<int>(i / block), i % block); }, s))
       return rc;
     // LL128 of 1 MiB (64 blocks), summed.
     const size_t m = (size_t{1} << 20) / sizeof(int);
     if (int rc = run_and_check(
-            "allreduce 1 MiB",
+            comm, "allreduce 1 MiB",
             [&] { return ccl_allreduce(send, recv, m, ccl_int32, ccl_sum, comm, s); }, recv, m,
             summed, s))
       return rc;
@@ -113,7 +119,7 @@ int wide_calls(ccl_unique_id_t id, const ccl_unique_id_t* id_ll, int n, int r) {
     const size_t sizes[] = {size_t{16} << 10, size_t{32} << 10, size_t{256} << 10};
     const size_t per_peer = sizes[0] + sizes[1] + sizes[2];
     if (int rc = run_and_check(
-            "send/recv group",
+            comm, "send/recv group",
             [&] {
               ccl_result_t e = ccl_group_start();
               for (int p = 0; p < n; ++p) {
@@ -184,7 +190,7 @@ int wide_calls(ccl_unique_id_t id, const ccl_unique_id_t* id_ll, int n, int r) {
   RANK_OK(ccl_allreduce(a, b, 1, ccl_int32, ccl_sum, comm, s));
   for (int rep = 0; rep < 2; ++rep)
     if (int rc = run_and_check(
-            "LL allreduce 512 KiB",
+            comm, "LL allreduce 512 KiB",
             [&] { return ccl_allreduce(a, b, m, ccl_int32, ccl_sum, comm, s); }, b, m, summed, s))
       return rc;
   RANK_CUDA(cudaFree(a));
@@ -222,21 +228,45 @@ TEST(CollectiveResidency, RanksSharingAGpuUnderMpsRunTheWidestGrids) {
 /// Ranks of one process on one GPU (threads, each its own communicator, as ccl_comm_init_all
 /// with a device twice or the harness's -g beyond the GPU count make them) share one context,
 /// whose streams run at once with or without MPS: the same limit must hold their grids.
-/// Run with CCL_RESIDENT_BLOCKS=0 (no limit), 4 ranks stall as under MPS.
+/// Run with CCL_RESIDENT_BLOCKS=0 (no limit), 4 ranks stall as under MPS. The streams also
+/// need a hardware queue each (CUDA_DEVICE_MAX_CONNECTIONS): fewer, and init refuses.
 TEST(CollectiveResidency, RanksOfOneProcessOnOneGpuRunTheWidestGrids) {
   REQUIRE_GPUS(1);
   auto results = fork_ranks(1, [&](int) {
-    setenv("CCL_WAIT_TIMEOUT", "2000", 1);  // before the threads: setenv is not thread-safe
-    for (int n : {2, 4}) {
+    // Before the threads (setenv is not thread-safe) and before CUDA starts in this process:
+    // each rank's stream needs a hardware queue of its own (an MPS client gets 2 by default).
+    setenv("CCL_WAIT_TIMEOUT", "2000", 1);
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
+    auto run = [](int n, const std::function<int(ccl_unique_id_t, int)>& rank) {
       ccl_unique_id_t id;
-      RANK_OK(ccl_get_unique_id(&id));
+      if (ccl_get_unique_id(&id) != CCL_SUCCESS) return std::vector<int>(n, -2);
       std::vector<int> rc(n, -1);
       std::vector<std::thread> t;
-      for (int r = 0; r < n; ++r) t.emplace_back([&, r] { rc[r] = wide_calls(id, nullptr, n, r); });
+      for (int r = 0; r < n; ++r) t.emplace_back([&, r] { rc[r] = rank(id, r); });
       for (auto& th : t) th.join();
+      return rc;
+    };
+    for (int n : {2, 4}) {
+      const std::vector<int> rc =
+          run(n, [&](ccl_unique_id_t id, int r) { return wide_calls(id, nullptr, n, r); });
       for (int r = 0; r < n; ++r)
         RANK_CHECK(rc[r] == 0, "%d ranks in one process: rank %d failed", n, r);
     }
+    // More ranks than queues: every one refused at init, naming the variable.
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2", 1);
+    std::vector<std::string> msgs(3);
+    const std::vector<int> rc = run(3, [&](ccl_unique_id_t id, int r) {
+      if (cudaSetDevice(0) != cudaSuccess) return -3;
+      ccl_comm_t comm = nullptr;
+      const ccl_result_t e = ccl_comm_init_rank(&comm, 3, id, r);
+      msgs[r] = ccl_get_last_error();
+      return static_cast<int>(e);
+    });
+    for (int r = 0; r < 3; ++r)
+      RANK_CHECK(rc[r] == CCL_INVALID_USAGE &&
+                     msgs[r].find("CUDA_DEVICE_MAX_CONNECTIONS=3") != std::string::npos,
+                 "3 ranks of one process on 2 queues: rank %d gave %d '%s'", r, rc[r],
+                 msgs[r].c_str());
     return 0;
   });
   EXPECT_EQ(results[0].code, 0);
@@ -263,8 +293,8 @@ int many_ranks(ccl_unique_id_t id, int n, int r) {
   RANK_CUDA(cudaMemcpy(send, in.data(), total * sizeof(int), cudaMemcpyHostToDevice));
   for (size_t m : {size_t{1024}, total})  // LL, then two-shot SIMPLE
     if (int rc = run_and_check(
-            "allreduce", [&] { return ccl_allreduce(send, recv, m, ccl_int32, ccl_sum, comm, s); },
-            recv, m,
+            comm, "allreduce",
+            [&] { return ccl_allreduce(send, recv, m, ccl_int32, ccl_sum, comm, s); }, recv, m,
             [&](size_t i) {
               int sum = 0;
               for (int j = 0; j < n; ++j) sum += value(j, i);
@@ -273,8 +303,8 @@ int many_ranks(ccl_unique_id_t id, int n, int r) {
             s))
       return rc;
   if (int rc = run_and_check(
-          "alltoall 16 MiB", [&] { return ccl_alltoall(send, recv, block, ccl_int32, comm, s); },
-          recv, total,
+          comm, "alltoall 16 MiB",
+          [&] { return ccl_alltoall(send, recv, block, ccl_int32, comm, s); }, recv, total,
           [&](size_t i) { return value(static_cast<int>(i / block), r * block + i % block); }, s))
     return rc;
   // Send/recv with the neighbour: 16 KiB (LL) runs; 1 MiB (FIFO channels) is refused.
@@ -288,8 +318,8 @@ int many_ranks(ccl_unique_id_t id, int n, int r) {
     return e != CCL_SUCCESS ? e : ge;
   };
   if (int rc = run_and_check(
-          "send/recv 16 KiB", [&] { return exchange(size_t{4} << 10); }, recv, size_t{4} << 10,
-          [&](size_t i) { return value(peer, i); }, s))
+          comm, "send/recv 16 KiB", [&] { return exchange(size_t{4} << 10); }, recv,
+          size_t{4} << 10, [&](size_t i) { return value(peer, i); }, s))
     return rc;
   RANK_CHECK(exchange(size_t{256} << 10) == CCL_INVALID_USAGE, "1 MiB send/recv not refused");
   const std::string msg = ccl_get_last_error();

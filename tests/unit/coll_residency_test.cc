@@ -89,6 +89,36 @@ TEST(Residency, RanksOfOneProcessOnOneGpuRunAtOnce) {
   EXPECT_NE(child, x.process);
 }
 
+TEST(Residency, RanksOfOneProcessOnOneGpuNeedAWorkQueueEach) {
+  // Three ranks of process 7 on GPU 0, one of process 7 on GPU 1, one of another process on 0.
+  const std::vector<PeerInfo> peers{rank_on(0, false, 132, 100, 7), rank_on(0, false, 132, 100, 7),
+                                    rank_on(1, false, 132, 100, 7), rank_on(0, false),
+                                    rank_on(0, false, 132, 100, 7)};
+  EXPECT_EQ(ranks_of_process_on_gpu(peers, 0), 3);
+  EXPECT_EQ(ranks_of_process_on_gpu(peers, 2), 1);
+  EXPECT_EQ(ranks_of_process_on_gpu(peers, 3), 1);
+  EXPECT_TRUE(check_work_queues(peers, 0, 3).ok());
+  EXPECT_TRUE(check_work_queues(peers, 3, 1).ok());  // alone in its process on that GPU
+  const Status s = check_work_queues(peers, 4, 2);
+  EXPECT_EQ(s.code(), CCL_INVALID_USAGE);
+  const std::string m = last_error();
+  EXPECT_NE(m.find("3 ranks of this process"), std::string::npos) << m;
+  EXPECT_NE(m.find("CUDA_DEVICE_MAX_CONNECTIONS=3"), std::string::npos) << m;
+  // CUDA's defaults (8; 2 for an MPS client), or the variable when it names 1..32.
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  EXPECT_EQ(cuda_work_queues(false), 8);
+  EXPECT_EQ(cuda_work_queues(true), 2);
+  const struct {
+    const char* env;
+    int want;
+  } cases[] = {{"4", 4}, {"1", 1}, {"64", 32}, {"0", 8}, {"x", 8}, {"", 8}};
+  for (const auto& c : cases) {
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", c.env, 1);
+    EXPECT_EQ(cuda_work_queues(false), c.want) << c.env;
+  }
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+}
+
 TEST(Residency, SharersSplitTheMultiprocessors) {
   // Two ranks on one H200 (132 SMs) at one block per SM: 66 each (the alltoall that stalled
   // had 64 + 16 blocks per rank); two per SM: 132.
