@@ -75,13 +75,6 @@ inline bool same_gpu(const PeerInfo& a, const PeerInfo& b) {
   return std::memcmp(a.uuid, b.uuid, sizeof(a.uuid)) == 0;
 }
 
-/// Ranks of `peers` on p's GPU (p included; ranks without a device share nothing).
-inline int ranks_on_gpu_of(const std::vector<PeerInfo>& peers, const PeerInfo& p) {
-  int k = 0;
-  for (const PeerInfo& q : peers) k += p.device >= 0 && q.device >= 0 && same_gpu(p, q);
-  return k;
-}
-
 /// Whether the kernels of ranks a and b run at once on their one GPU rather than time-sliced:
 /// under MPS, or in one process (one context, whose streams run concurrently; ccl_comm_init_all
 /// with a device twice, the harness's -g beyond the GPU count).
