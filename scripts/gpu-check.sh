@@ -125,6 +125,12 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   crun all_reduce_perf_registered "$coll_perf/all_reduce_perf" -b 8 -e 256M -f 4 -R 1 $cmp
   crun all_gather_perf_registered "$coll_perf/all_gather_perf" -b 8 -e 256M -f 4 -R 1 $cmp
   crun sendrecv_perf_registered "$coll_perf/sendrecv_perf" -b 8 -e 256M -f 4 -R 1 $cmp
+  # Several GPUs driven by one thread (-g: grouped rounds, captured together), with the paths
+  # that meet on the host first (check mode, the copy-engine exchange); correctness (-c 1).
+  run all_reduce_perf_g2 "$coll_perf/all_reduce_perf" -g 2 -b 8 -e 64M -f 8 -R 2 -c 1
+  run all_reduce_perf_g2_check env CCL_CHECK_MODE=1 "$coll_perf/all_reduce_perf" -g 2 -b 8 -e 1M -f 16 -c 1
+  run all_gather_perf_g2_ce_graph "$coll_perf/all_gather_perf" -g 2 -b 1M -e 64M -f 4 -R 2 --algo copy_engine -c 1 -G 5
+  run sendrecv_perf_g2 "$coll_perf/sendrecv_perf" -g 2 -b 8 -e 64M -f 8 -c 1
   run launch_floor_perf env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$coll_perf/launch_floor_perf" $cmp
   # The copy-engine path (forced only until this sweep sets its crossover), eager and in graphs.
   for c in alltoall all_gather broadcast; do
