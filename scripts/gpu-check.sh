@@ -171,7 +171,8 @@ done
 for f in "$out"/*_perf*.log "$out"/all_reduce_*.log "$out"/all_gather_*.log "$out"/reduce_scatter_*.log; do
   [[ -f $f ]] || continue
   echo "-- $(basename "$f" .log)"
-  grep -E '^\[0\] ( *[0-9]+ )' "$f" | sed 's/^\[0\] //' | awk '{printf "%s %s %s %s %s\n", $1, $6, $8, $9, $(NF-3) " " $(NF-1)}' | tabulate | head -40
+  # Rank 0's rows ("[0] " under ccl-run; unprefixed from a -g run).
+  grep -E '^(\[0\] )?( *[0-9]+ )' "$f" | sed 's/^\[0\] //' | awk '{printf "%s %s %s %s %s\n", $1, $6, $8, $9, $(NF-3) " " $(NF-1)}' | tabulate | head -40
 done | awk '!seen[$0]++'
 printf '%s\n' "${rows[@]}"
 ! printf '%s\n' "${rows[@]}" | grep -q ' FAIL:'
