@@ -14,6 +14,7 @@
 #include "common/log.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
+#include "topology/peer_info.hpp"
 
 namespace ccl::coll {
 namespace {
@@ -66,6 +67,16 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
     any |= op.copy_engine != 0;
   }
   if (!any) return;
+  if (!st->p2p_proxy && !st->p2p_proxy_failed &&
+      cuda_work_queues(comm->peers[comm->rank].mps) < 2) {
+    // One hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1): the proxy's copy would queue behind
+    // the kernel that waits for it (measured: every such send timed out, one H100).
+    st->p2p_proxy_failed = true;
+    CCL_WARN(kSubsysProxy,
+             "CCL_P2P_COPY_ENGINE: CUDA_DEVICE_MAX_CONNECTIONS=1 gives this process one hardware "
+             "queue, behind which the proxy's copies would wait for the kernel waiting for them; "
+             "the SMs copy");
+  }
   if (!st->p2p_proxy && !st->p2p_proxy_failed) {
     st->p2p_proxy_failed = !CopyProxy::start(comm->device, &st->p2p_proxy).ok();
     if (st->p2p_proxy_failed)

@@ -930,6 +930,43 @@ int copy_engine_first_call_captured(ccl_comm_t world, int me, int n, cudaStream_
   return 0;
 }
 
+/// CUDA_DEVICE_MAX_CONNECTIONS=1: one hardware queue, behind which the proxy's copies would
+/// wait for the kernel that waits for them (every such send timed out on one H100), so the
+/// proxy is not started and the SMs copy: a 1 MiB ring exchange arrives whole, no proxy copy.
+/// (The variable is read by the check as the process runs; CUDA read it at start-up, so this
+/// process still has its queues: the check, not the stall, is what runs here.)
+int copy_engine_one_work_queue(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  const size_t bytes = size_t{1} << 20;
+  char* sym = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  std::vector<char> h(bytes), got(bytes);
+  for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 11 + me * 5);
+  RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
+  RANK_OK(ccl_group_start());
+  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
+  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
+  RANK_OK(ccl_group_end());
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  unsetenv("CCL_P2P_COPY_ENGINE");
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < bytes; ++i)
+    RANK_CHECK(got[i] == static_cast<char>(i * 11 + prev * 5), "one work queue: byte %zu", i);
+  uint64_t issued = 0;
+  if (proxy_copies(comm, &issued)) return 1;
+  RANK_CHECK(issued == 0, "one work queue: the proxy issued %llu copies",
+             static_cast<unsigned long long>(issued));
+  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
 /// The rendezvous test again with CCL_P2P_COPY_ENGINE at the rendezvous size, on a communicator
 /// of its own, with the copy engine taking all of each send and then 37 % of it beside the
 /// sender's blocks: every send into a window (three per group: symmetric, registered, symmetric at
@@ -957,7 +994,8 @@ int copy_engine_point_to_point(ccl_comm_t world, int me, int n, cudaStream_t s) 
                static_cast<unsigned long long>(want));
     RANK_OK(ccl_comm_destroy(comm));
   }
-  return copy_engine_first_call_captured(world, me, n, s);
+  if (copy_engine_first_call_captured(world, me, n, s)) return 1;
+  return copy_engine_one_work_queue(world, me, n, s);
 }
 
 /// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
