@@ -14,7 +14,6 @@
 #include "common/log.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
-#include "topology/peer_info.hpp"
 
 namespace ccl::coll {
 namespace {
@@ -67,18 +66,9 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
     any |= op.copy_engine != 0;
   }
   if (!any) return;
-  if (!st->p2p_proxy && !st->p2p_proxy_failed &&
-      cuda_work_queues(comm->peers[comm->rank].mps) < 2) {
-    // One hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1): the proxy's copy would queue behind
-    // the kernel that waits for it (measured: every such send timed out, one H100).
-    st->p2p_proxy_failed = true;
-    CCL_WARN(kSubsysProxy,
-             "CCL_P2P_COPY_ENGINE: CUDA_DEVICE_MAX_CONNECTIONS=1 gives this process one hardware "
-             "queue, behind which the proxy's copies would wait for the kernel waiting for them; "
-             "the SMs copy");
-  }
   if (!st->p2p_proxy && !st->p2p_proxy_failed) {
-    st->p2p_proxy_failed = !CopyProxy::start(comm->device, &st->p2p_proxy).ok();
+    st->p2p_proxy_failed =
+        !CopyProxy::start(comm->device, comm->peers[comm->rank].mps, &st->p2p_proxy).ok();
     if (st->p2p_proxy_failed)
       CCL_WARN(kSubsysProxy, "CCL_P2P_COPY_ENGINE: no copy-engine proxy (%s); the SMs copy",
                last_error());
@@ -144,21 +134,28 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
   return CCL_SUCCESS;
 }
 
+/// The first failure among several calls, with the message it left in this thread's last error
+/// (later calls overwrite it).
+struct FirstFailure {
+  Status code;
+  std::string message;
+  void note(Status s) {
+    if (code.ok() && !s.ok()) code = s, message = last_error();
+  }
+  /// The failure as this thread's own error (message included), or success.
+  Status get() const { return code.ok() ? code : relay(code.code(), message.c_str()); }
+};
+
 /// Runs job(0) .. job(n - 1) in threads of their own and returns the first failure, its message
 /// handed to this thread.
 template <typename Job>
 Status run_concurrently(size_t n, Job job) {
-  std::vector<Status> results(n, Status(CCL_SUCCESS));
-  std::vector<std::string> messages(n);
+  std::vector<FirstFailure> results(n);
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < n; ++i)
-    threads.emplace_back([&, i] {
-      results[i] = job(i);
-      messages[i] = last_error();
-    });
+  for (size_t i = 0; i < n; ++i) threads.emplace_back([&, i] { results[i].note(job(i)); });
   for (auto& t : threads) t.join();
-  for (size_t i = 0; i < n; ++i)
-    if (!results[i].ok()) return relay(results[i].code(), messages[i].c_str());
+  for (const FirstFailure& r : results)
+    if (!r.code.ok()) return r.get();
   return CCL_SUCCESS;
 }
 
@@ -195,12 +192,10 @@ Status run_collectives(const std::vector<Pending>& q) {
   for (size_t i = 0; comms.size() > 1 && i < comms.size() && !meet; ++i)
     CCL_CHECK(meets_on_host(comms[i], &meet));
   auto run_for = [&](ccl_comm* c) {
-    Status first = CCL_SUCCESS;
-    std::string message;
+    FirstFailure first;
     for (const Pending& p : q)
-      if (p.fn && (c == nullptr || p.comm == c))
-        if (Status s = p.fn(); !s.ok() && first.ok()) first = s, message = last_error();
-    return first.ok() ? first : relay(first.code(), message.c_str());
+      if (p.fn && (c == nullptr || p.comm == c)) first.note(p.fn());
+    return first.get();
   };
   if (!meet) return run_for(nullptr);
   return run_concurrently(comms.size(), [&](size_t i) { return run_for(comms[i]); });
@@ -220,12 +215,8 @@ Status group_end() {
   std::vector<Pending> q;
   q.swap(g_pending);
   CCL_CHECK(prepare_states(q));
-  Status first = CCL_SUCCESS;
-  std::string message;
-  auto note = [&](Status s) {
-    if (first.ok() && !s.ok()) first = s, message = last_error();
-  };
-  note(run_collectives(q));
+  FirstFailure first;
+  first.note(run_collectives(q));
   // Point-to-point: one fused launch per communicator, in the order the comms first appeared.
   std::vector<ccl_comm*> comms;
   for (const Pending& p : q)
@@ -242,13 +233,13 @@ Status group_end() {
         ops.push_back(p.op);
       }
     if (mixed) {
-      note(CCL_FAIL(CCL_INVALID_USAGE,
-                    "sends and receives of one communicator in a group must use one stream"));
+      first.note(CCL_FAIL(CCL_INVALID_USAGE,
+                          "sends and receives of one communicator in a group must use one stream"));
       continue;
     }
-    note(launch_p2p_ops(c, stream, ops));
+    first.note(launch_p2p_ops(c, stream, ops));
   }
-  return first.ok() ? first : relay(first.code(), message.c_str());
+  return first.get();
 }
 
 bool in_group() {

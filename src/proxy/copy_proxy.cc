@@ -5,6 +5,7 @@
 
 #include "common/cuda.hpp"
 #include "common/log.hpp"
+#include "topology/peer_info.hpp"
 
 namespace ccl {
 namespace {
@@ -17,7 +18,11 @@ int64_t now_ns() {
 
 }  // namespace
 
-Status CopyProxy::start(int device, std::unique_ptr<CopyProxy>* out) {
+Status CopyProxy::start(int device, bool mps, std::unique_ptr<CopyProxy>* out) {
+  if (cuda_work_queues(mps) < 2)
+    return CCL_FAIL(CCL_UNSUPPORTED,
+                    "CUDA_DEVICE_MAX_CONNECTIONS=1 gives this process one hardware queue, behind "
+                    "which the proxy's copies would wait for the kernel waiting for them");
   const DriverApi* api = nullptr;
   CCL_CHECK(driver_api(&api));
   if (api->cuStreamWriteValue64 == nullptr)

@@ -32,9 +32,11 @@ class CopyProxy {
   static constexpr auto kBusyFor = std::chrono::milliseconds(5);
   static constexpr auto kIdlePoll = std::chrono::microseconds(50);
 
-  /// Starts a proxy for kernels on `device` (the calling thread's current device is kept).
-  /// CCL_UNSUPPORTED where the driver has no stream memory operations.
-  static Status start(int device, std::unique_ptr<CopyProxy>* out);
+  /// Starts a proxy for kernels on `device` (the calling thread's current device is kept); `mps`:
+  /// this process is an MPS client there. CCL_UNSUPPORTED where the driver has no stream memory
+  /// operations, or this process has one hardware work queue (its copies would queue behind the
+  /// kernel waiting for them: every such send timed out, one H100).
+  static Status start(int device, bool mps, std::unique_ptr<CopyProxy>* out);
   /// Stops the thread and waits for the copies it issued.
   ~CopyProxy();
   CopyProxy(const CopyProxy&) = delete;

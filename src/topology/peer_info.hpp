@@ -75,12 +75,18 @@ inline bool same_gpu(const PeerInfo& a, const PeerInfo& b) {
   return std::memcmp(a.uuid, b.uuid, sizeof(a.uuid)) == 0;
 }
 
+/// Whether two ranks are threads of one process (the token, not the pid: pids repeat across
+/// containers; the host too, for tokens that collide across hosts).
+inline bool same_process(const PeerInfo& a, const PeerInfo& b) {
+  return a.process == b.process && a.host_hash == b.host_hash;
+}
+
 /// Whether the kernels of ranks a and b run at once on their one GPU rather than time-sliced:
 /// under MPS, or in one process (one context, whose streams run concurrently; ccl_comm_init_all
 /// with a device twice, the harness's -g beyond the GPU count).
 inline bool run_at_once(const PeerInfo& a, const PeerInfo& b) {
   return a.device >= 0 && b.device >= 0 && same_gpu(a, b) &&
-         ((a.mps && b.mps) || (a.process == b.process && a.host_hash == b.host_hash));
+         ((a.mps && b.mps) || same_process(a, b));
 }
 
 /// Whether two or more ranks run their kernels at once on one GPU: every kernel that meets its
@@ -98,8 +104,7 @@ inline int ranks_of_process_on_gpu(const std::vector<PeerInfo>& peers, int me) {
   const PeerInfo& m = peers[me];
   int k = 0;
   for (const PeerInfo& q : peers)
-    k += m.device >= 0 && q.device >= 0 && same_gpu(m, q) && q.process == m.process &&
-         q.host_hash == m.host_hash;
+    k += m.device >= 0 && q.device >= 0 && same_gpu(m, q) && same_process(m, q);
   return k;
 }
 
