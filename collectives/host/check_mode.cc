@@ -10,6 +10,7 @@
 #include "common/rank_list.hpp"
 #include "common/settings.hpp"
 #include "core/comm.hpp"
+#include "core/host_exchange.hpp"
 
 namespace ccl::coll {
 namespace {
@@ -44,7 +45,7 @@ Status check_call(ccl_comm* c, CallSignature mine) {
   mine.call = ++c->coll_calls;
   std::vector<CallSignature> all(c->nranks);
   all[c->rank] = mine;
-  CCL_CHECK(c->bootstrap->allgather(all.data(), sizeof(CallSignature)));
+  CCL_CHECK(host_allgather(c, all.data(), sizeof(CallSignature)));
   // The call most ranks made is the reference: the odd ranks are the ones named.
   int ref = 0, best = 0;
   for (int r = 0; r < c->nranks; ++r) {

@@ -8,6 +8,7 @@
 #include "common/cuda.hpp"
 #include "common/log.hpp"
 #include "core/comm.hpp"
+#include "core/host_exchange.hpp"
 #include "core/stream_kernels.cuh"
 
 namespace ccl::coll {
@@ -78,7 +79,7 @@ Status run_copy_engine(ccl_comm* comm, CollState* st, const CollCall& k, bool* r
     mine.unable = kNoRecvWindow;
   else if (receives)
     mine.window = w;
-  CCL_CHECK(comm->bootstrap->allgather(all.data(), sizeof(CeOffer)));
+  CCL_CHECK(host_allgather(comm, all.data(), sizeof(CeOffer)));
   for (int r = 0; r < n; ++r)
     if (all[r].coll != mine.coll || all[r].block != mine.block || all[r].root != mine.root)
       return CCL_FAIL(CCL_INVALID_USAGE,

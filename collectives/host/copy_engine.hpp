@@ -3,8 +3,8 @@
 // window, on side streams so that the copies to different peers and of the own block run on
 // several copy engines at once, between two barriers of the communicator (no SMs move data).
 // The host needs the receivers' windows when it enqueues, and ranks may pass buffers at
-// different offsets, so the ranks first exchange them over the bootstrap: one allgather per
-// call (in a graph, once, at capture).
+// different offsets, so the ranks first exchange them: one host allgather per call (in a graph,
+// once, at capture), through the shared-memory board where all ranks are on this host.
 #pragma once
 
 #include "collectives/host/coll_state.hpp"

@@ -13,6 +13,7 @@
 #include "core/device_state.hpp"
 #include "core/team.hpp"
 #include "memory/heap.hpp"
+#include "memory/host_board.hpp"
 #include "memory/registry.hpp"
 #include "topology/peer_info.hpp"
 
@@ -31,6 +32,8 @@ struct ccl_comm {
   std::shared_ptr<void> coll_state;               // collectives' scratch (collectives/host), lazily
   uint64_t coll_calls = 0;                        // collective calls made (CCL_CHECK_MODE)
   int check_mode = -1;                            // CCL_CHECK_MODE, read at the first collective
+  std::unique_ptr<ccl::HostBoard> board;          // host exchanges (core/host_exchange.cc)
+  int board_state = -1;                           // -1: not decided yet, 0: bootstrap, 1: board
   ccl_team world;
   ccl_team node;
   std::vector<std::unique_ptr<ccl_team>> split_teams;

@@ -29,6 +29,7 @@ static_assert(sizeof(FdMessage) == 32);
 inline constexpr uint32_t kFdMessageVersion = 1;
 inline constexpr uint32_t kFdHeapChunk = 1;
 inline constexpr uint32_t kFdMulticast = 2;
+inline constexpr uint32_t kFdHostBoard = 3;
 
 class FdChannel {
  public:

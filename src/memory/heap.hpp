@@ -58,6 +58,8 @@ class SymmetricHeap {
   int grow_count() const { return static_cast<int>(segments_.size()); }
   /// Wakes blocked calls (abort).
   void shutdown() { channel_.shutdown(); }
+  /// The descriptor channel to every load/store peer (POSIX-fd heaps), else nullptr.
+  FdChannel* fd_channel() { return cfg_.handle == HeapHandle::kPosixFd ? &channel_ : nullptr; }
 
   /// Collective over the heap's ranks (all load/store local): creates an NVLink multicast object
   /// covering the heap as mapped now, binds every rank's memory to it and maps it here; `*va`

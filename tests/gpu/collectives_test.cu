@@ -23,6 +23,7 @@
 #include "collectives/common/names.hpp"
 #include "collectives/host/coll_state.hpp"
 #include "collectives/schedule/p2p.hpp"
+#include "core/comm.hpp"
 #include "gpu/coll_reference.hpp"
 #include "gpu/gpu_ranks.cuh"
 #include "gpu/late_writer.cuh"
@@ -536,9 +537,12 @@ __global__ void late_fill(int32_t* p, size_t count, int32_t base, uint64_t delay
 /// The copy-engine path beyond the matrix (CCL_ALGO=copy_engine): ranks whose calls differ all
 /// fail at once with CCL_INVALID_USAGE and nothing enqueued (only that path compares calls on the
 /// host: it proves the path ran); one rank without a window sends every rank to the SM kernels;
-/// an allgather and a broadcast captured in one graph and replayed with new inputs.
-int copy_engine(ccl_comm_t world, int me, int n, cudaStream_t s) {
+/// an allgather and a broadcast captured in one graph and replayed with new inputs. The windows
+/// are exchanged through the shared-memory host board (every rank of the test is on this host),
+/// and with CCL_HOST_BOARD=0 over the bootstrap.
+int copy_engine_with(ccl_comm_t world, int me, int n, cudaStream_t s, bool board) {
   setenv("CCL_ALGO", "copy_engine", 1);
+  setenv("CCL_HOST_BOARD", board ? "1" : "0", 1);
   ccl_comm_t comm;
   if (fresh_comm(world, me, &comm)) return 1;
   const size_t count = 100003;  // floats per rank block, past the LL rows
@@ -602,11 +606,20 @@ int copy_engine(ccl_comm_t world, int me, int n, cudaStream_t s) {
   }
   RANK_CUDA(cudaGraphExecDestroy(exec));
   RANK_CUDA(cudaGraphDestroy(graph));
+  // The exchanges went where they should: the board needs POSIX-fd heaps (a peer's fd channel).
+  const bool can_board = comm->heap && comm->heap->fd_channel() != nullptr;
+  RANK_CHECK(comm->board_state == (board && can_board ? 1 : 0),
+             "host exchanges: board state %d with CCL_HOST_BOARD=%d", comm->board_state, board);
   RANK_CUDA(cudaFree(dev));
   RANK_OK(ccl_mem_free(comm, sym));
   RANK_OK(ccl_comm_destroy(comm));
   unsetenv("CCL_ALGO");
+  unsetenv("CCL_HOST_BOARD");
   return 0;
+}
+
+int copy_engine(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  return copy_engine_with(world, me, n, s, true) || copy_engine_with(world, me, n, s, false);
 }
 
 /// Stream order under programmatic dependent launch (CCL_PDL=1, the default) and without it: a

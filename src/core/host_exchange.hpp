@@ -1,0 +1,19 @@
+// The collectives' per-call host exchanges (CCL_CHECK_MODE's call signatures, the copy-engine
+// path's receive windows): through a shared-memory board where every rank of the communicator
+// is on this host, else over the bootstrap.
+#pragma once
+
+#include <cstddef>
+
+#include "common/status.hpp"
+
+struct ccl_comm;
+
+namespace ccl {
+
+/// Every rank's `bytes` at data + rank * bytes. Collective; call with the comm's op_mutex held.
+/// The first call decides, with every rank, whether the board serves this communicator
+/// (CCL_HOST_BOARD, all ranks on this host and connected by the heap's handle channel).
+Status host_allgather(ccl_comm* comm, void* data, size_t bytes);
+
+}  // namespace ccl
