@@ -129,7 +129,7 @@ Status HostBoard::allgather(void* data, size_t bytes) {
   const uint64_t seq = ++calls_;
   auto* out = static_cast<char*>(data);
   BoardSlot* mine = slot(map_, nranks_, seq, cfg_.rank);
-  std::memcpy(mine->data, out + cfg_.rank * bytes, bytes);
+  if (bytes > 0) std::memcpy(mine->data, out + cfg_.rank * bytes, bytes);  // data may be null
   mine->bytes = bytes;
   // Publish: the block and its size before the sequence word the readers poll.
   std::atomic_ref<uint64_t>(mine->seq).store(seq, std::memory_order_release);
@@ -143,7 +143,7 @@ Status HostBoard::allgather(void* data, size_t bytes) {
                       "not making the same call)",
                       static_cast<unsigned long long>(seq), r,
                       static_cast<unsigned long long>(s->bytes), cfg_.rank, bytes);
-    std::memcpy(out + r * bytes, s->data, bytes);
+    if (bytes > 0) std::memcpy(out + r * bytes, s->data, bytes);
   }
   return CCL_SUCCESS;
 }
