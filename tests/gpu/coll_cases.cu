@@ -1,0 +1,170 @@
+#include "gpu/coll_cases.cuh"
+
+#include <cstring>
+#include <vector>
+
+#include "gpu/coll_reference.hpp"
+#include "gpu/gpu_ranks.cuh"
+
+namespace ccl::test {
+
+ccl_result_t call(ccl_comm_t comm, Collective c, const void* send, void* recv, size_t count,
+                  ccl_datatype_t d, ccl_redop_t op, int root, cudaStream_t s) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return ccl_allreduce(send, recv, count, d, op, comm, s);
+    case Collective::kReduceScatter:
+      return ccl_reduce_scatter(send, recv, count, d, op, comm, s);
+    case Collective::kAllGather:
+      return ccl_allgather(send, recv, count, d, comm, s);
+    case Collective::kBroadcast:
+      return ccl_broadcast(send, recv, count, d, root, comm, s);
+    case Collective::kReduce:
+      return ccl_reduce(send, recv, count, d, op, root, comm, s);
+    case Collective::kAllToAll:
+      return ccl_alltoall(send, recv, count, d, comm, s);
+  }
+  return CCL_INTERNAL_ERROR;
+}
+
+namespace {
+
+/// One case of type D (run_case_any dispatches on the runtime type).
+template <ccl_datatype_t D>
+int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, const char* label) {
+  using T = typename DType<D>::Storage;
+  size_t se, re;
+  coll_elems(k.coll, k.count, n, &se, &re);
+  std::vector<std::vector<T>> in(n);
+  for (int r = 0; r < n; ++r) in[r] = make_input<D>(k.seed, r, se, k.op, k.exact);
+  const std::vector<T> want = reference<D>(k.coll, k.op, k.root, me, n, k.count, in);
+  const bool root_only = k.coll == Collective::kReduce;
+  const bool check = !root_only || me == k.root;
+
+  // One allocation holds both buffers (or one, in place) past `offset` elements.
+  const size_t off = k.offset;
+  const size_t bytes = (off + se + re + 64) * sizeof(T);
+  T* base = nullptr;
+  if (k.mem == Mem::kSymmetric) {
+    RANK_OK(ccl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&base)));
+  } else {
+    RANK_CUDA(cudaMalloc(&base, bytes));
+  }
+  void* reg = nullptr;
+  if (k.mem == Mem::kRegistered) RANK_OK(ccl_comm_register(comm, base, bytes, &reg));
+  T *send = base + off, *recv = base + off + se + 16;
+  if (k.mem == Mem::kInPlace) {
+    // NCCL's in-place conventions.
+    if (k.coll == Collective::kReduceScatter) {
+      recv = send + me * k.count;
+    } else if (k.coll == Collective::kAllGather) {
+      recv = base + off;
+      send = recv + me * k.count;
+    } else {
+      recv = send;
+    }
+  }
+  // NCCL's contract: a broadcast's sendbuff and a reduce's recvbuff matter at the root only. Half
+  // of the ordinary-buffer cases pass NULL there at the other ranks.
+  const bool null_unused = k.mem == Mem::kDevice && me != k.root && (k.seed & 1) != 0;
+  T* call_send = null_unused && k.coll == Collective::kBroadcast ? nullptr : send;
+  T* call_recv = null_unused && k.coll == Collective::kReduce ? nullptr : recv;
+  std::vector<T> got(re), first(re);
+  for (int rep = 0; rep < 2; ++rep) {
+    RANK_CUDA(cudaMemset(base, 0x7b, bytes));  // poison
+    RANK_CUDA(cudaMemcpy(send, in[me].data(), se * sizeof(T), cudaMemcpyHostToDevice));
+    RANK_OK(call(comm, k.coll, call_send, call_recv, k.count, D, k.op, k.root, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), recv, re * sizeof(T), cudaMemcpyDeviceToHost));
+    if (check) {
+      size_t wrong = 0, at = re;
+      for (size_t i = 0; i < re; ++i)
+        if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) wrong++, at = std::min(at, i);
+      unsigned long long g = 0, w = 0;
+      if (wrong) {
+        std::memcpy(&g, &got[at], sizeof(T));
+        std::memcpy(&w, &want[at], sizeof(T));
+      }
+      RANK_CHECK(wrong == 0,
+                 "[%s] %s %s %s count %zu root %d %s offset %zu run %d: %zu of %zu wrong (first "
+                 "at %zu: 0x%llx, expected 0x%llx)",
+                 label, coll::collective_name(k.coll), coll::dtype_name(D),
+                 reduces(k.coll) ? coll::redop_name(k.op) : "-", k.count, k.root,
+                 k.mem == Mem::kInPlace      ? "in place"
+                 : k.mem == Mem::kSymmetric  ? "symmetric"
+                 : k.mem == Mem::kRegistered ? "registered"
+                                             : "device",
+                 off, rep, wrong, re, at, g, w);
+      if (rep == 1)
+        RANK_CHECK(std::memcmp(got.data(), first.data(), re * sizeof(T)) == 0,
+                   "[%s] %s: run 2 differs from run 1", label, coll::collective_name(k.coll));
+      first = got;
+    }
+  }
+  if (reg != nullptr) RANK_OK(ccl_comm_deregister(comm, reg));
+  if (k.mem == Mem::kSymmetric) {
+    RANK_OK(ccl_mem_free(comm, base));
+  } else {
+    RANK_CUDA(cudaFree(base));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_case_any(ccl_comm_t comm, int me, int n, ccl_datatype_t d, const Case& k, cudaStream_t s,
+                 const char* label) {
+  switch (d) {
+#define CCL_CASE(e, T, A, name) \
+  case e:                       \
+    return run_case<e>(comm, me, n, k, s, label);
+    CCL_FOR_EACH_DTYPE(CCL_CASE)
+#undef CCL_CASE
+    default:
+      return 99;
+  }
+}
+
+int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStream_t s,
+           const char* label, bool full) {
+  // 70001 x n elements of 8 bytes pass the 1 MiB staging several times.
+  const size_t counts[] = {1, 7, 1000, 70001};
+  const ccl_redop_t ops[] = {ccl_sum, ccl_prod, ccl_min, ccl_max, ccl_avg};
+  for (int d = 0; d < ccl_num_datatypes; ++d) {
+    // Ranks sharing a GPU time-slice it (every call costs milliseconds): beyond 2 ranks, one type
+    // of each size and class.
+    if (n > 2 && d != ccl_int8 && d != ccl_float16 && d != ccl_float32 && d != ccl_uint64) continue;
+    // Beyond 4 ranks (8 share two GPUs, or one): a float and an integer type, two sizes.
+    if (n > 4 && d != ccl_int8 && d != ccl_float32) continue;
+    for (size_t ci = 0; ci < 4; ++ci) {
+      if (n > 2 && (ci == 0 || ci == 2) && d != ccl_float32) continue;
+      if (n > 4 && (ci == 0 || ci == 2)) continue;
+      const size_t count = counts[ci];
+      for (int m = 0; m < 4; ++m) {
+        if (!full && m != 0 && ci != 2) continue;
+        if (n > 4 && m != 0 && m != 2) continue;
+        for (int oi = 0; oi < (reduces(c) ? 5 : 1); ++oi) {
+          if (!full && oi > 0 && ci == 3) continue;
+          if (n > 4 && oi != 0 && oi != 4) continue;
+          Case k{c,
+                 ops[oi],
+                 static_cast<int>((seed + count) % n),
+                 count,
+                 static_cast<Mem>(m),
+                 (count % 3 == 1 && m != 1) ? size_t{1} : size_t{0},
+                 true,
+                 seed++};
+          if (run_case_any(comm, me, n, static_cast<ccl_datatype_t>(d), k, s, label)) return 1;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+int fresh_comm(ccl_comm_t world, int me, ccl_comm_t* out) {
+  RANK_OK(ccl_comm_split(world, 0, me, out));
+  return 0;
+}
+
+}  // namespace ccl::test

@@ -1,0 +1,50 @@
+// What the collective GPU tests share: the call of each collective, one case (buffers, data,
+// bitwise check against the host's reference, run twice), the matrix of one collective, a fresh
+// communicator, and the steps of the matrix test that live in other files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "ccl/ccl.h"
+#include "collectives/common/names.hpp"
+
+namespace ccl::test {
+
+using coll::Collective;
+
+ccl_result_t call(ccl_comm_t comm, Collective c, const void* send, void* recv, size_t count,
+                  ccl_datatype_t d, ccl_redop_t op, int root, cudaStream_t s);
+
+// kRegistered: cudaMalloc memory registered with ccl_comm_register (zero copy through IPC).
+enum class Mem { kDevice, kInPlace, kSymmetric, kRegistered };
+
+struct Case {
+  Collective coll;
+  ccl_redop_t op;
+  int root;
+  size_t count;
+  Mem mem;
+  size_t offset;  // elements past an aligned address (unaligned buffers)
+  bool exact;
+  uint32_t seed;
+};
+
+/// Runs one case twice and compares bitwise with the reference (and run 2 with run 1): 0 when
+/// right, else non-zero after printing what differed.
+int run_case_any(ccl_comm_t comm, int me, int n, ccl_datatype_t d, const Case& k, cudaStream_t s,
+                 const char* label);
+/// The matrix of one collective under the current algorithm settings.
+int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStream_t s,
+           const char* label, bool full);
+/// A communicator that reads the current environment (the tuner reads it at the first call).
+int fresh_comm(ccl_comm_t world, int me, ccl_comm_t* out);
+
+/// Steps of Collectives.EveryAlgorithmTypeAndReduction defined beside their subject:
+/// the copy-engine collectives (host_exchange_test.cu) and send/recv (p2p_test.cu).
+int copy_engine(ccl_comm_t world, int me, int n, cudaStream_t s);
+int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s);
+
+}  // namespace ccl::test

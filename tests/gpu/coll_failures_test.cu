@@ -1,0 +1,319 @@
+// Collectives that must fail cleanly or survive a counter wrap: a rank that stops calling (its
+// peer's timeout report names it, through every kind of wait), buffers of different kinds across
+// ranks, and epochs and sequence numbers crossing 2^32.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "gpu/coll_cases.cuh"
+#include "gpu/gpu_ranks.cuh"
+
+namespace ccl::test {
+namespace {
+
+/// A rank that stops calling collectives: its peer's next collective ends, within
+/// CCL_WAIT_TIMEOUT, with a timeout report that names it, through each kind of wait a collective
+/// kernel has (LL rows, LL128 lines, a direct kernel's entry flags, a pipe's FIFO).
+TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
+  REQUIRE_GPUS(1);
+  struct Way {
+    const char* algo;
+    const char* proto;
+    size_t count;  // float32 elements
+  };
+  const Way ways[] = {{"allreduce:one_shot", "LL", 2},
+                      {"allreduce:one_shot", "LL128", 16384},
+                      {"allreduce:two_shot", "AUTO", 1 << 18},
+                      {"ring", "AUTO", 1 << 18}};
+  for (const Way& w : ways) {
+    ccl_unique_id_t id;
+    ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+    auto results = fork_ranks(
+        2,
+        [&](int r) {
+          setenv("CCL_WAIT_TIMEOUT", "300", 1);
+          setenv("CCL_ALGO", w.algo, 1);
+          setenv("CCL_PROTO", w.proto, 1);
+          ccl_comm_t comm;
+          if (init_on_gpu(id, 2, r, &comm)) return 1;
+          cudaStream_t s;
+          RANK_CUDA(cudaStreamCreate(&s));
+          float* buf = nullptr;
+          RANK_CUDA(cudaMalloc(&buf, w.count * sizeof(float)));
+          RANK_CUDA(cudaMemset(buf, 0, w.count * sizeof(float)));
+          RANK_CUDA(cudaDeviceSynchronize());
+          // One call together first: whatever the communicator sets up on first use is set up.
+          RANK_OK(ccl_allreduce(buf, buf, w.count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          if (r == 1) {  // absent from here on, alive until rank 0 has had its report
+            std::this_thread::sleep_for(std::chrono::seconds(4));
+            RANK_OK(ccl_comm_abort(comm));
+            return 0;
+          }
+          const auto t0 = std::chrono::steady_clock::now();
+          RANK_OK(ccl_allreduce(buf, buf, w.count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          const double sec =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          RANK_CHECK(sec > 0.25 && sec < 3.5, "%s/%s: gave up after %.2f s (CCL_WAIT_TIMEOUT=300)",
+                     w.algo, w.proto, sec);
+          ccl_result_t async;
+          const char* msg = nullptr;
+          RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+          RANK_CHECK(async == CCL_TIMEOUT, "%s/%s: async error %d", w.algo, w.proto, async);
+          const std::string m = msg != nullptr ? msg : "";
+          RANK_CHECK(
+              m.find("timed out") != std::string::npos && m.find("peer 1") != std::string::npos,
+              "%s/%s: report '%s' does not name peer 1", w.algo, w.proto, m.c_str());
+          RANK_OK(ccl_comm_abort(comm));
+          return 0;
+        },
+        60000);
+    for (int r = 0; r < 2; ++r)
+      EXPECT_EQ(results[r].code, 0) << w.algo << "/" << w.proto << " rank " << r;
+  }
+}
+
+/// Destroys a communicator that must not be in error: 0, or non-zero after printing its report.
+int destroy_healthy(ccl_comm_t comm) {
+  ccl_result_t async;
+  const char* msg = nullptr;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+  RANK_CHECK(async == CCL_SUCCESS, "async error %d: %s", async, msg ? msg : "");
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
+/// Ranks may pass buffers of different kinds. Within the staging, a call where one rank's
+/// buffers are staged and its peer's symmetric runs, for every direct collective (two-shot,
+/// reduce-scatter and alltoall switch every rank to pushing; the one-shot's staged side keeps the
+/// exit barrier). Beyond it the ranks would cut the call into different pieces: every rank's
+/// kernel fails with CCL_INVALID_ARGUMENT naming its peer instead of pairing different ranges.
+TEST(CollectiveFailures, MixedBufferKinds) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id, id2;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  ASSERT_EQ(ccl_get_unique_id(&id2), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_COLL_SCRATCH_SIZE", "1M", 1);
+        setenv("CCL_WAIT_TIMEOUT", "300", 1);
+        setenv("CCL_ALGO",
+               "allreduce:two_shot,reduce_scatter:direct,allgather:direct,broadcast:direct,"
+               "reduce:direct,alltoall:direct",
+               1);
+        setenv("CCL_PROTO", "SIMPLE", 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        const size_t big = size_t{1} << 20;  // float32 elements: 4 MiB, four staging pieces
+        float *sym = nullptr, *dev = nullptr;
+        RANK_OK(ccl_mem_alloc(comm, 2 * big * sizeof(float), reinterpret_cast<void**>(&sym)));
+        RANK_CUDA(cudaMalloc(&dev, 2 * big * sizeof(float)));
+        // Within the staging: 50000 elements, each side of the mix in turn.
+        const size_t count = 50000;
+        std::vector<float> in(2 * count), got(2 * count);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i * 7 + r) % 1000);
+        for (int staged = 0; staged < 2; ++staged) {
+          float* b = r == staged ? dev : sym;
+          float *send = b, *recv = b + big;
+          RANK_CUDA(cudaMemcpy(send, in.data(), 2 * count * 4, cudaMemcpyHostToDevice));
+          RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+          RANK_OK(ccl_allreduce(send, recv, 2 * count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < 2 * count; ++i)
+            RANK_CHECK(got[i] == static_cast<float>((i * 7) % 1000 + (i * 7 + 1) % 1000),
+                       "allreduce, rank %d staged: element %zu is %f", staged, i, got[i]);
+          RANK_CUDA(cudaMemset(recv, 0xff, count * 4));
+          RANK_OK(ccl_reduce_scatter(send, recv, count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), recv, count * 4, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < count; ++i) {
+            const size_t g = r * count + i;
+            RANK_CHECK(got[i] == static_cast<float>((g * 7) % 1000 + (g * 7 + 1) % 1000),
+                       "reduce_scatter, rank %d staged: element %zu is %f", staged, i, got[i]);
+          }
+          // Alltoall: the symmetric rank receives into its window, the staged one in its inbox.
+          RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+          RANK_OK(ccl_alltoall(send, recv, count, ccl_float32, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+          for (int j = 0; j < 2; ++j)
+            for (size_t i = 0; i < count; ++i) {
+              const size_t g = r * count + i;  // block r of rank j's input
+              RANK_CHECK(got[j * count + i] == static_cast<float>((g * 7 + j) % 1000),
+                         "alltoall, rank %d staged: block %d element %zu is %f", staged, j, i,
+                         got[j * count + i]);
+            }
+          // The copy-in kinds: the staged rank's peers read its staging, it reads their windows.
+          RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+          RANK_OK(ccl_allgather(send, recv, count, ccl_float32, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < 2 * count; ++i)
+            RANK_CHECK(got[i] == static_cast<float>(((i % count) * 7 + i / count) % 1000),
+                       "allgather, rank %d staged: element %zu is %f", staged, i, got[i]);
+          for (int root = 0; root < 2; ++root) {
+            RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+            RANK_OK(ccl_broadcast(send, recv, 2 * count, ccl_float32, root, comm, s));
+            RANK_CUDA(cudaStreamSynchronize(s));
+            RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < 2 * count; ++i)
+              RANK_CHECK(got[i] == static_cast<float>((i * 7 + root) % 1000),
+                         "broadcast from %d, rank %d staged: element %zu is %f", root, staged, i,
+                         got[i]);
+            RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
+            RANK_OK(ccl_reduce(send, recv, 2 * count, ccl_float32, ccl_sum, root, comm, s));
+            RANK_CUDA(cudaStreamSynchronize(s));
+            RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; r == root && i < 2 * count; ++i)
+              RANK_CHECK(got[i] == static_cast<float>((i * 7) % 1000 + (i * 7 + 1) % 1000),
+                         "reduce to %d, rank %d staged: element %zu is %f", root, staged, i,
+                         got[i]);
+          }
+        }
+        // A broadcast beyond the staging from a symmetric root to ranks that pass NULL as their
+        // send buffer (NCCL's convention): they cut the call as their symmetric recv says.
+        {
+          std::vector<float> bin(big), bgot(big);
+          for (size_t i = 0; i < big; ++i) bin[i] = static_cast<float>(i % 997);
+          float* bsend = r == 1 ? sym : nullptr;
+          if (r == 1) RANK_CUDA(cudaMemcpy(sym, bin.data(), big * 4, cudaMemcpyHostToDevice));
+          RANK_CUDA(cudaMemset(sym + big, 0xff, big * 4));
+          RANK_OK(ccl_broadcast(bsend, sym + big, big, ccl_float32, 1, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(bgot.data(), sym + big, big * 4, cudaMemcpyDeviceToHost));
+          RANK_CHECK(bgot == bin, "broadcast beyond the staging with a NULL send at rank 0");
+        }
+        // Beyond it: rank 0 zero copy in one launch, rank 1 staged in four.
+        float* b = r == 0 ? sym : dev;
+        RANK_OK(ccl_allreduce(b, b + big, big, ccl_float32, ccl_sum, comm, s));
+        RANK_CHECK(cudaStreamSynchronize(s) == cudaSuccess, "the kernels end (no trap)");
+        ccl_result_t async;
+        const char* msg = nullptr;
+        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        const std::string m = msg != nullptr ? msg : "";
+        const std::string peer = r == 0 ? "peer 1" : "peer 0";
+        RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("collective") != std::string::npos &&
+                       m.find(peer) != std::string::npos,
+                   "async error %d, report '%s' (wanted an argument error naming %s)", async,
+                   m.c_str(), peer.c_str());
+        RANK_OK(ccl_comm_abort(comm));
+        // The SIMPLE one-shot, each side of the mix in turn, on a second communicator: its
+        // staged side leaves without an exit barrier only where no peer is read in place (the
+        // symmetric side waits there for it; before, it timed out).
+        setenv("CCL_ALGO", "allreduce:one_shot", 1);
+        if (init_on_gpu(id2, 2, r, &comm)) return 1;
+        RANK_OK(ccl_mem_alloc(comm, 2 * big * sizeof(float), reinterpret_cast<void**>(&sym)));
+        for (int staged = 0; staged < 2; ++staged) {
+          float* b = r == staged ? dev : sym;
+          RANK_CUDA(cudaMemcpy(b, in.data(), 2 * count * 4, cudaMemcpyHostToDevice));
+          RANK_CUDA(cudaMemset(b + big, 0xff, 2 * count * 4));
+          for (int k = 0; k < 3; ++k)  // back to back: the staged side would run ahead
+            RANK_OK(ccl_allreduce(b, b + big, 2 * count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), b + big, 2 * count * 4, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < 2 * count; ++i)
+            RANK_CHECK(got[i] == static_cast<float>((i * 7) % 1000 + (i * 7 + 1) % 1000),
+                       "one-shot, rank %d staged: element %zu is %f", staged, i, got[i]);
+        }
+        if (int rc = destroy_healthy(comm)) return rc;
+        return 0;
+      },
+      60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+// Epochs and point-to-point sequence numbers crossing 2^32 (CCL_EPOCH_BASE starts them just
+// below). LL entries carry a 32-bit flag; it was the low 32 bits, 0 at 2^32, which is what rows
+// never written hold, so a call there read the units no earlier call of its parity reached as
+// arrived (zeros in the sum). Each call below is larger than the one before, so every call has
+// such units. LL one-shot allreduce, point-to-point LL, then the tuner's own choices on a second
+// communicator started just below 2^32.
+TEST(CollectiveCounters, CrossTheLLFlagWrap) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id, id2;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  ASSERT_EQ(ccl_get_unique_id(&id2), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_EPOCH_BASE", std::to_string((uint64_t{1} << 32) - 6).c_str(), 1);
+        setenv("CCL_WAIT_TIMEOUT", "3000", 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        const size_t most = size_t{1} << 16;  // float32 elements: 256 KiB, inside LL's rows
+        float *buf = nullptr, *out = nullptr;
+        RANK_CUDA(cudaMalloc(&buf, most * sizeof(float)));
+        RANK_CUDA(cudaMalloc(&out, most * sizeof(float)));
+        std::vector<float> in(most), got(most);
+        auto fill = [&](int salt) {
+          for (size_t i = 0; i < most; ++i)
+            in[i] = static_cast<float>((i * 13 + 3 * r + salt) % 1001 + 1);
+          return cudaMemcpy(buf, in.data(), most * 4, cudaMemcpyHostToDevice);
+        };
+        auto allreduce = [&](size_t count, int salt, const char* what) {
+          RANK_CUDA(fill(salt));
+          RANK_CUDA(cudaMemset(out, 0xff, count * 4));
+          RANK_OK(ccl_allreduce(buf, out, count, ccl_float32, ccl_sum, comm, s));
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), out, count * 4, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < count; ++i) {
+            const float want = static_cast<float>((i * 13 + salt) % 1001 + 1) +
+                               static_cast<float>((i * 13 + 3 + salt) % 1001 + 1);
+            RANK_CHECK(got[i] == want, "%s allreduce of %zu, call %d: element %zu is %f, not %f",
+                       what, count, salt, i, got[i], want);
+          }
+          return 0;
+        };
+        // 12 LL calls (epochs 2^32 - 5 .. 2^32 + 6), doubling from 4 elements.
+        setenv("CCL_PROTO", "LL", 1);
+        setenv("CCL_ALGO", "allreduce:one_shot", 1);
+        for (int k = 0; k < 12; ++k)
+          if (int rc = allreduce(size_t{4} << k, k, "LL")) return rc;
+        // Point-to-point LL: 12 exchanges (sequence numbers 2^32 - 5 .. 2^32 + 6), doubling
+        // from 8 bytes to 16 KiB.
+        for (int k = 0; k < 12; ++k) {
+          const size_t bytes = size_t{8} << k;
+          RANK_CUDA(fill(100 + k));
+          RANK_CUDA(cudaMemset(out, 0xff, bytes));
+          RANK_OK(ccl_group_start());
+          RANK_OK(ccl_send(buf, bytes, ccl_uint8, 1 - r, comm, s));
+          RANK_OK(ccl_recv(out, bytes, ccl_uint8, 1 - r, comm, s));
+          RANK_OK(ccl_group_end());
+          RANK_CUDA(cudaStreamSynchronize(s));
+          RANK_CUDA(cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost));
+          for (size_t i = 0; i < bytes / 4; ++i) {
+            const float want = static_cast<float>((i * 13 + 3 * (1 - r) + 100 + k) % 1001 + 1);
+            RANK_CHECK(got[i] == want, "send/recv of %zu bytes: element %zu is %f, not %f", bytes,
+                       i, got[i], want);
+          }
+        }
+        // The tuner's own choices (its settings are read at a communicator's first call), on a
+        // second communicator starting just below 2^32: LL, then the zero-copy kernels.
+        if (int rc = destroy_healthy(comm)) return rc;
+        setenv("CCL_EPOCH_BASE", std::to_string((uint64_t{1} << 32) - 1).c_str(), 1);
+        unsetenv("CCL_PROTO");
+        unsetenv("CCL_ALGO");
+        if (init_on_gpu(id2, 2, r, &comm)) return 1;
+        for (int k = 0; k < 3; ++k)
+          if (int rc = allreduce(size_t{1000} << (3 * k), 200 + k, "tuned")) return rc;
+        if (int rc = destroy_healthy(comm)) return rc;
+        return 0;
+      },
+      60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+}  // namespace
+}  // namespace ccl::test

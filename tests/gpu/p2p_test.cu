@@ -1,0 +1,567 @@
+// Send/recv on real GPUs: groups of many sends to one peer, the LL path, the rendezvous path
+// into symmetric, registered and cudaMalloc buffers, the copy-engine proxy (first call captured,
+// one work queue, every kind of window, a proxy that fails), the matrix test's send/recv step,
+// and sends whose receive is of another size.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "collectives/common/coll_args.h"
+#include "collectives/host/coll_state.hpp"
+#include "collectives/schedule/p2p.hpp"
+#include "gpu/coll_cases.cuh"
+#include "gpu/gpu_ranks.cuh"
+
+namespace ccl::test {
+namespace {
+
+/// One group with 12 sends to the next rank and 12 receives from the previous one, of unequal
+/// sizes up to several FIFO messages each: more sends to one peer than its FIFO has slots, which
+/// deadlocked the first message order; each receive must get its own send's bytes, in order.
+int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  constexpr int kOps = 12;
+  size_t bytes[kOps], total = 0;
+  for (int i = 0; i < kOps; ++i) total += bytes[i] = 1 + (i * 97531) % 700000;
+  char *sb, *rb;
+  RANK_CUDA(cudaMalloc(&sb, total));
+  RANK_CUDA(cudaMalloc(&rb, total));
+  std::vector<char> h(total), got(total);
+  for (size_t i = 0; i < total; ++i) h[i] = static_cast<char>(i * 5 + me * 31);
+  RANK_CUDA(cudaMemcpy(sb, h.data(), total, cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemset(rb, 0, total));
+  RANK_OK(ccl_group_start());
+  size_t off = 0;
+  for (int i = 0; i < kOps; off += bytes[i++]) {
+    RANK_OK(ccl_send(sb + off, bytes[i], ccl_uint8, (me + 1) % n, comm, s));
+    RANK_OK(ccl_recv(rb + off, bytes[i], ccl_uint8, (me + n - 1) % n, comm, s));
+  }
+  RANK_OK(ccl_group_end());
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaMemcpy(got.data(), rb, total, cudaMemcpyDeviceToHost));
+  const int from = (me + n - 1) % n;
+  for (size_t i = 0; i < total; ++i)
+    RANK_CHECK(got[i] == static_cast<char>(i * 5 + from * 31), "%d sends to one peer: byte %zu",
+               kOps, i);
+  RANK_CUDA(cudaFree(sb));
+  RANK_CUDA(cudaFree(rb));
+  return 0;
+}
+
+/// The LL path (coll::p2p_ll): groups of five small operations to the next rank and from the
+/// previous one (more than the rows' kP2pLLSlots slots: a send waits inside the kernel for the
+/// receiver's credit), sizes from 0 (the FIFO path) to the capacity changing every round (rows
+/// still hold longer, older messages), odd offsets, poisoned outputs, 200 rounds of fresh data;
+/// then kP2pLLSlots sends to the next rank, each its own launch, before the receives.
+int ll_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  constexpr int kOps = 5, kRounds = 200;
+  const size_t cap = coll::p2p_ll_capacity(n), room = kOps * (cap + 1);
+  char *sb, *rb;
+  RANK_CUDA(cudaMalloc(&sb, room));
+  RANK_CUDA(cudaMalloc(&rb, room));
+  std::vector<char> h(room), got(room);
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  auto byte = [](int r, int i, size_t k, int rank) {
+    return static_cast<char>(k * 3 + static_cast<size_t>(r) * 11 + i * 29 + rank * 53);
+  };
+  for (int r = 0; r < kRounds; ++r) {
+    size_t bytes[kOps], at[kOps], off = 0;
+    for (int i = 0; i < kOps; ++i) {
+      bytes[i] = (static_cast<size_t>(r) * 7919 + static_cast<size_t>(i) * 104729) % (cap + 1);
+      at[i] = off + (i & 1);  // odd offsets for every other operation
+      off = at[i] + bytes[i];
+      for (size_t k = 0; k < bytes[i]; ++k) h[at[i] + k] = byte(r, i, k, me);
+    }
+    RANK_CUDA(cudaMemcpy(sb, h.data(), off, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(rb, 0xee, room));
+    RANK_OK(ccl_group_start());
+    for (int i = 0; i < kOps; ++i) {
+      RANK_OK(ccl_send(sb + at[i], bytes[i], ccl_uint8, next, comm, s));
+      RANK_OK(ccl_recv(rb + at[i], bytes[i], ccl_uint8, prev, comm, s));
+    }
+    RANK_OK(ccl_group_end());
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), rb, off, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < kOps; ++i) {
+      for (size_t k = 0; k < bytes[i]; ++k)
+        RANK_CHECK(got[at[i] + k] == byte(r, i, k, prev),
+                   "LL send/recv round %d, operation %d (%zu bytes): byte %zu", r, i, bytes[i], k);
+      if (i + 1 < kOps && at[i + 1] > at[i] + bytes[i])
+        RANK_CHECK(got[at[i] + bytes[i]] == static_cast<char>(0xee),
+                   "LL send/recv round %d wrote past operation %d", r, i);
+    }
+  }
+  // Ungrouped: a sender may run kP2pLLSlots launches ahead of its receiver.
+  constexpr int kAhead = coll::kP2pLLSlots;
+  for (int i = 0; i < kAhead; ++i) {
+    for (size_t k = 0; k < 100; ++k) h[i * 100 + k] = byte(kRounds, i, k, me);
+  }
+  RANK_CUDA(cudaMemcpy(sb, h.data(), kAhead * 100, cudaMemcpyHostToDevice));
+  for (int i = 0; i < kAhead; ++i) RANK_OK(ccl_send(sb + i * 100, 100, ccl_uint8, next, comm, s));
+  for (int i = 0; i < kAhead; ++i) RANK_OK(ccl_recv(rb + i * 100, 100, ccl_uint8, prev, comm, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaMemcpy(got.data(), rb, kAhead * 100, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < kAhead; ++i)
+    for (size_t k = 0; k < 100; ++k)
+      RANK_CHECK(got[i * 100 + k] == byte(kRounds, i, k, prev), "ungrouped LL send %d: byte %zu", i,
+                 k);
+  RANK_CUDA(cudaFree(sb));
+  RANK_CUDA(cudaFree(rb));
+  return 0;
+}
+
+/// The rendezvous path (collectives/schedule/p2p.hpp): receives large enough for it land in a
+/// symmetric buffer (unaligned too), a registered one, and plain cudaMalloc memory (no window:
+/// the FIFOs), beside a small FIFO receive and a rendezvous with this rank itself, in one group
+/// repeated past the offer ring's size (kMaxP2pOps per pair), then captured in a graph and
+/// replayed. Outputs are poisoned first.
+int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  constexpr int kOps = 6;
+  const size_t bytes[kOps] = {(size_t{3} << 20) + 5,
+                              coll::kP2pRendezvousFrom,
+                              (size_t{1} << 20) + 3,
+                              coll::kP2pRendezvousFrom + 1,
+                              100,
+                              coll::kP2pRendezvousFrom + 8};
+  size_t total = 0;
+  for (size_t b : bytes) total += b;
+  const size_t sym_bytes = bytes[0] + bytes[3] + bytes[4] + bytes[5] + 64;
+  char *sb, *sym, *dev, *regd;
+  RANK_CUDA(cudaMalloc(&sb, total));
+  RANK_OK(ccl_mem_alloc(comm, sym_bytes, reinterpret_cast<void**>(&sym)));
+  RANK_CUDA(cudaMalloc(&dev, bytes[2]));
+  RANK_CUDA(cudaMalloc(&regd, bytes[1]));
+  void* reg = nullptr;
+  RANK_OK(ccl_comm_register(comm, regd, bytes[1], &reg));
+  // Where each receive lands: symmetric at 16, registered, cudaMalloc, symmetric at an odd
+  // offset, symmetric (small, through the FIFOs), and from this rank itself, symmetric at an odd
+  // offset (a rendezvous with oneself).
+  char* const dst[kOps] = {sym + 16,
+                           regd,
+                           dev,
+                           sym + 16 + bytes[0] + 3,
+                           sym + 16 + bytes[0] + 3 + bytes[3],
+                           sym + 16 + bytes[0] + 3 + bytes[3] + bytes[4] + 5};
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  auto to = [&](int o) { return o == kOps - 1 ? me : next; };
+  auto from = [&](int o) { return o == kOps - 1 ? me : prev; };
+  auto value = [](int it, int rank, int op, size_t i) {
+    return static_cast<char>(i * 11 + op * 3 + rank * 29 + it * 7);
+  };
+  auto fill = [&](int it) -> int {
+    std::vector<char> h(total);
+    size_t off = 0;
+    for (int o = 0; o < kOps; off += bytes[o++])
+      for (size_t i = 0; i < bytes[o]; ++i) h[off + i] = value(it, me, o, i);
+    RANK_CUDA(cudaMemcpy(sb, h.data(), total, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(sym, 0x5a, sym_bytes));
+    RANK_CUDA(cudaMemset(dev, 0x5a, bytes[2]));
+    RANK_CUDA(cudaMemset(regd, 0x5a, bytes[1]));
+    return 0;
+  };
+  auto enqueue = [&]() -> int {
+    RANK_OK(ccl_group_start());
+    size_t off = 0;
+    for (int o = 0; o < kOps; off += bytes[o++]) {
+      RANK_OK(ccl_send(sb + off, bytes[o], ccl_uint8, to(o), comm, s));
+      RANK_OK(ccl_recv(dst[o], bytes[o], ccl_uint8, from(o), comm, s));
+    }
+    RANK_OK(ccl_group_end());
+    return 0;
+  };
+  auto check = [&](int it, const char* what) -> int {
+    for (int o = 0; o < kOps; ++o) {
+      std::vector<char> got(bytes[o]);
+      RANK_CUDA(cudaMemcpy(got.data(), dst[o], bytes[o], cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < bytes[o]; ++i)
+        RANK_CHECK(got[i] == value(it, from(o), o, i), "%s %d: receive %d (%zu bytes): byte %zu",
+                   what, it, o, bytes[o], i);
+    }
+    return 0;
+  };
+  // Four rendezvous receives from the previous rank per group: 12 groups wrap that pair's ring
+  // of kMaxP2pOps offers.
+  for (int it = 0; it < 12; ++it) {
+    if (fill(it) || enqueue()) return 1;
+    RANK_CUDA(cudaStreamSynchronize(s));
+    if (check(it, "group")) return 1;
+  }
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  if (enqueue()) return 1;
+  RANK_CUDA(cudaStreamEndCapture(s, &graph));
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int it = 100; it < 103; ++it) {
+    if (fill(it)) return 1;
+    RANK_CUDA(cudaGraphLaunch(exec, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    if (check(it, "graph replay")) return 1;
+  }
+  RANK_CUDA(cudaGraphExecDestroy(exec));
+  RANK_CUDA(cudaGraphDestroy(graph));
+  RANK_OK(ccl_comm_deregister(comm, reg));
+  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_CUDA(cudaFree(regd));
+  RANK_CUDA(cudaFree(dev));
+  RANK_CUDA(cudaFree(sb));
+  return 0;
+}
+
+/// Copies the communicator's copy-engine proxy has issued (0 without a proxy) into *out.
+int proxy_copies(ccl_comm_t comm, uint64_t* out) {
+  coll::CollState* st = nullptr;
+  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+  *out = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
+  return 0;
+}
+
+/// A communicator whose first call is a copy-engine send/recv captured into a graph (global
+/// capture mode): its collective state and the proxy start inside the capture; two replays with
+/// new data, each one copy by the proxy per rank (none on one rank: a local copy).
+int copy_engine_first_call_captured(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  const size_t bytes = (size_t{1} << 20) + 3;
+  char* sym = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  RANK_OK(ccl_group_start());
+  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
+  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
+  RANK_OK(ccl_group_end());
+  RANK_CUDA(cudaStreamEndCapture(s, &graph));
+  unsetenv("CCL_P2P_COPY_ENGINE");
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  std::vector<char> h(bytes), got(bytes);
+  for (int replay = 0; replay < 2; ++replay) {
+    for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 13 + me * 7 + replay * 3);
+    RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
+    RANK_CUDA(cudaGraphLaunch(exec, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < bytes; ++i)
+      RANK_CHECK(got[i] == static_cast<char>(i * 13 + prev * 7 + replay * 3),
+                 "copy-engine send/recv captured first, replay %d: byte %zu", replay, i);
+  }
+  uint64_t issued = 0;
+  if (proxy_copies(comm, &issued)) return 1;
+  RANK_CHECK(issued == (n > 1 ? 2u : 0u), "captured first: the proxy issued %llu copies",
+             static_cast<unsigned long long>(issued));
+  RANK_CUDA(cudaGraphExecDestroy(exec));
+  RANK_CUDA(cudaGraphDestroy(graph));
+  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
+/// CUDA_DEVICE_MAX_CONNECTIONS=1: one hardware queue, behind which the proxy's copies would
+/// wait for the kernel that waits for them (every such send timed out on one H100), so the
+/// proxy is not started and the SMs copy: a 1 MiB ring exchange arrives whole, no proxy copy.
+/// (The variable is read by the check as the process runs; CUDA read it at start-up, so this
+/// process still has its queues: the check, not the stall, is what runs here.)
+int copy_engine_one_work_queue(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  const size_t bytes = size_t{1} << 20;
+  char* sym = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  std::vector<char> h(bytes), got(bytes);
+  for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 11 + me * 5);
+  RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
+  RANK_OK(ccl_group_start());
+  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
+  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
+  RANK_OK(ccl_group_end());
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  unsetenv("CCL_P2P_COPY_ENGINE");
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < bytes; ++i)
+    RANK_CHECK(got[i] == static_cast<char>(i * 11 + prev * 5), "one work queue: byte %zu", i);
+  uint64_t issued = 0;
+  if (proxy_copies(comm, &issued)) return 1;
+  RANK_CHECK(issued == 0, "one work queue: the proxy issued %llu copies",
+             static_cast<unsigned long long>(issued));
+  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
+/// The rendezvous test again with CCL_P2P_COPY_ENGINE at the rendezvous size, on a communicator
+/// of its own, with the copy engine taking all of each send and then 37 % of it beside the
+/// sender's blocks: every send into a window (three per group: symmetric, registered, symmetric at
+/// an odd offset) is copied by the copy-engine proxy, the one into cudaMalloc memory and the small
+/// one go through the FIFOs, and the pair with the rank itself is a local copy. The proxy must
+/// have issued exactly those copies (12 groups and 3 graph replays); the replays come after
+/// host work longer than the proxy's busy polling, so they also meet its idle poll.
+int copy_engine_point_to_point(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  // All of each send, then 37 % of it beside the blocks' 63 % (CCL_P2P_COPY_ENGINE_SHARE).
+  for (const char* share : {"100", "37"}) {
+    setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
+    setenv("CCL_P2P_COPY_ENGINE_SHARE", share, 1);
+    ccl_comm_t comm;
+    if (fresh_comm(world, me, &comm)) return 1;
+    // Read with the communicator's collective state, at its first call.
+    const int failed = zero_copy_point_to_point(comm, me, n, s);
+    unsetenv("CCL_P2P_COPY_ENGINE");
+    unsetenv("CCL_P2P_COPY_ENGINE_SHARE");
+    if (failed) return 1;
+    const uint64_t want = n > 1 ? 3 * (12 + 3) : 0;  // one rank: every pair is a local copy
+    uint64_t issued = 0;
+    if (proxy_copies(comm, &issued)) return 1;
+    RANK_CHECK(issued == want, "share %s %%: the copy-engine proxy issued %llu copies, not %llu",
+               share, static_cast<unsigned long long>(issued),
+               static_cast<unsigned long long>(want));
+    RANK_OK(ccl_comm_destroy(comm));
+  }
+  if (copy_engine_first_call_captured(world, me, n, s)) return 1;
+  return copy_engine_one_work_queue(world, me, n, s);
+}
+
+}  // namespace
+
+/// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
+int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  for (size_t bytes : {size_t{1}, size_t{4097}, size_t{5} << 20}) {
+    char *sb, *rb, *self_rb;
+    RANK_CUDA(cudaMalloc(&sb, bytes));
+    RANK_CUDA(cudaMalloc(&rb, bytes));
+    RANK_CUDA(cudaMalloc(&self_rb, bytes));
+    std::vector<char> h(bytes), got(bytes);
+    for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 7 + me * 13);
+    RANK_CUDA(cudaMemcpy(sb, h.data(), bytes, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(rb, 0, bytes));
+    RANK_OK(ccl_group_start());
+    RANK_OK(ccl_send(sb, bytes, ccl_uint8, (me + 1) % n, comm, s));
+    RANK_OK(ccl_recv(rb, bytes, ccl_uint8, (me + n - 1) % n, comm, s));
+    RANK_OK(ccl_send(sb, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_recv(self_rb, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_group_end());
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), rb, bytes, cudaMemcpyDeviceToHost));
+    const int from = (me + n - 1) % n;
+    for (size_t i = 0; i < bytes; ++i)
+      RANK_CHECK(got[i] == static_cast<char>(i * 7 + from * 13), "sendrecv %zu bytes: byte %zu",
+                 bytes, i);
+    RANK_CUDA(cudaMemcpy(got.data(), self_rb, bytes, cudaMemcpyDeviceToHost));
+    RANK_CHECK(std::memcmp(got.data(), h.data(), bytes) == 0, "self send/recv %zu bytes", bytes);
+    // Outside a group: rank 0 sends, rank 1 receives (one rank has no pair: a lone send to
+    // itself would wait for its receive forever).
+    if (me == 0 && n > 1) RANK_OK(ccl_send(sb, bytes, ccl_uint8, 1, comm, s));
+    if (me == 1) RANK_OK(ccl_recv(rb, bytes, ccl_uint8, 0, comm, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    if (me == 1) {
+      RANK_CUDA(cudaMemcpy(got.data(), rb, bytes, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < bytes; ++i)
+        RANK_CHECK(got[i] == static_cast<char>(i * 7), "lone recv %zu bytes: byte %zu", bytes, i);
+    }
+    RANK_CUDA(cudaFree(sb));
+    RANK_CUDA(cudaFree(rb));
+    RANK_CUDA(cudaFree(self_rb));
+  }
+  // Operations with the rank itself match in order across calls: a lone send to itself, then a
+  // group of a second send and a receive (which takes the first send's data: the pair must not
+  // become a copy), then a lone receive (the second send's). LL-sized: a sender may run ahead.
+  {
+    const size_t bytes = 100;
+    char* d = nullptr;
+    RANK_CUDA(cudaMalloc(&d, 4 * bytes));
+    std::vector<char> a(bytes), b(bytes), got(bytes);
+    for (size_t i = 0; i < bytes; ++i)
+      a[i] = static_cast<char>(i + 1), b[i] = static_cast<char>(200 - i);
+    RANK_CUDA(cudaMemcpy(d, a.data(), bytes, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemcpy(d + bytes, b.data(), bytes, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(d + 2 * bytes, 0, 2 * bytes));
+    RANK_OK(ccl_send(d, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_group_start());
+    RANK_OK(ccl_send(d + bytes, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_recv(d + 2 * bytes, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_group_end());
+    RANK_OK(ccl_recv(d + 3 * bytes, bytes, ccl_uint8, me, comm, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), d + 2 * bytes, bytes, cudaMemcpyDeviceToHost));
+    RANK_CHECK(got == a, "the first receive from itself did not get the first send");
+    RANK_CUDA(cudaMemcpy(got.data(), d + 3 * bytes, bytes, cudaMemcpyDeviceToHost));
+    RANK_CHECK(got == b, "the second receive from itself did not get the second send");
+    // Now balanced again: a group of a send and a receive with itself is a copy, any size.
+    RANK_CUDA(cudaMemset(d + 2 * bytes, 0, bytes));
+    RANK_OK(ccl_group_start());
+    RANK_OK(ccl_send(d, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_recv(d + 2 * bytes, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(ccl_group_end());
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), d + 2 * bytes, bytes, cudaMemcpyDeviceToHost));
+    RANK_CHECK(got == a, "a paired send/recv with itself");
+    RANK_CUDA(cudaFree(d));
+  }
+  if (many_sends_to_one_peer(comm, me, n, s)) return 1;
+  if (ll_point_to_point(comm, me, n, s)) return 1;
+  if (zero_copy_point_to_point(comm, me, n, s)) return 1;
+  return copy_engine_point_to_point(comm, me, n, s);
+}
+
+namespace {
+
+/// A copy-engine proxy that fails (injected: CopyProxy::fail, as when CUDA refuses a copy) fails
+/// the sender's kernel with CCL_UNHANDLED_CUDA_ERROR naming the proxy instead of leaving it
+/// waiting, and its receiver, whose bytes never come, times out naming the sender. Both within
+/// CCL_WAIT_TIMEOUT; the first exchange, before the failure, is correct.
+TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
+        setenv("CCL_WAIT_TIMEOUT", "2000", 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        const size_t bytes = size_t{1} << 20;
+        char* buf = nullptr;
+        RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&buf)));
+        RANK_CUDA(cudaMemset(buf, 1 + r, bytes));
+        auto exchange = [&]() -> int {
+          RANK_OK(ccl_group_start());
+          RANK_OK(ccl_send(buf, bytes, ccl_uint8, 1 - r, comm, s));
+          RANK_OK(ccl_recv(buf + bytes, bytes, ccl_uint8, 1 - r, comm, s));
+          RANK_OK(ccl_group_end());
+          RANK_CUDA(cudaStreamSynchronize(s));
+          return 0;
+        };
+        if (exchange()) return 1;
+        std::vector<char> got(bytes);
+        RANK_CUDA(cudaMemcpy(got.data(), buf + bytes, bytes, cudaMemcpyDeviceToHost));
+        RANK_CHECK(got == std::vector<char>(bytes, static_cast<char>(2 - r)),
+                   "the exchange before the failure");
+        uint64_t issued = 0;
+        if (proxy_copies(comm, &issued)) return 1;
+        RANK_CHECK(issued == 1, "the first exchange did not go through the copy-engine proxy");
+        coll::CollState* st = nullptr;
+        RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+        if (r == 0) st->p2p_proxy->fail("injected by the test");
+        const auto t0 = std::chrono::steady_clock::now();
+        if (exchange()) return 1;
+        const double sec =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ccl_result_t async;
+        const char* msg = nullptr;
+        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        const std::string m = msg ? msg : "";
+        if (r == 0)
+          RANK_CHECK(
+              async == CCL_UNHANDLED_CUDA_ERROR && m.find("copy-engine proxy") != std::string::npos,
+              "sender with a failed proxy: %d '%s' after %.2f s", async, m.c_str(), sec);
+        else
+          RANK_CHECK(async == CCL_TIMEOUT && m.find("peer 0") != std::string::npos,
+                     "receiver of the failed copy: %d '%s' after %.2f s", async, m.c_str(), sec);
+        RANK_CHECK(sec < 3.5, "the failed exchange took %.2f s (CCL_WAIT_TIMEOUT=2000)", sec);
+        RANK_OK(ccl_comm_abort(comm));
+        return 0;
+      },
+      60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// Rank 0 sends `sent` bytes to rank 1, which receives `room` into symmetric or cudaMalloc
+/// memory of `sent` bytes, poisoned (the sent bytes differ from the poison); then each rank checks
+/// its communicator's async error with `check` (rank 1 also that its whole buffer kept the poison)
+/// and aborts it.
+int mismatched_pair(ccl_unique_id_t id, int r, size_t sent, size_t room, bool symmetric,
+                    int (*check)(int r, ccl_result_t async, const std::string& msg)) {
+  setenv("CCL_WAIT_TIMEOUT", "2000", 1);
+  ccl_comm_t comm;
+  if (init_on_gpu(id, 2, r, &comm)) return 1;
+  cudaStream_t s;
+  RANK_CUDA(cudaStreamCreate(&s));
+  char* buf = nullptr;
+  if (symmetric)
+    RANK_OK(ccl_mem_alloc(comm, sent, reinterpret_cast<void**>(&buf)));
+  else
+    RANK_CUDA(cudaMalloc(&buf, sent));
+  RANK_CUDA(cudaMemset(buf, r == 0 ? 0x11 : 0x5a, sent));  // sent bytes differ from the poison
+  RANK_OK(ccl_group_start());
+  if (r == 0) RANK_OK(ccl_send(buf, sent, ccl_uint8, 1, comm, s));
+  if (r == 1) RANK_OK(ccl_recv(buf, room, ccl_uint8, 0, comm, s));
+  RANK_OK(ccl_group_end());
+  RANK_CUDA(cudaStreamSynchronize(s));
+  ccl_result_t async;
+  const char* msg = nullptr;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+  if (int rc = check(r, async, msg ? msg : "")) return rc;
+  if (r == 1) {
+    std::vector<char> got(sent);
+    RANK_CUDA(cudaMemcpy(got.data(), buf, sent, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < sent; ++i)
+      RANK_CHECK(got[i] == 0x5a, "byte %zu of the receiver's buffer or heap was written", i);
+  }
+  RANK_OK(ccl_comm_abort(comm));
+  return 0;
+}
+
+void run_mismatched_pair(size_t sent, size_t room, bool symmetric,
+                         int (*check)(int, ccl_result_t, const std::string&)) {
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2, [&](int r) { return mismatched_pair(id, r, sent, room, symmetric, check); }, 60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// Through the rendezvous (1 MiB sent, 512 KiB received into symmetric memory): the receiver's
+/// offer carries its size, so the sender's launch fails with CCL_INVALID_ARGUMENT naming the
+/// receiver and both sizes before a byte is written, and the receiver, whose bytes never come,
+/// times out naming the sender. Before the offer carried the size the send wrote past the
+/// buffer into the heap beyond it.
+TEST(CollectiveFailures, ASendLargerThanItsReceiveIsRefused) {
+  REQUIRE_GPUS(1);
+  run_mismatched_pair(
+      size_t{1} << 20, size_t{1} << 19, true, [](int r, ccl_result_t async, const std::string& m) {
+        if (r == 0)
+          RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("peer 1") != std::string::npos &&
+                         m.find("1048576") != std::string::npos &&
+                         m.find("524288") != std::string::npos,
+                     "sender of 1 MiB to a 512 KiB receive: %d '%s'", async, m.c_str());
+        else
+          RANK_CHECK(async == CCL_TIMEOUT && m.find("peer 0") != std::string::npos,
+                     "receiver of 512 KiB from a 1 MiB send: %d '%s'", async, m.c_str());
+        return 0;
+      });
+}
+
+/// Through the FIFOs (192 KiB sent, 100 KiB received into cudaMalloc memory): every message
+/// carries its operation's size beside its slot, so the receiver refuses the first one with
+/// CCL_INVALID_ARGUMENT naming the sender and both sizes and stores nothing; without the check
+/// the extra messages would have gone to the pair's next receives.
+TEST(CollectiveFailures, AFifoSendOfAnotherSizeIsRefused) {
+  REQUIRE_GPUS(1);
+  run_mismatched_pair(
+      size_t{192} << 10, size_t{100} << 10, false,
+      [](int r, ccl_result_t async, const std::string& m) {
+        if (r == 1)
+          RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("peer 0") != std::string::npos &&
+                         m.find("196608") != std::string::npos &&
+                         m.find("102400") != std::string::npos,
+                     "receiver of 100 KiB from a 192 KiB send: %d '%s'", async, m.c_str());
+        return 0;
+      });
+}
+
+}  // namespace
+}  // namespace ccl::test
