@@ -68,8 +68,12 @@ struct alignas(64) Ready {
   // (one passed a staged buffer beyond the staging, a peer a zero-copy one) would pair launches
   // of different ranges; the kernel compares and reports instead.
   uint64_t count;
-  uint64_t pad[2];
+  // An in-place alltoall's buffer when it is a window, else kNoWindow: where every rank's buffer
+  // is one, ranks trade blocks in place (direct.cu, swap_blocks) instead of pushing to inboxes.
+  uint64_t swap_off;
+  uint64_t pad;
 };
+static_assert(sizeof(Ready) == 64, "one line per (block, peer) entry flag");
 inline constexpr uint64_t kNoWindow = ~uint64_t{0};
 
 /// Operations of one point-to-point group (one kernel).
@@ -116,6 +120,8 @@ struct CollScratch {
   uint64_t* done;      // symmetric [kMaxBlocks][nranks]: epoch at which rank j left the block
   uint64_t* pushed;    // symmetric [kMaxBlocks][nranks]: epoch whose pushes into this rank's
                        // inbox rank j completed for the block (direct kernels in push mode)
+  uint64_t* swapped;   // symmetric [kMaxBlocks][nranks]: (epoch << 20) + chunks of its block for
+                       // this rank that rank j has loaded (in-place alltoall, swap_blocks)
   uint64_t* epoch;     // symmetric [nranks]: last epoch rank j completed (j pushes it here)
   uint32_t* finished;  // local device: blocks of the running kernel that finished
   // Pipe FIFOs (pairwise, sequence-numbered: independent of the epoch).

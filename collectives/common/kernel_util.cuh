@@ -110,11 +110,15 @@ __device__ __forceinline__ Ready* ready_row(const CollScratch& s, int n, uint64_
 /// covers a different number of elements fails it (reported, naming the peer): the ranks cut
 /// the call into different pieces. Returns, on every thread, whether some rank published no
 /// source window (direct.cu's push mode), read with the count so that it costs no extra round.
+/// Where this rank offers a swap window (`mine.swap_off`), `*all_swap` says on every thread
+/// whether every rank does.
 __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
-                                              uint64_t e, const Ready& mine, int* fail) {
+                                              uint64_t e, const Ready& mine, int* fail,
+                                              bool* all_swap) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
   Ready* row = ready_row(s, n, e);
   bool no_src = t == me && mine.src_off == kNoWindow;
+  bool no_swap = false;
   __syncthreads();
   if (t < n && t != me) {
     Ready* r = dev::peer_ptr(c, row + me, t);
@@ -123,6 +127,7 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
     r->dst_off = mine.dst_off;
     r->dst_ld = mine.dst_ld;
     r->count = mine.count;
+    r->swap_off = mine.swap_off;
     dev::detail::fence_system();
     dev::detail::store_relaxed_sys(&r->epoch, e);
     if (!wait_for_peer(c, &row[t].epoch, e, t)) {
@@ -131,6 +136,7 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
       // Through L2: the line may be in L1 from an earlier launch.
       const uint64_t theirs = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].count));
       no_src = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].src_off)) == kNoWindow;
+      no_swap = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].swap_off)) == kNoWindow;
       if (theirs != mine.count) {
         // The expected value is this rank's count, the seen one the peer's.
         dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
@@ -139,6 +145,8 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
       }
     }
   }
+  // Only a rank that offers a swap asks (uniform over the block): no extra round for the others.
+  *all_swap = mine.swap_off != kNoWindow && __syncthreads_or(no_swap) == 0;
   return __syncthreads_or(no_src) != 0;
 }
 

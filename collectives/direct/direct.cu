@@ -14,8 +14,8 @@ __device__ __forceinline__ void read_direct_params(const ccl_device_comm_t& c, c
                                                    const DirectArgs& a) {
   read_before_wait(comm_fields(c), c.heap_base, s.stage[0], s.stage[1], s.ready, s.done, s.epoch,
                    s.finished, s.regs, a.send, a.recv, a.count, a.send_ld, a.recv_ld, a.src_off,
-                   a.src_ld, a.dst_off, a.dst_ld, a.root, a.kind, a.stage_src, a.unstage_dst, a.mc,
-                   a.local_blocks);
+                   a.src_ld, a.dst_off, a.dst_ld, a.swap_off, a.root, a.kind, a.stage_src,
+                   a.unstage_dst, a.mc, a.local_blocks);
 }
 
 /// Slice of block b within a range of `len` elements of `esize` bytes, over the blocks that talk
@@ -34,7 +34,7 @@ __device__ __forceinline__ uint64_t stage_off(const ccl_device_comm_t& c, const 
 
 /// Places the staging windows by epoch parity (the host cannot: graph replays advance the
 /// epoch), stages the source, then the entry barrier; false when a wait failed. *push: some rank
-/// published no source window.
+/// published no source window; *swap: every rank offered its in-place buffer (swap_blocks).
 ///
 /// Push mode (two-shot, reduce-scatter, alltoall): a rank whose send buffer is neither symmetric
 /// nor registered publishes no source window, and then every rank pushes each peer's block into
@@ -42,7 +42,7 @@ __device__ __forceinline__ uint64_t stage_off(const ccl_device_comm_t& c, const 
 /// instead of the peers pulling it: a staged buffer costs no copy into the staging, and the
 /// reduction reads local memory only. All ranks decide alike from the published windows.
 __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
-                      size_t esize, int* fail, bool* push) {
+                      size_t esize, int* fail, bool* push, bool* swap) {
   const int n = c.nranks;
   if (a.stage_src) a.src_off = stage_off(c, s, e & 1);
   if (a.unstage_dst) {
@@ -80,21 +80,23 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
   mine.dst_off = a.dst_off;
   mine.dst_ld = a.dst_ld;
   mine.count = a.count;
-  *push = entry_barrier(c, s, e, mine, fail);
+  mine.swap_off = a.swap_off;
+  *push = entry_barrier(c, s, e, mine, fail, swap);
   return !*fail;
 }
 
 /// Rank j's published windows for this block (through L2: the line may be in L1 from an
 /// earlier launch).
 struct Win {
-  uint64_t src_off, src_ld, dst_off, dst_ld;
+  uint64_t src_off, src_ld, dst_off, dst_ld, swap_off;
 };
 __device__ __forceinline__ Win peer_ready(const CollScratch& s, int n, uint64_t e, int j) {
   const Ready* r = ready_row(s, n, e) + j;
   return Win{__ldcg(reinterpret_cast<const unsigned long long*>(&r->src_off)),
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->src_ld)),
              __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_off)),
-             __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_ld))};
+             __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_ld)),
+             __ldcg(reinterpret_cast<const unsigned long long*>(&r->swap_off))};
 }
 
 /// Bytes between the senders' slots of an inbox (the host sizes pieces so that n slots fit).
@@ -130,6 +132,70 @@ __device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
   }
   flag_barrier(c, s.pushed, e, fail);
   return !*fail;
+}
+
+/// Bytes of one swap chunk: a block holds two in shared memory (the one it stores to a peer and
+/// the next, loaded while it waits for that peer).
+constexpr size_t kSwapChunk = 16 << 10;
+struct SwapBuffers {
+  uint4 chunk[2][kSwapChunk / 16];
+};
+
+/// `bytes` from `from` to `to`, block-wide, 16 bytes at a time where both are aligned to 16.
+__device__ __forceinline__ void copy_block(char* to, const char* from, size_t bytes) {
+  if (((reinterpret_cast<uintptr_t>(to) | reinterpret_cast<uintptr_t>(from)) & 15) == 0) {
+    const size_t packs = bytes / 16;
+    for (size_t i = threadIdx.x; i < packs; i += blockDim.x)
+      reinterpret_cast<uint4*>(to)[i] = __ldcg(reinterpret_cast<const uint4*>(from) + i);
+    for (size_t i = packs * 16 + threadIdx.x; i < bytes; i += blockDim.x) to[i] = from[i];
+  } else {
+    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) to[i] = __ldcg(from + i);
+  }
+}
+
+/// In-place alltoall where every rank's buffer is a window: rank i's block j and rank j's block
+/// i trade places with no staging. For each peer j, chunk by chunk of this block's slice, the
+/// block loads its chunk of block j into shared memory and tells j so (swapped[b][me] at j,
+/// raised to (e << 20) + chunks loaded); once j has loaded the same chunk of its block i (so the
+/// bytes there have been read), it stores its copy there. The next chunk is loaded and announced
+/// while it waits. A load has returned its bytes before the block barrier that precedes the
+/// announcement, so a peer's store can never reach them first. False when a wait failed.
+__device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
+                            uint64_t e, size_t esize, size_t lo, size_t len, SwapBuffers& buf,
+                            int* fail) {
+  const int n = c.nranks, me = c.rank;
+  const size_t bytes = len * esize;
+  const uint64_t chunks = (bytes + kSwapChunk - 1) / kSwapChunk;
+  const uint64_t base = e << 20;  // a block's slice is far below 2^20 chunks (16 GiB)
+  char* const buffer = static_cast<char*>(a.recv);
+  for (int k = 1; k < n && chunks > 0; ++k) {
+    const int j = (me + k) % n;  // next peer first: spread the traffic
+    const char* mine = buffer + (j * a.recv_ld + lo) * esize;  // my block for j, my slice
+    char* theirs =
+        window<char>(c, s, j, peer_ready(s, n, e, j).swap_off) + (me * a.recv_ld + lo) * esize;
+    uint64_t* tell = dev::peer_ptr(c, s.swapped + blockIdx.x * static_cast<size_t>(n) + me, j);
+    const uint64_t* heard = s.swapped + blockIdx.x * static_cast<size_t>(n) + j;
+    auto size_of = [&](uint64_t q) {
+      const size_t left = bytes - q * kSwapChunk;
+      return left < kSwapChunk ? left : kSwapChunk;
+    };
+    auto load = [&](uint64_t q) {
+      copy_block(reinterpret_cast<char*>(buf.chunk[q & 1]), mine + q * kSwapChunk, size_of(q));
+      __syncthreads();
+      if (threadIdx.x == 0) dev::detail::store_relaxed_sys(tell, base + q + 1);
+    };
+    load(0);
+    for (uint64_t q = 0; q < chunks; ++q) {
+      if (q + 1 < chunks) load(q + 1);
+      if (threadIdx.x == 0 && !wait_for_peer(c, heard, base + q + 1, j)) *fail = 1;
+      __syncthreads();
+      if (*fail) return false;
+      copy_block(theirs + q * kSwapChunk, reinterpret_cast<const char*>(buf.chunk[q & 1]),
+                 size_of(q));
+      __syncthreads();  // before chunk q + 2 overwrites this buffer
+    }
+  }
+  return true;
 }
 
 /// NVLS windows are multicast addresses: every rank must use the same heap offsets. Checked
@@ -229,8 +295,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ T* out[kMaxDirectRanks];
   __syncthreads();
   const uint64_t e = next_epoch(c, s);
-  bool push;
-  if (!enter(c, s, a, e, sizeof(T), &fail, &push)) return;
+  bool push, swap;
+  if (!enter(c, s, a, e, sizeof(T), &fail, &push, &swap)) return;
   size_t lo, len;
   if (a.kind == DirectKind::kOneShot) {
     my_slice(a, a.count, sizeof(T), &lo, &len);
@@ -321,6 +387,8 @@ __global__ void __launch_bounds__(kThreads)
   finish_epoch(c, s, e);
 }
 
+/// kSwap: the variant with shared memory for swap_blocks, launched where this rank offers a swap.
+template <bool kSwap>
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a, int esize) {
   read_direct_params(c, s, a);
@@ -343,7 +411,8 @@ __global__ void __launch_bounds__(kThreads)
     return;
   }
   bool push;  // alltoall (the other copy kinds never push)
-  if (!enter(c, s, a, e, esize, &fail, &push)) return;
+  bool swap;  // in-place alltoall, every rank's buffer a window
+  if (!enter(c, s, a, e, esize, &fail, &push, &swap)) return;
   size_t lo, len;
   my_slice(a, a.count, esize, &lo, &len);
   const size_t b = len * esize;
@@ -399,6 +468,13 @@ __global__ void __launch_bounds__(kThreads)
       }
       break;
     case DirectKind::kAllToAll: {
+      if constexpr (kSwap) {
+        __shared__ SwapBuffers buf;
+        if (swap) {
+          if (!swap_blocks(c, s, a, e, esize, lo, len, buf, &fail)) return;
+          break;  // the exit barrier: every store into this rank's buffer is complete
+        }
+      }
       // Push to peers with a destination window, pull from the others (as allgather); in push
       // mode (a rank without a source window: staged or in place) push to the others' inboxes.
       // Without local blocks, the first quarter of the threads copies this rank's own block in
@@ -464,7 +540,9 @@ struct ReduceKernel {
 cudaError_t direct_blocks_per_sm(int* out) {
   const cudaError_t e = fewest_blocks_per_sm<ReduceKernel>(kThreads, out);
   if (e != cudaSuccess) return e;
-  return fewest_blocks_per_sm(copy_kernel, kThreads, out);
+  const cudaError_t f = fewest_blocks_per_sm(copy_kernel<false>, kThreads, out);
+  if (f != cudaSuccess) return f;
+  return fewest_blocks_per_sm(copy_kernel<true>, kThreads, out);
 }
 
 cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
@@ -477,8 +555,8 @@ cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device
     case DirectKind::kNvlsAllReduce:
       return launch_kernel(kernel_of<ReduceKernel>(dtype, op), grid, kThreads, l, c, s, a);
     default:
-      return launch_kernel(copy_kernel, grid, kThreads, l, c, s, a,
-                           static_cast<int>(dtype_size(dtype)));
+      return launch_kernel(a.swap_off != kNoWindow ? copy_kernel<true> : copy_kernel<false>, grid,
+                           kThreads, l, c, s, a, static_cast<int>(dtype_size(dtype)));
   }
 }
 

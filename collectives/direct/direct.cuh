@@ -36,6 +36,7 @@ struct DirectArgs {
   size_t recv_ld;  // elements between rank blocks of recv (allgather, alltoall)
   uint64_t src_off, src_ld;  // this rank's source window: heap offset (bytes), block stride
   uint64_t dst_off, dst_ld;  // this rank's destination window (two-shot only)
+  uint64_t swap_off;         // in-place alltoall: the buffer's window, else kNoWindow
   int root;
   DirectKind kind;
   bool stage_src;    // copy send into the source window (this rank's staging) first; two-shot,

@@ -120,6 +120,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t ready_at = h.add(2 * kMaxBlocks * n * sizeof(Ready));
   const size_t done_at = h.add(kMaxBlocks * n * sizeof(uint64_t));
   const size_t pushed_at = h.add(kMaxBlocks * n * sizeof(uint64_t));
+  const size_t swapped_at = h.add(kMaxBlocks * n * sizeof(uint64_t));
   const size_t epoch_at = h.add(n * sizeof(uint64_t));
   const size_t head_at = h.add(n * kPipeChannels * sizeof(uint64_t));
   const size_t tail_at = h.add(n * kPipeChannels * sizeof(uint64_t));
@@ -143,6 +144,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.ready = reinterpret_cast<Ready*>(p + ready_at);
   s.done = reinterpret_cast<uint64_t*>(p + done_at);
   s.pushed = reinterpret_cast<uint64_t*>(p + pushed_at);
+  s.swapped = reinterpret_cast<uint64_t*>(p + swapped_at);
   s.epoch = reinterpret_cast<uint64_t*>(p + epoch_at);
   s.head = reinterpret_cast<uint64_t*>(p + head_at);
   s.tail = reinterpret_cast<uint64_t*>(p + tail_at);

@@ -135,6 +135,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   DirectArgs a{};
   a.kind = direct_kind(k.coll, ch.algo);
   a.root = k.root;
+  a.swap_off = kNoWindow;
   const bool blocked_send = k.coll == Collective::kReduceScatter || k.coll == Collective::kAllToAll;
   const bool blocked_recv = k.coll == Collective::kAllGather || k.coll == Collective::kAllToAll;
   // LL and LL128 store straight into the peers' rows: no windows, no staging. The tuner picks
@@ -162,6 +163,12 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
                          nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
   const bool dst_zero = wants_dst && window_of(comm, k.recv, recv_elems * E, !nvls, &recv_off);
+  // An in-place alltoall offers its buffer for a swap: where every rank's is a window the ranks
+  // trade blocks in place (direct.cu, swap_blocks); else they push as below. Cut into the same
+  // pieces either way, so that ranks with other buffer kinds pair the same launches.
+  uint64_t swap_off = kNoWindow;
+  const bool swaps = a.kind == DirectKind::kAllToAll && k.send == k.recv &&
+                     window_of(comm, k.recv, recv_elems * E, true, &swap_off);
   // Two-shot, reduce-scatter and alltoall push a staged (or in-place alltoall) buffer's blocks
   // into the peers' inboxes (their staging) rather than copying it into this rank's staging: n
   // slots of a rank block, each rounded to 16 bytes, fill the staging (direct.cu, push mode).
@@ -215,6 +222,7 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
     a.src_ld = src_zero ? a.send_ld : len;
     a.unstage_dst = unstage;
     a.dst_off = dst_zero ? recv_off + done * E : kNoWindow;
+    a.swap_off = swaps ? swap_off + done * E : kNoWindow;
     a.dst_ld = blocked_recv ? (dst_zero ? k.count : len) : 0;
     // NVLS allgather pushes from the local send buffer: nothing to stage.
     if (a.kind == DirectKind::kNvlsAllGather) a.stage_src = false;

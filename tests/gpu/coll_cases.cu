@@ -45,15 +45,19 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
   const size_t off = k.offset;
   const size_t bytes = (off + se + re + 64) * sizeof(T);
   T* base = nullptr;
-  if (k.mem == Mem::kSymmetric) {
+  const bool symmetric = k.mem == Mem::kSymmetric || k.mem == Mem::kInPlaceSymmetric;
+  const bool in_place =
+      k.mem == Mem::kInPlace || k.mem == Mem::kInPlaceSymmetric || k.mem == Mem::kInPlaceRegistered;
+  if (symmetric) {
     RANK_OK(ccl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&base)));
   } else {
     RANK_CUDA(cudaMalloc(&base, bytes));
   }
   void* reg = nullptr;
-  if (k.mem == Mem::kRegistered) RANK_OK(ccl_comm_register(comm, base, bytes, &reg));
+  if (k.mem == Mem::kRegistered || k.mem == Mem::kInPlaceRegistered)
+    RANK_OK(ccl_comm_register(comm, base, bytes, &reg));
   T *send = base + off, *recv = base + off + se + 16;
-  if (k.mem == Mem::kInPlace) {
+  if (in_place) {
     // NCCL's in-place conventions.
     if (k.coll == Collective::kReduceScatter) {
       recv = send + me * k.count;
@@ -90,10 +94,12 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
                  "at %zu: 0x%llx, expected 0x%llx)",
                  label, coll::collective_name(k.coll), coll::dtype_name(D),
                  reduces(k.coll) ? coll::redop_name(k.op) : "-", k.count, k.root,
-                 k.mem == Mem::kInPlace      ? "in place"
-                 : k.mem == Mem::kSymmetric  ? "symmetric"
-                 : k.mem == Mem::kRegistered ? "registered"
-                                             : "device",
+                 k.mem == Mem::kInPlace             ? "in place"
+                 : k.mem == Mem::kSymmetric         ? "symmetric"
+                 : k.mem == Mem::kRegistered        ? "registered"
+                 : k.mem == Mem::kInPlaceSymmetric  ? "in place, symmetric"
+                 : k.mem == Mem::kInPlaceRegistered ? "in place, registered"
+                                                    : "device",
                  off, rep, wrong, re, at, g, w);
       if (rep == 1)
         RANK_CHECK(std::memcmp(got.data(), first.data(), re * sizeof(T)) == 0,
@@ -102,7 +108,7 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
     }
   }
   if (reg != nullptr) RANK_OK(ccl_comm_deregister(comm, reg));
-  if (k.mem == Mem::kSymmetric) {
+  if (symmetric) {
     RANK_OK(ccl_mem_free(comm, base));
   } else {
     RANK_CUDA(cudaFree(base));

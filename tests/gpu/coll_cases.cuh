@@ -19,7 +19,15 @@ ccl_result_t call(ccl_comm_t comm, Collective c, const void* send, void* recv, s
                   ccl_datatype_t d, ccl_redop_t op, int root, cudaStream_t s);
 
 // kRegistered: cudaMalloc memory registered with ccl_comm_register (zero copy through IPC).
-enum class Mem { kDevice, kInPlace, kSymmetric, kRegistered };
+// The matrix runs the first four; the in-place windows serve the in-place alltoall's swap.
+enum class Mem {
+  kDevice,
+  kInPlace,
+  kSymmetric,
+  kRegistered,
+  kInPlaceSymmetric,
+  kInPlaceRegistered
+};
 
 struct Case {
   Collective coll;

@@ -350,6 +350,63 @@ int push_stress(ccl_comm_t world, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// In-place alltoall on windows (symmetric and registered buffers): every rank offers its buffer
+/// and the ranks trade blocks in place (direct.cu, swap_blocks), in several pieces of the 1 MiB
+/// staging, aligned and not, three element sizes, under SIMPLE and under the tuner's protocol.
+/// Then rank 0 in place on symmetric memory beside peers in place on cudaMalloc memory: not
+/// every rank offers a window, so all push to inboxes, in the same pieces.
+int in_place_alltoall(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
+  if (n < 2) return 0;
+  const bool few = n > 2;  // ranks sharing a GPU: fewer cases
+  for (const char* proto : {"SIMPLE", "AUTO"}) {
+    setenv("CCL_PROTO", proto, 1);
+    ccl_comm_t comm;
+    if (fresh_comm(world, me, &comm)) return 1;
+    for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{70001}, size_t{300001}}) {
+      if (few && count != 7 && count != 300001) continue;
+      for (ccl_datatype_t d : {ccl_int8, ccl_float32, ccl_uint64}) {
+        if (few && d != ccl_float32) continue;
+        for (Mem m : {Mem::kInPlaceSymmetric, Mem::kInPlaceRegistered})
+          for (size_t off : {size_t{0}, size_t{1}}) {
+            const Case k{Collective::kAllToAll, ccl_sum, 0, count, m, off, true, seed++};
+            const std::string label = std::string("in-place alltoall, ") + proto;
+            if (run_case_any(comm, me, n, d, k, s, label.c_str())) return 1;
+          }
+      }
+    }
+    RANK_OK(ccl_comm_destroy(comm));
+  }
+  unsetenv("CCL_PROTO");
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  auto value = [](int from, int block, size_t i) {
+    return static_cast<float>((static_cast<size_t>(from) * 1000003 + block * 7919 + i) % 65521);
+  };
+  for (size_t count : {size_t{1000}, size_t{300001}}) {
+    const size_t elems = count * n;
+    float *sym = nullptr, *dev = nullptr;
+    RANK_OK(ccl_mem_alloc(comm, elems * sizeof(float), reinterpret_cast<void**>(&sym)));
+    RANK_CUDA(cudaMalloc(&dev, elems * sizeof(float)));
+    float* buf = me == 0 ? sym : dev;
+    std::vector<float> h(elems);
+    for (int j = 0; j < n; ++j)
+      for (size_t i = 0; i < count; ++i) h[j * count + i] = value(me, j, i);
+    RANK_CUDA(cudaMemcpy(buf, h.data(), elems * sizeof(float), cudaMemcpyHostToDevice));
+    RANK_OK(ccl_alltoall(buf, buf, count, ccl_float32, comm, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(h.data(), buf, elems * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int j = 0; j < n; ++j)
+      for (size_t i = 0; i < count; ++i)
+        RANK_CHECK(h[j * count + i] == value(j, me, i),
+                   "in-place alltoall, rank 0 symmetric: count %zu block %d element %zu is %f",
+                   count, j, i, h[j * count + i]);
+    RANK_CUDA(cudaFree(dev));
+    RANK_OK(ccl_mem_free(comm, sym));
+  }
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
 /// A user kernel that lets the next kernel of its stream launch at once (the PDL trigger as its
 /// first statement) and writes `p` only `delay_ns` later: a collective launched with PDL that
 /// read its input before waiting for this kernel would see the poison instead.
@@ -576,6 +633,7 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
         if (registration(world, r, n, s)) return 8;
         if (stress(world, r, n, s)) return 6;
         if (push_stress(world, r, n, s)) return 10;
+        if (in_place_alltoall(world, r, n, seed, s)) return 13;
         if (dependent_launch(world, r, n, s)) return 9;
         if (copy_engine(world, r, n, s)) return 12;
         if (point_to_point(world, r, n, s)) return 7;
