@@ -142,24 +142,39 @@ struct SwapBuffers {
 };
 
 /// `bytes` from `from` to `to`, block-wide, 16 bytes at a time where both are aligned to 16.
+/// kGlobalSource: `from` is global memory a peer wrote (read through L2 only; a shared-memory
+/// source must not be, ld.global.cg on it faults).
+template <bool kGlobalSource>
 __device__ __forceinline__ void copy_block(char* to, const char* from, size_t bytes) {
+  auto pack = [&](size_t i) {
+    const uint4* p = reinterpret_cast<const uint4*>(from) + i;
+    if constexpr (kGlobalSource) return __ldcg(p);
+    return *p;
+  };
+  auto byte = [&](size_t i) {
+    if constexpr (kGlobalSource) return __ldcg(from + i);
+    return from[i];
+  };
   if (((reinterpret_cast<uintptr_t>(to) | reinterpret_cast<uintptr_t>(from)) & 15) == 0) {
     const size_t packs = bytes / 16;
     for (size_t i = threadIdx.x; i < packs; i += blockDim.x)
-      reinterpret_cast<uint4*>(to)[i] = __ldcg(reinterpret_cast<const uint4*>(from) + i);
-    for (size_t i = packs * 16 + threadIdx.x; i < bytes; i += blockDim.x) to[i] = from[i];
+      reinterpret_cast<uint4*>(to)[i] = pack(i);
+    for (size_t i = packs * 16 + threadIdx.x; i < bytes; i += blockDim.x) to[i] = byte(i);
   } else {
-    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) to[i] = __ldcg(from + i);
+    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) to[i] = byte(i);
   }
 }
 
 /// In-place alltoall where every rank's buffer is a window: rank i's block j and rank j's block
-/// i trade places with no staging. For each peer j, chunk by chunk of this block's slice, the
-/// block loads its chunk of block j into shared memory and tells j so (swapped[b][me] at j,
-/// raised to (e << 20) + chunks loaded); once j has loaded the same chunk of its block i (so the
-/// bytes there have been read), it stores its copy there. The next chunk is loaded and announced
-/// while it waits. A load has returned its bytes before the block barrier that precedes the
-/// announcement, so a peer's store can never reach them first. False when a wait failed.
+/// i trade places with no staging. Step k pairs rank i with rank (k - i) mod n, a matching (that
+/// rank's partner at step k is i), so no rank waits for one busy with a third; each rank sits out
+/// the one step that pairs it with itself. With its partner j, chunk by chunk of this block's
+/// slice, the block loads its chunk of block j into shared memory and tells j so (swapped[b][me]
+/// at j, raised to (e << 20) + chunks loaded); once j has loaded the same chunk of its block i
+/// (so the bytes there have been read), it stores its copy there. The next chunk is loaded and
+/// announced while it waits. A load has returned its bytes before the block barrier that
+/// precedes the announcement, so a peer's store can never reach them first. False when a wait
+/// failed.
 __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
                             uint64_t e, size_t esize, size_t lo, size_t len, SwapBuffers& buf,
                             int* fail) {
@@ -168,8 +183,9 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
   const uint64_t chunks = (bytes + kSwapChunk - 1) / kSwapChunk;
   const uint64_t base = e << 20;  // a block's slice is far below 2^20 chunks (16 GiB)
   char* const buffer = static_cast<char*>(a.recv);
-  for (int k = 1; k < n && chunks > 0; ++k) {
-    const int j = (me + k) % n;  // next peer first: spread the traffic
+  for (int k = 0; k < n && chunks > 0; ++k) {
+    const int j = (k - me + n) % n;
+    if (j == me) continue;
     const char* mine = buffer + (j * a.recv_ld + lo) * esize;  // my block for j, my slice
     char* theirs =
         window<char>(c, s, j, peer_ready(s, n, e, j).swap_off) + (me * a.recv_ld + lo) * esize;
@@ -180,7 +196,8 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
       return left < kSwapChunk ? left : kSwapChunk;
     };
     auto load = [&](uint64_t q) {
-      copy_block(reinterpret_cast<char*>(buf.chunk[q & 1]), mine + q * kSwapChunk, size_of(q));
+      copy_block<true>(reinterpret_cast<char*>(buf.chunk[q & 1]), mine + q * kSwapChunk,
+                       size_of(q));
       __syncthreads();
       if (threadIdx.x == 0) dev::detail::store_relaxed_sys(tell, base + q + 1);
     };
@@ -190,8 +207,8 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
       if (threadIdx.x == 0 && !wait_for_peer(c, heard, base + q + 1, j)) *fail = 1;
       __syncthreads();
       if (*fail) return false;
-      copy_block(theirs + q * kSwapChunk, reinterpret_cast<const char*>(buf.chunk[q & 1]),
-                 size_of(q));
+      copy_block<false>(theirs + q * kSwapChunk, reinterpret_cast<const char*>(buf.chunk[q & 1]),
+                        size_of(q));
       __syncthreads();  // before chunk q + 2 overwrites this buffer
     }
   }
