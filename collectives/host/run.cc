@@ -163,12 +163,6 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
                          nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
   const bool dst_zero = wants_dst && window_of(comm, k.recv, recv_elems * E, !nvls, &recv_off);
-  // An in-place alltoall offers its buffer for a swap: where every rank's is a window the ranks
-  // trade blocks in place (direct.cu, swap_blocks); else they push as below. Cut into the same
-  // pieces either way, so that ranks with other buffer kinds pair the same launches.
-  uint64_t swap_off = kNoWindow;
-  const bool swaps = a.kind == DirectKind::kAllToAll && k.send == k.recv &&
-                     window_of(comm, k.recv, recv_elems * E, true, &swap_off);
   // Two-shot, reduce-scatter and alltoall push a staged (or in-place alltoall) buffer's blocks
   // into the peers' inboxes (their staging) rather than copying it into this rank's staging: n
   // slots of a rank block, each rounded to 16 bytes, fill the staging (direct.cu, push mode).
@@ -192,6 +186,15 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   } else if (cut_as_staged) {
     piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
   }
+  // An in-place alltoall that spans several pieces offers its buffer for a swap: where every
+  // rank's is a window the ranks trade blocks in place (direct.cu, swap_blocks) instead of pushing
+  // to inboxes and copying each piece back, in the same pieces, so that ranks with other buffer
+  // kinds pair the same launches. Within one piece the push measured faster on one GPU (2 ranks
+  // under MPS, one H100: 4-16 MiB 11-14 % slower swapped, 64-256 MiB 6-7 % faster;
+  // perf/results/2026-11-25_h100_host_board.md); the crossover over NVLink is to be measured.
+  uint64_t swap_off = kNoWindow;
+  const bool swaps = a.kind == DirectKind::kAllToAll && k.send == k.recv && piece < k.count &&
+                     window_of(comm, k.recv, recv_elems * E, true, &swap_off);
   const bool unstage = (a.kind == DirectKind::kTwoShot || nvls) && !dst_zero;
   if (unstage)
     piece = std::min(piece, s.stage_bytes / E / (a.kind == DirectKind::kNvlsAllGather ? n : 1));

@@ -350,11 +350,12 @@ int push_stress(ccl_comm_t world, int me, int n, cudaStream_t s) {
   return 0;
 }
 
-/// In-place alltoall on windows (symmetric and registered buffers): every rank offers its buffer
-/// and the ranks trade blocks in place (direct.cu, swap_blocks), in several pieces of the 1 MiB
-/// staging, aligned and not, three element sizes, under SIMPLE and under the tuner's protocol.
-/// Then rank 0 in place on symmetric memory beside peers in place on cudaMalloc memory: not
-/// every rank offers a window, so all push to inboxes, in the same pieces.
+/// In-place alltoall on windows (symmetric and registered buffers): where a call spans several
+/// pieces of the 1 MiB staging every rank offers its buffer and the ranks trade blocks in place
+/// (direct.cu, swap_blocks); within one piece they push to inboxes. Aligned and not, three
+/// element sizes, under SIMPLE and under the tuner's protocol. Then rank 0 in place on symmetric
+/// memory beside peers in place on cudaMalloc memory: not every rank offers a window, so all push
+/// to inboxes, in the same pieces.
 int in_place_alltoall(ccl_comm_t world, int me, int n, uint32_t seed, cudaStream_t s) {
   if (n < 2) return 0;
   const bool few = n > 2;  // ranks sharing a GPU: fewer cases
