@@ -106,6 +106,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   st->all_nvlink = (st->cfg.proto == Proto::kAuto || st->cfg.proto == Proto::kLL128) &&
                    all_pairs_nvlink(c->peers);
   CCL_CHECK(resident_blocks(c->peers, &st->resident_blocks));
+  st->time_sliced = ranks_time_slice_a_gpu(c->peers);
   int64_t ce_from = 0;
   CCL_CHECK(setting_int(Setting::kP2pCopyEngine, &ce_from));
   st->p2p_ce_from = static_cast<size_t>(ce_from);

@@ -24,6 +24,7 @@ struct CollState {
   TunerConfig cfg;             // read once, at the first collective
   bool all_nvlink = false;     // every GPU pair on NVLink; asked unless CCL_PROTO forces LL/SIMPLE
   int resident_blocks = 0;     // most blocks per launch (residency.hpp); 0: no limit
+  bool time_sliced = false;    // ranks take turns on a GPU: no chunk-by-chunk handshakes
   char* mc_base = nullptr;     // NVLS: multicast address of heap offset 0 (CCL_NVLS_ENABLE=1)
   size_t mc_bytes = 0;         // heap bytes the multicast object covers
   std::vector<uint64_t> logged;  // what was already reported at CCL_DEBUG=INFO (keys)

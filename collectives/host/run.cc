@@ -190,11 +190,13 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   // rank's is a window the ranks trade blocks in place (direct.cu, swap_blocks) instead of pushing
   // to inboxes and copying each piece back, in the same pieces, so that ranks with other buffer
   // kinds pair the same launches. Within one piece the push measured faster on one GPU (2 ranks
-  // under MPS, one H100: 4-16 MiB 11-14 % slower swapped, 64-256 MiB 6-7 % faster;
-  // perf/results/2026-11-25_h100_host_board.md); the crossover over NVLink is to be measured.
+  // under MPS, one H100: 4-16 MiB 11-14 % slower swapped, 64-256 MiB 7 % faster;
+  // perf/results/2026-11-25_h100_inplace_alltoall.md); the crossover over NVLink is to be
+  // measured. Not where ranks time-slice a GPU: each chunk's handshake waits for a time slice
+  // (64 MiB: 45 ms a call against 4.2 pushed).
   uint64_t swap_off = kNoWindow;
   const bool swaps = a.kind == DirectKind::kAllToAll && k.send == k.recv && piece < k.count &&
-                     window_of(comm, k.recv, recv_elems * E, true, &swap_off);
+                     !st->time_sliced && window_of(comm, k.recv, recv_elems * E, true, &swap_off);
   const bool unstage = (a.kind == DirectKind::kTwoShot || nvls) && !dst_zero;
   if (unstage)
     piece = std::min(piece, s.stage_bytes / E / (a.kind == DirectKind::kNvlsAllGather ? n : 1));

@@ -99,6 +99,17 @@ inline bool ranks_share_a_gpu_at_once(const std::vector<PeerInfo>& peers) {
   return false;
 }
 
+/// Whether two or more ranks take turns on one GPU (time-sliced: other processes, no MPS): a
+/// kernel waiting for a partner's answer there waits for the partner's next time slice.
+inline bool ranks_time_slice_a_gpu(const std::vector<PeerInfo>& peers) {
+  for (size_t a = 0; a < peers.size(); ++a)
+    for (size_t b = a + 1; b < peers.size(); ++b)
+      if (peers[a].device >= 0 && peers[b].device >= 0 && same_gpu(peers[a], peers[b]) &&
+          !run_at_once(peers[a], peers[b]))
+        return true;
+  return false;
+}
+
 /// Ranks of `me`'s process on its GPU, `me` included (0 without a device).
 inline int ranks_of_process_on_gpu(const std::vector<PeerInfo>& peers, int me) {
   const PeerInfo& m = peers[me];

@@ -49,6 +49,20 @@ TEST(Residency, NoLimitUnlessRanksShareAGpuUnderMps) {
   EXPECT_TRUE(ranks_share_a_gpu_at_once({rank_on(1, true), rank_on(0, true), rank_on(1, true)}));
 }
 
+TEST(Residency, RanksTakingTurnsOnAGpuAreTimeSliced) {
+  // Two processes on one GPU without MPS take turns; under MPS, in one process, or on their own
+  // GPUs they do not (the in-place alltoall's swap is left out only in the first case).
+  EXPECT_TRUE(ranks_time_slice_a_gpu({rank_on(0, false), rank_on(0, false)}));
+  EXPECT_TRUE(ranks_time_slice_a_gpu({rank_on(1, true), rank_on(0, true), rank_on(1, false)}));
+  EXPECT_FALSE(ranks_time_slice_a_gpu({rank_on(0, true), rank_on(0, true)}));
+  EXPECT_FALSE(ranks_time_slice_a_gpu({rank_on(0, false), rank_on(1, false)}));
+  EXPECT_FALSE(ranks_time_slice_a_gpu(
+      {rank_on(0, false, 132, 100, 7), rank_on(0, false, 132, 100, 7), rank_on(1, false)}));
+  PeerInfo cpu = rank_on(0, false);
+  cpu.device = -1;
+  EXPECT_FALSE(ranks_time_slice_a_gpu({cpu, rank_on(0, false)}));
+}
+
 TEST(Residency, RanksOfOneProcessOnOneGpuRunAtOnce) {
   // One context: their streams run at once as under MPS (ccl_comm_init_all with a device
   // twice), so their grids must fit together; ranks of other processes are time-sliced.
