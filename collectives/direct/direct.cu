@@ -181,7 +181,9 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
   const int n = c.nranks, me = c.rank;
   const size_t bytes = len * esize;
   const uint64_t chunks = (bytes + kSwapChunk - 1) / kSwapChunk;
-  const uint64_t base = e << 20;  // a block's slice is far below 2^20 chunks (16 GiB)
+  // A block's slice is far below 2^20 chunks (16 GiB), and epochs below 2^44 (CCL_EPOCH_BASE is
+  // capped at 2^40), so the flag never wraps.
+  const uint64_t base = e << 20;
   char* const buffer = static_cast<char*>(a.recv);
   for (int k = 0; k < n && chunks > 0; ++k) {
     const int j = (k - me + n) % n;
