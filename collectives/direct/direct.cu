@@ -186,7 +186,7 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
   const uint64_t base = e << 20;
   char* const buffer = static_cast<char*>(a.recv);
   for (int k = 0; k < n && chunks > 0; ++k) {
-    const int j = (k - me + n) % n;
+    const int j = direct::swap_partner(k, me, n);
     if (j == me) continue;
     const char* mine = buffer + (j * a.recv_ld + lo) * esize;  // my block for j, my slice
     char* theirs =

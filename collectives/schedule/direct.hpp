@@ -50,6 +50,14 @@ CCL_HD size_t inbox_block_limit(size_t stage_bytes, int n, size_t esize) {
   return stage_bytes / static_cast<size_t>(n) / 16 * 16 / esize;
 }
 
+/// In-place alltoall by swaps (direct.cu, swap_blocks): at step k of n, rank r trades blocks with
+/// (k - r) mod n, whose partner at step k is r again, so every step is a matching and no rank
+/// waits for one busy with a third. Each rank meets every other once and itself once (it sits
+/// that step out).
+CCL_HD int swap_partner(int k, int r, int n) {
+  return mod(k - r, n);
+}
+
 /// Two-shot allreduce: reduce-scatter, then allgather of the reduced blocks.
 CCL_HD int two_shot_steps(int n) {
   return 2 * (n - 1);

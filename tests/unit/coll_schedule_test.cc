@@ -200,6 +200,25 @@ TEST(Schedules, PushInboxSlotsFitTheStaging) {
       }
 }
 
+// The in-place alltoall's swaps: at every step each rank's partner has it as partner (a
+// matching: nobody waits for a rank busy with a third), and over the n steps every rank meets
+// each other rank exactly once and itself once.
+TEST(Schedules, SwapPartnersAreAMatchingAtEveryStep) {
+  for (int n = 1; n <= 64; ++n) {
+    std::vector<int> met(static_cast<size_t>(n) * n, 0);
+    for (int k = 0; k < n; ++k)
+      for (int r = 0; r < n; ++r) {
+        const int j = direct::swap_partner(k, r, n);
+        ASSERT_GE(j, 0);
+        ASSERT_LT(j, n);
+        EXPECT_EQ(direct::swap_partner(k, j, n), r) << "n " << n << " step " << k << " rank " << r;
+        ++met[static_cast<size_t>(r) * n + j];
+      }
+    for (int r = 0; r < n; ++r)
+      for (int j = 0; j < n; ++j) EXPECT_EQ(met[static_cast<size_t>(r) * n + j], 1) << n;
+  }
+}
+
 // LL entries start zeroed and carry ll_flag of a 64-bit epoch or sequence number: the flag is
 // never 0 (the low 32 bits were, at 2^32), and numbers closer than 2^32 - 1 never share one.
 TEST(Schedules, LLFlagsAreNeverZeroAndRepeatOnlyAfterTwoToThe32MinusOne) {
