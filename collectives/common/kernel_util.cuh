@@ -136,7 +136,9 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
       // Through L2: the line may be in L1 from an earlier launch.
       const uint64_t theirs = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].count));
       no_src = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].src_off)) == kNoWindow;
-      no_swap = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].swap_off)) == kNoWindow;
+      if (mine.swap_off != kNoWindow)
+        no_swap =
+            __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].swap_off)) == kNoWindow;
       if (theirs != mine.count) {
         // The expected value is this rank's count, the seen one the peer's.
         dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,

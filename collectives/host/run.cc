@@ -135,7 +135,6 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   DirectArgs a{};
   a.kind = direct_kind(k.coll, ch.algo);
   a.root = k.root;
-  a.swap_off = kNoWindow;
   const bool blocked_send = k.coll == Collective::kReduceScatter || k.coll == Collective::kAllToAll;
   const bool blocked_recv = k.coll == Collective::kAllGather || k.coll == Collective::kAllToAll;
   // LL and LL128 store straight into the peers' rows: no windows, no staging. The tuner picks
