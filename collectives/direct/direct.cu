@@ -141,6 +141,33 @@ struct SwapBuffers {
   uint4 chunk[2][kSwapChunk / 16];
 };
 
+/// `bytes` from `from` to `to`, block-wide, 16 bytes at a time where both are aligned to 16.
+/// kGlobalSource: `from` is global memory a peer wrote (read through L2 only; a shared-memory
+/// source must not be, ld.global.cg on it faults). The device API's scope_copy does the same job
+/// with eight loads in flight per thread, but measured 5-7 % slower here (in-place alltoall,
+/// 64-512 MiB, one H100 under MPS, the two alternated in one run:
+/// perf/results/2026-11-25_h100_inplace_alltoall.md), why not yet known.
+template <bool kGlobalSource>
+__device__ __forceinline__ void copy_block(char* to, const char* from, size_t bytes) {
+  auto pack = [&](size_t i) {
+    const uint4* p = reinterpret_cast<const uint4*>(from) + i;
+    if constexpr (kGlobalSource) return __ldcg(p);
+    return *p;
+  };
+  auto byte = [&](size_t i) {
+    if constexpr (kGlobalSource) return __ldcg(from + i);
+    return from[i];
+  };
+  if (((reinterpret_cast<uintptr_t>(to) | reinterpret_cast<uintptr_t>(from)) & 15) == 0) {
+    const size_t packs = bytes / 16;
+    for (size_t i = threadIdx.x; i < packs; i += blockDim.x)
+      reinterpret_cast<uint4*>(to)[i] = pack(i);
+    for (size_t i = packs * 16 + threadIdx.x; i < bytes; i += blockDim.x) to[i] = byte(i);
+  } else {
+    for (size_t i = threadIdx.x; i < bytes; i += blockDim.x) to[i] = byte(i);
+  }
+}
+
 /// In-place alltoall where every rank's buffer is a window: rank i's block j and rank j's block
 /// i trade places with no staging. Step k pairs rank i with rank (k - i) mod n, a matching (that
 /// rank's partner at step k is i), so no rank waits for one busy with a third; each rank sits out
@@ -174,8 +201,8 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
       return left < kSwapChunk ? left : kSwapChunk;
     };
     auto load = [&](uint64_t q) {
-      // From this rank's buffer, which peers wrote: through L2 (copy_slice).
-      copy_slice(buf.chunk[q & 1], mine + q * kSwapChunk, size_of(q));
+      copy_block<true>(reinterpret_cast<char*>(buf.chunk[q & 1]), mine + q * kSwapChunk,
+                       size_of(q));
       __syncthreads();
       if (threadIdx.x == 0) dev::detail::store_relaxed_sys(tell, base + q + 1);
     };
@@ -185,9 +212,8 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
       if (threadIdx.x == 0 && !wait_for_peer(c, heard, base + q + 1, j)) *fail = 1;
       __syncthreads();
       if (*fail) return false;
-      // From shared memory: plain loads (ld.global.cg faults on a shared address).
-      dev::detail::scope_copy<dev::Scope::kBlock>(theirs + q * kSwapChunk, buf.chunk[q & 1],
-                                                  size_of(q));
+      copy_block<false>(theirs + q * kSwapChunk, reinterpret_cast<const char*>(buf.chunk[q & 1]),
+                        size_of(q));
       __syncthreads();  // before chunk q + 2 overwrites this buffer
     }
   }
