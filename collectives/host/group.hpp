@@ -7,7 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "collectives/pipe/pipe.cuh"
+#include "collectives/pipe/p2p.cuh"
 #include "common/status.hpp"
 
 struct ccl_comm;

@@ -5,6 +5,7 @@
 
 #include "collectives/common/coll_args.h"
 #include "collectives/direct/direct.cuh"
+#include "collectives/pipe/p2p.cuh"
 #include "collectives/pipe/pipe.cuh"
 #include "common/cuda.hpp"
 #include "common/log.hpp"
@@ -63,6 +64,7 @@ Status resident_blocks(const std::vector<PeerInfo>& peers, int* out) {
   CCL_CUDA_CHECK(ll_blocks_per_sm(&per_sm));
   CCL_CUDA_CHECK(ll128_blocks_per_sm(&per_sm));
   CCL_CUDA_CHECK(pipe_blocks_per_sm(&per_sm));
+  CCL_CUDA_CHECK(p2p_blocks_per_sm(&per_sm));
   *out = co_resident_cap(peers, std::max(per_sm, 1));
   CCL_INFO(kSubsysColl,
            "ranks share a GPU at once (MPS, or one process): every collective launch keeps to %d "

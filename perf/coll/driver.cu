@@ -1,9 +1,5 @@
 #include "driver.hpp"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,127 +12,16 @@
 
 #include "common/checks.hpp"
 #include "options.hpp"
+#include "values.hpp"
 
 namespace perf {
 namespace {
 
 int g_rank = 0, g_ranks = 1;
 
-size_t esize(ccl_datatype_t d) {
-  static const size_t k[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
-  return k[d];
-}
-
+/// Whether the benchmark's size holds n rank blocks (the call's count is per rank).
 bool per_rank(Kind k) {
   return k == Kind::kReduceScatter || k == Kind::kAllGather || k == Kind::kAllToAll;
-}
-
-double reduce_inputs(int n, size_t i, ccl_redop_t op, bool uns) {
-  double acc = input_value(0, i, uns);
-  for (int q = 1; q < n; ++q) {
-    const double v = input_value(q, i, uns);
-    if (op == ccl_sum || op == ccl_avg)
-      acc += v;
-    else if (op == ccl_prod)
-      acc *= v;
-    else if (op == ccl_min)
-      acc = v < acc ? v : acc;
-    else
-      acc = v > acc ? v : acc;
-  }
-  return op == ccl_avg ? acc / n : acc;
-}
-
-/// Expected element i of `rank`'s receive buffer for a call of `count`.
-double expected_value(Kind k, int rank, int n, size_t i, size_t count, ccl_redop_t op, int root,
-                      bool uns) {
-  switch (k) {
-    case Kind::kAllReduce:
-    case Kind::kReduce:
-      return reduce_inputs(n, i, op, uns);
-    case Kind::kReduceScatter:
-      return reduce_inputs(n, rank * count + i, op, uns);
-    case Kind::kAllGather:
-      return input_value(static_cast<int>(i / count), i % count, uns);
-    case Kind::kBroadcast:
-      return input_value(root, i, uns);
-    case Kind::kAllToAll:
-      return input_value(static_cast<int>(i / count), rank * count + i % count, uns);
-    case Kind::kSendRecv:
-      return input_value((rank + n - 1) % n, i, uns);
-  }
-  return 0;
-}
-bool is_unsigned(ccl_datatype_t d) {
-  return d == ccl_uint8 || d == ccl_uint32 || d == ccl_uint64;
-}
-
-// Writes v as element i of a `d` array, converting like the library does (through fp32 for the
-// low-precision floats).
-void store_as(ccl_datatype_t d, double v, void* base, size_t i) {
-  char* p = static_cast<char*>(base) + i * esize(d);
-  switch (d) {
-    case ccl_int8: {
-      int8_t x = static_cast<int8_t>(static_cast<int64_t>(v));
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    case ccl_uint8: {
-      uint8_t x = static_cast<uint8_t>(static_cast<int64_t>(v));
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    case ccl_int32: {
-      int32_t x = static_cast<int32_t>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case ccl_uint32: {
-      uint32_t x = static_cast<uint32_t>(static_cast<int64_t>(v));
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case ccl_int64: {
-      int64_t x = static_cast<int64_t>(v);
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case ccl_uint64: {
-      uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(v));
-      std::memcpy(p, &x, 8);
-      break;
-    }
-    case ccl_float16: {
-      __half x = __float2half_rn(static_cast<float>(v));
-      std::memcpy(p, &x, 2);
-      break;
-    }
-    case ccl_bfloat16: {
-      __nv_bfloat16 x = __float2bfloat16_rn(static_cast<float>(v));
-      std::memcpy(p, &x, 2);
-      break;
-    }
-    case ccl_float32: {
-      float x = static_cast<float>(v);
-      std::memcpy(p, &x, 4);
-      break;
-    }
-    case ccl_float64:
-      std::memcpy(p, &v, 8);
-      break;
-    case ccl_float8_e4m3: {
-      __nv_fp8_e4m3 x(static_cast<float>(v));
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    case ccl_float8_e5m2: {
-      __nv_fp8_e5m2 x(static_cast<float>(v));
-      std::memcpy(p, &x, 1);
-      break;
-    }
-    default:
-      break;
-  }
 }
 
 struct Rank {

@@ -41,12 +41,6 @@ struct CollDesc {
   const char* nccl_ways = nullptr;
 };
 
-/// Input element i of rank q: small integers, exact in every type (unsigned: 0 or 1).
-inline double input_value(int q, size_t i, bool is_unsigned) {
-  return is_unsigned ? static_cast<double>((q + i) % 2)
-                     : static_cast<double>(static_cast<int>((q + i) % 3) - 1);
-}
-
 int run_driver(int argc, char** argv, const CollDesc& desc);
 
 /// For NCCL call sequences (alltoall, sendrecv): this process's rank and the rank count, and an

@@ -51,8 +51,12 @@ int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStre
 int fresh_comm(ccl_comm_t world, int me, ccl_comm_t* out);
 
 /// Steps of Collectives.EveryAlgorithmTypeAndReduction defined beside their subject:
-/// the copy-engine collectives (host_exchange_test.cu) and send/recv (p2p_test.cu).
+/// the copy-engine collectives (host_exchange_test.cu), send/recv (p2p_test.cu), and calls back
+/// to back and in stream order (coll_order_test.cu).
 int copy_engine(ccl_comm_t world, int me, int n, cudaStream_t s);
 int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s);
+int stress(ccl_comm_t comm, int me, int n, cudaStream_t s);
+int push_stress(ccl_comm_t world, int me, int n, cudaStream_t s);
+int dependent_launch(ccl_comm_t world, int me, int n, cudaStream_t s);
 
 }  // namespace ccl::test

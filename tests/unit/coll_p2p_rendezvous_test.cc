@@ -1,4 +1,4 @@
-// A model of the send/recv rendezvous (collectives/pipe/pipe.cu: post_offers, read_offers, the
+// A model of the send/recv rendezvous (collectives/pipe/p2p.cu: post_offers, read_offers, the
 // zero-copy copies and await_zero_copy) over many launches, with the ring arithmetic the kernel
 // uses (collectives/schedule/p2p.hpp). Every rank's block 0 posts its receives' offers into a
 // ring at the sender; every block of the sender reads them; the last reader tells the receiver;

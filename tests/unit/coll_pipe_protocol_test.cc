@@ -1,10 +1,10 @@
 // A model of the pipe kernels' message protocol (collectives/pipe/pipe.cu: run_step,
-// canonical_reduce_scatter, p2p_kernel): every rank issues its messages in the kernel's order,
-// each pairwise FIFO holds kPipeSlots messages, a send waits for a free slot and a receive for a
-// message. The model runs every schedule for 1..16 ranks, fragment sizes that force many
-// messages, and one slot as well as kPipeSlots, and checks that no rank waits forever and no
-// message is left unread: the deadlock freedom the kernels rely on at rank counts the GPU
-// machine cannot reach.
+// canonical_reduce_scatter; collectives/pipe/p2p.cu: p2p_kernel): every rank issues its
+// messages in the kernel's order, each pairwise FIFO holds kPipeSlots messages, a send waits for a
+// free slot and a receive for a message. The model runs every schedule for 1..16 ranks, fragment
+// sizes that force many messages, and one slot as well as kPipeSlots, and checks that no rank waits
+// forever and no message is left unread: the deadlock freedom the kernels rely on at rank counts
+// the GPU machine cannot reach.
 #include <gtest/gtest.h>
 
 #include <map>

@@ -1,0 +1,129 @@
+// The pipe FIFOs: per (sender, receiver, channel) rings of inbox slots in the communicator's
+// scratch. A message is a put into the receiver's slot and a signal (head); the receiver stores
+// or reduces the slot and gives it back (tail). Block-wide primitives shared by the pipe
+// collectives (pipe.cu) and the point-to-point groups (p2p.cu); block b is channel b.
+#pragma once
+
+#include "collectives/common/kernel_util.cuh"
+#include "collectives/pipe/pipe.cuh"
+
+namespace ccl::coll {
+
+/// Threads of a pipe or point-to-point block (the primitives below are block-wide).
+constexpr int kPipeThreads = 512;
+
+/// Per-block FIFO state: message counts with every peer (shared memory), loaded from and stored
+/// back to the communicator's sequence table so they continue across launches and graph replays.
+struct Fifo {
+  uint64_t sent[kMaxDirectRanks];
+  uint64_t rcvd[kMaxDirectRanks];
+  int fail;
+};
+
+__device__ inline void fifo_load(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f) {
+  const int ch = blockIdx.x;
+  if (threadIdx.x == 0) f.fail = 0;
+  for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
+    f.sent[j] = s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2];
+    f.rcvd[j] = s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2 + 1];
+  }
+  __syncthreads();
+}
+
+__device__ inline void fifo_store(const ccl_device_comm_t& c, const CollScratch& s, const Fifo& f) {
+  const int ch = blockIdx.x;
+  __syncthreads();
+  for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
+    s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2] = f.sent[j];
+    s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2 + 1] = f.rcvd[j];
+  }
+}
+
+/// Index of the slot of message m (1-based) from `sender` on this channel: [sender][channel][slot].
+__device__ __forceinline__ size_t slot_index(int sender, uint64_t m) {
+  return (static_cast<size_t>(sender) * kPipeChannels + blockIdx.x) * kPipeSlots +
+         (m - 1) % kPipeSlots;
+}
+
+/// Slot of message m (1-based) from `sender` on this channel, in the local view of the inbox.
+__device__ __forceinline__ char* slot_of(const CollScratch& s, int sender, uint64_t m) {
+  return s.inbox + slot_index(sender, m) * s.slot_bytes;
+}
+
+/// Where the size of the point-to-point operation of message m from `sender` on this channel is
+/// kept (beside its inbox slot, this rank's view).
+__device__ __forceinline__ uint64_t* size_of_slot(const CollScratch& s, int sender, uint64_t m) {
+  return s.p2p_sizes + slot_index(sender, m);
+}
+
+/// Block-wide: waits for a free slot at `peer`, returns its address (this rank's symmetric view
+/// of the peer's inbox) or nullptr when the wait failed.
+__device__ inline char* send_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
+                                   int peer, uint64_t* m) {
+  const int ch = blockIdx.x;
+  // Thread 0 advanced the count at the end of the previous message: read it after a barrier.
+  __syncthreads();
+  *m = f.sent[peer] + 1;
+  if (threadIdx.x == 0 && *m > kPipeSlots &&
+      !wait_for_peer(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + ch, *m - kPipeSlots,
+                     peer))
+    f.fail = 1;
+  __syncthreads();
+  if (f.fail) return nullptr;
+  return slot_of(s, c.rank, *m);
+}
+
+/// Block-wide: the message's payload is written; signal it.
+/// `size` (point-to-point, an operation's first message on the channel): the operation's size,
+/// stored beside the slot before the signal (0: none).
+__device__ inline void send_end(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
+                                uint64_t m, uint64_t size = 0) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (size != 0) dev::p(c, size_of_slot(s, c.rank, m), size, peer);
+    dev::detail::fence_system();
+    dev::signal(c, s.head + static_cast<size_t>(c.rank) * kPipeChannels + blockIdx.x, m,
+                dev::SignalOp::kSet, peer);
+  }
+  if (threadIdx.x == 0) f.sent[peer] = m;
+}
+
+/// Block-wide: waits for the next message from `peer`; returns its slot or nullptr. `size`
+/// (point-to-point, an operation's first message on the channel): the receive's size, which the
+/// sender's must equal, or the receive fails before storing a byte (reported, naming the sender
+/// and both sizes): a larger send would hand its extra messages to the pair's next receives.
+__device__ inline const char* recv_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
+                                         int peer, uint64_t* m, uint64_t size = 0) {
+  __syncthreads();
+  *m = f.rcvd[peer] + 1;
+  if (threadIdx.x == 0) {
+    if (!wait_for_peer(c, s.head + static_cast<size_t>(peer) * kPipeChannels + blockIdx.x, *m, peer,
+                       CCL_OP_SIGNAL_WAIT)) {
+      f.fail = 1;
+    } else if (size != 0) {
+      const uint64_t* at = size_of_slot(s, peer, *m);
+      const uint64_t sent = __ldcg(at);
+      if (sent != size) {
+        dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
+                            CCL_OP_COLLECTIVE, peer, at, size, sent, 0);
+        f.fail = 1;
+      }
+    }
+  }
+  __syncthreads();
+  if (f.fail) return nullptr;
+  return slot_of(s, peer, *m);
+}
+
+/// Block-wide: the slot is consumed (its contents are stored); give it back to the sender.
+__device__ inline void recv_end(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
+                                uint64_t m) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    dev::signal(c, s.tail + static_cast<size_t>(c.rank) * kPipeChannels + blockIdx.x, m,
+                dev::SignalOp::kSet, peer);
+    f.rcvd[peer] = m;
+  }
+}
+
+}  // namespace ccl::coll

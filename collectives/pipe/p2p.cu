@@ -1,0 +1,315 @@
+#include <algorithm>
+
+#include "collectives/common/launch_table.cuh"
+#include "collectives/common/ll_units.cuh"
+#include "collectives/pipe/fifo.cuh"
+#include "collectives/pipe/p2p.cuh"
+#include "collectives/schedule/p2p.hpp"
+#include "common/kernel_launch.cuh"
+#include "proxy/copy_queue.cuh"
+
+namespace ccl::coll {
+namespace {
+
+constexpr int kThreads = kPipeThreads;
+
+/// p2p_ll_capacity(nranks) as the launch and the kernel take it: from the row size, so that the
+/// kernel's path has no division by the rank count.
+__host__ __device__ __forceinline__ size_t p2p_ll_cap(const CollScratch& s) {
+  return s.p2p_ll_entries * 4;
+}
+
+/// Whether operation i of the group is a receive that takes the rendezvous path with a window.
+__device__ __forceinline__ bool zero_copy_recv(const P2pOp& op) {
+  return !op.is_send && p2p_rendezvous(op.bytes) && op.win != kNoWindow;
+}
+
+/// Block 0, one thread: offers every rendezvous receive's window to its sender (a ring of
+/// kMaxP2pOps per pair at the sender, freed as the sender reports offers read).
+__device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (op.is_send || !p2p_rendezvous(op.bytes)) continue;
+    const uint64_t q = ++s.p2p[op.peer].offers_made, need = p2p_offers_read_before(q);
+    if (need > 0 && !wait_for_peer(c, s.offers_read + op.peer, need, op.peer)) return false;
+    P2pOffer* o = s.offers + static_cast<size_t>(c.rank) * kMaxP2pOps + p2p_offer_slot(q);
+    const uint64_t offer[2] = {op.win, op.bytes};  // o->win, o->bytes
+    dev::put_signal(c, &o->win, offer, sizeof(offer), &o->seq, q, dev::SignalOp::kSet, op.peer);
+  }
+  return true;
+}
+
+/// Every block, one thread: the receivers' windows for this block's rendezvous sends (kNoWindow:
+/// through the FIFOs). The last block to have read tells each receiver, freeing its ring. A
+/// receive of another size than its send fails the launch (reported as a bad argument naming the
+/// receiver, both sizes) before a byte is written: a larger send would write past the window,
+/// or past the FIFO messages the receiver takes.
+__device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+                            uint64_t* win) {
+  bool any = false;
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    win[i] = kNoWindow;
+    if (!op.is_send || !p2p_rendezvous(op.bytes)) continue;
+    any = true;
+    const uint64_t q = s.p2p[op.peer].offers_read + p2p_rendezvous_before(a.ops, i) + 1;
+    const P2pOffer* o = s.offers + static_cast<size_t>(op.peer) * kMaxP2pOps + p2p_offer_slot(q);
+    if (!wait_for_peer(c, &o->seq, q, op.peer, CCL_OP_SIGNAL_WAIT)) return false;
+    win[i] = __ldcg(&o->win);
+    const uint64_t offered = __ldcg(&o->bytes);
+    if (offered != op.bytes)
+      return dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
+                                 CCL_OP_COLLECTIVE, op.peer, &o->bytes, op.bytes, offered, 0);
+  }
+  if (!any) return true;
+  __threadfence();
+  if (atomicAdd(s.p2p_readers, 1u) != static_cast<unsigned>(a.fifo_blocks) - 1) return true;
+  *s.p2p_readers = 0;
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (!op.is_send || !p2p_rendezvous(op.bytes) || p2p_rendezvous_before(a.ops, i) != 0) continue;
+    uint64_t& read = s.p2p[op.peer].offers_read;
+    read += p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
+    dev::signal(c, s.offers_read + c.rank, read, dev::SignalOp::kSet, op.peer);
+  }
+  return true;
+}
+
+/// Bytes of operation i the copy engine copies: the tail of a copy_engine send whose receiver
+/// offered a window (`win`), 0 for any other operation. The sender's blocks copy the rest.
+__device__ __forceinline__ size_t copy_engine_bytes(const P2pArgs& a, int i, uint64_t win) {
+  const P2pOp& op = a.ops[i];
+  return op.is_send && op.copy_engine && win != kNoWindow ? p2p_ce_bytes(op.bytes, a.ce_share) : 0;
+}
+
+/// Block 0, one thread, after read_offers: hands the copy engine's part of each send to the proxy;
+/// *last is the number of the last copy posted (0: none), *peer its receiver (for reports).
+__device__ bool post_copies(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+                            const uint64_t* win, uint64_t* last, int* peer) {
+  *last = 0;
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    const size_t ce = copy_engine_bytes(a, i, win[i]), head = op.bytes - ce;
+    if (ce == 0) continue;
+    *last = copy_post(dev::detail::reporter(c), a.ce, window<char>(c, s, op.peer, win[i]) + head,
+                      static_cast<const char*>(op.buf) + head, ce, op.peer);
+    if (*last == 0) return false;
+    *peer = op.peer;
+  }
+  return true;
+}
+
+/// Block 0, one thread: waits for the proxy to complete copies up to `last`, then adds each
+/// copy-engine part to its receiver's tally, as the blocks do for the shares they copy.
+__device__ bool await_copies(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+                             const uint64_t* win, uint64_t last, int peer) {
+  if (!copy_wait(dev::detail::reporter(c), a.ce, last, peer)) return false;
+  dev::detail::fence_system();  // the copies (seen complete) before the tallies
+  for (int i = 0; i < a.nops; ++i)
+    if (const size_t ce = copy_engine_bytes(a, i, win[i]); ce > 0)
+      dev::signal(c, s.zc_bytes + c.rank, ce, dev::SignalOp::kAdd, a.ops[i].peer);
+  return true;
+}
+
+/// Block 0, one thread, after every other part: waits until each sender has written all the
+/// bytes of this group's zero-copy receives (its running tally at this rank). A failed wait has
+/// reported itself (ccl_comm_get_async_error).
+__device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s,
+                                const P2pArgs& a) {
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (!zero_copy_recv(op)) continue;
+    bool first = true;
+    for (int j = 0; j < i; ++j) first &= !(zero_copy_recv(a.ops[j]) && a.ops[j].peer == op.peer);
+    if (!first) continue;
+    uint64_t& due = s.p2p[op.peer].bytes_due;
+    for (int j = i; j < a.nops; ++j)
+      if (zero_copy_recv(a.ops[j]) && a.ops[j].peer == op.peer) due += a.ops[j].bytes;
+    if (!wait_for_peer(c, s.zc_bytes + op.peer, due, op.peer, CCL_OP_SIGNAL_WAIT)) return;
+  }
+}
+
+/// The LL operations' blocks (p2p.hpp), a thread per 8-byte unit as far as p2p_ll_blocks allows.
+/// A send stores each 8 bytes as two (data, sequence) entries into its row at the receiver once
+/// the receiver has credited the row's previous use; a receive polls its row and stores the
+/// data, and its last block to finish credits the sender. The last
+/// LL block of the launch advances the pairs' counts for the next launch.
+__device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
+  const int n = c.nranks, me = c.rank;
+  const size_t cap = p2p_ll_cap(s);
+  int part = 0, parts = 1;
+  const int i = p2p_ll_op(a.ops, a.nops, static_cast<int>(blockIdx.x) - a.fifo_blocks,
+                          static_cast<int>(blockDim.x), cap, &part, &parts, a.ll_budget);
+  const P2pOp& op = a.ops[i];
+  const P2pCounts& pc = s.p2p[op.peer];
+  const uint64_t q = (op.is_send ? pc.ll_sent : pc.ll_rcvd) + p2p_ll_before(a.ops, i, cap) + 1;
+  const uint32_t flag = ll_flag(q);
+  const size_t units = (op.bytes + 7) / 8, stride = static_cast<size_t>(parts) * blockDim.x;
+  const size_t first = static_cast<size_t>(part) * blockDim.x + threadIdx.x;
+  char* buf = static_cast<char*>(op.buf);
+  // The (slot, sender) row at the receiver; the sender keeps a credit per slot.
+  const int slot = p2p_ll_slot(q);
+  uint64_t* row =
+      s.p2p_ll + (static_cast<size_t>(slot) * n + (op.is_send ? me : op.peer)) * s.p2p_ll_entries;
+  bool failed = false;
+  if (op.is_send) {
+    const uint64_t need = p2p_ll_credit_needed(q);
+    if (threadIdx.x == 0 && need > 0)
+      failed = !wait_for_peer(c, s.p2p_ll_credit + kP2pLLSlots * op.peer + slot, need, op.peer);
+    if (__syncthreads_or(failed)) return;
+    uint64_t* to = dev::peer_ptr(c, row, op.peer);
+    for (size_t u = first; u < units; u += stride)
+      ll_store(to + 2 * u, load_unit(buf, u * 8, op.bytes), flag);
+    // Once every 2^31 operations per slot the rest of the row too (ll_refresh).
+    if (ll_refresh(q, kP2pLLSlots))
+      ll_refresh_row(to, units, s.p2p_ll_entries / 2, flag, first, stride);
+  } else {
+    for (size_t u = first; u < units && !failed; u += stride) {
+      uint64_t v;
+      failed = !ll_wait(c, row + 2 * u, flag, op.peer, &v);
+      if (!failed) store_unit(buf, u * 8, op.bytes, v);
+    }
+    if (__syncthreads_or(failed)) return;
+    // The entries read were consumed (stored above): no fence before the credit.
+    if (threadIdx.x == 0 && (parts == 1 || atomicAdd(s.p2p_ll_read + i, 1u) == parts - 1)) {
+      if (parts > 1) s.p2p_ll_read[i] = 0;
+      dev::signal(c, s.p2p_ll_credit + kP2pLLSlots * me + slot, q, dev::SignalOp::kSet, op.peer);
+    }
+  }
+  if (threadIdx.x != 0) return;
+  __threadfence();  // this block's count reads happened before the last block's updates
+  if (atomicAdd(s.p2p_ll_done, 1u) != gridDim.x - a.fifo_blocks - 1) return;
+  *s.p2p_ll_done = 0;
+  for (int j = 0; j < a.nops; ++j) {
+    if (!p2p_ll(a.ops[j].bytes, cap)) continue;
+    P2pCounts& p = s.p2p[a.ops[j].peer];
+    ++(a.ops[j].is_send ? p.ll_sent : p.ll_rcvd);
+  }
+}
+
+/// Point-to-point group. Blocks [0, kPipeChannels) are the FIFO channels; a group that sends a
+/// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares first (not
+/// when every such send is the copy engines': block 0 hands those to the proxy and awaits them
+/// last). The LL operations' blocks follow from a.fifo_blocks (0 when the group has no other
+/// operation).
+__global__ void __launch_bounds__(kThreads)
+    p2p_kernel(ccl_device_comm_t c, CollScratch s, P2pArgs a) {
+  // Before the PDL wait: the parameters every call reads, and its first operation.
+  read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.offers,
+                   s.offers_read, s.zc_bytes, s.p2p, s.p2p_readers, s.p2p_ll, s.p2p_ll_entries,
+                   s.p2p_ll_credit, s.p2p_ll_done, s.p2p_ll_read, a.nops, a.fifo_blocks,
+                   a.ops[0].buf, a.ops[0].bytes, a.ops[0].peer, a.ops[0].is_send, a.ops[0].win);
+  pdl_prologue();
+  if (static_cast<int>(blockIdx.x) >= a.fifo_blocks) {
+    p2p_ll_block(c, s, a);
+    return;
+  }
+  __shared__ Fifo f;
+  __shared__ uint64_t zwin[kMaxP2pOps];
+  __shared__ int fail;
+  __shared__ uint64_t copies;  // block 0: the last copy-engine copy posted (0: none)
+  __shared__ int copies_to;    // block 0: that copy's receiver
+  const bool channel = blockIdx.x < kPipeChannels;
+  if (threadIdx.x == 0) {
+    fail = 0;
+    if (blockIdx.x == 0 && !post_offers(c, s, a)) fail = 1;
+    if (!fail && !read_offers(c, s, a, zwin)) fail = 1;
+    if (!fail && blockIdx.x == 0 && !post_copies(c, s, a, zwin, &copies, &copies_to)) fail = 1;
+  }
+  __syncthreads();
+  if (fail) return;
+  // Zero-copy sends: every block writes its share of the receiver's window and adds it to the
+  // receiver's tally (of a copy_engine send only the head the copy engine leaves them).
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (!op.is_send || zwin[i] == kNoWindow) continue;
+    const size_t mine = op.bytes - copy_engine_bytes(a, i, zwin[i]);
+    if (mine == 0) continue;
+    size_t lo, len;
+    p2p_share(mine, a.fifo_blocks, blockIdx.x, &lo, &len);
+    copy_slice(window<char>(c, s, op.peer, zwin[i]) + lo, static_cast<const char*>(op.buf) + lo,
+               len);
+    __syncthreads();
+    if (threadIdx.x == 0 && len > 0) {
+      dev::detail::fence_system();
+      dev::signal(c, s.zc_bytes + c.rank, len, dev::SignalOp::kAdd, op.peer);
+    }
+  }
+  if (!channel) return;
+  fifo_load(c, s, f);
+  // This channel's share of each FIFO operation and where its messages sit in its (peer,
+  // direction) stream.
+  size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps], rounds = 0;
+  const size_t per = s.slot_bytes;
+  for (int i = 0; i < a.nops; ++i) {
+    const bool fifo = !p2p_ll(a.ops[i].bytes, p2p_ll_cap(s)) &&
+                      (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
+    p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
+    nmsg[i] = (len[i] + per - 1) / per;
+  }
+  for (int i = 0; i < a.nops; ++i) {
+    first[i] = p2p_stream_offset(a.ops, nmsg, i);
+    if (first[i] + nmsg[i] > rounds) rounds = first[i] + nmsg[i];
+  }
+  for (size_t k = 0; k < rounds; ++k) {
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int i = 0; i < a.nops; ++i) {
+        const P2pOp& op = a.ops[i];
+        if ((op.is_send != 0) != (pass == 0) || k < first[i] || k >= first[i] + nmsg[i]) continue;
+        const size_t at = (k - first[i]) * per;
+        const size_t off = lo[i] + at, b = min(per, len[i] - at);
+        uint64_t m;
+        if (op.is_send) {
+          char* slot = send_begin(c, s, f, op.peer, &m);
+          if (slot == nullptr) return;
+          dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b, op.peer);
+          // The operation's size with its first message on this channel: the receiver checks
+          // it there, where the first mismatched operation of a pair always shows.
+          send_end(c, s, f, op.peer, m, k == first[i] ? op.bytes : 0);
+        } else {
+          const char* slot = recv_begin(c, s, f, op.peer, &m, k == first[i] ? op.bytes : 0);
+          if (slot == nullptr) return;
+          copy_slice(static_cast<char*>(op.buf) + off, slot, b);
+          recv_end(c, s, f, op.peer, m);
+        }
+      }
+    }
+  }
+  fifo_store(c, s, f);
+  if (blockIdx.x == 0 && threadIdx.x == 0 &&
+      (copies == 0 || await_copies(c, s, a, zwin, copies, copies_to)))
+    await_zero_copy(c, s, a);
+}
+
+}  // namespace
+
+cudaError_t p2p_blocks_per_sm(int* out) {
+  return fewest_blocks_per_sm(p2p_kernel, kThreads, out);
+}
+
+cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& args,
+                       const Launch& l, int most_blocks) {
+  P2pArgs a = args;
+  const size_t cap = p2p_ll_cap(s);
+  bool fifo = false, rendezvous = false;
+  for (int i = 0; i < a.nops; ++i) {
+    const P2pOp& op = a.ops[i];
+    fifo |= !p2p_ll(op.bytes, cap);
+    rendezvous |= op.is_send && p2p_rendezvous(op.bytes) &&
+                  (!op.copy_engine || p2p_ce_bytes(op.bytes, a.ce_share) < op.bytes);
+  }
+  a.fifo_blocks = !fifo ? 0 : rendezvous ? kP2pBlocks : kPipeChannels;
+  a.ll_budget = kP2pLLBlocks;
+  if (most_blocks > 0) {
+    // The rendezvous copies split over any number of blocks; the FIFO channels need all of
+    // theirs; each LL operation needs one.
+    if (rendezvous) a.fifo_blocks = std::max(kPipeChannels, std::min(kP2pBlocks, most_blocks / 2));
+    a.ll_budget = std::clamp(most_blocks - a.fifo_blocks, 1, kP2pLLBlocks);
+  }
+  const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);
+  const int grid = a.fifo_blocks + p2p_ll_grid(a.ops, a.nops, threads, cap, a.ll_budget);
+  if (grid == 0) return cudaSuccess;
+  return launch_kernel(p2p_kernel, grid, threads, l, c, s, a);
+}
+
+}  // namespace ccl::coll

@@ -1,0 +1,44 @@
+// Point-to-point groups (ccl_send / ccl_recv between ccl_group_start and ccl_group_end) as one
+// launch: operations up to the LL size through LL rows, rendezvous-sized sends written straight
+// into the receiver's offered window (or by the copy-engine proxy), the rest through the pipe
+// FIFOs (fifo.cuh). collectives/schedule/p2p.hpp holds the arithmetic the host shares.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "ccl/ccl.h"
+#include "collectives/common/coll_args.h"
+#include "common/kernel_launch.hpp"
+#include "proxy/copy_queue.h"
+
+namespace ccl::coll {
+
+/// One point-to-point operation of a group.
+struct P2pOp {
+  void* buf;  // send: source; recv: destination
+  size_t bytes;
+  int peer;
+  int is_send;
+  uint64_t win;     // a rendezvous receive: the window of buf, or kNoWindow
+  int copy_engine;  // a rendezvous send the copy-engine proxy copies when the receiver offers
+                    // a window (CCL_P2P_COPY_ENGINE)
+};
+struct P2pArgs {
+  int nops;
+  int fifo_blocks;  // blocks for the FIFO and rendezvous operations (set by launch_p2p); one
+                    // block per LL operation follows them
+  int ll_budget;    // blocks the LL operations take together, at most (set by launch_p2p)
+  int ce_share;     // percent of a copy_engine send the copy engine copies (p2p_ce_bytes)
+  CopyQueue ce;     // the copy-engine proxy's queue when an operation has copy_engine set
+  P2pOp ops[kMaxP2pOps];
+};
+
+/// Lowers *out to the fewest blocks per multiprocessor of the point-to-point kernel.
+cudaError_t p2p_blocks_per_sm(int* out);
+
+/// `most_blocks`: the grid's limit where ranks share a GPU (0: none; never below kPipeChannels,
+/// the FIFO channels every peer's launch meets).
+cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+                       const Launch& l, int most_blocks);
+
+}  // namespace ccl::coll

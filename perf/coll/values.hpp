@@ -1,0 +1,31 @@
+// What the benchmarks write and expect: every rank's input elements and each collective's
+// expected output, stored in the benchmark's type the way the library converts, so that the
+// #wrong column compares bytes.
+#pragma once
+
+#include <cstddef>
+
+#include "ccl/ccl.h"
+#include "driver.hpp"
+
+namespace perf {
+
+/// Bytes of one element of `d`.
+size_t esize(ccl_datatype_t d);
+bool is_unsigned(ccl_datatype_t d);
+
+/// Input element i of rank q: small integers, exact in every type (unsigned: 0 or 1).
+inline double input_value(int q, size_t i, bool is_unsigned) {
+  return is_unsigned ? static_cast<double>((q + i) % 2)
+                     : static_cast<double>(static_cast<int>((q + i) % 3) - 1);
+}
+
+/// Expected element i of `rank`'s receive buffer for a call of `count` on n ranks.
+double expected_value(Kind k, int rank, int n, size_t i, size_t count, ccl_redop_t op, int root,
+                      bool uns);
+
+/// Writes v as element i of a `d` array, converting like the library does (through fp32 for the
+/// low-precision floats).
+void store_as(ccl_datatype_t d, double v, void* base, size_t i);
+
+}  // namespace perf
