@@ -4,8 +4,9 @@ collective benchmarks (all_reduce_perf ... sendrecv_perf).
 
     perf/plot.py OUT.png FILE.json [FILE.json ...]
 
-One column per file: busbw (GB/s, top) and time (us, bottom, log scale) against size, ccl's
-out-of-place and in-place runs and, when the run had --compare-nccl, NCCL's.
+One column per file and sweep (a run with -d/-o/-r all has one sweep per type, reduction and
+root): busbw (GB/s, top) and time (us, bottom, log scale) against size, ccl's out-of-place and
+in-place runs and, when the run had --compare-nccl, NCCL's.
 """
 import json
 import sys
@@ -14,6 +15,23 @@ import sys
 def load(path):
     with open(path) as f:
         return json.load(f)
+
+
+def sweeps(run):
+    """(title, rows) per sweep of a run, in the run's order; files written before rows named
+    their type, reduction and root hold one sweep."""
+    title = run["benchmark"] + (" (graph)" if run.get("graph") else "")
+    groups = {}
+    for r in run["rows"]:
+        if r["bytes"] > 0:
+            groups.setdefault((r.get("type"), r.get("op"), r.get("root")), []).append(r)
+    if len(groups) <= 1:
+        return [(title, rows) for rows in groups.values()]
+    out = []
+    for (dtype, op, root), rows in groups.items():
+        parts = [dtype] + ([op] if op != "none" else []) + ([f"root {root}"] if root >= 0 else [])
+        out.append((f"{title}: {' '.join(parts)}", rows))
+    return out
 
 
 def main(argv):
@@ -28,12 +46,10 @@ def main(argv):
     except ImportError:
         print("perf/plot.py needs matplotlib (apt-get install python3-matplotlib)", file=sys.stderr)
         return 2
-    runs = [load(p) for p in argv[2:]]
-    fig, axes = plt.subplots(2, len(runs), figsize=(4.2 * len(runs), 7), squeeze=False)
-    for col, run in enumerate(runs):
-        rows = [r for r in run["rows"] if r["bytes"] > 0]
+    columns = [c for p in argv[2:] for c in sweeps(load(p))]
+    fig, axes = plt.subplots(2, len(columns), figsize=(4.2 * len(columns), 7), squeeze=False)
+    for col, (title, rows) in enumerate(columns):
         size = [r["bytes"] for r in rows]
-        title = run["benchmark"] + (" (graph)" if run.get("graph") else "")
         bw, lat = axes[0][col], axes[1][col]
         bw.plot(size, [r["oop_busbw"] for r in rows], "o-", label="ccl out-of-place")
         ip = [r for r in rows if r["ip_us"] > 0]  # point to point has no in-place run

@@ -35,6 +35,13 @@ struct Rank {
   cudaEvent_t start = nullptr, stop = nullptr;
 };
 
+/// The type, reduction and root of the sweep running (one of -d/-o/-r's).
+struct Combo {
+  ccl_datatype_t dtype;
+  ccl_redop_t op;
+  int root;
+};
+
 struct Result {
   double us = 0;
   long long wrong = 0;
@@ -42,13 +49,24 @@ struct Result {
 
 class Driver {
  public:
-  Driver(const CollDesc& desc, const CollOptions& o) : desc_(desc), o_(o) {}
+  Driver(const CollDesc& desc, const CollOptions& o)
+      : desc_(desc), o_(o), cur_{o.dtypes[0], o.ops[0], o.root} {}
 
   int main() {
     setup();
     if (leader()) header();
-    const size_t es = esize(o_.dtype);
-    for (size_t bytes : sweep(o_, es)) row(bytes, bytes / es);
+    // nccl-tests' order: a whole size sweep per type, reduction and root (-d/-o/-r all).
+    const std::vector<ccl_redop_t> ops = desc_.has_op ? o_.ops : std::vector{ccl_sum};
+    std::vector<int> roots{o_.root};
+    if (desc_.has_root && o_.all_roots)
+      for (int r = 1; r < nranks_; ++r) roots.push_back(r);
+    for (ccl_datatype_t d : o_.dtypes)
+      for (ccl_redop_t op : ops)
+        for (int root : roots) {
+          cur_ = {d, op, root};
+          const size_t es = esize(d);
+          for (size_t bytes : sweep(o_, es)) row(bytes, bytes / es);
+        }
     if (leader() && !o_.json.empty()) write_json();
     teardown();
     return failures_ ? 1 : 0;
@@ -157,23 +175,26 @@ class Driver {
       std::fprintf(stderr, "NCCL setup: %s\n", nccl_.error_string(rc));
       std::exit(5);
     }
-    fill(r, r.nsend, o_.max_bytes / esize(o_.dtype));
+    // NCCL's results are not checked: any input of the right size serves every type.
+    fill(r, r.nsend, o_.max_bytes / esize(cur_.dtype));
     PERF_CUDA(cudaMemset(r.nrecv, 0, o_.max_bytes));
     nccl_alt_ = desc_.run_nccl_alt != nullptr && desc_.nccl_alt_ready(nccl_);
   }
 
   void header() const {
     std::printf(
-        "# ccl %s_perf: %d ranks, type %s, op %s, root %d, iters %d, warmup %d, graph %d, "
-        "buffers %s%s\n",
-        desc_.name, nranks_, dtype_label(o_.dtype), op_label(o_.op), o_.root, o_.iters, o_.warmup,
-        o_.graph_iters,
+        "# ccl %s_perf: %d ranks, type %s, op %s, root %s, iters %d, warmup %d, graph %d, "
+        "check %d, buffers %s%s\n",
+        desc_.name, nranks_, o_.dtypes.size() > 1 ? "all" : dtype_label(o_.dtypes[0]),
+        o_.ops.size() > 1 ? "all" : op_label(o_.ops[0]),
+        o_.all_roots ? "all" : std::to_string(o_.root).c_str(), o_.iters, o_.warmup, o_.graph_iters,
+        o_.check,
         o_.registration == 2   ? "symmetric (ccl_mem_alloc)"
         : o_.registration == 1 ? "cudaMalloc + ccl_comm_register"
                                : "cudaMalloc",
         o_.compare_nccl ? ", NCCL: ncclMemAlloc + symmetric windows" : "");
     if (nccl_alt_) std::printf("# NCCL time: the faster of %s, per size\n", desc_.nccl_ways);
-    std::printf("#%11s %12s %7s %6s %5s   %9s %8s %8s %7s   %9s %8s %8s %7s", "size", "count",
+    std::printf("#%11s %12s %8s %6s %5s   %9s %8s %8s %7s   %9s %8s %8s %7s", "size", "count",
                 "type", "redop", "root", "time(us)", "algbw", "busbw", "#wrong", "time(us)",
                 "algbw", "busbw", "#wrong");
     if (o_.compare_nccl) std::printf("   %9s %8s %6s", "nccl(us)", "busbw", "ratio");
@@ -182,9 +203,9 @@ class Driver {
   }
 
   void fill(Rank& r, void* buf, size_t count) {
-    std::vector<char> h(count * esize(o_.dtype));
+    std::vector<char> h(count * esize(cur_.dtype));
     for (size_t i = 0; i < count; ++i)
-      store_as(o_.dtype, input_value(r.rank, i, is_unsigned(o_.dtype)), h.data(), i);
+      store_as(cur_.dtype, input_value(r.rank, i, is_unsigned(cur_.dtype)), h.data(), i);
     PERF_CUDA(cudaSetDevice(r.device));
     PERF_CUDA(cudaMemcpy(buf, h.data(), h.size(), cudaMemcpyHostToDevice));
     // The benchmark streams do not wait for the legacy default stream.
@@ -192,17 +213,17 @@ class Driver {
   }
 
   long long count_wrong(Rank& r, const void* buf, size_t count) {
-    if (desc_.kind == Kind::kReduce && r.rank != o_.root) return 0;  // only the root receives
-    const size_t es = esize(o_.dtype);
+    if (desc_.kind == Kind::kReduce && r.rank != cur_.root) return 0;  // only the root receives
+    const size_t es = esize(cur_.dtype);
     const size_t elems =
         count * (desc_.kind == Kind::kAllGather || desc_.kind == Kind::kAllToAll ? nranks_ : 1);
     std::vector<char> got(elems * es), want(elems * es);
     PERF_CUDA(cudaSetDevice(r.device));
     PERF_CUDA(cudaMemcpy(got.data(), buf, got.size(), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < elems; ++i)
-      store_as(o_.dtype,
-               expected_value(desc_.kind, r.rank, nranks_, i, count, o_.op, o_.root,
-                              is_unsigned(o_.dtype)),
+      store_as(cur_.dtype,
+               expected_value(desc_.kind, r.rank, nranks_, i, count, cur_.op, cur_.root,
+                              is_unsigned(cur_.dtype)),
                want.data(), i);
     long long wrong = 0;
     for (size_t i = 0; i < elems; ++i) wrong += std::memcmp(&got[i * es], &want[i * es], es) != 0;
@@ -225,31 +246,35 @@ class Driver {
   Buffers buffers(const Rank& r, size_t count, bool in_place) const {
     if (!in_place) return {r.send, r.recv};
     char* b = static_cast<char*>(r.recv);
-    const size_t off = static_cast<size_t>(r.rank) * count * esize(o_.dtype);
+    const size_t off = static_cast<size_t>(r.rank) * count * esize(cur_.dtype);
     if (desc_.kind == Kind::kAllGather) return {b + off, b};
     if (desc_.kind == Kind::kReduceScatter) return {b, b + off};
     return {b, b};
   }
 
-  /// One column of the row: inputs filled (and, out of place, the output poisoned), the call
-  /// checked once, then timed (timing runs repeat the call on its own output).
+  /// One column of the row: -c checked calls, each on freshly filled inputs (and, out of place,
+  /// a poisoned output), then the timed calls (which repeat the call on its own output).
   Result measure(size_t bytes, size_t count, bool in_place) {
     Result res;
     auto call = [&](Rank& r) {
       const Buffers b = buffers(r, count, in_place);
-      PERF_CCL(desc_.run(b.send, b.recv, count, o_.dtype, o_.op, o_.root, r.comm, r.stream));
+      PERF_CCL(desc_.run(b.send, b.recv, count, cur_.dtype, cur_.op, cur_.root, r.comm, r.stream));
     };
-    each([&](Rank& r) {
-      if (!in_place) PERF_CUDA(cudaMemset(r.recv, 0x5a, bytes));
-      fill(r, const_cast<void*>(buffers(r, count, in_place).send), send_elems(count));
-    });
-    if (o_.check) {
+    auto prepare = [&] {
+      each([&](Rank& r) {
+        if (!in_place) PERF_CUDA(cudaMemset(r.recv, 0x5a, bytes));
+        fill(r, const_cast<void*>(buffers(r, count, in_place).send), send_elems(count));
+      });
+    };
+    for (int c = 0; c < o_.check; ++c) {
+      prepare();
       round(call);
       each([&](Rank& r) {
         PERF_CUDA(cudaStreamSynchronize(r.stream));
         res.wrong += count_wrong(r, buffers(r, count, in_place).recv, count);
       });
     }
+    if (o_.check == 0) prepare();
     res.us = timed(call);
     stop_on_device_error();
     return res;
@@ -378,8 +403,8 @@ class Driver {
     const double enq = enqueue_us_;
     // Point to point has no in-place form: a rank's send would race with the data arriving.
     const Result ip = desc_.kind != Kind::kSendRecv ? measure(bytes, count, true) : Result{};
-    const ccl_redop_t op = o_.op;
-    const int root = o_.root;
+    const ccl_redop_t op = cur_.op;
+    const int root = cur_.root;
     const double factor = busbw_factor(desc_.name, nranks_);
     double nccl_us = 0;
     if (o_.compare_nccl) nccl_us = nccl_time(count);
@@ -387,8 +412,8 @@ class Driver {
     if (!leader()) return;
     // No in-place run (point to point): report zeros, not a division by zero.
     const double alg_o = bytes / oop.us / 1e3, alg_i = ip.us > 0 ? bytes / ip.us / 1e3 : 0;
-    std::printf("%12zu %12zu %7s %6s %5d   %9.2f %8.2f %8.2f %7lld   %9.2f %8.2f %8.2f %7lld",
-                bytes, count, dtype_label(o_.dtype), desc_.has_op ? op_label(op) : "none",
+    std::printf("%12zu %12zu %8s %6s %5d   %9.2f %8.2f %8.2f %7lld   %9.2f %8.2f %8.2f %7lld",
+                bytes, count, dtype_label(cur_.dtype), desc_.has_op ? op_label(op) : "none",
                 desc_.has_root ? root : -1, oop.us, alg_o, alg_o * factor, oop.wrong, ip.us, alg_i,
                 alg_i * factor, ip.wrong);
     if (o_.compare_nccl) {
@@ -398,15 +423,16 @@ class Driver {
     if (o_.graph_iters == 0) std::printf("   %7.2f", enq);
     std::printf("\n");
     std::fflush(stdout);
-    json_rows_.push_back({bytes, count, oop.us, alg_o * factor, oop.wrong, ip.us, alg_i * factor,
-                          ip.wrong, nccl_us, nccl_us > 0 ? bytes / nccl_us / 1e3 * factor : 0});
+    json_rows_.push_back({cur_, bytes, count, oop.us, alg_o * factor, oop.wrong, ip.us,
+                          alg_i * factor, ip.wrong, nccl_us,
+                          nccl_us > 0 ? bytes / nccl_us / 1e3 * factor : 0});
   }
 
   double nccl_time(size_t count) {
     auto time_of = [&](decltype(desc_.run_nccl) run) {
       return timed([&](Rank& r) {
         check_nccl(
-            run(nccl_, r.nsend, r.nrecv, count, o_.dtype, o_.op, o_.root, r.ncomm, r.stream));
+            run(nccl_, r.nsend, r.nrecv, count, cur_.dtype, cur_.op, cur_.root, r.ncomm, r.stream));
       });
     };
     const double t = time_of(desc_.run_nccl);
@@ -416,19 +442,22 @@ class Driver {
   void write_json() const {
     FILE* f = std::fopen(o_.json.c_str(), "w");
     if (!f) return;
+    // The run's type and op at the top (the first of -d/-o all); each row names its own.
     std::fprintf(f,
                  "{\"benchmark\":\"%s_perf\",\"ranks\":%d,\"type\":\"%s\",\"op\":\"%s\",\"graph\":%"
                  "d,\"rows\":[",
-                 desc_.name, nranks_, dtype_label(o_.dtype), op_label(o_.op), o_.graph_iters);
+                 desc_.name, nranks_, dtype_label(o_.dtypes[0]), op_label(o_.ops[0]),
+                 o_.graph_iters);
     for (size_t i = 0; i < json_rows_.size(); ++i) {
       const auto& j = json_rows_[i];
       std::fprintf(
           f,
-          "%s{\"bytes\":%zu,\"count\":%zu,\"oop_us\":%.3f,\"oop_busbw\":%.3f,\"oop_wrong\":%lld,"
-          "\"ip_us\":%.3f,\"ip_busbw\":%.3f,\"ip_wrong\":%lld,\"nccl_us\":%.3f,\"nccl_busbw\":%."
-          "3f}",
-          i ? "," : "", j.bytes, j.count, j.oop_us, j.oop_bus, j.oop_wrong, j.ip_us, j.ip_bus,
-          j.ip_wrong, j.nccl_us, j.nccl_bus);
+          "%s{\"type\":\"%s\",\"op\":\"%s\",\"root\":%d,\"bytes\":%zu,\"count\":%zu,"
+          "\"oop_us\":%.3f,\"oop_busbw\":%.3f,\"oop_wrong\":%lld,\"ip_us\":%.3f,\"ip_busbw\":%.3f,"
+          "\"ip_wrong\":%lld,\"nccl_us\":%.3f,\"nccl_busbw\":%.3f}",
+          i ? "," : "", dtype_label(j.combo.dtype), desc_.has_op ? op_label(j.combo.op) : "none",
+          desc_.has_root ? j.combo.root : -1, j.bytes, j.count, j.oop_us, j.oop_bus, j.oop_wrong,
+          j.ip_us, j.ip_bus, j.ip_wrong, j.nccl_us, j.nccl_bus);
     }
     std::fprintf(f, "]}\n");
     std::fclose(f);
@@ -469,6 +498,7 @@ class Driver {
   }
 
   struct JsonRow {
+    Combo combo;
     size_t bytes, count;
     double oop_us, oop_bus;
     long long oop_wrong;
@@ -479,6 +509,7 @@ class Driver {
 
   const CollDesc& desc_;
   CollOptions o_;
+  Combo cur_;
   std::vector<Rank> ranks_;
   int nranks_ = 1;
   Nccl nccl_;

@@ -58,6 +58,22 @@ constexpr struct {
 } kOps[] = {
     {"sum", ccl_sum}, {"prod", ccl_prod}, {"min", ccl_min}, {"max", ccl_max}, {"avg", ccl_avg}};
 
+/// nccl-tests' long flags, as the short ones they stand for.
+constexpr struct {
+  const char* name;
+  const char* flag;
+} kLong[] = {{"--minbytes", "-b"},     {"--maxbytes", "-e"}, {"--stepbytes", "-i"},
+             {"--stepfactor", "-f"},   {"--ngpus", "-g"},    {"--iters", "-n"},
+             {"--warmup_iters", "-w"}, {"--check", "-c"},    {"--datatype", "-d"},
+             {"--op", "-o"},           {"--root", "-r"},     {"--blocking", "-z"},
+             {"--cudagraph", "-G"},    {"--average", "-a"},  {"--registration", "-R"}};
+
+std::string short_flag(const std::string& flag) {
+  for (const auto& l : kLong)
+    if (flag == l.name) return l.flag;
+  return flag;
+}
+
 }  // namespace
 
 bool parse_dtype(const std::string& s, ccl_datatype_t* d) {
@@ -84,11 +100,11 @@ const char* op_label(ccl_redop_t op) {
 
 bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* error) {
   for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
+    const std::string typed = argv[i], flag = short_flag(typed);
     const bool has_value = i + 1 < argc;
     const char* v = has_value ? argv[i + 1] : "";
     auto bad = [&](const char* what) {
-      *error = flag + " " + v + ": " + what;
+      *error = typed + " " + v + ": " + what;
       return false;
     };
     if (flag == "--compare-nccl") {
@@ -114,14 +130,28 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
     } else if (flag == "-w") {
       if (!parse_int(v, 0, 1 << 24, &o->warmup)) return bad("must be >= 0");
     } else if (flag == "-c") {
-      if (!parse_int(v, 0, 1, &n)) return bad("must be 0 or 1");
-      o->check = n;
+      if (!parse_int(v, 0, 1 << 20, &o->check)) return bad("must be >= 0");
     } else if (flag == "-d") {
-      if (!parse_dtype(v, &o->dtype)) return bad("unknown type");
+      o->dtypes.clear();
+      if (std::strcmp(v, "all") == 0) {
+        for (int d = 0; d < ccl_num_datatypes; ++d)
+          o->dtypes.push_back(static_cast<ccl_datatype_t>(d));
+      } else {
+        o->dtypes.resize(1);
+        if (!parse_dtype(v, &o->dtypes[0])) return bad("unknown type");
+      }
     } else if (flag == "-o") {
-      if (!parse_op(v, &o->op)) return bad("unknown op");
+      o->ops.clear();
+      if (std::strcmp(v, "all") == 0) {
+        for (int r = 0; r < ccl_num_redops; ++r) o->ops.push_back(static_cast<ccl_redop_t>(r));
+      } else {
+        o->ops.resize(1);
+        if (!parse_op(v, &o->ops[0])) return bad("unknown op");
+      }
     } else if (flag == "-r") {
-      if (!parse_int(v, 0, 1 << 24, &o->root)) return bad("must be >= 0");
+      o->all_roots = std::strcmp(v, "all") == 0;
+      if (!o->all_roots && !parse_int(v, 0, 1 << 24, &o->root)) return bad("must be >= 0 or all");
+      if (o->all_roots) o->root = 0;
     } else if (flag == "-z") {
       if (!parse_int(v, 0, 1, &n)) return bad("must be 0 or 1");
       o->blocking = n;

@@ -16,13 +16,14 @@ struct CollOptions {
   size_t increment = 0;  // -i: add instead of multiply when > 0
   int gpus = 1;          // -g: GPUs per process
   int iters = 20, warmup = 5;
-  bool check = true;                   // -c
-  ccl_datatype_t dtype = ccl_float32;  // -d
-  ccl_redop_t op = ccl_sum;            // -o
-  int root = 0;                        // -r
-  bool blocking = false;               // -z: synchronize after every operation
-  int graph_iters = 0;                 // -G: capture -n operations in a CUDA graph, replay it
-  int average = 1;                     // -a: 0 rank 0, 1 average, 2 min, 3 max over ranks
+  int check = 1;  // -c: checked calls per size and layout (0: none)
+  std::vector<ccl_datatype_t> dtypes{ccl_float32};  // -d (all: every type, each its own sweep)
+  std::vector<ccl_redop_t> ops{ccl_sum};            // -o (all: every reduction)
+  int root = 0;                                     // -r
+  bool all_roots = false;                           // -r all: every rank in turn
+  bool blocking = false;                            // -z: synchronize after every operation
+  int graph_iters = 0;  // -G: capture -n operations in a CUDA graph, replay it
+  int average = 1;      // -a: 0 rank 0, 1 average, 2 min, 3 max over ranks
   // -R (as nccl-tests): 0 cudaMalloc buffers (staged), 1 cudaMalloc + ccl_comm_register,
   // 2 symmetric buffers from ccl_mem_alloc.
   int registration = 0;
@@ -31,7 +32,8 @@ struct CollOptions {
   std::string json;           // --json FILE
 };
 
-/// Parses argv; on error returns false with a message naming the flag.
+/// Parses argv (nccl-tests' short and long flags); on error returns false with a message naming
+/// the flag.
 bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* error);
 /// The message sizes of a sweep (bytes, rounded down to whole elements, at least one element).
 std::vector<size_t> sweep(const CollOptions& o, size_t element_bytes);

@@ -54,10 +54,11 @@ TEST(PerfOptions, NcclTestsFlags) {
   EXPECT_EQ(o.gpus, 2);
   EXPECT_EQ(o.iters, 50);
   EXPECT_EQ(o.warmup, 3);
-  EXPECT_FALSE(o.check);
-  EXPECT_EQ(o.dtype, ccl_bfloat16);
-  EXPECT_EQ(o.op, ccl_max);
+  EXPECT_EQ(o.check, 0);
+  EXPECT_EQ(o.dtypes, std::vector{ccl_bfloat16});
+  EXPECT_EQ(o.ops, std::vector{ccl_max});
   EXPECT_EQ(o.root, 1);
+  EXPECT_FALSE(o.all_roots);
   EXPECT_TRUE(o.blocking);
   EXPECT_EQ(o.graph_iters, 10);
   EXPECT_EQ(o.average, 3);
@@ -65,6 +66,53 @@ TEST(PerfOptions, NcclTestsFlags) {
   EXPECT_EQ(o.algo, "one_shot");
   EXPECT_TRUE(o.compare_nccl);
   EXPECT_EQ(o.json, "out.json");
+}
+
+TEST(PerfOptions, AllTypesOpsAndRoots) {
+  CollOptions o;
+  std::string err;
+  ASSERT_TRUE(parse({"-d", "all", "-o", "all", "-r", "all", "-c", "3"}, &o, &err)) << err;
+  ASSERT_EQ(o.dtypes.size(), static_cast<size_t>(ccl_num_datatypes));
+  for (int d = 0; d < ccl_num_datatypes; ++d) EXPECT_EQ(o.dtypes[d], d);
+  ASSERT_EQ(o.ops.size(), static_cast<size_t>(ccl_num_redops));
+  for (int r = 0; r < ccl_num_redops; ++r) EXPECT_EQ(o.ops[r], r);
+  EXPECT_TRUE(o.all_roots);
+  EXPECT_EQ(o.root, 0);
+  EXPECT_EQ(o.check, 3);
+  // A later single value replaces "all".
+  ASSERT_TRUE(parse({"-d", "all", "-d", "half", "-r", "all", "-r", "2"}, &o, &err)) << err;
+  EXPECT_EQ(o.dtypes, std::vector{ccl_float16});
+  EXPECT_FALSE(o.all_roots);
+  EXPECT_EQ(o.root, 2);
+}
+
+TEST(PerfOptions, NcclTestsLongFlags) {
+  CollOptions o;
+  std::string err;
+  ASSERT_TRUE(parse(
+      {"--minbytes", "1K",  "--maxbytes",     "1M", "--stepfactor", "4", "--ngpus",     "2",
+       "--iters",    "7",   "--warmup_iters", "2",  "--check",      "0", "--datatype",  "int32",
+       "--op",       "min", "--root",         "1",  "--blocking",   "1", "--cudagraph", "3",
+       "--average",  "2"},
+      &o, &err))
+      << err;
+  EXPECT_EQ(o.min_bytes, 1024u);
+  EXPECT_EQ(o.max_bytes, 1u << 20);
+  EXPECT_EQ(o.factor, 4);
+  EXPECT_EQ(o.gpus, 2);
+  EXPECT_EQ(o.iters, 7);
+  EXPECT_EQ(o.warmup, 2);
+  EXPECT_EQ(o.check, 0);
+  EXPECT_EQ(o.dtypes, std::vector{ccl_int32});
+  EXPECT_EQ(o.ops, std::vector{ccl_min});
+  EXPECT_EQ(o.root, 1);
+  EXPECT_TRUE(o.blocking);
+  EXPECT_EQ(o.graph_iters, 3);
+  EXPECT_EQ(o.average, 2);
+  ASSERT_TRUE(parse({"--stepbytes", "64K"}, &o, &err)) << err;
+  EXPECT_EQ(o.increment, 64u << 10);
+  EXPECT_FALSE(parse({"--datatype", "float7"}, &o, &err));
+  EXPECT_NE(err.find("--datatype"), std::string::npos) << err;
 }
 
 TEST(PerfOptions, BadFlagsNameTheFlag) {
@@ -75,7 +123,10 @@ TEST(PerfOptions, BadFlagsNameTheFlag) {
                                                          {"-b", "1G", "-e", "1M"},
                                                          {"-x", "1"},
                                                          {"-b"},
-                                                         {"-a", "9"}}) {
+                                                         {"-a", "9"},
+                                                         {"-r", "any"},
+                                                         {"-c", "-1"},
+                                                         {"-d", "All"}}) {
     CollOptions o;
     std::string err;
     EXPECT_FALSE(parse(args, &o, &err)) << args[0];
