@@ -67,9 +67,10 @@ class Driver {
           const size_t es = esize(d);
           for (size_t bytes : sweep(o_, es)) row(bytes, bytes / es);
         }
+    if (leader()) footer();
     if (leader() && !o_.json.empty()) write_json();
     teardown();
-    return failures_ ? 1 : 0;
+    return wrong_ ? 1 : 0;
   }
 
  private:
@@ -379,19 +380,31 @@ class Driver {
                                           : total / ranks_.size());
   }
 
-  // -a: average (or min / max, or rank 0's) over all ranks of every process, through ccl itself.
-  double across_ranks(double local) {
+  /// The sum of `local` over the ranks of every process, through ccl itself (exact: a float64 sum
+  /// of integers below 2^53).
+  long long sum_over_ranks(long long local) {
     if (o_.gpus > 1) return local;  // every rank is in this process
+    return static_cast<long long>(reduce_over_ranks(static_cast<double>(local), ccl_sum));
+  }
+
+  double reduce_over_ranks(double local, ccl_redop_t op) {
     double* d = nullptr;
     Rank& r = ranks_[0];
     PERF_CUDA(cudaMalloc(&d, sizeof(double)));
     PERF_CUDA(cudaMemcpy(d, &local, sizeof(double), cudaMemcpyHostToDevice));
-    const ccl_redop_t op = o_.average == 2 ? ccl_min : o_.average == 3 ? ccl_max : ccl_sum;
     PERF_CCL(ccl_allreduce(d, d, 1, ccl_float64, op, r.comm, r.stream));
     PERF_CUDA(cudaStreamSynchronize(r.stream));
     double v = 0;
     PERF_CUDA(cudaMemcpy(&v, d, sizeof(double), cudaMemcpyDeviceToHost));
     PERF_CUDA(cudaFree(d));
+    return v;
+  }
+
+  // -a: average (or min / max, or rank 0's) over all ranks of every process, through ccl itself.
+  double across_ranks(double local) {
+    if (o_.gpus > 1) return local;  // every rank is in this process
+    const ccl_redop_t op = o_.average == 2 ? ccl_min : o_.average == 3 ? ccl_max : ccl_sum;
+    const double v = reduce_over_ranks(local, op);
     return o_.average == 1 ? v / nranks_ : v;
   }
 
@@ -408,14 +421,16 @@ class Driver {
     const double factor = busbw_factor(desc_.name, nranks_);
     double nccl_us = 0;
     if (o_.compare_nccl) nccl_us = nccl_time(count);
-    if (oop.wrong || ip.wrong) ++failures_;
+    // #wrong counts every rank's wrong elements (each rank checks its own output).
+    const long long oop_wrong = sum_over_ranks(oop.wrong), ip_wrong = sum_over_ranks(ip.wrong);
+    wrong_ += oop_wrong + ip_wrong;
     if (!leader()) return;
     // No in-place run (point to point): report zeros, not a division by zero.
     const double alg_o = bytes / oop.us / 1e3, alg_i = ip.us > 0 ? bytes / ip.us / 1e3 : 0;
     std::printf("%12zu %12zu %8s %6s %5d   %9.2f %8.2f %8.2f %7lld   %9.2f %8.2f %8.2f %7lld",
                 bytes, count, dtype_label(cur_.dtype), desc_.has_op ? op_label(op) : "none",
-                desc_.has_root ? root : -1, oop.us, alg_o, alg_o * factor, oop.wrong, ip.us, alg_i,
-                alg_i * factor, ip.wrong);
+                desc_.has_root ? root : -1, oop.us, alg_o, alg_o * factor, oop_wrong, ip.us, alg_i,
+                alg_i * factor, ip_wrong);
     if (o_.compare_nccl) {
       const double nbus = bytes / nccl_us / 1e3 * factor;
       std::printf("   %9.2f %8.2f %6.3f", nccl_us, nbus, nccl_us / oop.us);
@@ -423,9 +438,26 @@ class Driver {
     if (o_.graph_iters == 0) std::printf("   %7.2f", enq);
     std::printf("\n");
     std::fflush(stdout);
-    json_rows_.push_back({cur_, bytes, count, oop.us, alg_o * factor, oop.wrong, ip.us,
-                          alg_i * factor, ip.wrong, nccl_us,
+    json_rows_.push_back({cur_, bytes, count, oop.us, alg_o * factor, oop_wrong, ip.us,
+                          alg_i * factor, ip_wrong, nccl_us,
                           nccl_us > 0 ? bytes / nccl_us / 1e3 * factor : 0});
+    // nccl-tests' average: every timed column, out of place and in place.
+    bus_sum_ += alg_o * factor + alg_i * factor;
+    bus_runs_ += ip.us > 0 ? 2 : 1;
+    if (nccl_us > 0) nccl_bus_sum_ += bytes / nccl_us / 1e3 * factor, ++nccl_runs_;
+  }
+
+  /// nccl-tests' closing lines (scripts read them): the wrong elements of every rank and row, and
+  /// the average bus bandwidth; with --compare-nccl, NCCL's average beside it.
+  void footer() const {
+    std::printf("# Out of bounds values : %lld %s\n", wrong_, wrong_ ? "FAILED" : "OK");
+    const double avg = bus_runs_ ? bus_sum_ / bus_runs_ : 0;
+    std::printf("# Avg bus bandwidth    : %g\n", avg);
+    if (nccl_runs_ > 0) {
+      const double nccl = nccl_bus_sum_ / nccl_runs_;
+      std::printf("# NCCL avg bus bandwidth (out of place) : %g\n", nccl);
+    }
+    std::printf("#\n");
   }
 
   double nccl_time(size_t count) {
@@ -514,7 +546,9 @@ class Driver {
   int nranks_ = 1;
   Nccl nccl_;
   bool nccl_alt_ = false;  // the descriptor's second NCCL way is in this NCCL
-  int failures_ = 0;
+  long long wrong_ = 0;    // every rank's wrong elements, all rows
+  double bus_sum_ = 0, nccl_bus_sum_ = 0;
+  int bus_runs_ = 0, nccl_runs_ = 0;
   std::vector<JsonRow> json_rows_;
   double enqueue_us_ = 0;
 };
