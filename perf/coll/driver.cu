@@ -184,12 +184,12 @@ class Driver {
 
   void header() const {
     std::printf(
-        "# ccl %s_perf: %d ranks, type %s, op %s, root %s, iters %d, warmup %d, graph %d, "
-        "check %d, buffers %s%s\n",
+        "# ccl %s_perf: %d ranks, type %s, op %s, root %s, iters %d, agg %d, warmup %d, "
+        "graph %d, check %d, buffers %s%s\n",
         desc_.name, nranks_, o_.dtypes.size() > 1 ? "all" : dtype_label(o_.dtypes[0]),
         o_.ops.size() > 1 ? "all" : op_label(o_.ops[0]),
-        o_.all_roots ? "all" : std::to_string(o_.root).c_str(), o_.iters, o_.warmup, o_.graph_iters,
-        o_.check,
+        o_.all_roots ? "all" : std::to_string(o_.root).c_str(), o_.iters, o_.agg_iters, o_.warmup,
+        o_.graph_iters, o_.check,
         o_.registration == 2   ? "symmetric (ccl_mem_alloc)"
         : o_.registration == 1 ? "cudaMalloc + ccl_comm_register"
                                : "cudaMalloc",
@@ -322,8 +322,24 @@ class Driver {
     std::exit(5);
   }
 
-  double timed(const std::function<void(Rank&)>& one) {
-    for (int i = 0; i < o_.warmup; ++i) round(one);
+  /// One iteration: -m calls on every local rank, in one group when m > 1 (nccl-tests'
+  /// aggregation; NCCL's calls in an NCCL group).
+  void iteration(const std::function<void(Rank&)>& one, bool nccl) {
+    if (o_.agg_iters == 1) return round(one);
+    if (nccl)
+      check_nccl(nccl_.group_start());
+    else
+      PERF_CCL(ccl_group_start());
+    for (int a = 0; a < o_.agg_iters; ++a) round(one);
+    if (nccl)
+      check_nccl(nccl_.group_end());
+    else
+      PERF_CCL(ccl_group_end());
+  }
+
+  /// Time per call (us): warm-up, then -n iterations eager or captured in a graph (-G).
+  double timed(const std::function<void(Rank&)>& one, bool nccl = false) {
+    for (int i = 0; i < o_.warmup; ++i) iteration(one, nccl);
     each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
     std::vector<cudaGraphExec_t> graphs(ranks_.size(), nullptr);
     if (o_.graph_iters > 0) {
@@ -331,7 +347,7 @@ class Driver {
       each([](Rank& r) {
         PERF_CUDA(cudaStreamBeginCapture(r.stream, cudaStreamCaptureModeThreadLocal));
       });
-      for (int i = 0; i < o_.iters; ++i) round(one);
+      for (int i = 0; i < o_.iters; ++i) iteration(one, nccl);
       // Every capture ends before any instantiation (not permitted while one is in progress).
       std::vector<cudaGraph_t> g(ranks_.size(), nullptr);
       for (size_t k = 0; k < ranks_.size(); ++k) {
@@ -355,13 +371,13 @@ class Driver {
     } else {
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < o_.iters; ++i) {
-        round(one);
+        iteration(one, nccl);
         if (o_.blocking) each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
       }
       // Host time to enqueue one call (every local rank's), the CPU cost a framework pays.
       enqueue_us_ =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
-          (o_.iters * static_cast<double>(ranks_.size()));
+          (o_.iters * static_cast<double>(o_.agg_iters) * static_cast<double>(ranks_.size()));
     }
     each([](Rank& r) { PERF_CUDA(cudaEventRecord(r.stop, r.stream)); });
     double total = 0, lo = 1e30, hi = 0;
@@ -369,7 +385,9 @@ class Driver {
       PERF_CUDA(cudaEventSynchronize(r.stop));
       float ms = 0;
       PERF_CUDA(cudaEventElapsedTime(&ms, r.start, r.stop));
-      const double us = 1000.0 * ms / (o_.iters * std::max(1, o_.graph_iters));
+      const double us =
+          1000.0 * ms /
+          (o_.iters * static_cast<double>(o_.agg_iters) * std::max(1, o_.graph_iters));
       total += us, lo = std::min(lo, us), hi = std::max(hi, us);
     }
     for (size_t k = 0; k < graphs.size(); ++k)
@@ -462,10 +480,12 @@ class Driver {
 
   double nccl_time(size_t count) {
     auto time_of = [&](decltype(desc_.run_nccl) run) {
-      return timed([&](Rank& r) {
-        check_nccl(
-            run(nccl_, r.nsend, r.nrecv, count, cur_.dtype, cur_.op, cur_.root, r.ncomm, r.stream));
-      });
+      return timed(
+          [&](Rank& r) {
+            check_nccl(run(nccl_, r.nsend, r.nrecv, count, cur_.dtype, cur_.op, cur_.root, r.ncomm,
+                           r.stream));
+          },
+          true);
     };
     const double t = time_of(desc_.run_nccl);
     return nccl_alt_ ? std::min(t, time_of(desc_.run_nccl_alt)) : t;
@@ -560,7 +580,8 @@ int run_driver(int argc, char** argv, const CollDesc& desc) {
   std::string error;
   if (!parse_coll_options(argc, argv, &o, &error)) {
     std::fprintf(stderr,
-                 "%s: %s\nflags: -b -e -f -i -g -n -w -c -d -o -r -z -G -a -R --algo "
+                 "%s: %s\nflags: -b -e -f -i -g -n -m -w -c -d -o -r -z -G -a -R (or their "
+                 "nccl-tests long forms) --algo "
                  "--compare-nccl --json FILE\n",
                  argv[0], error.c_str());
     return 2;

@@ -62,11 +62,11 @@ constexpr struct {
 constexpr struct {
   const char* name;
   const char* flag;
-} kLong[] = {{"--minbytes", "-b"},     {"--maxbytes", "-e"}, {"--stepbytes", "-i"},
-             {"--stepfactor", "-f"},   {"--ngpus", "-g"},    {"--iters", "-n"},
-             {"--warmup_iters", "-w"}, {"--check", "-c"},    {"--datatype", "-d"},
-             {"--op", "-o"},           {"--root", "-r"},     {"--blocking", "-z"},
-             {"--cudagraph", "-G"},    {"--average", "-a"},  {"--registration", "-R"}};
+} kLong[] = {
+    {"--minbytes", "-b"}, {"--maxbytes", "-e"},  {"--stepbytes", "-i"}, {"--stepfactor", "-f"},
+    {"--ngpus", "-g"},    {"--iters", "-n"},     {"--agg_iters", "-m"}, {"--warmup_iters", "-w"},
+    {"--check", "-c"},    {"--datatype", "-d"},  {"--op", "-o"},        {"--root", "-r"},
+    {"--blocking", "-z"}, {"--cudagraph", "-G"}, {"--average", "-a"},   {"--registration", "-R"}};
 
 std::string short_flag(const std::string& flag) {
   for (const auto& l : kLong)
@@ -127,6 +127,8 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
       if (!parse_int(v, 1, 64, &o->gpus)) return bad("must be 1..64");
     } else if (flag == "-n") {
       if (!parse_int(v, 1, 1 << 24, &o->iters)) return bad("must be >= 1");
+    } else if (flag == "-m") {
+      if (!parse_int(v, 1, 1 << 20, &o->agg_iters)) return bad("must be >= 1");
     } else if (flag == "-w") {
       if (!parse_int(v, 0, 1 << 24, &o->warmup)) return bad("must be >= 0");
     } else if (flag == "-c") {

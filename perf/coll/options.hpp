@@ -16,7 +16,8 @@ struct CollOptions {
   size_t increment = 0;  // -i: add instead of multiply when > 0
   int gpus = 1;          // -g: GPUs per process
   int iters = 20, warmup = 5;
-  int check = 1;  // -c: checked calls per size and layout (0: none)
+  int agg_iters = 1;  // -m: calls per iteration, grouped (nccl-tests' aggregation)
+  int check = 1;      // -c: checked calls per size and layout (0: none)
   std::vector<ccl_datatype_t> dtypes{ccl_float32};  // -d (all: every type, each its own sweep)
   std::vector<ccl_redop_t> ops{ccl_sum};            // -o (all: every reduction)
   int root = 0;                                     // -r

@@ -93,7 +93,7 @@ TEST(PerfOptions, NcclTestsLongFlags) {
       {"--minbytes", "1K",  "--maxbytes",     "1M", "--stepfactor", "4", "--ngpus",     "2",
        "--iters",    "7",   "--warmup_iters", "2",  "--check",      "0", "--datatype",  "int32",
        "--op",       "min", "--root",         "1",  "--blocking",   "1", "--cudagraph", "3",
-       "--average",  "2"},
+       "--average",  "2",   "--agg_iters",    "4"},
       &o, &err))
       << err;
   EXPECT_EQ(o.min_bytes, 1024u);
@@ -109,6 +109,7 @@ TEST(PerfOptions, NcclTestsLongFlags) {
   EXPECT_TRUE(o.blocking);
   EXPECT_EQ(o.graph_iters, 3);
   EXPECT_EQ(o.average, 2);
+  EXPECT_EQ(o.agg_iters, 4);
   ASSERT_TRUE(parse({"--stepbytes", "64K"}, &o, &err)) << err;
   EXPECT_EQ(o.increment, 64u << 10);
   EXPECT_FALSE(parse({"--datatype", "float7"}, &o, &err));
@@ -126,6 +127,7 @@ TEST(PerfOptions, BadFlagsNameTheFlag) {
                                                          {"-a", "9"},
                                                          {"-r", "any"},
                                                          {"-c", "-1"},
+                                                         {"-m", "0"},
                                                          {"-d", "All"}}) {
     CollOptions o;
     std::string err;
