@@ -1,0 +1,97 @@
+// The send/recv copy-engine proxy beside many streams. CUDA runs a process's streams on
+// CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 by default, 2 for an MPS client), so once a
+// process has more streams than queues some share one. A proxy copy queued behind the kernel that
+// waits for it would wait until the kernel's bounded wait gives up: with one queue every such send
+// timed out (p2p_test.cu, copy_engine_one_work_queue). Here each rank creates many streams, before
+// the proxy's and after it, and runs a copy-engine ring exchange on every one, checking the data
+// and that the proxy copied: a stream that shared the proxy's queue in that way would fail its
+// exchange within CCL_WAIT_TIMEOUT, naming the stream.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "collectives/host/coll_state.hpp"
+#include "gpu/gpu_ranks.cuh"
+
+namespace ccl::test {
+namespace {
+
+/// Copies the proxy has issued for this communicator so far (0 without a proxy).
+int issued_copies(ccl_comm_t comm, uint64_t* out) {
+  coll::CollState* st = nullptr;
+  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+  *out = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
+  return 0;
+}
+
+/// One ring exchange of `bytes` on `s` (send to the next rank, receive from the previous), data
+/// checked; `tag` varies the bytes from one exchange to the next.
+int ring_exchange(ccl_comm_t comm, int me, int n, char* sym, size_t bytes, int tag, cudaStream_t s,
+                  int stream_index) {
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  std::vector<char> h(bytes), got(bytes);
+  for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 7 + me * 3 + tag);
+  RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
+  RANK_OK(ccl_group_start());
+  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
+  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
+  RANK_OK(ccl_group_end());
+  const cudaError_t e = cudaStreamSynchronize(s);
+  ccl_result_t async = CCL_SUCCESS;
+  const char* msg = nullptr;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+  RANK_CHECK(e == cudaSuccess && async == CCL_SUCCESS, "stream %d: %s / %s", stream_index,
+             cudaGetErrorString(e), msg != nullptr ? msg : "");
+  RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < bytes; ++i)
+    RANK_CHECK(got[i] == static_cast<char>(i * 7 + prev * 3 + tag), "stream %d: byte %zu",
+               stream_index, i);
+  return 0;
+}
+
+TEST(CopyEngineQueues, ASendOnAnyOfManyStreamsCompletes) {
+  REQUIRE_GPUS(1);
+  if (const char* q = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"); q != nullptr && std::atoi(q) == 1)
+    GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: the proxy is not started on one queue (the "
+                    "SMs copy), so there is no proxy to test";
+  const int n = 2;
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(n, [&](int r) {
+    setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
+    setenv("CCL_WAIT_TIMEOUT", "3000", 1);
+    ccl_comm_t comm;
+    if (init_on_gpu(id, n, r, &comm)) return 1;
+    const size_t bytes = size_t{1} << 20;
+    char* sym = nullptr;
+    RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
+    // Streams created before the proxy's and after it (the first exchange starts the proxy and
+    // its stream), three times the default number of queues in all.
+    const int kStreams = 24;
+    std::vector<cudaStream_t> streams(kStreams);
+    for (int i = 0; i < kStreams / 2; ++i)
+      RANK_CUDA(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
+    if (ring_exchange(comm, r, n, sym, bytes, 0, streams[0], 0)) return 1;
+    uint64_t before = 0, after = 0;
+    if (issued_copies(comm, &before)) return 1;
+    RANK_CHECK(before > 0, "the proxy issued no copy: the SMs copied");
+    for (int i = kStreams / 2; i < kStreams; ++i)
+      RANK_CUDA(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
+    for (int i = 0; i < kStreams; ++i)
+      if (ring_exchange(comm, r, n, sym, bytes, i + 1, streams[i], i)) return 1;
+    if (issued_copies(comm, &after)) return 1;
+    RANK_CHECK(after >= before + kStreams, "the proxy issued %llu copies for %d sends",
+               static_cast<unsigned long long>(after - before), kStreams);
+    for (cudaStream_t s : streams) RANK_CUDA(cudaStreamDestroy(s));
+    RANK_OK(ccl_mem_free(comm, sym));
+    RANK_OK(ccl_comm_destroy(comm));
+    return 0;
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+}  // namespace
+}  // namespace ccl::test
