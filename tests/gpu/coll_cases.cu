@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collectives/host/coll_state.hpp"
 #include "gpu/coll_reference.hpp"
 #include "gpu/gpu_ranks.cuh"
 
@@ -170,6 +171,36 @@ int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStre
 
 int fresh_comm(ccl_comm_t world, int me, ccl_comm_t* out) {
   RANK_OK(ccl_comm_split(world, 0, me, out));
+  return 0;
+}
+
+int proxy_copies(ccl_comm_t comm, uint64_t* out) {
+  coll::CollState* st = nullptr;
+  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+  *out = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
+  return 0;
+}
+
+int ring_exchange(ccl_comm_t comm, int me, int n, char* sym, size_t bytes, int tag, cudaStream_t s,
+                  const char* label) {
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  std::vector<char> h(bytes), got(bytes);
+  for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 7 + me * 3 + tag);
+  RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
+  RANK_OK(ccl_group_start());
+  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
+  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
+  RANK_OK(ccl_group_end());
+  const cudaError_t e = cudaStreamSynchronize(s);
+  ccl_result_t async = CCL_SUCCESS;
+  const char* msg = nullptr;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+  RANK_CHECK(e == cudaSuccess && async == CCL_SUCCESS, "%s: %s / %s", label, cudaGetErrorString(e),
+             msg != nullptr ? msg : "");
+  RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < bytes; ++i)
+    RANK_CHECK(got[i] == static_cast<char>(i * 7 + prev * 3 + tag), "%s: byte %zu", label, i);
   return 0;
 }
 

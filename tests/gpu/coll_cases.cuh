@@ -49,6 +49,13 @@ int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStre
            const char* label, bool full);
 /// A communicator that reads the current environment (the tuner reads it at the first call).
 int fresh_comm(ccl_comm_t world, int me, ccl_comm_t* out);
+/// Copies the communicator's copy-engine proxy has issued (0 without a proxy) into *out.
+int proxy_copies(ccl_comm_t comm, uint64_t* out);
+/// A ring exchange in one group on `s`: `bytes` from sym to the next rank, into sym + bytes from
+/// the previous one, every byte checked (`tag` varies them from call to call; `label` names the
+/// call in a failure, with the stream's and the communicator's errors).
+int ring_exchange(ccl_comm_t comm, int me, int n, char* sym, size_t bytes, int tag, cudaStream_t s,
+                  const char* label);
 
 /// Steps of Collectives.EveryAlgorithmTypeAndReduction defined beside their subject:
 /// the copy-engine collectives (host_exchange_test.cu), send/recv (p2p_test.cu), and calls back

@@ -9,48 +9,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "ccl/ccl.h"
-#include "collectives/host/coll_state.hpp"
+#include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
 
 namespace ccl::test {
 namespace {
-
-/// Copies the proxy has issued for this communicator so far (0 without a proxy).
-int issued_copies(ccl_comm_t comm, uint64_t* out) {
-  coll::CollState* st = nullptr;
-  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
-  *out = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
-  return 0;
-}
-
-/// One ring exchange of `bytes` on `s` (send to the next rank, receive from the previous), data
-/// checked; `tag` varies the bytes from one exchange to the next.
-int ring_exchange(ccl_comm_t comm, int me, int n, char* sym, size_t bytes, int tag, cudaStream_t s,
-                  int stream_index) {
-  const int next = (me + 1) % n, prev = (me + n - 1) % n;
-  std::vector<char> h(bytes), got(bytes);
-  for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 7 + me * 3 + tag);
-  RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
-  RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
-  RANK_OK(ccl_group_start());
-  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
-  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
-  RANK_OK(ccl_group_end());
-  const cudaError_t e = cudaStreamSynchronize(s);
-  ccl_result_t async = CCL_SUCCESS;
-  const char* msg = nullptr;
-  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
-  RANK_CHECK(e == cudaSuccess && async == CCL_SUCCESS, "stream %d: %s / %s", stream_index,
-             cudaGetErrorString(e), msg != nullptr ? msg : "");
-  RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < bytes; ++i)
-    RANK_CHECK(got[i] == static_cast<char>(i * 7 + prev * 3 + tag), "stream %d: byte %zu",
-               stream_index, i);
-  return 0;
-}
 
 TEST(CopyEngineQueues, ASendOnAnyOfManyStreamsCompletes) {
   REQUIRE_GPUS(1);
@@ -74,15 +41,17 @@ TEST(CopyEngineQueues, ASendOnAnyOfManyStreamsCompletes) {
     std::vector<cudaStream_t> streams(kStreams);
     for (int i = 0; i < kStreams / 2; ++i)
       RANK_CUDA(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
-    if (ring_exchange(comm, r, n, sym, bytes, 0, streams[0], 0)) return 1;
+    if (ring_exchange(comm, r, n, sym, bytes, 0, streams[0], "stream 0, first")) return 1;
     uint64_t before = 0, after = 0;
-    if (issued_copies(comm, &before)) return 1;
+    if (proxy_copies(comm, &before)) return 1;
     RANK_CHECK(before > 0, "the proxy issued no copy: the SMs copied");
     for (int i = kStreams / 2; i < kStreams; ++i)
       RANK_CUDA(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
-    for (int i = 0; i < kStreams; ++i)
-      if (ring_exchange(comm, r, n, sym, bytes, i + 1, streams[i], i)) return 1;
-    if (issued_copies(comm, &after)) return 1;
+    for (int i = 0; i < kStreams; ++i) {
+      const std::string label = "stream " + std::to_string(i);
+      if (ring_exchange(comm, r, n, sym, bytes, i + 1, streams[i], label.c_str())) return 1;
+    }
+    if (proxy_copies(comm, &after)) return 1;
     RANK_CHECK(after >= before + kStreams, "the proxy issued %llu copies for %d sends",
                static_cast<unsigned long long>(after - before), kStreams);
     for (cudaStream_t s : streams) RANK_CUDA(cudaStreamDestroy(s));

@@ -212,14 +212,6 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
-/// Copies the communicator's copy-engine proxy has issued (0 without a proxy) into *out.
-int proxy_copies(ccl_comm_t comm, uint64_t* out) {
-  coll::CollState* st = nullptr;
-  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
-  *out = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
-  return 0;
-}
-
 /// A communicator whose first call is a copy-engine send/recv captured into a graph (global
 /// capture mode): its collective state and the proxy start inside the capture; two replays with
 /// new data, each one copy by the proxy per rank (none on one rank: a local copy).
@@ -277,21 +269,10 @@ int copy_engine_one_work_queue(ccl_comm_t world, int me, int n, cudaStream_t s) 
   const size_t bytes = size_t{1} << 20;
   char* sym = nullptr;
   RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
-  const int next = (me + 1) % n, prev = (me + n - 1) % n;
-  std::vector<char> h(bytes), got(bytes);
-  for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 11 + me * 5);
-  RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
-  RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
-  RANK_OK(ccl_group_start());
-  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
-  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
-  RANK_OK(ccl_group_end());
+  const int failed = ring_exchange(comm, me, n, sym, bytes, 0, s, "one work queue");
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   unsetenv("CCL_P2P_COPY_ENGINE");
-  RANK_CUDA(cudaStreamSynchronize(s));
-  RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < bytes; ++i)
-    RANK_CHECK(got[i] == static_cast<char>(i * 11 + prev * 5), "one work queue: byte %zu", i);
+  if (failed) return 1;
   uint64_t issued = 0;
   if (proxy_copies(comm, &issued)) return 1;
   RANK_CHECK(issued == 0, "one work queue: the proxy issued %llu copies",
