@@ -193,7 +193,9 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
 /// last). The LL operations' blocks follow from a.fifo_blocks (0 when the group has no other
 /// operation).
 __global__ void __launch_bounds__(kThreads)
-    p2p_kernel(ccl_device_comm_t c, CollScratch s, P2pArgs a) {
+    p2p_kernel(ccl_device_comm_t c, CollScratch s, const __grid_constant__ P2pArgs a) {
+  // __grid_constant__: the helpers below take `a` by reference, which without it copies the
+  // whole parameter (1.3 KiB with its operations) into every thread's stack.
   // Before the PDL wait: the parameters every call reads, and its first operation.
   read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.offers,
                    s.offers_read, s.zc_bytes, s.p2p, s.p2p_readers, s.p2p_ll, s.p2p_ll_entries,
@@ -238,19 +240,23 @@ __global__ void __launch_bounds__(kThreads)
   if (!channel) return;
   fifo_load(c, s, f);
   // This channel's share of each FIFO operation and where its messages sit in its (peer,
-  // direction) stream.
-  size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps], rounds = 0;
+  // direction) stream: the same on every thread, so in shared memory, a thread per operation (as
+  // arrays of every thread's own they took 1 KiB of stack a thread, which the driver reserves
+  // for every thread the GPU can hold).
+  __shared__ size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps];
   const size_t per = s.slot_bytes;
-  for (int i = 0; i < a.nops; ++i) {
+  for (int i = threadIdx.x; i < a.nops; i += blockDim.x) {
     const bool fifo = !p2p_ll(a.ops[i].bytes, p2p_ll_cap(s)) &&
                       (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
     p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
     nmsg[i] = (len[i] + per - 1) / per;
   }
-  for (int i = 0; i < a.nops; ++i) {
+  __syncthreads();
+  for (int i = threadIdx.x; i < a.nops; i += blockDim.x)
     first[i] = p2p_stream_offset(a.ops, nmsg, i);
-    if (first[i] + nmsg[i] > rounds) rounds = first[i] + nmsg[i];
-  }
+  __syncthreads();
+  size_t rounds = 0;
+  for (int i = 0; i < a.nops; ++i) rounds = max(rounds, first[i] + nmsg[i]);
   for (size_t k = 0; k < rounds; ++k) {
     for (int pass = 0; pass < 2; ++pass) {
       for (int i = 0; i < a.nops; ++i) {
