@@ -131,6 +131,11 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   run all_reduce_perf_g2_check env CCL_CHECK_MODE=1 "$coll_perf/all_reduce_perf" -g 2 -b 8 -e 1M -f 16 -c 1
   run all_gather_perf_g2_ce_graph "$coll_perf/all_gather_perf" -g 2 -b 1M -e 64M -f 4 -R 2 --algo copy_engine -c 1 -G 5
   run sendrecv_perf_g2 "$coll_perf/sendrecv_perf" -g 2 -b 8 -e 64M -f 8 -c 1
+  # Every type, reduction and root through the harness's checks (nccl-tests' -d/-o/-r all), and
+  # grouped calls (-m).
+  crun all_reduce_perf_alltypes "$coll_perf/all_reduce_perf" -b 8 -e 4M -f 32 -R 2 -n 5 -w 2 -d all -o all -c 2
+  crun reduce_perf_allroots "$coll_perf/reduce_perf" -b 8 -e 4M -f 32 -R 0 -n 5 -w 2 -d all -o all -r all
+  crun sendrecv_perf_agg "$coll_perf/sendrecv_perf" -b 8 -e 64M -f 8 -R 2 -m 8 $cmp
   run launch_floor_perf env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$coll_perf/launch_floor_perf" $cmp
   # The copy-engine path (forced only until this sweep sets its crossover), eager and in graphs.
   for c in alltoall all_gather broadcast; do
