@@ -89,7 +89,8 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
   if (ops.size() > static_cast<size_t>(kMaxP2pOps))
     return CCL_FAIL(CCL_INVALID_USAGE,
                     "a group holds %zu sends and receives on one communicator; at most %d run "
-                    "together",
+                    "together (split it into groups that every rank splits alike, so that each "
+                    "send and its receive fall in the same part)",
                     ops.size(), kMaxP2pOps);
   std::lock_guard<std::mutex> lock(comm->op_mutex);
   DeviceScope device(comm->device);

@@ -1,7 +1,7 @@
 // Send/recv on real GPUs: groups of many sends to one peer, the LL path, the rendezvous path
 // into symmetric, registered and cudaMalloc buffers, the copy-engine proxy (first call captured,
 // one work queue, every kind of window, a proxy that fails), the matrix test's send/recv step,
-// and sends whose receive is of another size.
+// sends whose receive is of another size, and a group too large for one launch.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -542,6 +542,42 @@ TEST(CollectiveFailures, AFifoSendOfAnotherSizeIsRefused) {
                      "receiver of 100 KiB from a 192 KiB send: %d '%s'", async, m.c_str());
         return 0;
       });
+}
+
+/// A group of more sends and receives on one communicator than one launch holds (kMaxP2pOps):
+/// ccl_group_end refuses it on every rank at once with CCL_INVALID_USAGE and a message naming the
+/// count and the limit, with nothing enqueued, so the communicator runs the next exchange.
+TEST(CollectiveFailures, AGroupOfTooManySendsAndReceivesIsRefused) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(2, [&](int r) {
+    setenv("CCL_WAIT_TIMEOUT", "2000", 1);
+    ccl_comm_t comm;
+    if (init_on_gpu(id, 2, r, &comm)) return 1;
+    cudaStream_t s;
+    RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const size_t bytes = 4096;
+    const int pairs = coll::kMaxP2pOps / 2 + 1;  // one send and one receive more than fit
+    char* sym = nullptr;
+    RANK_OK(ccl_mem_alloc(comm, 2 * pairs * bytes, reinterpret_cast<void**>(&sym)));
+    RANK_OK(ccl_group_start());
+    for (int i = 0; i < pairs; ++i) {
+      RANK_OK(ccl_send(sym + i * bytes, bytes, ccl_uint8, 1 - r, comm, s));
+      RANK_OK(ccl_recv(sym + (pairs + i) * bytes, bytes, ccl_uint8, 1 - r, comm, s));
+    }
+    const ccl_result_t e = ccl_group_end();
+    const std::string m = ccl_get_last_error();
+    RANK_CHECK(e == CCL_INVALID_USAGE && m.find(std::to_string(2 * pairs)) != std::string::npos &&
+                   m.find(std::to_string(coll::kMaxP2pOps)) != std::string::npos,
+               "a group of %d operations: %d '%s'", 2 * pairs, e, m.c_str());
+    // Nothing was enqueued: the communicator is well and the next exchange runs.
+    if (ring_exchange(comm, r, 2, sym, bytes, 5, s, "after the refused group")) return 1;
+    RANK_OK(ccl_mem_free(comm, sym));
+    RANK_OK(ccl_comm_destroy(comm));
+    return 0;
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 }  // namespace
