@@ -580,7 +580,7 @@ int run_driver(int argc, char** argv, const CollDesc& desc) {
   std::string error;
   if (!parse_coll_options(argc, argv, &o, &error)) {
     std::fprintf(stderr,
-                 "%s: %s\nflags: -b -e -f -i -g -n -m -w -c -d -o -r -z -G -a -R (or their "
+                 "%s: %s\nflags: -b -e -f -i -t -g -n -m -w -c -d -o -r -z -G -a -R (or their "
                  "nccl-tests long forms) --algo "
                  "--compare-nccl --json FILE\n",
                  argv[0], error.c_str());

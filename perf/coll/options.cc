@@ -62,11 +62,12 @@ constexpr struct {
 constexpr struct {
   const char* name;
   const char* flag;
-} kLong[] = {
-    {"--minbytes", "-b"}, {"--maxbytes", "-e"},  {"--stepbytes", "-i"}, {"--stepfactor", "-f"},
-    {"--ngpus", "-g"},    {"--iters", "-n"},     {"--agg_iters", "-m"}, {"--warmup_iters", "-w"},
-    {"--check", "-c"},    {"--datatype", "-d"},  {"--op", "-o"},        {"--root", "-r"},
-    {"--blocking", "-z"}, {"--cudagraph", "-G"}, {"--average", "-a"},   {"--registration", "-R"}};
+} kLong[] = {{"--minbytes", "-b"},   {"--maxbytes", "-e"},    {"--stepbytes", "-i"},
+             {"--stepfactor", "-f"}, {"--ngpus", "-g"},       {"--nthreads", "-t"},
+             {"--iters", "-n"},      {"--agg_iters", "-m"},   {"--warmup_iters", "-w"},
+             {"--check", "-c"},      {"--datatype", "-d"},    {"--op", "-o"},
+             {"--root", "-r"},       {"--blocking", "-z"},    {"--cudagraph", "-G"},
+             {"--average", "-a"},    {"--registration", "-R"}};
 
 std::string short_flag(const std::string& flag) {
   for (const auto& l : kLong)
@@ -123,6 +124,9 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
       if (o->factor <= 1) return bad("must be > 1");
     } else if (flag == "-i") {
       if (!parse_bytes(v, &o->increment)) return bad("not a size");
+    } else if (flag == "-t") {
+      // nccl-tests' threads per process: ccl drives a process's GPUs from one thread (-g).
+      if (!parse_int(v, 1, 1, &n)) return bad("only 1: use -g N for several GPUs in a process");
     } else if (flag == "-g") {
       if (!parse_int(v, 1, 64, &o->gpus)) return bad("must be 1..64");
     } else if (flag == "-n") {

@@ -110,7 +110,7 @@ TEST(PerfOptions, NcclTestsLongFlags) {
   EXPECT_EQ(o.graph_iters, 3);
   EXPECT_EQ(o.average, 2);
   EXPECT_EQ(o.agg_iters, 4);
-  ASSERT_TRUE(parse({"--stepbytes", "64K"}, &o, &err)) << err;
+  ASSERT_TRUE(parse({"--stepbytes", "64K", "-t", "1", "--nthreads", "1"}, &o, &err)) << err;
   EXPECT_EQ(o.increment, 64u << 10);
   EXPECT_FALSE(parse({"--datatype", "float7"}, &o, &err));
   EXPECT_NE(err.find("--datatype"), std::string::npos) << err;
@@ -128,6 +128,7 @@ TEST(PerfOptions, BadFlagsNameTheFlag) {
                                                          {"-r", "any"},
                                                          {"-c", "-1"},
                                                          {"-m", "0"},
+                                                         {"-t", "2"},
                                                          {"-d", "All"}}) {
     CollOptions o;
     std::string err;
