@@ -20,11 +20,12 @@
 namespace ccl::test {
 namespace {
 
-/// One group with 12 sends to the next rank and 12 receives from the previous one, of unequal
-/// sizes up to several FIFO messages each: more sends to one peer than its FIFO has slots, which
-/// deadlocked the first message order; each receive must get its own send's bytes, in order.
+/// One group as large as a launch holds (kMaxP2pOps): sends to the next rank and as many receives
+/// from the previous one, of unequal sizes from LL to several FIFO messages each: more sends to
+/// one peer than its FIFO has slots, which deadlocked the first message order; each receive must
+/// get its own send's bytes, in order.
 int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
-  constexpr int kOps = 12;
+  constexpr int kOps = coll::kMaxP2pOps / 2;
   size_t bytes[kOps], total = 0;
   for (int i = 0; i < kOps; ++i) total += bytes[i] = 1 + (i * 97531) % 700000;
   char *sb, *rb;
