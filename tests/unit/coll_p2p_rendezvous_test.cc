@@ -50,8 +50,9 @@ struct Model {
   int slow = -1;  // a block of rank 0 that moves only when nothing else can (adversarial)
   std::string error;
 
-  /// `one_way`: only rank 0 sends, to rank 1, up to 30 operations a launch (two launches'
-  /// offers overrun the ring); `window` in 0..4: how many quarters of receives have windows.
+  /// `one_way`: only rank 0 sends, to rank 1, up to kMaxP2pOps - 2 operations a launch (two
+  /// launches' offers overrun the ring); `window` in 0..4: how many quarters of receives have
+  /// windows.
   Model(int n_, int launches_, int blocks_, bool ring, uint32_t seed, bool one_way = false,
         int window = 3)
       : n(n_),
@@ -63,7 +64,7 @@ struct Model {
     groups.assign(n, std::vector<std::vector<Op>>(launches));
     // Each launch: a ring shift (r sends to r+1) of 1..12 operations, sizes on both sides of
     // the rendezvous threshold, receives with and without windows, now and then a self exchange.
-    std::uniform_int_distribution<int> count(1, one_way ? 30 : 12), coin(0, 3);
+    std::uniform_int_distribution<int> count(1, one_way ? kMaxP2pOps - 2 : 12), coin(0, 3);
     for (int l = 0; l < launches; ++l) {
       for (int r = 0; r < (one_way ? 1 : n); ++r) {
         const int to = (r + 1) % n, k = count(rng);
@@ -342,7 +343,7 @@ TEST(P2pRendezvous, EveryOfferIsReadAsMadeInAnyOrder) {
 TEST(P2pRendezvous, WithoutTheRingsWaitAnOfferIsOverwritten) {
   // The model can fail: a receiver that posts without waiting for the sender's reads overwrites
   // offers a slow copy-only block has yet to read (FIFO receives complete once the channel
-  // blocks have read; up to 30 offers a launch).
+  // blocks have read; up to kMaxP2pOps - 2 offers a launch).
   int caught = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
     Model m(2, 12, 4, false, seed, true, 0);
