@@ -88,10 +88,11 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
 Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
   if (ops.size() > static_cast<size_t>(kMaxP2pOps))
     return CCL_FAIL(CCL_INVALID_USAGE,
-                    "a group holds %zu sends and receives on one communicator; at most %d run "
-                    "together (split it into groups that every rank splits alike, so that each "
-                    "send and its receive fall in the same part)",
-                    ops.size(), kMaxP2pOps);
+                    "a launch of a group holds %zu sends and receives on one communicator; at "
+                    "most %d run together (a group runs as several launches only where one "
+                    "peer's sends or receives outnumber %d: split it into groups that every rank "
+                    "splits alike, so that each send and its receive fall in the same part)",
+                    ops.size(), kMaxP2pOps, kP2pStreamOpsPerLaunch);
   std::lock_guard<std::mutex> lock(comm->op_mutex);
   DeviceScope device(comm->device);
   CommOp guard(comm);
@@ -238,7 +239,18 @@ Status group_end() {
                           "sends and receives of one communicator in a group must use one stream"));
       continue;
     }
-    first.note(launch_p2p_ops(c, stream, ops));
+    // Streams longer than one launch takes run as several launches, cut alike on every rank.
+    std::vector<std::vector<P2pOp>> launches;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const size_t k = static_cast<size_t>(p2p_launch_of(ops.data(), static_cast<int>(i)));
+      if (launches.size() <= k) launches.resize(k + 1);
+      launches[k].push_back(ops[i]);
+    }
+    for (const std::vector<P2pOp>& part : launches) {
+      const Status st = launch_p2p_ops(c, stream, part);
+      first.note(st);
+      if (!st.ok()) break;  // the later parts' partners wait on this one
+    }
   }
   return first.get();
 }

@@ -29,6 +29,27 @@
 
 namespace ccl::coll {
 
+/// Operations of one (peer, direction) stream that one launch takes. A group whose streams are
+/// longer runs as several launches, the k-th taking operations [k Q, (k + 1) Q) of every stream
+/// (p2p_launch_of), each launch at most kMaxP2pOps operations. Both ranks of a stream count the
+/// same operations, so a send and its receive always fall in launches of the same number on their
+/// two ranks whatever else either group holds; a launch waits only for its partners' launches of
+/// its number, which wait for nothing later. (Cutting a group only where a rank's own group is
+/// too large would not do: its partner, not cutting, would run the operation's receive in a
+/// launch whose FIFO rounds wait for this rank's later launch.) Half of kMaxP2pOps, so a group
+/// with one peer of up to kMaxP2pOps operations, half each way, is never cut.
+inline constexpr int kP2pStreamOpsPerLaunch = kMaxP2pOps / 2;
+
+/// The launch that operation i of a group (in group order) runs in: its place in its (peer,
+/// direction) stream over kP2pStreamOpsPerLaunch.
+template <typename Op>
+CCL_HD int p2p_launch_of(const Op* ops, int i) {
+  int before = 0;
+  for (int j = 0; j < i; ++j)
+    before += ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0);
+  return before / kP2pStreamOpsPerLaunch;
+}
+
 /// Smallest operation that goes through a rendezvous (an offer costs one flag round trip, which
 /// a FIFO copy of this size already outlasts).
 inline constexpr size_t kP2pRendezvousFrom = size_t{256} << 10;

@@ -20,12 +20,13 @@
 namespace ccl::test {
 namespace {
 
-/// One group as large as a launch holds (kMaxP2pOps): sends to the next rank and as many receives
-/// from the previous one, of unequal sizes from LL to several FIFO messages each: more sends to
-/// one peer than its FIFO has slots, which deadlocked the first message order; each receive must
-/// get its own send's bytes, in order.
+/// One group with more sends to the next rank (and receives from the previous one) than a launch
+/// takes of a stream (kP2pStreamOpsPerLaunch), so it runs as two launches cut alike on every rank,
+/// of unequal sizes from LL to several FIFO messages each: more sends to one peer than its FIFO
+/// has slots, which deadlocked the first message order; each receive must get its own send's
+/// bytes, in order.
 int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
-  constexpr int kOps = coll::kMaxP2pOps / 2;
+  constexpr int kOps = coll::kP2pStreamOpsPerLaunch + 13;
   size_t bytes[kOps], total = 0;
   for (int i = 0; i < kOps; ++i) total += bytes[i] = 1 + (i * 97531) % 700000;
   char *sb, *rb;
@@ -545,40 +546,45 @@ TEST(CollectiveFailures, AFifoSendOfAnotherSizeIsRefused) {
       });
 }
 
-/// A group of more sends and receives on one communicator than one launch holds (kMaxP2pOps):
-/// ccl_group_end refuses it on every rank at once with CCL_INVALID_USAGE and a message naming the
-/// count and the limit, with nothing enqueued, so the communicator runs the next exchange.
+/// A launch of more sends and receives on one communicator than it holds (kMaxP2pOps): three ranks,
+/// each with kMaxP2pOps / 4 + 1 operations each way with both others (no stream longer than a
+/// launch takes, so the group is one launch). ccl_group_end refuses it on every rank at once with
+/// CCL_INVALID_USAGE naming the count and the limit, nothing enqueued, so the communicator runs
+/// the next exchange.
 TEST(CollectiveFailures, AGroupOfTooManySendsAndReceivesIsRefused) {
   REQUIRE_GPUS(1);
+  const int n = 3, per = coll::kMaxP2pOps / 4 + 1, total = 4 * per;
   ccl_unique_id_t id;
   ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
-  auto results = fork_ranks(2, [&](int r) {
+  auto results = fork_ranks(n, [&](int r) {
     setenv("CCL_WAIT_TIMEOUT", "2000", 1);
     ccl_comm_t comm;
-    if (init_on_gpu(id, 2, r, &comm)) return 1;
+    if (init_on_gpu(id, n, r, &comm)) return 1;
     cudaStream_t s;
     RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     const size_t bytes = 4096;
-    const int pairs = coll::kMaxP2pOps / 2 + 1;  // one send and one receive more than fit
     char* sym = nullptr;
-    RANK_OK(ccl_mem_alloc(comm, 2 * pairs * bytes, reinterpret_cast<void**>(&sym)));
+    RANK_OK(ccl_mem_alloc(comm, total * bytes, reinterpret_cast<void**>(&sym)));
     RANK_OK(ccl_group_start());
-    for (int i = 0; i < pairs; ++i) {
-      RANK_OK(ccl_send(sym + i * bytes, bytes, ccl_uint8, 1 - r, comm, s));
-      RANK_OK(ccl_recv(sym + (pairs + i) * bytes, bytes, ccl_uint8, 1 - r, comm, s));
-    }
+    for (int i = 0; i < per; ++i)
+      for (int k = 1; k < n; ++k) {
+        const int peer = (r + k) % n;
+        RANK_OK(ccl_send(sym + (2 * (k - 1) * per + i) * bytes, bytes, ccl_uint8, peer, comm, s));
+        RANK_OK(
+            ccl_recv(sym + ((2 * (k - 1) + 1) * per + i) * bytes, bytes, ccl_uint8, peer, comm, s));
+      }
     const ccl_result_t e = ccl_group_end();
     const std::string m = ccl_get_last_error();
-    RANK_CHECK(e == CCL_INVALID_USAGE && m.find(std::to_string(2 * pairs)) != std::string::npos &&
+    RANK_CHECK(e == CCL_INVALID_USAGE && m.find(std::to_string(total)) != std::string::npos &&
                    m.find(std::to_string(coll::kMaxP2pOps)) != std::string::npos,
-               "a group of %d operations: %d '%s'", 2 * pairs, e, m.c_str());
+               "a group of %d operations: %d '%s'", total, e, m.c_str());
     // Nothing was enqueued: the communicator is well and the next exchange runs.
-    if (ring_exchange(comm, r, 2, sym, bytes, 5, s, "after the refused group")) return 1;
+    if (ring_exchange(comm, r, n, sym, bytes, 5, s, "after the refused group")) return 1;
     RANK_OK(ccl_mem_free(comm, sym));
     RANK_OK(ccl_comm_destroy(comm));
     return 0;
   });
-  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 }  // namespace
