@@ -76,7 +76,7 @@ struct alignas(64) Ready {
 static_assert(sizeof(Ready) == 64, "one line per (block, peer) entry flag");
 inline constexpr uint64_t kNoWindow = ~uint64_t{0};
 
-/// Operations of one point-to-point group (one kernel).
+/// Operations of one point-to-point launch (a group runs as one or more: p2p_launch_of).
 inline constexpr int kMaxP2pOps = 64;
 /// A receiver's rendezvous offer to a sender: its destination window and size for the sender's
 /// rendezvous operation number `seq` (1-based, counted per pair across launches).
