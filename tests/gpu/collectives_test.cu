@@ -5,9 +5,9 @@
 // comparison with the host's reference (coll_cases.cu), run-to-run determinism, cross-algorithm
 // identity under CCL_DETERMINISTIC=1, CUDA graph capture and replay, registration, 10^4 mixed
 // back-to-back calls, push mode, stream order under programmatic dependent launch, argument
-// checks and one rank's copies; the matrix's copy-engine, send/recv and back-to-back / stream
-// order steps live in host_exchange_test.cu, p2p_test.cu and coll_order_test.cu, failures in
-// coll_failures_test.cu.
+// checks, one rank's copies, and no kernel deeper than CUDA's default stack; the matrix's
+// copy-engine, send/recv and back-to-back / stream order steps live in host_exchange_test.cu,
+// p2p_test.cu and coll_order_test.cu, failures in coll_failures_test.cu.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -445,6 +445,12 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
         ccl_result_t async;
         RANK_OK(ccl_comm_get_async_error(world, &async, nullptr));
         RANK_CHECK(async == CCL_SUCCESS, "communicator in error");
+        // No kernel the matrix launched needs more stack than CUDA's default (1 KiB): a deeper
+        // one makes the driver reserve local memory for it on every thread the GPU can hold,
+        // and keep it (the send/recv kernel once took 2432 bytes: p2p_footprint_test.cu).
+        size_t stack = 0;
+        RANK_CUDA(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+        RANK_CHECK(stack <= 1024, "a kernel raised the stack limit to %zu bytes", stack);
         RANK_OK(ccl_comm_destroy(world));
         return 0;
       },
