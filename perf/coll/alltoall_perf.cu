@@ -2,12 +2,14 @@
 // them: a group of ncclSend/ncclRecv with every rank (as nccl-tests runs it) and ncclAlltoAll
 // (NCCL 2.28 and later); each size reports the faster.
 #include "driver.hpp"
+#include "values.hpp"
 
 namespace {
 
 int nccl_grouped(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d,
                  ccl_redop_t, int, void* c, cudaStream_t st) {
-  int nranks = perf::nccl_ranks(), es = perf::type_bytes(d);
+  const int nranks = perf::nccl_ranks();
+  const size_t es = perf::esize(d);
   int rc = x.group_start();
   for (int q = 0; q < nranks && rc == 0; ++q) {
     rc = x.send(static_cast<const char*>(s) + q * n * es, n, d, q, c, st);

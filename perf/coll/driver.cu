@@ -599,8 +599,5 @@ int nccl_rank() {
 int nccl_ranks() {
   return g_ranks;
 }
-int type_bytes(ccl_datatype_t d) {
-  return static_cast<int>(esize(d));
-}
 
 }  // namespace perf

@@ -43,10 +43,8 @@ struct CollDesc {
 
 int run_driver(int argc, char** argv, const CollDesc& desc);
 
-/// For NCCL call sequences (alltoall, sendrecv): this process's rank and the rank count, and an
-/// element's bytes.
+/// For NCCL call sequences (alltoall, sendrecv): this process's rank and the rank count.
 int nccl_rank();
 int nccl_ranks();
-int type_bytes(ccl_datatype_t d);
 
 }  // namespace perf
