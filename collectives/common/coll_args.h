@@ -76,7 +76,7 @@ struct alignas(64) Ready {
 static_assert(sizeof(Ready) == 64, "one line per (block, peer) entry flag");
 inline constexpr uint64_t kNoWindow = ~uint64_t{0};
 
-/// Operations of one point-to-point launch (a group runs as one or more: p2p_launch_of).
+/// Operations of one point-to-point launch (a group runs as one or more: p2p_plan.hpp).
 inline constexpr int kMaxP2pOps = 64;
 /// A receiver's rendezvous offer to a sender: its destination window and size for the sender's
 /// rendezvous operation number `seq` (1-based, counted per pair across launches).
@@ -143,7 +143,8 @@ struct CollScratch {
   uint64_t* offers_read;  // symmetric [sender]: my offers the sender has read (frees the ring)
   uint64_t* zc_bytes;     // symmetric [sender]: bytes the sender wrote into my windows
   P2pCounts* p2p;         // local device [peer]
-  uint32_t* p2p_readers;  // local device: blocks of the running kernel that read their offers
+  uint32_t* p2p_readers;  // local device [kMaxP2pOps]: blocks of the running kernel that read
+                          // a batch's offers, per batch
   // Point-to-point LL operations (collectives/schedule/p2p.hpp).
   uint64_t* p2p_ll;         // symmetric [kP2pLLSlots][sender][p2p_ll_entries]: LL entries
   size_t p2p_ll_entries;    // entries of one row: 2 per 8 data bytes of p2p_ll_capacity

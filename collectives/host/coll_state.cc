@@ -168,7 +168,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   // Local part: counters and sequence numbers (zeroed), then the work space.
   Layout lo;
   const size_t finished_at = lo.add(sizeof(uint32_t));
-  const size_t readers_at = lo.add(sizeof(uint32_t));
+  const size_t readers_at = lo.add(kMaxP2pOps * sizeof(uint32_t));
   const size_t ll_done_at = lo.add(sizeof(uint32_t));
   const size_t ll_read_at = lo.add(kMaxP2pOps * sizeof(uint32_t));
   const size_t seq_at = lo.add(n * kPipeChannels * 2 * sizeof(uint64_t));

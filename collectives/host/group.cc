@@ -10,6 +10,7 @@
 #include "collectives/host/residency.hpp"
 #include "collectives/host/run.hpp"
 #include "collectives/schedule/p2p.hpp"
+#include "collectives/schedule/p2p_plan.hpp"
 #include "common/cuda.hpp"
 #include "common/log.hpp"
 #include "core/api_guard.hpp"
@@ -86,13 +87,10 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
 }
 
 Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
+  // group_end packs a group into launches of at most this many (p2p_plan.hpp).
   if (ops.size() > static_cast<size_t>(kMaxP2pOps))
-    return CCL_FAIL(CCL_INVALID_USAGE,
-                    "a launch of a group holds %zu sends and receives on one communicator; at "
-                    "most %d run together (a group runs as several launches only where one "
-                    "peer's sends or receives outnumber %d: split it into groups that every rank "
-                    "splits alike, so that each send and its receive fall in the same part)",
-                    ops.size(), kMaxP2pOps, kP2pStreamOpsPerLaunch);
+    return CCL_FAIL(CCL_INTERNAL_ERROR, "a point-to-point launch of %zu operations; at most %d",
+                    ops.size(), kMaxP2pOps);
   std::lock_guard<std::mutex> lock(comm->op_mutex);
   DeviceScope device(comm->device);
   CommOp guard(comm);
@@ -239,12 +237,15 @@ Status group_end() {
                           "sends and receives of one communicator in a group must use one stream"));
       continue;
     }
-    // Streams longer than one launch takes run as several launches, cut alike on every rank.
+    // Batches agreed with every partner, packed into launches of this rank's own (p2p_plan.hpp).
+    const P2pPlan plan = p2p_plan(ops, c->nranks, c->rank);
     std::vector<std::vector<P2pOp>> launches;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const size_t k = static_cast<size_t>(p2p_launch_of(ops.data(), static_cast<int>(i)));
-      if (launches.size() <= k) launches.resize(k + 1);
-      launches[k].push_back(ops[i]);
+    for (const std::vector<int>& members : plan.launches) {
+      launches.emplace_back();
+      for (int i : members) {
+        launches.back().push_back(ops[static_cast<size_t>(i)]);
+        launches.back().back().batch = plan.place[static_cast<size_t>(i)];
+      }
     }
     for (const std::vector<P2pOp>& part : launches) {
       const Status st = launch_p2p_ops(c, stream, part);

@@ -39,15 +39,18 @@ __device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   return true;
 }
 
-/// Every block, one thread: the receivers' windows for this block's rendezvous sends (kNoWindow:
-/// through the FIFOs). The last block to have read tells each receiver, freeing its ring. A
-/// receive of another size than its send fails the launch (reported as a bad argument naming the
-/// receiver, both sizes) before a byte is written: a larger send would write past the window,
-/// or past the FIFO messages the receiver takes.
+/// Every block, one thread: the receivers' windows for the rendezvous sends of one batch, ops
+/// [lo, hi) (kNoWindow: through the FIFOs). The batch's last block to have read tells each
+/// receiver how many of its offers were read, freeing its ring; the launch's last such batch
+/// advances the pairs' counts for the next launch (every block has read every batch by then; until
+/// then every block numbers offers from the counts as the launch found them). A receive of
+/// another size than its send fails the launch (reported as a bad argument naming the receiver,
+/// both sizes) before a byte is written: a larger send would write past the window, or past the
+/// FIFO messages the receiver takes.
 __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
-                            uint64_t* win) {
+                            int lo, int hi, uint64_t* win) {
   bool any = false;
-  for (int i = 0; i < a.nops; ++i) {
+  for (int i = lo; i < hi; ++i) {
     const P2pOp& op = a.ops[i];
     win[i] = kNoWindow;
     if (!op.is_send || !p2p_rendezvous(op.bytes)) continue;
@@ -63,14 +66,24 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   }
   if (!any) return true;
   __threadfence();
-  if (atomicAdd(s.p2p_readers, 1u) != static_cast<unsigned>(a.fifo_blocks) - 1) return true;
-  *s.p2p_readers = 0;
-  for (int i = 0; i < a.nops; ++i) {
+  uint32_t* readers = s.p2p_readers + a.ops[lo].batch;
+  if (atomicAdd(readers, 1u) != static_cast<unsigned>(a.fifo_blocks) - 1) return true;
+  *readers = 0;
+  bool last = true;  // no rendezvous send after this batch
+  for (int i = hi; i < a.nops && last; ++i)
+    last = !(a.ops[i].is_send && p2p_rendezvous(a.ops[i].bytes));
+  for (int i = lo; i < hi; ++i) {
     const P2pOp& op = a.ops[i];
-    if (!op.is_send || !p2p_rendezvous(op.bytes) || p2p_rendezvous_before(a.ops, i) != 0) continue;
-    uint64_t& read = s.p2p[op.peer].offers_read;
-    read += p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
-    dev::signal(c, s.offers_read + c.rank, read, dev::SignalOp::kSet, op.peer);
+    if (!op.is_send || !p2p_rendezvous(op.bytes)) continue;
+    bool first = true;  // the batch's first rendezvous send to this peer reports for all of them
+    for (int j = lo; j < i && first; ++j)
+      first = !(a.ops[j].peer == op.peer && a.ops[j].is_send && p2p_rendezvous(a.ops[j].bytes));
+    if (!first) continue;
+    const uint64_t before = p2p_rendezvous_count(a.ops, lo, op.peer, true);
+    const uint64_t through = p2p_rendezvous_count(a.ops, hi, op.peer, true);
+    // Added, not set: two batches' last readers may report out of order.
+    dev::signal(c, s.offers_read + c.rank, through - before, dev::SignalOp::kAdd, op.peer);
+    if (last) s.p2p[op.peer].offers_read += p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
   }
   return true;
 }
@@ -82,12 +95,12 @@ __device__ __forceinline__ size_t copy_engine_bytes(const P2pArgs& a, int i, uin
   return op.is_send && op.copy_engine && win != kNoWindow ? p2p_ce_bytes(op.bytes, a.ce_share) : 0;
 }
 
-/// Block 0, one thread, after read_offers: hands the copy engine's part of each send to the proxy;
-/// *last is the number of the last copy posted (0: none), *peer its receiver (for reports).
+/// Block 0, one thread, after read_offers: hands the copy engine's part of each send of ops
+/// [lo, hi) to the proxy; *last becomes the number of the last copy posted (left as it was when
+/// none is), *peer its receiver (for reports).
 __device__ bool post_copies(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
-                            const uint64_t* win, uint64_t* last, int* peer) {
-  *last = 0;
-  for (int i = 0; i < a.nops; ++i) {
+                            int lo, int hi, const uint64_t* win, uint64_t* last, int* peer) {
+  for (int i = lo; i < hi; ++i) {
     const P2pOp& op = a.ops[i];
     const size_t ce = copy_engine_bytes(a, i, win[i]), head = op.bytes - ce;
     if (ce == 0) continue;
@@ -188,14 +201,15 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
 }
 
 /// Point-to-point group. Blocks [0, kPipeChannels) are the FIFO channels; a group that sends a
-/// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares first (not
-/// when every such send is the copy engines': block 0 hands those to the proxy and awaits them
-/// last). The LL operations' blocks follow from a.fifo_blocks (0 when the group has no other
-/// operation).
+/// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares (not when every
+/// such send is the copy engines': block 0 hands those to the proxy and awaits them last). The LL
+/// operations' blocks follow from a.fifo_blocks (0 when the group has no other operation). A
+/// launch holding several batches (p2p.hpp: p2p_batch_of) runs them one after another, each as a
+/// launch of its own did: its offers read, its zero-copy shares written, then its FIFO rounds.
 __global__ void __launch_bounds__(kThreads)
     p2p_kernel(ccl_device_comm_t c, CollScratch s, const __grid_constant__ P2pArgs a) {
   // __grid_constant__: the helpers below take `a` by reference, which without it copies the
-  // whole parameter (1.3 KiB with its operations) into every thread's stack.
+  // whole parameter (2.6 KiB with its operations) into every thread's stack.
   // Before the PDL wait: the parameters every call reads, and its first operation.
   read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.offers,
                    s.offers_read, s.zc_bytes, s.p2p, s.p2p_readers, s.p2p_ll, s.p2p_ll_entries,
@@ -211,76 +225,88 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int fail;
   __shared__ uint64_t copies;  // block 0: the last copy-engine copy posted (0: none)
   __shared__ int copies_to;    // block 0: that copy's receiver
-  const bool channel = blockIdx.x < kPipeChannels;
-  if (threadIdx.x == 0) {
-    fail = 0;
-    if (blockIdx.x == 0 && !post_offers(c, s, a)) fail = 1;
-    if (!fail && !read_offers(c, s, a, zwin)) fail = 1;
-    if (!fail && blockIdx.x == 0 && !post_copies(c, s, a, zwin, &copies, &copies_to)) fail = 1;
-  }
-  __syncthreads();
-  if (fail) return;
-  // Zero-copy sends: every block writes its share of the receiver's window and adds it to the
-  // receiver's tally (of a copy_engine send only the head the copy engine leaves them).
-  for (int i = 0; i < a.nops; ++i) {
-    const P2pOp& op = a.ops[i];
-    if (!op.is_send || zwin[i] == kNoWindow) continue;
-    const size_t mine = op.bytes - copy_engine_bytes(a, i, zwin[i]);
-    if (mine == 0) continue;
-    size_t lo, len;
-    p2p_share(mine, a.fifo_blocks, blockIdx.x, &lo, &len);
-    copy_slice(window<char>(c, s, op.peer, zwin[i]) + lo, static_cast<const char*>(op.buf) + lo,
-               len);
-    __syncthreads();
-    if (threadIdx.x == 0 && len > 0) {
-      dev::detail::fence_system();
-      dev::signal(c, s.zc_bytes + c.rank, len, dev::SignalOp::kAdd, op.peer);
-    }
-  }
-  if (!channel) return;
-  fifo_load(c, s, f);
   // This channel's share of each FIFO operation and where its messages sit in its (peer,
   // direction) stream: the same on every thread, so in shared memory, a thread per operation (as
   // arrays of every thread's own they took 1 KiB of stack a thread, which the driver reserves
   // for every thread the GPU can hold).
   __shared__ size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps];
-  const size_t per = s.slot_bytes;
-  for (int i = threadIdx.x; i < a.nops; i += blockDim.x) {
-    const bool fifo = !p2p_ll(a.ops[i].bytes, p2p_ll_cap(s)) &&
-                      (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
-    p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
-    nmsg[i] = (len[i] + per - 1) / per;
+  const bool channel = blockIdx.x < kPipeChannels;
+  if (threadIdx.x == 0) {
+    fail = 0;
+    copies = 0;
+    if (blockIdx.x == 0 && !post_offers(c, s, a)) fail = 1;
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < a.nops; i += blockDim.x)
-    first[i] = p2p_stream_offset(a.ops, nmsg, i);
-  __syncthreads();
-  size_t rounds = 0;
-  for (int i = 0; i < a.nops; ++i) rounds = max(rounds, first[i] + nmsg[i]);
-  for (size_t k = 0; k < rounds; ++k) {
-    for (int pass = 0; pass < 2; ++pass) {
-      for (int i = 0; i < a.nops; ++i) {
-        const P2pOp& op = a.ops[i];
-        if ((op.is_send != 0) != (pass == 0) || k < first[i] || k >= first[i] + nmsg[i]) continue;
-        const size_t at = (k - first[i]) * per;
-        const size_t off = lo[i] + at, b = min(per, len[i] - at);
-        uint64_t m;
-        if (op.is_send) {
-          char* slot = send_begin(c, s, f, op.peer, &m);
-          if (slot == nullptr) return;
-          dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b, op.peer);
-          // The operation's size with its first message on this channel: the receiver checks
-          // it there, where the first mismatched operation of a pair always shows.
-          send_end(c, s, f, op.peer, m, k == first[i] ? op.bytes : 0);
-        } else {
-          const char* slot = recv_begin(c, s, f, op.peer, &m, k == first[i] ? op.bytes : 0);
-          if (slot == nullptr) return;
-          copy_slice(static_cast<char*>(op.buf) + off, slot, b);
-          recv_end(c, s, f, op.peer, m);
+  if (fail) return;
+  if (channel) fifo_load(c, s, f);
+  const size_t per = s.slot_bytes;
+  for (int b0 = 0, b1 = 0; b0 < a.nops; b0 = b1) {
+    for (b1 = b0 + 1; b1 < a.nops && a.ops[b1].batch == a.ops[b0].batch;) ++b1;
+    if (threadIdx.x == 0) {
+      if (!read_offers(c, s, a, b0, b1, zwin)) fail = 1;
+      if (!fail && blockIdx.x == 0 && !post_copies(c, s, a, b0, b1, zwin, &copies, &copies_to))
+        fail = 1;
+    }
+    __syncthreads();
+    if (fail) return;
+    // Zero-copy sends: every block writes its share of the receiver's window and adds it to the
+    // receiver's tally (of a copy_engine send only the head the copy engine leaves them).
+    for (int i = b0; i < b1; ++i) {
+      const P2pOp& op = a.ops[i];
+      if (!op.is_send || zwin[i] == kNoWindow) continue;
+      const size_t mine = op.bytes - copy_engine_bytes(a, i, zwin[i]);
+      if (mine == 0) continue;
+      size_t at, n;
+      p2p_share(mine, a.fifo_blocks, blockIdx.x, &at, &n);
+      copy_slice(window<char>(c, s, op.peer, zwin[i]) + at, static_cast<const char*>(op.buf) + at,
+                 n);
+      __syncthreads();
+      if (threadIdx.x == 0 && n > 0) {
+        dev::detail::fence_system();
+        dev::signal(c, s.zc_bytes + c.rank, n, dev::SignalOp::kAdd, op.peer);
+      }
+    }
+    if (!channel) continue;
+    for (int i = b0 + threadIdx.x; i < b1; i += blockDim.x) {
+      const bool fifo = !p2p_ll(a.ops[i].bytes, p2p_ll_cap(s)) &&
+                        (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
+      p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
+      nmsg[i] = (len[i] + per - 1) / per;
+    }
+    __syncthreads();
+    for (int i = b0 + threadIdx.x; i < b1; i += blockDim.x)
+      first[i] = p2p_stream_offset(a.ops + b0, nmsg + b0, i - b0);
+    __syncthreads();
+    size_t rounds = 0;
+    for (int i = b0; i < b1; ++i) rounds = max(rounds, first[i] + nmsg[i]);
+    for (size_t k = 0; k < rounds; ++k) {
+      for (int pass = 0; pass < 2; ++pass) {
+        for (int i = b0; i < b1; ++i) {
+          const P2pOp& op = a.ops[i];
+          if ((op.is_send != 0) != (pass == 0) || k < first[i] || k >= first[i] + nmsg[i]) continue;
+          const size_t at = (k - first[i]) * per;
+          const size_t off = lo[i] + at, b = min(per, len[i] - at);
+          uint64_t m;
+          if (op.is_send) {
+            char* slot = send_begin(c, s, f, op.peer, &m);
+            if (slot == nullptr) return;
+            dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b,
+                                         op.peer);
+            // The operation's size with its first message on this channel: the receiver checks
+            // it there, where the first mismatched operation of a pair always shows.
+            send_end(c, s, f, op.peer, m, k == first[i] ? op.bytes : 0);
+          } else {
+            const char* slot = recv_begin(c, s, f, op.peer, &m, k == first[i] ? op.bytes : 0);
+            if (slot == nullptr) return;
+            copy_slice(static_cast<char*>(op.buf) + off, slot, b);
+            recv_end(c, s, f, op.peer, m);
+          }
         }
       }
     }
+    __syncthreads();  // every thread past this batch's shares before the next one's overwrite them
   }
+  if (!channel) return;
   fifo_store(c, s, f);
   if (blockIdx.x == 0 && threadIdx.x == 0 &&
       (copies == 0 || await_copies(c, s, a, zwin, copies, copies_to)))

@@ -22,6 +22,7 @@ struct P2pOp {
   uint64_t win;     // a rendezvous receive: the window of buf, or kNoWindow
   int copy_engine;  // a rendezvous send the copy-engine proxy copies when the receiver offers
                     // a window (CCL_P2P_COPY_ENGINE)
+  int batch = 0;    // its batch's place in the launch (p2p_plan.hpp); operations sorted by it
 };
 struct P2pArgs {
   int nops;

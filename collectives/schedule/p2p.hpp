@@ -29,25 +29,43 @@
 
 namespace ccl::coll {
 
-/// Operations of one (peer, direction) stream that one launch takes. A group whose streams are
-/// longer runs as several launches, the k-th taking operations [k Q, (k + 1) Q) of every stream
-/// (p2p_launch_of), each launch at most kMaxP2pOps operations. Both ranks of a stream count the
-/// same operations, so a send and its receive always fall in launches of the same number on their
-/// two ranks whatever else either group holds; a launch waits only for its partners' launches of
-/// its number, which wait for nothing later. (Cutting a group only where a rank's own group is
-/// too large would not do: its partner, not cutting, would run the operation's receive in a
-/// launch whose FIFO rounds wait for this rank's later launch.) Half of kMaxP2pOps, so a group
-/// with one peer of up to kMaxP2pOps operations, half each way, is never cut.
-inline constexpr int kP2pStreamOpsPerLaunch = kMaxP2pOps / 2;
+/// A group's operations fall into batches, each at most kMaxP2pOps operations on any rank; a
+/// launch runs one or more consecutive batches (p2p_plan.hpp). Both ranks of a (peer, direction)
+/// stream compute the same batch for each of its operations from what both know (the operation's
+/// place in the stream, the peer's distance and the rank count), so a send and its receive are
+/// always in the same batch, whatever else either group holds and however each rank packs its
+/// batches into launches. A launch runs its batches one after another (p2p_kernel: a batch's
+/// offers are read, its zero-copy shares written and its FIFO rounds run after the batch before
+/// it is through its rounds), so every wait of batch b is on its partners' batch b or earlier: no
+/// group deadlocks, whatever its size. (Cutting where a rank's own group
+/// is too large would not do: its partner's uncut launch would wait, FIFO rounds and all, for an
+/// operation in this rank's later launch; tests/unit/coll_p2p_launches_test.cc shows it.)
+///
+/// A batch takes from each stream p2p_batch_ops(nranks) consecutive operations. Up to 32 ranks
+/// every distance (peer) is in every batch, as many operations a stream as keep the batch to
+/// kMaxP2pOps with every stream full (self included); beyond, one operation a stream and the
+/// distances in groups of kMaxP2pOps / 2.
+CCL_HD int p2p_batch_ops(int nranks) {
+  const int q = kMaxP2pOps / 2 / (nranks < 1 ? 1 : nranks);
+  return q < 1 ? 1 : q;
+}
 
-/// The launch that operation i of a group (in group order) runs in: its place in its (peer,
-/// direction) stream over kP2pStreamOpsPerLaunch.
+/// Distance from this rank to the peer of an operation, the same number on both ranks of a pair
+/// (a send's receiver is as far ahead as the receive's sender is behind).
+CCL_HD int p2p_distance(int rank, int peer, bool is_send, int nranks) {
+  return is_send ? (peer - rank + nranks) % nranks : (rank - peer + nranks) % nranks;
+}
+
+/// The batch of operation i of a group (in group order) on `rank` of `nranks`.
 template <typename Op>
-CCL_HD int p2p_launch_of(const Op* ops, int i) {
+CCL_HD int p2p_batch_of(const Op* ops, int i, int nranks, int rank) {
   int before = 0;
   for (int j = 0; j < i; ++j)
     before += ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0);
-  return before / kP2pStreamOpsPerLaunch;
+  constexpr int kDistances = kMaxP2pOps / 2;
+  const int groups = nranks > kDistances ? (nranks + kDistances - 1) / kDistances : 1;
+  const int d = p2p_distance(rank, ops[i].peer, ops[i].is_send != 0, nranks);
+  return before / p2p_batch_ops(nranks) * groups + (groups > 1 ? d / kDistances : 0);
 }
 
 /// Smallest operation that goes through a rendezvous (an offer costs one flag round trip, which
@@ -183,7 +201,8 @@ CCL_HD int p2p_threads(const Op* ops, int nops, int most, size_t cap) {
 }
 
 /// Messages of the earlier operations in operation i's stream: operation i carries, in round k,
-/// its message k - p2p_stream_offset(...) when that is in [0, msgs[i]).
+/// its message k - p2p_stream_offset(...) when that is in [0, msgs[i]). `ops` is one batch (a
+/// launch runs its batches' rounds one batch after another).
 template <typename Op>
 CCL_HD size_t p2p_stream_offset(const Op* ops, const size_t* msgs, int i) {
   size_t off = 0;

@@ -1,8 +1,10 @@
 // A model of the send/recv rendezvous (collectives/pipe/p2p.cu: post_offers, read_offers, the
 // zero-copy copies and await_zero_copy) over many launches, with the ring arithmetic the kernel
 // uses (collectives/schedule/p2p.hpp). Every rank's block 0 posts its receives' offers into a
-// ring at the sender; every block of the sender reads them; the last reader tells the receiver;
-// a launch ends when its receives are complete. Steps of every block of every rank run in a
+// ring at the sender; every block of the sender reads them, batch by batch; each batch's last
+// reader tells the receiver how many it read (the kernel adds them at the receiver), the
+// launch's last such batch advances the sender's count; a launch ends when its receives are
+// complete. Steps of every block of every rank run in a
 // random order. The model checks that no one waits forever, that every offer read is the one
 // meant (never a stale or a later one) and that both sides' counters agree at the end; without
 // the ring's wait it must find an overwritten offer.
@@ -22,7 +24,8 @@ struct Op {
   int peer;
   int is_send;
   size_t bytes;
-  bool window;  // a receive: the receiver has a window (zero copy) or offers none (FIFOs)
+  bool window;    // a receive: the receiver has a window (zero copy) or offers none (FIFOs)
+  int batch = 0;  // its batch's place in the launch (the launch's operations sorted by it)
 };
 
 struct Offer {
@@ -44,7 +47,7 @@ struct Model {
     size_t posted = 0;         // rendezvous receives posted by block 0
     std::vector<size_t> read;  // per block: rendezvous sends read
     std::vector<bool> done;    // per block: read all its offers
-    int readers = 0;           // blocks that read all
+    std::vector<int> readers;  // per batch: blocks that read all its offers
   };
   std::vector<Launch> cur;
   int slow = -1;  // a block of rank 0 that moves only when nothing else can (adversarial)
@@ -68,16 +71,21 @@ struct Model {
     for (int l = 0; l < launches; ++l) {
       for (int r = 0; r < (one_way ? 1 : n); ++r) {
         const int to = (r + 1) % n, k = count(rng);
+        // Batches of 1 to 4 of the pair's operations (both sides alike, as p2p_batch_of).
+        const int per_batch = 1 + coin(rng);
         for (int i = 0; i < k; ++i) {
           const size_t bytes = coin(rng) == 0 ? 4096 : kP2pRendezvousFrom + 16 * i;
-          groups[r][l].push_back({to, 1, bytes, false});
-          groups[to][l].push_back({r, 0, bytes, coin(rng) < window});
+          groups[r][l].push_back({to, 1, bytes, false, i / per_batch});
+          groups[to][l].push_back({r, 0, bytes, coin(rng) < window, i / per_batch});
         }
         if (!one_way && coin(rng) == 0) {
-          groups[r][l].push_back({r, 1, kP2pRendezvousFrom, false});
-          groups[r][l].push_back({r, 0, kP2pRendezvousFrom, true});
+          groups[r][l].push_back({r, 1, kP2pRendezvousFrom, false, 0});
+          groups[r][l].push_back({r, 0, kP2pRendezvousFrom, true, 0});
         }
       }
+      for (int r = 0; r < n; ++r)
+        std::stable_sort(groups[r][l].begin(), groups[r][l].end(),
+                         [](const Op& a, const Op& b) { return a.batch < b.batch; });
     }
     offers.assign(n, std::vector<std::vector<Offer>>(n, std::vector<Offer>(kMaxP2pOps)));
     read_ack.assign(n, std::vector<uint64_t>(n, 0));
@@ -100,6 +108,7 @@ struct Model {
     cur[r] = Launch{};
     cur[r].l = l;
     cur[r].read.assign(blocks, 0);
+    cur[r].readers.assign(kMaxP2pOps, 0);
     const bool reads = l < launches && nth_rendezvous(groups[r][l], true, 0) >= 0;
     cur[r].done.assign(blocks, !reads);  // nothing to read: past read_offers at once
   }
@@ -136,17 +145,23 @@ struct Model {
               std::to_string(q) + " (tag " + std::to_string(want) + ")";
       return false;
     }
-    if (nth_rendezvous(ops(r), true, ++cur[r].read[b]) >= 0) return true;
-    cur[r].done[b] = true;
-    if (++cur[r].readers < blocks) return true;
-    // The last reader reports every pair's reads to its receiver.
-    for (int p = 0; p < n; ++p) {
-      const uint64_t k =
-          p2p_rendezvous_count(ops(r).data(), static_cast<int>(ops(r).size()), p, true);
-      if (k == 0) continue;
-      taken[r][p] += k;
-      read_ack[p][r] = taken[r][p];
-    }
+    const int next = nth_rendezvous(ops(r), true, ++cur[r].read[b]);
+    cur[r].done[b] = next < 0;
+    const int batch = op.batch;
+    if (next >= 0 && ops(r)[next].batch == batch) return true;
+    if (++cur[r].readers[batch] < blocks) return true;
+    // The batch's last reader adds the batch's reads at each receiver; after the launch's last
+    // batch with rendezvous sends, the sender's count moves on.
+    const std::vector<Op>& g = ops(r);
+    int lo = 0, hi = 0;
+    while (g[lo].batch != batch) ++lo;
+    for (hi = lo; hi < static_cast<int>(g.size()) && g[hi].batch == batch;) ++hi;
+    for (int p = 0; p < n; ++p)
+      read_ack[p][r] +=
+          p2p_rendezvous_count(g.data(), hi, p, true) - p2p_rendezvous_count(g.data(), lo, p, true);
+    if (next >= 0) return true;
+    for (int p = 0; p < n; ++p)
+      taken[r][p] += p2p_rendezvous_count(g.data(), static_cast<int>(g.size()), p, true);
     return true;
   }
 

@@ -150,7 +150,8 @@ TEST(PipeProtocol, EveryScheduleCompletesWithBoundedFifos) {
 }
 
 /// p2p_kernel: round k carries message k of every (peer, direction) stream, sends first, in the
-/// kernel's own order (p2p_stream_offset).
+/// kernel's own order (p2p_stream_offset; one batch: tests/unit/coll_p2p_launches_test.cc models
+/// launches of several).
 struct GroupOp {
   int peer;
   int is_send;
@@ -198,10 +199,10 @@ TEST(PipeProtocol, PointToPointGroupsComplete) {
 }
 
 TEST(PipeProtocol, ManySendsToOnePeerComplete) {
-  // Two ranks exchanging many buffers each way (up to the group limit): with one message per
+  // Two ranks exchanging many buffers each way (up to a launch's limit): with one message per
   // stream per round the FIFOs never fill in one round. The previous order (one message of every
   // operation per round) deadlocks from kPipeSlots + 1 buffers: the model shows it.
-  for (int k : {1, kPipeSlots, kPipeSlots + 1, 16}) {  // 16 each way: a full group (kMaxP2pOps)
+  for (int k : {1, kPipeSlots, kPipeSlots + 1, kMaxP2pOps / 2}) {  // the last: a full launch
     std::vector<std::vector<std::pair<Msg, size_t>>> ops(2);
     for (int r = 0; r < 2; ++r)
       for (int i = 0; i < k; ++i) {

@@ -1,0 +1,49 @@
+// How a rank packs its point-to-point group into launches (collectives/host/group.cc), shared
+// with the model in tests/unit/coll_p2p_launches_test.cc. The batches (p2p.hpp: p2p_batch_of)
+// are what every rank agrees on; the packing is each rank's own: consecutive batches, in order,
+// as many as a launch holds, so a group of a few operations with many peers, or many with one,
+// is still one launch.
+#pragma once
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "collectives/schedule/p2p.hpp"
+
+namespace ccl::coll {
+
+struct P2pPlan {
+  std::vector<int> batch;                  // per operation: p2p_batch_of
+  std::vector<std::vector<int>> launches;  // operations of each launch, by batch, stream order kept
+  std::vector<int> place;                  // per operation: its batch's place in its launch
+};
+
+/// Batches join the launch before them while it holds at most `most` operations.
+template <typename Op>
+P2pPlan p2p_plan(const std::vector<Op>& ops, int nranks, int rank, int most = kMaxP2pOps) {
+  P2pPlan plan;
+  const int nops = static_cast<int>(ops.size());
+  plan.batch.resize(ops.size());
+  plan.place.resize(ops.size());
+  for (int i = 0; i < nops; ++i) plan.batch[i] = p2p_batch_of(ops.data(), i, nranks, rank);
+  std::vector<int> order(ops.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return plan.batch[a] < plan.batch[b]; });
+  for (size_t i = 0; i < order.size();) {
+    size_t end = i;
+    while (end < order.size() && plan.batch[order[end]] == plan.batch[order[i]]) ++end;
+    const bool join = !plan.launches.empty() &&
+                      plan.launches.back().size() + (end - i) <= static_cast<size_t>(most);
+    if (!join) plan.launches.emplace_back();
+    const int place = join ? plan.place[plan.launches.back().back()] + 1 : 0;
+    for (; i < end; ++i) {
+      plan.launches.back().push_back(order[i]);
+      plan.place[order[i]] = place;
+    }
+  }
+  return plan;
+}
+
+}  // namespace ccl::coll
