@@ -142,20 +142,21 @@ __device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s
   }
 }
 
-/// The LL operations' blocks (p2p.hpp), a thread per 8-byte unit as far as p2p_ll_blocks allows.
-/// A send stores each 8 bytes as two (data, sequence) entries into its row at the receiver once
-/// the receiver has credited the row's previous use; a receive polls its row and stores the
-/// data, and its last block to finish credits the sender. The last
-/// LL block of the launch advances the pairs' counts for the next launch.
-__device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
+/// Sequence number of LL operation i: the pair's count as the launch found it, plus this.
+__device__ __forceinline__ uint64_t ll_seq(const CollScratch& s, const P2pArgs& a, int i,
+                                           size_t cap) {
+  const P2pCounts& pc = s.p2p[a.ops[i].peer];
+  return (a.ops[i].is_send ? pc.ll_sent : pc.ll_rcvd) + p2p_ll_before(a.ops, i, cap) + 1;
+}
+
+/// Part `part` of `parts` of LL operation i (sequence number q), a thread per 8-byte unit. A send
+/// stores each 8 bytes as two (data, sequence) entries into its row at the receiver once the
+/// receiver has credited the row's previous use; a receive polls its row and stores the data,
+/// and its last block to finish credits the sender. False when a wait failed (reported).
+__device__ bool ll_op(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a, int i,
+                      uint64_t q, int part, int parts) {
   const int n = c.nranks, me = c.rank;
-  const size_t cap = p2p_ll_cap(s);
-  int part = 0, parts = 1;
-  const int i = p2p_ll_op(a.ops, a.nops, static_cast<int>(blockIdx.x) - a.fifo_blocks,
-                          static_cast<int>(blockDim.x), cap, &part, &parts, a.ll_budget);
   const P2pOp& op = a.ops[i];
-  const P2pCounts& pc = s.p2p[op.peer];
-  const uint64_t q = (op.is_send ? pc.ll_sent : pc.ll_rcvd) + p2p_ll_before(a.ops, i, cap) + 1;
   const uint32_t flag = ll_flag(q);
   const size_t units = (op.bytes + 7) / 8, stride = static_cast<size_t>(parts) * blockDim.x;
   const size_t first = static_cast<size_t>(part) * blockDim.x + threadIdx.x;
@@ -169,25 +170,59 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
     const uint64_t need = p2p_ll_credit_needed(q);
     if (threadIdx.x == 0 && need > 0)
       failed = !wait_for_peer(c, s.p2p_ll_credit + kP2pLLSlots * op.peer + slot, need, op.peer);
-    if (__syncthreads_or(failed)) return;
+    if (__syncthreads_or(failed)) return false;
     uint64_t* to = dev::peer_ptr(c, row, op.peer);
     for (size_t u = first; u < units; u += stride)
       ll_store(to + 2 * u, load_unit(buf, u * 8, op.bytes), flag);
     // Once every 2^31 operations per slot the rest of the row too (ll_refresh).
     if (ll_refresh(q, kP2pLLSlots))
       ll_refresh_row(to, units, s.p2p_ll_entries / 2, flag, first, stride);
+    return true;
+  }
+  for (size_t u = first; u < units && !failed; u += stride) {
+    uint64_t v;
+    failed = !ll_wait(c, row + 2 * u, flag, op.peer, &v);
+    if (!failed) store_unit(buf, u * 8, op.bytes, v);
+  }
+  if (__syncthreads_or(failed)) return false;
+  // The entries read were consumed (stored above): no fence before the credit.
+  if (threadIdx.x == 0 && (parts == 1 || atomicAdd(s.p2p_ll_read + i, 1u) == parts - 1)) {
+    if (parts > 1) s.p2p_ll_read[i] = 0;
+    dev::signal(c, s.p2p_ll_credit + kP2pLLSlots * me + slot, q, dev::SignalOp::kSet, op.peer);
+  }
+  return true;
+}
+
+/// The LL operations' blocks (p2p.hpp): each a part of one operation, as far as p2p_ll_blocks
+/// allows, or, where the operations outnumber the blocks they may take (p2p_ll_looped), each
+/// several whole operations in p2p_ll_precedes order. The last LL block of the launch advances
+/// the pairs' counts for the next launch.
+__device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
+  const size_t cap = p2p_ll_cap(s);
+  const int k = static_cast<int>(blockIdx.x) - a.fifo_blocks;
+  const int nll = p2p_ll_count(a.ops, a.nops, cap);
+  if (!p2p_ll_looped(nll, a.ll_limit)) {
+    int part = 0, parts = 1;
+    const int i =
+        p2p_ll_op(a.ops, a.nops, k, static_cast<int>(blockDim.x), cap, &part, &parts, a.ll_budget);
+    if (!ll_op(c, s, a, i, ll_seq(s, a, i, cap), part, parts)) return;
   } else {
-    for (size_t u = first; u < units && !failed; u += stride) {
-      uint64_t v;
-      failed = !ll_wait(c, row + 2 * u, flag, op.peer, &v);
-      if (!failed) store_unit(buf, u * 8, op.bytes, v);
+    // Every LL operation's place in the order, a thread per operation (q: 0 for the others).
+    __shared__ uint64_t q[kMaxP2pOps];
+    __shared__ int order[kMaxP2pOps];
+    for (int i = threadIdx.x; i < a.nops; i += blockDim.x)
+      q[i] = p2p_ll(a.ops[i].bytes, cap) ? ll_seq(s, a, i, cap) : 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < a.nops; i += blockDim.x) {
+      if (q[i] == 0) continue;
+      int place = 0;
+      for (int j = 0; j < a.nops; ++j) place += q[j] != 0 && p2p_ll_precedes(a.ops, q, j, i);
+      order[place] = i;
     }
-    if (__syncthreads_or(failed)) return;
-    // The entries read were consumed (stored above): no fence before the credit.
-    if (threadIdx.x == 0 && (parts == 1 || atomicAdd(s.p2p_ll_read + i, 1u) == parts - 1)) {
-      if (parts > 1) s.p2p_ll_read[i] = 0;
-      dev::signal(c, s.p2p_ll_credit + kP2pLLSlots * me + slot, q, dev::SignalOp::kSet, op.peer);
-    }
+    __syncthreads();
+    const int blocks = static_cast<int>(gridDim.x) - a.fifo_blocks;
+    for (int p = k; p < nll; p += blocks)
+      if (!ll_op(c, s, a, order[p], q[order[p]], 0, 1)) return;
   }
   if (threadIdx.x != 0) return;
   __threadfence();  // this block's count reads happened before the last block's updates
@@ -332,14 +367,17 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
   }
   a.fifo_blocks = !fifo ? 0 : rendezvous ? kP2pBlocks : kPipeChannels;
   a.ll_budget = kP2pLLBlocks;
+  a.ll_limit = 0;
   if (most_blocks > 0) {
     // The rendezvous copies split over any number of blocks; the FIFO channels need all of
-    // theirs; each LL operation needs one.
+    // theirs; the LL operations share what is left, several to a block beyond it.
     if (rendezvous) a.fifo_blocks = std::max(kPipeChannels, std::min(kP2pBlocks, most_blocks / 2));
     a.ll_budget = std::clamp(most_blocks - a.fifo_blocks, 1, kP2pLLBlocks);
+    a.ll_limit = a.ll_budget;
   }
   const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);
-  const int grid = a.fifo_blocks + p2p_ll_grid(a.ops, a.nops, threads, cap, a.ll_budget);
+  const int grid =
+      a.fifo_blocks + p2p_ll_grid(a.ops, a.nops, threads, cap, a.ll_budget, a.ll_limit);
   if (grid == 0) return cudaSuccess;
   return launch_kernel(p2p_kernel, grid, threads, l, c, s, a);
 }

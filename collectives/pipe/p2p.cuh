@@ -29,6 +29,7 @@ struct P2pArgs {
   int fifo_blocks;  // blocks for the FIFO and rendezvous operations (set by launch_p2p); one
                     // block per LL operation follows them
   int ll_budget;    // blocks the LL operations take together, at most (set by launch_p2p)
+  int ll_limit;     // blocks ranks sharing the GPU leave them; 0: no limit (p2p_ll_looped)
   int ce_share;     // percent of a copy_engine send the copy engine copies (p2p_ce_bytes)
   CopyQueue ce;     // the copy-engine proxy's queue when an operation has copy_engine set
   P2pOp ops[kMaxP2pOps];

@@ -153,7 +153,7 @@ CCL_HD int p2p_ll_blocks(size_t bytes, int threads, int most) {
 }
 
 /// Which LL operation the launch's k-th LL block runs (its index in ops, or -1), which of that
-/// operation's blocks it is (*part) and how many it has (*blocks).
+/// operation's blocks it is (*part) and how many it has (*blocks); unless p2p_ll_looped.
 template <typename Op>
 CCL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, int* part,
                      int* blocks, int budget = kP2pLLBlocks) {
@@ -171,10 +171,34 @@ CCL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, in
   return -1;
 }
 
+/// Whether a launch's `nll` LL operations outnumber the blocks ranks sharing a GPU leave them
+/// (`limit`; 0: no limit): then `limit` blocks each run several of them in turn, one block an
+/// operation, in the order p2p_ll_precedes gives (a block per operation would overrun what the
+/// sharers may keep resident together, and a spin-waiting grid must be resident).
+CCL_HD bool p2p_ll_looped(int nll, int limit) {
+  return limit > 0 && nll > limit;
+}
+
+/// The order in which looped LL blocks run their operations: by batch (Op::batch), then by the
+/// round of kP2pLLSlots the sequence number q falls in, sends before receives, then by place.
+/// A send of round r waits only for the receive of round r - 1 that credits its row, a receive
+/// only for its send: each wait is on an operation earlier in this order on its rank, so blocks
+/// that take theirs in this order never wait on one another in a circle (for blocks that hold
+/// every wait it is the same order as the batches' and rounds').
+template <typename Op>
+CCL_HD bool p2p_ll_precedes(const Op* ops, const uint64_t* q, int j, int i) {
+  if (ops[j].batch != ops[i].batch) return ops[j].batch < ops[i].batch;
+  const uint64_t rj = (q[j] - 1) / kP2pLLSlots, ri = (q[i] - 1) / kP2pLLSlots;
+  if (rj != ri) return rj < ri;
+  if ((ops[j].is_send != 0) != (ops[i].is_send != 0)) return ops[j].is_send != 0;
+  return j < i;
+}
+
 /// Blocks of all the LL operations of a launch.
 template <typename Op>
-CCL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap,
-                       int budget = kP2pLLBlocks) {
+CCL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap, int budget = kP2pLLBlocks,
+                       int limit = 0) {
+  if (p2p_ll_looped(p2p_ll_count(ops, nops, cap), limit)) return limit;
   const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap), budget);
   int grid = 0;
   for (int i = 0; i < nops; ++i)

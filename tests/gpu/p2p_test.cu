@@ -4,6 +4,7 @@
 // (groups larger than a launch among them), and sends whose receive is of another size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -366,7 +367,15 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   char *sb = nullptr, *plain = nullptr, *sym = nullptr;
   RANK_CUDA(cudaMalloc(&sb, send_total));
   RANK_CUDA(cudaMalloc(&plain, recv_total[1] + 1));
-  RANK_OK(ccl_mem_alloc(comm, recv_total[0] + 1, reinterpret_cast<void**>(&sym)));
+  // Symmetric memory is one size on every rank: the largest of every rank's even receives.
+  size_t sym_bytes = 1;
+  for (int r = 0; r < n; ++r) {
+    size_t even = 1;
+    for (int p = 0; p < n; ++p)
+      for (int i = 0; i < ops_from(p, r); i += 2) even += bytes_of(p, r, i);
+    sym_bytes = std::max(sym_bytes, even);
+  }
+  RANK_OK(ccl_mem_alloc(comm, sym_bytes, reinterpret_cast<void**>(&sym)));
   auto enqueue = [&]() -> int {
     RANK_OK(ccl_group_start());
     for (const Op* o : order) {
@@ -392,6 +401,11 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     return 0;
   };
   auto check = [&](int round, const char* how) -> int {
+    ccl_result_t async = CCL_SUCCESS;
+    const char* msg = nullptr;
+    RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+    RANK_CHECK(async == CCL_SUCCESS, "%s group of %zu operations: %s", how, order.size(),
+               msg != nullptr ? msg : "");
     RANK_CUDA(cudaMemcpy(got[0].data(), sym, recv_total[0], cudaMemcpyDeviceToHost));
     RANK_CUDA(cudaMemcpy(got[1].data(), plain, recv_total[1], cudaMemcpyDeviceToHost));
     for (const Op& o : recvs)

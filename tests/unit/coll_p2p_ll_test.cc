@@ -27,6 +27,7 @@ struct Op {
   int is_send;
   size_t bytes;
   uint64_t index;  // place in the (peer, direction) stream, 0-based
+  int batch = 0;   // the round's place in its launch (the kernel's Op::batch)
 };
 
 struct Entry {
@@ -47,9 +48,11 @@ uint64_t data_of(int sender, int receiver, uint64_t seq, size_t unit) {
 
 struct Model {
   struct Block {
+    std::vector<int> list;  // its operations, in turn (one unless the launch is looped)
+    size_t at = 0;          // the one it runs
     int op = -1, part = 0, parts = 1;
     uint64_t q = 0;
-    std::vector<size_t> units;  // this block's units, in order
+    std::vector<size_t> units;  // this block's units of it, in order
     size_t next = 0;            // units done
     int stage = 0;              // 0 start, 1 credit checked / polling, 2 credited, 3 counted out
   };
@@ -65,7 +68,9 @@ struct Model {
   };
   int n;
   bool respect_credit;
-  uint64_t base = 0;                        // counts and credits start here (CCL_EPOCH_BASE)
+  int limit = 0;        // LL blocks ranks sharing a GPU leave a launch (p2p_ll_looped); 0: none
+  bool ordered = true;  // looped blocks take their operations in p2p_ll_precedes order
+  uint64_t base = 0;    // counts and credits start here (CCL_EPOCH_BASE)
   uint32_t (*flag_of)(uint64_t) = ll_flag;  // the kernel's flag
   std::mt19937 rng;
   std::vector<Rank> ranks;
@@ -130,11 +135,14 @@ struct Model {
         }
         for (int t = 0; t < rounds;) {
           std::vector<Op> launch = by_round[t++];
-          for (int merge = static_cast<int>(rng() % 3);
+          for (int merge = static_cast<int>(rng() % 3), place = 1;
                merge > 0 && t < rounds &&
                launch.size() + by_round[t].size() <= static_cast<size_t>(kMaxP2pOps);
-               --merge) {
-            launch.insert(launch.end(), by_round[t].begin(), by_round[t].end());
+               --merge, ++place) {
+            for (Op o : by_round[t]) {
+              o.batch = place;
+              launch.push_back(o);
+            }
             ++t;
           }
           if (!launch.empty()) R.launches.push_back(launch);
@@ -155,16 +163,50 @@ struct Model {
     if (R.launch == R.launches.size()) return;
     const std::vector<Op>& ops = R.launches[R.launch];
     const int nops = static_cast<int>(ops.size());
-    const int grid = p2p_ll_grid(ops.data(), nops, kThreads, kCap);
-    for (int b = 0; b < grid; ++b) {
-      Block k;
-      k.op = p2p_ll_op(ops.data(), nops, b, kThreads, kCap, &k.part, &k.parts);
-      const size_t units = (ops[k.op].bytes + 7) / 8;
-      for (size_t t = 0; t < kThreads; ++t)
-        for (size_t u = k.part * kThreads + t; u < units; u += k.parts * kThreads)
-          k.units.push_back(u);
-      R.blocks.push_back(k);
+    const int grid = p2p_ll_grid(ops.data(), nops, kThreads, kCap, kP2pLLBlocks, limit);
+    if (!p2p_ll_looped(p2p_ll_count(ops.data(), nops, kCap), limit)) {
+      for (int b = 0; b < grid; ++b) {
+        Block k;
+        k.list.push_back(p2p_ll_op(ops.data(), nops, b, kThreads, kCap, &k.part, &k.parts));
+        R.blocks.push_back(k);
+      }
+    } else {
+      // The kernel's order: every operation's sequence number from the launch-start counts,
+      // then its place; block b takes places b, b + grid, ...
+      std::vector<uint64_t> q(nops);
+      for (int i = 0; i < nops; ++i)
+        q[i] = (ops[i].is_send ? R.sent[ops[i].peer] : R.rcvd[ops[i].peer]) +
+               p2p_ll_before(ops.data(), i, kCap) + 1;
+      std::vector<int> order(nops);
+      for (int i = 0; i < nops; ++i) {
+        int place = 0;
+        for (int j = 0; j < nops; ++j)
+          place += ordered ? p2p_ll_precedes(ops.data(), q.data(), j, i) : j < i;
+        order[place] = i;
+      }
+      R.blocks.resize(grid);
+      for (int p = 0; p < nops; ++p) R.blocks[p % grid].list.push_back(order[p]);
     }
+    for (Block& k : R.blocks) begin(ops, k);
+  }
+
+  /// Limits the LL blocks of every launch (p2p_ll_looped) from the first launch on.
+  void limit_blocks(int blocks, bool in_order = true) {
+    limit = blocks;
+    ordered = in_order;
+    for (int r = 0; r < n; ++r) start(r);
+  }
+
+  /// Sets block k up for the operation it runs now.
+  static void begin(const std::vector<Op>& ops, Block& k) {
+    k.op = k.list[k.at];
+    k.units.clear();
+    k.next = 0;
+    k.stage = 0;
+    const size_t units = (ops[k.op].bytes + 7) / 8;
+    for (size_t t = 0; t < kThreads; ++t)
+      for (size_t u = k.part * kThreads + t; u < units; u += k.parts * kThreads)
+        k.units.push_back(u);
   }
 
   /// One step of block b of rank me; false when it must wait.
@@ -208,6 +250,10 @@ struct Model {
         ranks[op.peer].credit[me][p2p_ll_slot(k.q)] = k.q;
       }
       k.stage = 2;
+      return true;
+    }
+    if (k.stage == 2 && ++k.at < k.list.size()) {  // a looped block's next operation
+      begin(ops, k);
       return true;
     }
     if (k.stage == 2) {  // count out; the last block advances the counts
@@ -261,6 +307,25 @@ TEST(P2pLLModel, EveryReceiveGetsItsSendWhateverTheGroupingAndOrder) {
       Model m(n, 10, true, seed);
       EXPECT_TRUE(m.run()) << n << " ranks, seed " << seed << ": " << m.error;
     }
+}
+
+TEST(P2pLLModel, FewerBlocksThanOperationsRunThemInTurnInTheKernelsOrder) {
+  // Ranks sharing a GPU leave a launch's LL operations 1 to 3 blocks: each block runs several,
+  // in p2p_ll_precedes order (by batch, round of kP2pLLSlots, sends first). In the group's own
+  // order instead, a block waits on a receive whose send sits behind a receive on its partner.
+  int unordered_failed = 0;
+  for (int n : {1, 2, 3, 4})
+    for (int blocks : {1, 2, 3})
+      for (uint32_t seed = 1; seed <= 30; ++seed) {
+        Model m(n, 10, true, seed);
+        m.limit_blocks(blocks);
+        EXPECT_TRUE(m.run()) << n << " ranks, " << blocks << " blocks, seed " << seed << ": "
+                             << m.error;
+        Model plain(n, 10, true, seed);
+        plain.limit_blocks(blocks, /*in_order=*/false);
+        if (!plain.run()) ++unordered_failed;
+      }
+  EXPECT_GT(unordered_failed, 0) << "the model never caught the group order's deadlock";
 }
 
 TEST(P2pLLModel, EmptyOperationsAreNotLL) {

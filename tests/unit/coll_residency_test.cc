@@ -288,8 +288,13 @@ TEST(Residency, PointToPointLLBlocksShareWhatTheLimitLeaves) {
   EXPECT_EQ(part, 2);
   EXPECT_EQ(parts, 5);
   EXPECT_EQ(p2p_ll_op(ops.data(), 2, 10, 512, cap, &part, &parts, 10), -1);
-  // A budget below the operation count still gives each one block.
+  // A budget below the operation count still gives each one block, where there is no limit
+  // (ranks with a GPU each); under a limit of ranks sharing a GPU, the blocks run them in turn.
   EXPECT_EQ(p2p_ll_grid(ops.data(), 2, 512, cap, 1), 2);
+  EXPECT_FALSE(p2p_ll_looped(2, 0));
+  EXPECT_TRUE(p2p_ll_looped(2, 1));
+  EXPECT_EQ(p2p_ll_grid(ops.data(), 2, 512, cap, 1, 1), 1);
+  EXPECT_EQ(p2p_ll_grid(ops.data(), 2, 512, cap, 10, 10), 10);  // within it: parts as before
 }
 
 }  // namespace
