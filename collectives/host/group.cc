@@ -237,7 +237,12 @@ Status group_end() {
                           "sends and receives of one communicator in a group must use one stream"));
       continue;
     }
-    // Batches agreed with every partner, packed into launches of this rank's own (p2p_plan.hpp).
+    // Batches agreed with every partner, packed into launches of this rank's own (p2p_plan.hpp);
+    // a group of one batch is one launch as it stands (no plan to allocate on the common path).
+    if (ops.size() <= static_cast<size_t>(kMaxP2pOps) && p2p_one_batch(ops, c->nranks, c->rank)) {
+      first.note(launch_p2p_ops(c, stream, ops));
+      continue;
+    }
     const P2pPlan plan = p2p_plan(ops, c->nranks, c->rank);
     std::vector<std::vector<P2pOp>> launches;
     for (const std::vector<int>& members : plan.launches) {

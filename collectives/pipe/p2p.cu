@@ -83,7 +83,13 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
     const uint64_t through = p2p_rendezvous_count(a.ops, hi, op.peer, true);
     // Added, not set: two batches' last readers may report out of order.
     dev::signal(c, s.offers_read + c.rank, through - before, dev::SignalOp::kAdd, op.peer);
-    if (last) s.p2p[op.peer].offers_read += p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
+  }
+  if (!last) return true;
+  // Every peer the launch sent a rendezvous operation to, in this batch or an earlier one.
+  for (int i = 0; i < hi; ++i) {
+    const P2pOp& op = a.ops[i];
+    if (op.is_send && p2p_rendezvous(op.bytes) && p2p_rendezvous_before(a.ops, i) == 0)
+      s.p2p[op.peer].offers_read += p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
   }
   return true;
 }
@@ -266,18 +272,17 @@ __global__ void __launch_bounds__(kThreads)
   // for every thread the GPU can hold).
   __shared__ size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps];
   const bool channel = blockIdx.x < kPipeChannels;
+  // Thread 0 posts the offers and reads the first batch's with no barrier between (the others
+  // see `fail` after the batch's barrier below).
   if (threadIdx.x == 0) {
     fail = 0;
     copies = 0;
     if (blockIdx.x == 0 && !post_offers(c, s, a)) fail = 1;
   }
-  __syncthreads();
-  if (fail) return;
-  if (channel) fifo_load(c, s, f);
   const size_t per = s.slot_bytes;
   for (int b0 = 0, b1 = 0; b0 < a.nops; b0 = b1) {
     for (b1 = b0 + 1; b1 < a.nops && a.ops[b1].batch == a.ops[b0].batch;) ++b1;
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0 && !fail) {
       if (!read_offers(c, s, a, b0, b1, zwin)) fail = 1;
       if (!fail && blockIdx.x == 0 && !post_copies(c, s, a, b0, b1, zwin, &copies, &copies_to))
         fail = 1;
@@ -302,6 +307,7 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if (!channel) continue;
+    if (b0 == 0) fifo_load(c, s, f);  // after the first zero-copy writes, off their path
     for (int i = b0 + threadIdx.x; i < b1; i += blockDim.x) {
       const bool fifo = !p2p_ll(a.ops[i].bytes, p2p_ll_cap(s)) &&
                         (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
@@ -373,7 +379,7 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
     // theirs; the LL operations share what is left, several to a block beyond it.
     if (rendezvous) a.fifo_blocks = std::max(kPipeChannels, std::min(kP2pBlocks, most_blocks / 2));
     a.ll_budget = std::clamp(most_blocks - a.fifo_blocks, 1, kP2pLLBlocks);
-    a.ll_limit = a.ll_budget;
+    a.ll_limit = std::max(most_blocks - a.fifo_blocks, 1);
   }
   const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);
   const int grid =

@@ -19,6 +19,16 @@ struct P2pPlan {
   std::vector<int> place;                  // per operation: its batch's place in its launch
 };
 
+/// Whether every operation of a group falls in batch 0 (no stream longer than p2p_batch_ops, no
+/// peer beyond the first distance group), as most groups do: then the group is one launch in
+/// its own order, and the host needs no plan.
+template <typename Op>
+bool p2p_one_batch(const std::vector<Op>& ops, int nranks, int rank) {
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i)
+    if (p2p_batch_of(ops.data(), i, nranks, rank) != 0) return false;
+  return true;
+}
+
 /// Batches join the launch before them while it holds at most `most` operations.
 template <typename Op>
 P2pPlan p2p_plan(const std::vector<Op>& ops, int nranks, int rank, int most = kMaxP2pOps) {

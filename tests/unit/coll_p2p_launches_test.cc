@@ -254,6 +254,11 @@ TEST(P2pLaunches, SmallGroupsAreOneLaunchAndLargeOnesFewLaunches) {
     }
     const auto g = random_groups(count, rng)[0];
     ASSERT_LE(launches(g, n, 0), 1u) << g.size() << " operations, " << n << " ranks";
+    // The host's shortcut: a group whose streams each fit a batch is one batch.
+    bool fits = true;
+    for (int b = 1; b < n; ++b)
+      fits &= count[0][b] <= p2p_batch_ops(n) && count[b][0] <= p2p_batch_ops(n);
+    ASSERT_EQ(p2p_one_batch(g, n, 0), fits) << n << " ranks";
   }
   // More sends to one peer than a batch takes of a stream: several batches, still one launch.
   std::vector<std::vector<int>> one_way = {{0, kMaxP2pOps - 1}, {0, 0}};
