@@ -47,6 +47,7 @@ __device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, co
 /// another size than its send fails the launch (reported as a bad argument naming the receiver,
 /// both sizes) before a byte is written: a larger send would write past the window, or past the
 /// FIFO messages the receiver takes.
+template <bool kBatches>
 __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
                             int lo, int hi, uint64_t* win) {
   bool any = false;
@@ -69,6 +70,18 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   uint32_t* readers = s.p2p_readers + a.ops[lo].batch;
   if (atomicAdd(readers, 1u) != static_cast<unsigned>(a.fifo_blocks) - 1) return true;
   *readers = 0;
+  if constexpr (!kBatches) {
+    // The launch is the batch: one pass over its first rendezvous send to each peer.
+    for (int i = 0; i < a.nops; ++i) {
+      const P2pOp& op = a.ops[i];
+      if (!op.is_send || !p2p_rendezvous(op.bytes) || p2p_rendezvous_before(a.ops, i) != 0)
+        continue;
+      const uint64_t k = p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
+      s.p2p[op.peer].offers_read += k;
+      dev::signal(c, s.offers_read + c.rank, k, dev::SignalOp::kAdd, op.peer);
+    }
+    return true;
+  }
   bool last = true;  // no rendezvous send after this batch
   for (int i = hi; i < a.nops && last; ++i)
     last = !(a.ops[i].is_send && p2p_rendezvous(a.ops[i].bytes));
@@ -203,11 +216,11 @@ __device__ bool ll_op(const ccl_device_comm_t& c, const CollScratch& s, const P2
 /// allows, or, where the operations outnumber the blocks they may take (p2p_ll_looped), each
 /// several whole operations in p2p_ll_precedes order. The last LL block of the launch advances
 /// the pairs' counts for the next launch.
+template <bool kLooped>
 __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
   const size_t cap = p2p_ll_cap(s);
   const int k = static_cast<int>(blockIdx.x) - a.fifo_blocks;
-  const int nll = p2p_ll_count(a.ops, a.nops, cap);
-  if (!p2p_ll_looped(nll, a.ll_limit)) {
+  if constexpr (!kLooped) {
     int part = 0, parts = 1;
     const int i =
         p2p_ll_op(a.ops, a.nops, k, static_cast<int>(blockDim.x), cap, &part, &parts, a.ll_budget);
@@ -227,6 +240,7 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
     }
     __syncthreads();
     const int blocks = static_cast<int>(gridDim.x) - a.fifo_blocks;
+    const int nll = p2p_ll_count(a.ops, a.nops, cap);
     for (int p = k; p < nll; p += blocks)
       if (!ll_op(c, s, a, order[p], q[order[p]], 0, 1)) return;
   }
@@ -247,6 +261,11 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
 /// operations' blocks follow from a.fifo_blocks (0 when the group has no other operation). A
 /// launch holding several batches (p2p.hpp: p2p_batch_of) runs them one after another, each as a
 /// launch of its own did: its offers read, its zero-copy shares written, then its FIFO rounds.
+///
+/// Instantiated for launches of one batch or several (kBatches: the single-batch kernel has no
+/// batch loop, which cost one H100 a microsecond at 256 KiB) and with the LL blocks running an
+/// operation each or several (kLooped, p2p_ll_looped).
+template <bool kBatches, bool kLooped>
 __global__ void __launch_bounds__(kThreads)
     p2p_kernel(ccl_device_comm_t c, CollScratch s, const __grid_constant__ P2pArgs a) {
   // __grid_constant__: the helpers below take `a` by reference, which without it copies the
@@ -258,7 +277,7 @@ __global__ void __launch_bounds__(kThreads)
                    a.ops[0].buf, a.ops[0].bytes, a.ops[0].peer, a.ops[0].is_send, a.ops[0].win);
   pdl_prologue();
   if (static_cast<int>(blockIdx.x) >= a.fifo_blocks) {
-    p2p_ll_block(c, s, a);
+    p2p_ll_block<kLooped>(c, s, a);
     return;
   }
   __shared__ Fifo f;
@@ -281,9 +300,13 @@ __global__ void __launch_bounds__(kThreads)
   }
   const size_t per = s.slot_bytes;
   for (int b0 = 0, b1 = 0; b0 < a.nops; b0 = b1) {
-    for (b1 = b0 + 1; b1 < a.nops && a.ops[b1].batch == a.ops[b0].batch;) ++b1;
+    if constexpr (kBatches) {
+      for (b1 = b0 + 1; b1 < a.nops && a.ops[b1].batch == a.ops[b0].batch;) ++b1;
+    } else {
+      b1 = a.nops;
+    }
     if (threadIdx.x == 0 && !fail) {
-      if (!read_offers(c, s, a, b0, b1, zwin)) fail = 1;
+      if (!read_offers<kBatches>(c, s, a, b0, b1, zwin)) fail = 1;
       if (!fail && blockIdx.x == 0 && !post_copies(c, s, a, b0, b1, zwin, &copies, &copies_to))
         fail = 1;
     }
@@ -345,7 +368,7 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
-    __syncthreads();  // every thread past this batch's shares before the next one's overwrite them
+    if constexpr (kBatches) __syncthreads();  // past this batch's shares before the next's
   }
   if (!channel) return;
   fifo_store(c, s, f);
@@ -357,7 +380,10 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 cudaError_t p2p_blocks_per_sm(int* out) {
-  return fewest_blocks_per_sm(p2p_kernel, kThreads, out);
+  for (auto* k : {p2p_kernel<false, false>, p2p_kernel<false, true>, p2p_kernel<true, false>,
+                  p2p_kernel<true, true>})
+    if (const cudaError_t e = fewest_blocks_per_sm(k, kThreads, out); e != cudaSuccess) return e;
+  return cudaSuccess;
 }
 
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& args,
@@ -385,7 +411,11 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
   const int grid =
       a.fifo_blocks + p2p_ll_grid(a.ops, a.nops, threads, cap, a.ll_budget, a.ll_limit);
   if (grid == 0) return cudaSuccess;
-  return launch_kernel(p2p_kernel, grid, threads, l, c, s, a);
+  const bool batches = a.ops[a.nops - 1].batch != a.ops[0].batch;
+  const bool looped = p2p_ll_looped(p2p_ll_count(a.ops, a.nops, cap), a.ll_limit);
+  auto* kernel = batches ? (looped ? p2p_kernel<true, true> : p2p_kernel<true, false>)
+                         : (looped ? p2p_kernel<false, true> : p2p_kernel<false, false>);
+  return launch_kernel(kernel, grid, threads, l, c, s, a);
 }
 
 }  // namespace ccl::coll
