@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <atomic>
+#include <climits>
 
 #include "collectives/common/launch_table.cuh"
 #include "collectives/common/ll_units.cuh"
@@ -386,6 +388,28 @@ cudaError_t p2p_blocks_per_sm(int* out) {
   return cudaSuccess;
 }
 
+namespace {
+
+/// Blocks of `threads` threads of the point-to-point kernels (the fewest over the instances) a
+/// multiprocessor holds at once, cached per warp count (sm_90 only in this build: one answer a
+/// process).
+cudaError_t p2p_blocks_per_sm_at(int threads, int* out) {
+  static std::atomic<int> cache[kThreads / 32 + 1];
+  std::atomic<int>& slot = cache[std::clamp(threads / 32, 0, kThreads / 32)];
+  int v = slot.load(std::memory_order_relaxed);
+  if (v == 0) {
+    v = INT_MAX;
+    for (auto* k : {p2p_kernel<false, false>, p2p_kernel<false, true>, p2p_kernel<true, false>,
+                    p2p_kernel<true, true>})
+      if (const cudaError_t e = fewest_blocks_per_sm(k, threads, &v); e != cudaSuccess) return e;
+    slot.store(v, std::memory_order_relaxed);
+  }
+  *out = v;
+  return cudaSuccess;
+}
+
+}  // namespace
+
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& args,
                        const Launch& l, int most_blocks) {
   P2pArgs a = args;
@@ -400,14 +424,19 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
   a.fifo_blocks = !fifo ? 0 : rendezvous ? kP2pBlocks : kPipeChannels;
   a.ll_budget = kP2pLLBlocks;
   a.ll_limit = 0;
+  const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);
   if (most_blocks > 0) {
     // The rendezvous copies split over any number of blocks; the FIFO channels need all of
-    // theirs; the LL operations share what is left, several to a block beyond it.
+    // theirs; the LL operations share what is left, several to a block beyond it. The limit
+    // counts blocks of the widest kernel; narrower blocks fit more to a multiprocessor.
     if (rendezvous) a.fifo_blocks = std::max(kPipeChannels, std::min(kP2pBlocks, most_blocks / 2));
     a.ll_budget = std::clamp(most_blocks - a.fifo_blocks, 1, kP2pLLBlocks);
-    a.ll_limit = std::max(most_blocks - a.fifo_blocks, 1);
+    int at = 1, widest = 1;
+    if (const cudaError_t e = p2p_blocks_per_sm_at(threads, &at); e != cudaSuccess) return e;
+    if (const cudaError_t e = p2p_blocks_per_sm_at(kThreads, &widest); e != cudaSuccess) return e;
+    const int64_t fit = static_cast<int64_t>(most_blocks) * at / std::max(widest, 1);
+    a.ll_limit = static_cast<int>(std::clamp<int64_t>(fit - a.fifo_blocks, 1, 1 << 20));
   }
-  const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);
   const int grid =
       a.fifo_blocks + p2p_ll_grid(a.ops, a.nops, threads, cap, a.ll_budget, a.ll_limit);
   if (grid == 0) return cudaSuccess;

@@ -1,6 +1,7 @@
 // alltoall_perf: ccl_alltoall beside NCCL's alltoall, run both ways NCCL offers where it has
 // them: a group of ncclSend/ncclRecv with every rank (as nccl-tests runs it) and ncclAlltoAll
-// (NCCL 2.28 and later); each size reports the faster.
+// (NCCL 2.28 and later); each size reports the faster. `--p2p` makes ccl's side the same grouped
+// send/recv (ccl_send / ccl_recv), as a framework's alltoall of them would.
 #include "driver.hpp"
 #include "values.hpp"
 
@@ -17,6 +18,22 @@ int nccl_grouped(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_data
   }
   const int rc2 = x.group_end();
   return rc ? rc : rc2;
+}
+
+/// --p2p: the same pattern from ccl_send / ccl_recv in one group (with every rank, itself
+/// included: one group of 2 x nranks operations).
+ccl_result_t ccl_grouped(const void* s, void* r, size_t n, ccl_datatype_t d, ccl_redop_t, int,
+                         ccl_comm_t c, cudaStream_t st) {
+  int nranks = 1;
+  ccl_comm_size(c, &nranks);
+  const size_t es = perf::esize(d);
+  ccl_result_t rc = ccl_group_start();
+  for (int q = 0; q < nranks && rc == CCL_SUCCESS; ++q) {
+    rc = ccl_send(static_cast<const char*>(s) + q * n * es, n, d, q, c, st);
+    if (rc == CCL_SUCCESS) rc = ccl_recv(static_cast<char*>(r) + q * n * es, n, d, q, c, st);
+  }
+  const ccl_result_t rc2 = ccl_group_end();
+  return rc != CCL_SUCCESS ? rc : rc2;
 }
 
 int nccl_native(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d,
@@ -37,5 +54,6 @@ int main(int argc, char** argv) {
   desc.run_nccl_alt = nccl_native;
   desc.nccl_alt_ready = [](const perf::Nccl& x) { return x.has_alltoall(); };
   desc.nccl_ways = "grouped ncclSend/ncclRecv and ncclAlltoAll";
+  desc.run_p2p = ccl_grouped;
   return perf::run_driver(argc, argv, desc);
 }

@@ -185,7 +185,7 @@ class Driver {
   void header() const {
     std::printf(
         "# ccl %s_perf: %d ranks, type %s, op %s, root %s, iters %d, agg %d, warmup %d, "
-        "graph %d, check %d, buffers %s%s\n",
+        "graph %d, check %d, buffers %s%s%s\n",
         desc_.name, nranks_, o_.dtypes.size() > 1 ? "all" : dtype_label(o_.dtypes[0]),
         o_.ops.size() > 1 ? "all" : op_label(o_.ops[0]),
         o_.all_roots ? "all" : std::to_string(o_.root).c_str(), o_.iters, o_.agg_iters, o_.warmup,
@@ -193,7 +193,8 @@ class Driver {
         o_.registration == 2   ? "symmetric (ccl_mem_alloc)"
         : o_.registration == 1 ? "cudaMalloc + ccl_comm_register"
                                : "cudaMalloc",
-        o_.compare_nccl ? ", NCCL: ncclMemAlloc + symmetric windows" : "");
+        o_.compare_nccl ? ", NCCL: ncclMemAlloc + symmetric windows" : "",
+        o_.p2p ? ", ccl: grouped ccl_send/ccl_recv" : "");
     if (nccl_alt_) std::printf("# NCCL time: the faster of %s, per size\n", desc_.nccl_ways);
     std::printf("#%11s %12s %8s %6s %5s   %9s %8s %8s %7s   %9s %8s %8s %7s", "size", "count",
                 "type", "redop", "root", "time(us)", "algbw", "busbw", "#wrong", "time(us)",
@@ -259,7 +260,8 @@ class Driver {
     Result res;
     auto call = [&](Rank& r) {
       const Buffers b = buffers(r, count, in_place);
-      PERF_CCL(desc_.run(b.send, b.recv, count, cur_.dtype, cur_.op, cur_.root, r.comm, r.stream));
+      PERF_CCL((o_.p2p ? desc_.run_p2p : desc_.run)(b.send, b.recv, count, cur_.dtype, cur_.op,
+                                                    cur_.root, r.comm, r.stream));
     };
     auto prepare = [&] {
       each([&](Rank& r) {
@@ -432,8 +434,10 @@ class Driver {
     enqueue_us_ = 0;
     const Result oop = measure(bytes, count, false);
     const double enq = enqueue_us_;
-    // Point to point has no in-place form: a rank's send would race with the data arriving.
-    const Result ip = desc_.kind != Kind::kSendRecv ? measure(bytes, count, true) : Result{};
+    // Point to point has no in-place form: a rank's send would race with the data arriving
+    // (sendrecv_perf, and alltoall_perf --p2p).
+    const Result ip =
+        desc_.kind != Kind::kSendRecv && !o_.p2p ? measure(bytes, count, true) : Result{};
     const ccl_redop_t op = cur_.op;
     const int root = cur_.root;
     const double factor = busbw_factor(desc_.name, nranks_);
@@ -582,8 +586,13 @@ int run_driver(int argc, char** argv, const CollDesc& desc) {
     std::fprintf(stderr,
                  "%s: %s\nflags: -b -e -f -i -t -g -n -m -w -c -d -o -r -z -G -a -R (or their "
                  "nccl-tests long forms) --algo "
-                 "--compare-nccl --json FILE\n",
+                 "--compare-nccl --json FILE --p2p (alltoall_perf)\n",
                  argv[0], error.c_str());
+    return 2;
+  }
+  if (o.p2p && desc.run_p2p == nullptr) {
+    std::fprintf(stderr, "%s: --p2p: only alltoall_perf makes its call of sends and receives\n",
+                 argv[0]);
     return 2;
   }
   // --algo NAME: CCL_ALGO for this run (the communicator reads it at its first collective; an

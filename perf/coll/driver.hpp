@@ -39,6 +39,8 @@ struct CollDesc {
   decltype(run_nccl) run_nccl_alt = nullptr;
   bool (*nccl_alt_ready)(const Nccl& nccl) = nullptr;
   const char* nccl_ways = nullptr;
+  /// --p2p: ccl's call made of grouped ccl_send / ccl_recv, as nccl-tests makes NCCL's (alltoall).
+  decltype(run) run_p2p = nullptr;
 };
 
 int run_driver(int argc, char** argv, const CollDesc& desc);

@@ -112,6 +112,10 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
       o->compare_nccl = true;
       continue;
     }
+    if (flag == "--p2p") {
+      o->p2p = true;
+      continue;
+    }
     if (!has_value) return bad("needs a value");
     ++i;
     int n = 0;

@@ -29,6 +29,7 @@ struct CollOptions {
   // 2 symmetric buffers from ccl_mem_alloc.
   int registration = 0;
   std::string algo;           // --algo
+  bool p2p = false;           // --p2p: ccl's call as grouped ccl_send / ccl_recv (alltoall)
   bool compare_nccl = false;  // --compare-nccl
   std::string json;           // --json FILE
 };

@@ -76,7 +76,7 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
   T* call_recv = null_unused && k.coll == Collective::kReduce ? nullptr : recv;
   std::vector<T> got(re), first(re);
   for (int rep = 0; rep < 2; ++rep) {
-    RANK_CUDA(cudaMemset(base, 0x7b, bytes));  // poison
+    RANK_CUDA(cudaMemsetAsync(base, 0x7b, bytes, s));  // poison
     RANK_CUDA(cudaMemcpy(send, in[me].data(), se * sizeof(T), cudaMemcpyHostToDevice));
     RANK_OK(call(comm, k.coll, call_send, call_recv, k.count, D, k.op, k.root, s));
     RANK_CUDA(cudaStreamSynchronize(s));
@@ -187,7 +187,7 @@ int ring_exchange(ccl_comm_t comm, int me, int n, char* sym, size_t bytes, int t
   std::vector<char> h(bytes), got(bytes);
   for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 7 + me * 3 + tag);
   RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
-  RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
+  RANK_CUDA(cudaMemsetAsync(sym + bytes, 0x5a, bytes, s));
   RANK_OK(ccl_group_start());
   RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
   RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));

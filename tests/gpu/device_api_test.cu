@@ -259,7 +259,7 @@ int check_stream_ops_and_qps(Fixture& f, uint32_t seed) {
   RANK_OK(ccl_mem_alloc(f.comm, bytes, reinterpret_cast<void**>(&sym)));
   RANK_OK(ccl_mem_alloc(f.comm, 8, reinterpret_cast<void**>(&sig)));
   RANK_CUDA(cudaMalloc(&src, bytes));
-  RANK_CUDA(cudaMemset(sig, 0, 8));
+  RANK_CUDA(cudaMemsetAsync(sig, 0, 8, f.s));
   RANK_CUDA(fill_pattern(src, bytes, seed, f.rank, f.s));
   RANK_CUDA(cudaStreamSynchronize(f.s));
   if (barrier(f)) return 1;

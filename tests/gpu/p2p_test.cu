@@ -36,7 +36,7 @@ int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   std::vector<char> h(total), got(total);
   for (size_t i = 0; i < total; ++i) h[i] = static_cast<char>(i * 5 + me * 31);
   RANK_CUDA(cudaMemcpy(sb, h.data(), total, cudaMemcpyHostToDevice));
-  RANK_CUDA(cudaMemset(rb, 0, total));
+  RANK_CUDA(cudaMemsetAsync(rb, 0, total, s));
   RANK_OK(ccl_group_start());
   size_t off = 0;
   for (int i = 0; i < kOps; off += bytes[i++]) {
@@ -80,7 +80,7 @@ int ll_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
       for (size_t k = 0; k < bytes[i]; ++k) h[at[i] + k] = byte(r, i, k, me);
     }
     RANK_CUDA(cudaMemcpy(sb, h.data(), off, cudaMemcpyHostToDevice));
-    RANK_CUDA(cudaMemset(rb, 0xee, room));
+    RANK_CUDA(cudaMemsetAsync(rb, 0xee, room, s));
     RANK_OK(ccl_group_start());
     for (int i = 0; i < kOps; ++i) {
       RANK_OK(ccl_send(sb + at[i], bytes[i], ccl_uint8, next, comm, s));
@@ -161,9 +161,9 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     for (int o = 0; o < kOps; off += bytes[o++])
       for (size_t i = 0; i < bytes[o]; ++i) h[off + i] = value(it, me, o, i);
     RANK_CUDA(cudaMemcpy(sb, h.data(), total, cudaMemcpyHostToDevice));
-    RANK_CUDA(cudaMemset(sym, 0x5a, sym_bytes));
-    RANK_CUDA(cudaMemset(dev, 0x5a, bytes[2]));
-    RANK_CUDA(cudaMemset(regd, 0x5a, bytes[1]));
+    RANK_CUDA(cudaMemsetAsync(sym, 0x5a, sym_bytes, s));
+    RANK_CUDA(cudaMemsetAsync(dev, 0x5a, bytes[2], s));
+    RANK_CUDA(cudaMemsetAsync(regd, 0x5a, bytes[1], s));
     return 0;
   };
   auto enqueue = [&]() -> int {
@@ -240,7 +240,7 @@ int copy_engine_first_call_captured(ccl_comm_t world, int me, int n, cudaStream_
   for (int replay = 0; replay < 2; ++replay) {
     for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 13 + me * 7 + replay * 3);
     RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
-    RANK_CUDA(cudaMemset(sym + bytes, 0x5a, bytes));
+    RANK_CUDA(cudaMemsetAsync(sym + bytes, 0x5a, bytes, s));
     RANK_CUDA(cudaGraphLaunch(exec, s));
     RANK_CUDA(cudaStreamSynchronize(s));
     RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
@@ -396,8 +396,8 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     for (const Op& o : sends)
       for (size_t j = 0; j < o.bytes; ++j) h[o.off + j] = group_byte(me, o.peer, o.i, j, round);
     RANK_CUDA(cudaMemcpy(sb, h.data(), send_total, cudaMemcpyHostToDevice));
-    RANK_CUDA(cudaMemset(sym, 0x5a, recv_total[0] + 1));
-    RANK_CUDA(cudaMemset(plain, 0x5a, recv_total[1] + 1));
+    RANK_CUDA(cudaMemsetAsync(sym, 0x5a, recv_total[0] + 1, s));
+    RANK_CUDA(cudaMemsetAsync(plain, 0x5a, recv_total[1] + 1, s));
     return 0;
   };
   auto check = [&](int round, const char* how) -> int {
@@ -451,7 +451,7 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     std::vector<char> h(bytes), got(bytes);
     for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 7 + me * 13);
     RANK_CUDA(cudaMemcpy(sb, h.data(), bytes, cudaMemcpyHostToDevice));
-    RANK_CUDA(cudaMemset(rb, 0, bytes));
+    RANK_CUDA(cudaMemsetAsync(rb, 0, bytes, s));
     RANK_OK(ccl_group_start());
     RANK_OK(ccl_send(sb, bytes, ccl_uint8, (me + 1) % n, comm, s));
     RANK_OK(ccl_recv(rb, bytes, ccl_uint8, (me + n - 1) % n, comm, s));
@@ -492,7 +492,7 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
       a[i] = static_cast<char>(i + 1), b[i] = static_cast<char>(200 - i);
     RANK_CUDA(cudaMemcpy(d, a.data(), bytes, cudaMemcpyHostToDevice));
     RANK_CUDA(cudaMemcpy(d + bytes, b.data(), bytes, cudaMemcpyHostToDevice));
-    RANK_CUDA(cudaMemset(d + 2 * bytes, 0, 2 * bytes));
+    RANK_CUDA(cudaMemsetAsync(d + 2 * bytes, 0, 2 * bytes, s));
     RANK_OK(ccl_send(d, bytes, ccl_uint8, me, comm, s));
     RANK_OK(ccl_group_start());
     RANK_OK(ccl_send(d + bytes, bytes, ccl_uint8, me, comm, s));
@@ -505,7 +505,7 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaMemcpy(got.data(), d + 3 * bytes, bytes, cudaMemcpyDeviceToHost));
     RANK_CHECK(got == b, "the second receive from itself did not get the second send");
     // Now balanced again: a group of a send and a receive with itself is a copy, any size.
-    RANK_CUDA(cudaMemset(d + 2 * bytes, 0, bytes));
+    RANK_CUDA(cudaMemsetAsync(d + 2 * bytes, 0, bytes, s));
     RANK_OK(ccl_group_start());
     RANK_OK(ccl_send(d, bytes, ccl_uint8, me, comm, s));
     RANK_OK(ccl_recv(d + 2 * bytes, bytes, ccl_uint8, me, comm, s));
@@ -544,7 +544,7 @@ TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
         const size_t bytes = size_t{1} << 20;
         char* buf = nullptr;
         RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&buf)));
-        RANK_CUDA(cudaMemset(buf, 1 + r, bytes));
+        RANK_CUDA(cudaMemsetAsync(buf, 1 + r, bytes, s));
         auto exchange = [&]() -> int {
           RANK_OK(ccl_group_start());
           RANK_OK(ccl_send(buf, bytes, ccl_uint8, 1 - r, comm, s));
@@ -603,7 +603,8 @@ int mismatched_pair(ccl_unique_id_t id, int r, size_t sent, size_t room, bool sy
     RANK_OK(ccl_mem_alloc(comm, sent, reinterpret_cast<void**>(&buf)));
   else
     RANK_CUDA(cudaMalloc(&buf, sent));
-  RANK_CUDA(cudaMemset(buf, r == 0 ? 0x11 : 0x5a, sent));  // sent bytes differ from the poison
+  RANK_CUDA(
+      cudaMemsetAsync(buf, r == 0 ? 0x11 : 0x5a, sent, s));  // sent bytes differ from the poison
   RANK_OK(ccl_group_start());
   if (r == 0) RANK_OK(ccl_send(buf, sent, ccl_uint8, 1, comm, s));
   if (r == 1) RANK_OK(ccl_recv(buf, room, ccl_uint8, 0, comm, s));

@@ -45,6 +45,7 @@ TEST(PerfOptions, NcclTestsFlags) {
                      "--algo",
                      "one_shot",
                      "--compare-nccl",
+                     "--p2p",
                      "--json",
                      "out.json"},
                     &o, &err))
@@ -65,7 +66,11 @@ TEST(PerfOptions, NcclTestsFlags) {
   EXPECT_EQ(o.registration, 2);
   EXPECT_EQ(o.algo, "one_shot");
   EXPECT_TRUE(o.compare_nccl);
+  EXPECT_TRUE(o.p2p);
   EXPECT_EQ(o.json, "out.json");
+  CollOptions plain;
+  ASSERT_TRUE(parse({"-b", "8"}, &plain, &err)) << err;
+  EXPECT_FALSE(plain.p2p);
 }
 
 TEST(PerfOptions, AllTypesOpsAndRoots) {
