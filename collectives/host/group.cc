@@ -239,7 +239,8 @@ Status group_end() {
     }
     // Batches agreed with every partner, packed into launches of this rank's own (p2p_plan.hpp);
     // a group of one batch is one launch as it stands (no plan to allocate on the common path).
-    if (ops.size() <= static_cast<size_t>(kMaxP2pOps) && p2p_one_batch(ops, c->nranks, c->rank)) {
+    if (ops.size() <= static_cast<size_t>(kMaxP2pOps) &&
+        p2p_one_batch(p2p_batches(ops, c->nranks, c->rank))) {
       first.note(launch_p2p_ops(c, stream, ops));
       continue;
     }

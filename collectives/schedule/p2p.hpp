@@ -56,16 +56,21 @@ CCL_HD int p2p_distance(int rank, int peer, bool is_send, int nranks) {
   return is_send ? (peer - rank + nranks) % nranks : (rank - peer + nranks) % nranks;
 }
 
+/// The batch of an operation with `before` earlier operations in its stream and its peer at
+/// distance d.
+CCL_HD int p2p_batch(int before, int d, int nranks) {
+  constexpr int kDistances = kMaxP2pOps / 2;
+  const int groups = nranks > kDistances ? (nranks + kDistances - 1) / kDistances : 1;
+  return before / p2p_batch_ops(nranks) * groups + (groups > 1 ? d / kDistances : 0);
+}
+
 /// The batch of operation i of a group (in group order) on `rank` of `nranks`.
 template <typename Op>
 CCL_HD int p2p_batch_of(const Op* ops, int i, int nranks, int rank) {
   int before = 0;
   for (int j = 0; j < i; ++j)
     before += ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0);
-  constexpr int kDistances = kMaxP2pOps / 2;
-  const int groups = nranks > kDistances ? (nranks + kDistances - 1) / kDistances : 1;
-  const int d = p2p_distance(rank, ops[i].peer, ops[i].is_send != 0, nranks);
-  return before / p2p_batch_ops(nranks) * groups + (groups > 1 ? d / kDistances : 0);
+  return p2p_batch(before, p2p_distance(rank, ops[i].peer, ops[i].is_send != 0, nranks), nranks);
 }
 
 /// Smallest operation that goes through a rendezvous (an offer costs one flag round trip, which

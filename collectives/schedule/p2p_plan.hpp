@@ -19,24 +19,33 @@ struct P2pPlan {
   std::vector<int> place;                  // per operation: its batch's place in its launch
 };
 
-/// Whether every operation of a group falls in batch 0 (no stream longer than p2p_batch_ops, no
-/// peer beyond the first distance group), as most groups do: then the group is one launch in
-/// its own order, and the host needs no plan.
+/// Every operation's batch (p2p_batch_of), in one pass over the group: the host's own count per
+/// stream (p2p_batch_of counts again for each operation, a quadratic cost a group of 64 paid in
+/// microseconds).
 template <typename Op>
-bool p2p_one_batch(const std::vector<Op>& ops, int nranks, int rank) {
-  for (int i = 0; i < static_cast<int>(ops.size()); ++i)
-    if (p2p_batch_of(ops.data(), i, nranks, rank) != 0) return false;
-  return true;
+std::vector<int> p2p_batches(const std::vector<Op>& ops, int nranks, int rank) {
+  std::vector<int> seen(2 * static_cast<size_t>(nranks), 0), batch(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const bool send = ops[i].is_send != 0;
+    int& before = seen[2 * static_cast<size_t>(ops[i].peer) + (send ? 1 : 0)];
+    batch[i] = p2p_batch(before++, p2p_distance(rank, ops[i].peer, send, nranks), nranks);
+  }
+  return batch;
+}
+
+/// Whether every operation falls in batch 0 (no stream longer than p2p_batch_ops, no peer beyond
+/// the first distance group), as most groups do: then the group is one launch in its own order,
+/// and the host needs no plan.
+inline bool p2p_one_batch(const std::vector<int>& batch) {
+  return std::all_of(batch.begin(), batch.end(), [](int b) { return b == 0; });
 }
 
 /// Batches join the launch before them while it holds at most `most` operations.
 template <typename Op>
 P2pPlan p2p_plan(const std::vector<Op>& ops, int nranks, int rank, int most = kMaxP2pOps) {
   P2pPlan plan;
-  const int nops = static_cast<int>(ops.size());
-  plan.batch.resize(ops.size());
+  plan.batch = p2p_batches(ops, nranks, rank);
   plan.place.resize(ops.size());
-  for (int i = 0; i < nops; ++i) plan.batch[i] = p2p_batch_of(ops.data(), i, nranks, rank);
   std::vector<int> order(ops.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),

@@ -228,6 +228,8 @@ TEST(P2pLaunches, ASendAndItsReceiveShareABatch) {
         received = sent;
     for (int r = 0; r < n; ++r) {
       const P2pPlan plan = p2p_plan(groups[r], n, r);
+      for (int i = 0; i < static_cast<int>(groups[r].size()); ++i)
+        ASSERT_EQ(plan.batch[i], p2p_batch_of(groups[r].data(), i, n, r));  // one pass, the same
       const std::string broken = broken_rule(groups[r], plan, kMaxP2pOps);
       ASSERT_EQ(broken, "") << "trial " << trial << ", rank " << r << " of " << n;
       for (size_t i = 0; i < groups[r].size(); ++i) {
@@ -258,7 +260,7 @@ TEST(P2pLaunches, SmallGroupsAreOneLaunchAndLargeOnesFewLaunches) {
     bool fits = true;
     for (int b = 1; b < n; ++b)
       fits &= count[0][b] <= p2p_batch_ops(n) && count[b][0] <= p2p_batch_ops(n);
-    ASSERT_EQ(p2p_one_batch(g, n, 0), fits) << n << " ranks";
+    ASSERT_EQ(p2p_one_batch(p2p_batches(g, n, 0)), fits) << n << " ranks";
   }
   // More sends to one peer than a batch takes of a stream: several batches, still one launch.
   std::vector<std::vector<int>> one_way = {{0, kMaxP2pOps - 1}, {0, 0}};
