@@ -136,6 +136,10 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   crun all_reduce_perf_alltypes "$coll_perf/all_reduce_perf" -b 8 -e 4M -f 32 -R 2 -n 5 -w 2 -d all -o all -c 2
   crun reduce_perf_allroots "$coll_perf/reduce_perf" -b 8 -e 4M -f 32 -R 0 -n 5 -w 2 -d all -o all -r all
   crun sendrecv_perf_agg "$coll_perf/sendrecv_perf" -b 8 -e 64M -f 8 -R 2 -m 8 $cmp
+  # Alltoall made of grouped ccl_send/ccl_recv beside NCCL's (as nccl-tests runs it), alone and
+  # 40 calls a group (160 operations: several batches and launches).
+  crun alltoall_perf_p2p "$coll_perf/alltoall_perf" --p2p -b 8 -e 256M -f 4 -R 2 $cmp
+  crun alltoall_perf_p2p_agg "$coll_perf/alltoall_perf" --p2p -b 8 -e 16M -f 8 -R 2 -m 40 -c 2 $cmp
   run launch_floor_perf env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$coll_perf/launch_floor_perf" $cmp
   # The copy-engine path (forced only until this sweep sets its crossover), eager and in graphs.
   for c in alltoall all_gather broadcast; do
