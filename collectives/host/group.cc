@@ -217,7 +217,8 @@ Status group_end() {
   CCL_CHECK(prepare_states(q));
   FirstFailure first;
   first.note(run_collectives(q));
-  // Point-to-point: one fused launch per communicator, in the order the comms first appeared.
+  // Point-to-point: each communicator's group as one or more launches, in the order the comms
+  // first appeared.
   std::vector<ccl_comm*> comms;
   for (const Pending& p : q)
     if (!p.fn && std::find(comms.begin(), comms.end(), p.comm) == comms.end())

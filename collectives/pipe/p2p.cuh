@@ -1,5 +1,6 @@
 // Point-to-point groups (ccl_send / ccl_recv between ccl_group_start and ccl_group_end) as one
-// launch: operations up to the LL size through LL rows, rendezvous-sized sends written straight
+// or more launches of batches (collectives/schedule/p2p_plan.hpp): operations up to the LL size
+// through LL rows, rendezvous-sized sends written straight
 // into the receiver's offered window (or by the copy-engine proxy), the rest through the pipe
 // FIFOs (fifo.cuh). collectives/schedule/p2p.hpp holds the arithmetic the host shares.
 #pragma once

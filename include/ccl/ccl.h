@@ -225,9 +225,8 @@ CCL_API ccl_result_t ccl_alltoall(const void* sendbuff, void* recvbuff, size_t c
                                   ccl_datatype_t datatype, ccl_comm_t comm, cudaStream_t stream);
 /// Point-to-point: a send to `peer` must meet a receive of the same size from this rank there,
 /// in the same order. Sends and receives between ccl_group_start and ccl_group_end progress
-/// together (a kernel per communicator, or several where one peer's sends or receives outnumber
-/// 32; at most 64 operations per kernel);
-/// outside a group each is its own kernel.
+/// together, a group of any size (a kernel per communicator for up to 64 operations, several
+/// beyond); outside a group each is its own kernel.
 CCL_API ccl_result_t ccl_send(const void* sendbuff, size_t count, ccl_datatype_t datatype, int peer,
                               ccl_comm_t comm, cudaStream_t stream);
 CCL_API ccl_result_t ccl_recv(void* recvbuff, size_t count, ccl_datatype_t datatype, int peer,
