@@ -321,6 +321,29 @@ int many_ranks(ccl_unique_id_t id, int n, int r) {
           comm, "send/recv 16 KiB", [&] { return exchange(size_t{4} << 10); }, recv,
           size_t{4} << 10, [&](size_t i) { return value(peer, i); }, s))
     return rc;
+  // Every rank with every rank, itself too, three 1 KiB sends each way: 96 LL operations, two
+  // batches, more than the blocks 16 sharers leave a launch, so the LL blocks run them in turn
+  // (p2p_ll_looped).
+  constexpr size_t kEach = 256, kOps = 3;
+  auto all_peers = [&]() {
+    ccl_result_t e = ccl_group_start();
+    for (int j = 0; j < n && e == CCL_SUCCESS; ++j)
+      for (size_t k = 0; k < kOps && e == CCL_SUCCESS; ++k) {
+        e = ccl_send(send + (j * kOps + k) * kEach, kEach, ccl_int32, j, comm, s);
+        if (e == CCL_SUCCESS)
+          e = ccl_recv(recv + (j * kOps + k) * kEach, kEach, ccl_int32, j, comm, s);
+      }
+    const ccl_result_t ge = ccl_group_end();
+    return e != CCL_SUCCESS ? e : ge;
+  };
+  if (int rc = run_and_check(
+          comm, "send/recv with every rank", all_peers, recv, n * kOps * kEach,
+          [&](size_t i) {
+            const size_t from = i / (kOps * kEach), k = i / kEach % kOps;
+            return value(static_cast<int>(from), (r * kOps + k) * kEach + i % kEach);
+          },
+          s))
+    return rc;
   RANK_CHECK(exchange(size_t{256} << 10) == CCL_INVALID_USAGE, "1 MiB send/recv not refused");
   const std::string msg = ccl_get_last_error();
   RANK_CHECK(msg.find("FIFO channels") != std::string::npos, "message: %s", msg.c_str());
