@@ -37,9 +37,9 @@ namespace ccl::coll {
 /// batches into launches. A launch runs its batches one after another (p2p_kernel: a batch's
 /// offers are read, its zero-copy shares written and its FIFO rounds run after the batch before
 /// it is through its rounds), so every wait of batch b is on its partners' batch b or earlier: no
-/// group deadlocks, whatever its size. (Cutting where a rank's own group
-/// is too large would not do: its partner's uncut launch would wait, FIFO rounds and all, for an
-/// operation in this rank's later launch; tests/unit/coll_p2p_launches_test.cc shows it.)
+/// group deadlocks, whatever its size. (Cutting where a rank's own group is too large would not
+/// do: its partner's uncut launch would wait, FIFO rounds and all, for an operation in this
+/// rank's later launch; tests/unit/coll_p2p_launches_test.cc shows it.)
 ///
 /// A batch takes from each stream p2p_batch_ops(nranks) consecutive operations. Up to 32 ranks
 /// every distance (peer) is in every batch, as many operations a stream as keep the batch to

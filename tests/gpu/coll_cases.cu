@@ -76,7 +76,10 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
   T* call_recv = null_unused && k.coll == Collective::kReduce ? nullptr : recv;
   std::vector<T> got(re), first(re);
   for (int rep = 0; rep < 2; ++rep) {
-    RANK_CUDA(cudaMemsetAsync(base, 0x7b, bytes, s));  // poison
+    // Poison on the call's stream, done before the input's copy into the same buffer (a
+    // legacy-stream memset would not be ordered with a non-blocking stream's calls).
+    RANK_CUDA(cudaMemsetAsync(base, 0x7b, bytes, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
     RANK_CUDA(cudaMemcpy(send, in[me].data(), se * sizeof(T), cudaMemcpyHostToDevice));
     RANK_OK(call(comm, k.coll, call_send, call_recv, k.count, D, k.op, k.root, s));
     RANK_CUDA(cudaStreamSynchronize(s));
