@@ -4,10 +4,10 @@
 // ring at the sender; every block of the sender reads them, batch by batch; each batch's last
 // reader tells the receiver how many it read (the kernel adds them at the receiver), the
 // launch's last such batch advances the sender's count; a launch ends when its receives are
-// complete. Steps of every block of every rank run in a
-// random order. The model checks that no one waits forever, that every offer read is the one
-// meant (never a stale or a later one) and that both sides' counters agree at the end; without
-// the ring's wait it must find an overwritten offer.
+// complete. Steps of every block of every rank run in a random order. The model checks that no
+// one waits forever, that every offer read is the one meant (never a stale or a later one) and
+// that both sides' counters agree at the end; without the ring's wait it must find an
+// overwritten offer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
