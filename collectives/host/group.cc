@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collectives/host/coll_state.hpp"
@@ -240,12 +241,12 @@ Status group_end() {
     }
     // Batches agreed with every partner, packed into launches of this rank's own (p2p_plan.hpp);
     // a group of one batch is one launch as it stands (no plan to allocate on the common path).
-    if (ops.size() <= static_cast<size_t>(kMaxP2pOps) &&
-        p2p_one_batch(p2p_batches(ops, c->nranks, c->rank))) {
+    std::vector<int> batch = p2p_batches(ops, c->nranks, c->rank);
+    if (ops.size() <= static_cast<size_t>(kMaxP2pOps) && p2p_one_batch(batch)) {
       first.note(launch_p2p_ops(c, stream, ops));
       continue;
     }
-    const P2pPlan plan = p2p_plan(ops, c->nranks, c->rank);
+    const P2pPlan plan = p2p_plan(std::move(batch));
     std::vector<std::vector<P2pOp>> launches;
     for (const std::vector<int>& members : plan.launches) {
       launches.emplace_back();

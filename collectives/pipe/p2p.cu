@@ -381,13 +381,6 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-cudaError_t p2p_blocks_per_sm(int* out) {
-  for (auto* k : {p2p_kernel<false, false>, p2p_kernel<false, true>, p2p_kernel<true, false>,
-                  p2p_kernel<true, true>})
-    if (const cudaError_t e = fewest_blocks_per_sm(k, kThreads, out); e != cudaSuccess) return e;
-  return cudaSuccess;
-}
-
 namespace {
 
 /// Blocks of `threads` threads of the point-to-point kernels (the fewest over the instances) a
@@ -409,6 +402,13 @@ cudaError_t p2p_blocks_per_sm_at(int threads, int* out) {
 }
 
 }  // namespace
+
+cudaError_t p2p_blocks_per_sm(int* out) {
+  int b = INT_MAX;
+  if (const cudaError_t e = p2p_blocks_per_sm_at(kThreads, &b); e != cudaSuccess) return e;
+  *out = std::min(*out, b);
+  return cudaSuccess;
+}
 
 cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& args,
                        const Launch& l, int most_blocks) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "collectives/schedule/p2p.hpp"
@@ -40,13 +41,13 @@ inline bool p2p_one_batch(const std::vector<int>& batch) {
   return std::all_of(batch.begin(), batch.end(), [](int b) { return b == 0; });
 }
 
-/// Batches join the launch before them while it holds at most `most` operations.
-template <typename Op>
-P2pPlan p2p_plan(const std::vector<Op>& ops, int nranks, int rank, int most = kMaxP2pOps) {
+/// Batches (`batch`, from p2p_batches) join the launch before them while it holds at most
+/// `most` operations.
+inline P2pPlan p2p_plan(std::vector<int> batch, int most = kMaxP2pOps) {
   P2pPlan plan;
-  plan.batch = p2p_batches(ops, nranks, rank);
-  plan.place.resize(ops.size());
-  std::vector<int> order(ops.size());
+  plan.batch = std::move(batch);
+  plan.place.resize(plan.batch.size());
+  std::vector<int> order(plan.batch.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return plan.batch[a] < plan.batch[b]; });
@@ -63,6 +64,11 @@ P2pPlan p2p_plan(const std::vector<Op>& ops, int nranks, int rank, int most = kM
     }
   }
   return plan;
+}
+
+template <typename Op>
+P2pPlan p2p_plan(const std::vector<Op>& ops, int nranks, int rank, int most = kMaxP2pOps) {
+  return p2p_plan(p2p_batches(ops, nranks, rank), most);
 }
 
 }  // namespace ccl::coll

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,30 @@
 
 namespace ccl::test {
 namespace {
+
+/// Captures enqueue() on `s` in a CUDA graph (`mode`), then replays it for rounds [first, last):
+/// fresh inputs before each (prepare(round)), every byte checked after (check(round, label)).
+int replay_captured(cudaStream_t s, cudaStreamCaptureMode mode, const std::function<int()>& enqueue,
+                    const std::function<int(int)>& prepare,
+                    const std::function<int(int, const char*)>& check, int first, int last,
+                    const char* label) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(s, mode));
+  const int enqueued = enqueue();
+  RANK_CUDA(cudaStreamEndCapture(s, &graph));
+  if (enqueued) return 1;
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int round = first; round < last; ++round) {
+    if (prepare(round)) return 1;
+    RANK_CUDA(cudaGraphLaunch(exec, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    if (check(round, label)) return 1;
+  }
+  RANK_CUDA(cudaGraphExecDestroy(exec));
+  RANK_CUDA(cudaGraphDestroy(graph));
+  return 0;
+}
 
 /// One group with more sends to the next rank (and receives from the previous one) than a launch
 /// holds (kMaxP2pOps, both directions together), so it runs as several batches in two or more
@@ -193,20 +218,9 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaStreamSynchronize(s));
     if (check(it, "group")) return 1;
   }
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  if (enqueue()) return 1;
-  RANK_CUDA(cudaStreamEndCapture(s, &graph));
-  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int it = 100; it < 103; ++it) {
-    if (fill(it)) return 1;
-    RANK_CUDA(cudaGraphLaunch(exec, s));
-    RANK_CUDA(cudaStreamSynchronize(s));
-    if (check(it, "graph replay")) return 1;
-  }
-  RANK_CUDA(cudaGraphExecDestroy(exec));
-  RANK_CUDA(cudaGraphDestroy(graph));
+  if (replay_captured(s, cudaStreamCaptureModeGlobal, enqueue, fill, check, 100, 103,
+                      "graph replay"))
+    return 1;
   RANK_OK(ccl_comm_deregister(comm, reg));
   RANK_OK(ccl_mem_free(comm, sym));
   RANK_CUDA(cudaFree(regd));
@@ -418,21 +432,9 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   if (prepare(0) || enqueue()) return 1;
   RANK_CUDA(cudaStreamSynchronize(s));
   if (check(0, "an eager")) return 1;
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  const int enqueued = enqueue();
-  RANK_CUDA(cudaStreamEndCapture(s, &graph));
-  if (enqueued) return 1;
-  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int round = 1; round <= 2; ++round) {
-    if (prepare(round)) return 1;
-    RANK_CUDA(cudaGraphLaunch(exec, s));
-    RANK_CUDA(cudaStreamSynchronize(s));
-    if (check(round, "a captured")) return 1;
-  }
-  RANK_CUDA(cudaGraphExecDestroy(exec));
-  RANK_CUDA(cudaGraphDestroy(graph));
+  if (replay_captured(s, cudaStreamCaptureModeThreadLocal, enqueue, prepare, check, 1, 3,
+                      "a captured"))
+    return 1;
   RANK_OK(ccl_mem_free(comm, sym));
   RANK_CUDA(cudaFree(plain));
   RANK_CUDA(cudaFree(sb));
