@@ -4,7 +4,8 @@
 // host-bound), and in a graph its programmatic (PDL) edge costs less than a memcpy node's (8 B
 // 0.72-0.82 us against 0.98-1.02, 2 MiB 1.48 against 1.58); without PDL the node is ahead in a
 // graph (0.87 against 0.95 us), and from 64 MiB the copy engine is faster either way
-// (perf/results/2026-11-24_h200_one_rank.md).
+// (perf/results/2026-11-24_h200_one_rank.md). The list kernel copies a group's several pairs
+// with the rank itself in one launch (collectives/schedule/copy_lists.hpp).
 #include <algorithm>
 
 #include "collectives/direct/direct.cuh"
@@ -30,13 +31,62 @@ __global__ void __launch_bounds__(kThreads)
         reinterpret_cast<const char*>(src + n16)[threadIdx.x];
 }
 
+/// A list's copies as one range of 16-byte words (copy_list_word).
+struct CopyListArgs {
+  int n;
+  size_t end[kMaxCopyList];
+  uint4* dst[kMaxCopyList];
+  const uint4* src[kMaxCopyList];
+  uint8_t tail[kMaxCopyList];
+};
+
+// Every thread strides over the list's words as copy_kernel over one copy's, so small and large
+// copies alike spread over the whole grid. __grid_constant__: the arrays are indexed at run time,
+// which would otherwise copy them into each thread's local memory.
+__global__ void __launch_bounds__(kThreads)
+    copy_list_kernel(const __grid_constant__ CopyListArgs a) {
+  read_before_wait(a.n, a.end[0], a.dst[0], a.src[0]);
+  pdl_prologue();
+  const size_t words = a.end[a.n - 1];
+  const size_t stride = static_cast<size_t>(gridDim.x) * kThreads;
+  int c = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(kThreads) + threadIdx.x; i < words;
+       i += stride) {
+    const size_t j = copy_list_word(a.end, &c, i);
+    a.dst[c][j] = __ldg(a.src[c] + j);
+  }
+  for (int t = blockIdx.x; t < a.n; t += gridDim.x)
+    if (threadIdx.x < a.tail[t]) {
+      const size_t w = a.end[t] - copy_list_begin(a.end, t);
+      reinterpret_cast<char*>(a.dst[t] + w)[threadIdx.x] =
+          reinterpret_cast<const char*>(a.src[t] + w)[threadIdx.x];
+    }
+}
+
+size_t copy_blocks(size_t n16) {
+  return std::clamp<size_t>((n16 + kThreads - 1) / kThreads, 1, kMaxCopyBlocks);
+}
+
 }  // namespace
+
+cudaError_t launch_copy_list(const CopySpec* copies, int n, const Launch& l) {
+  if (n < 1 || n > kMaxCopyList) return cudaErrorInvalidValue;
+  CopyListArgs a{};
+  a.n = n;
+  copy_list_layout(copies, n, a.end, a.tail);
+  for (int c = 0; c < n; ++c) {
+    a.dst[c] = reinterpret_cast<uint4*>(copies[c].dst);
+    a.src[c] = reinterpret_cast<const uint4*>(copies[c].src);
+  }
+  return launch_kernel(copy_list_kernel, static_cast<int>(copy_blocks(a.end[n - 1])), kThreads, l,
+                       a);
+}
 
 cudaError_t launch_copy(void* dst, const void* src, size_t bytes, const Launch& l) {
   const size_t n16 = bytes / 16;
-  const size_t blocks = std::clamp<size_t>((n16 + kThreads - 1) / kThreads, 1, kMaxCopyBlocks);
-  return launch_kernel(copy_kernel, static_cast<int>(blocks), kThreads, l, static_cast<uint4*>(dst),
-                       static_cast<const uint4*>(src), n16, static_cast<int>(bytes % 16));
+  return launch_kernel(copy_kernel, static_cast<int>(copy_blocks(n16)), kThreads, l,
+                       static_cast<uint4*>(dst), static_cast<const uint4*>(src), n16,
+                       static_cast<int>(bytes % 16));
 }
 
 }  // namespace ccl::coll

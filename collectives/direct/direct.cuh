@@ -11,6 +11,7 @@
 
 #include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
+#include "collectives/schedule/copy_lists.hpp"
 #include "collectives/schedule/step.hpp"
 #include "common/kernel_launch.hpp"
 
@@ -79,5 +80,9 @@ cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_
 /// A local copy (collectives/host/local_copy.cc): `bytes` from `src` to `dst`, both 16-byte
 /// aligned.
 cudaError_t launch_copy(void* dst, const void* src, size_t bytes, const Launch& l);
+
+/// Several local copies in one launch (collectives/schedule/copy_lists.hpp): `n` (at most
+/// kMaxCopyList) of them, each copy_listable.
+cudaError_t launch_copy_list(const CopySpec* copies, int n, const Launch& l);
 
 }  // namespace ccl::coll

@@ -35,7 +35,10 @@ thread_local std::vector<Pending> g_pending;
 /// one rank, 128 MiB: 410 us through the FIFOs for cudaMalloc buffers, 99 us through the
 /// rendezvous, 66 us for the copy). Only where they pair whole: as many sends as receives, equal
 /// sizes, and every earlier operation with the rank itself paired too (one that went through the
-/// kernel must meet its partner there, in order). The rest go to the kernel in `*rest`.
+/// kernel must meet its partner there, in order). A group's pairs are copied together, small ones
+/// in one kernel (local_copies), whatever launches the rest become: batches are counted per
+/// stream, so taking the rank's own streams out moves no other operation's batch. The rest go
+/// to the kernel in `*rest`.
 Status copy_self_pairs(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
                        cudaStream_t stream, std::vector<P2pOp>* rest) {
   std::vector<const P2pOp*> sends, recvs;
@@ -49,8 +52,11 @@ Status copy_self_pairs(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& 
     *rest = ops;
     return CCL_SUCCESS;
   }
+  std::vector<CopySpec> copies;
   for (size_t i = 0; i < sends.size(); ++i)
-    CCL_CHECK(local_copy(comm, recvs[i]->buf, sends[i]->buf, sends[i]->bytes, stream));
+    copies.push_back({reinterpret_cast<uintptr_t>(recvs[i]->buf),
+                      reinterpret_cast<uintptr_t>(sends[i]->buf), sends[i]->bytes});
+  CCL_CHECK(local_copies(comm, copies, stream));
   for (const P2pOp& op : ops)
     if (op.peer != comm->rank) rest->push_back(op);
   return CCL_SUCCESS;
@@ -87,11 +93,33 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
   st->p2p_proxy->kick();
 }
 
-Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
-  // group_end packs a group into launches of at most this many (p2p_plan.hpp).
+/// One launch of at most kMaxP2pOps operations (a part of a group p2p_plan made, or all of it).
+Status launch_part(ccl_comm* comm, CollState* st, cudaStream_t stream,
+                   const std::vector<P2pOp>& ops) {
   if (ops.size() > static_cast<size_t>(kMaxP2pOps))
     return CCL_FAIL(CCL_INTERNAL_ERROR, "a point-to-point launch of %zu operations; at most %d",
                     ops.size(), kMaxP2pOps);
+  P2pArgs a{};
+  a.nops = static_cast<int>(ops.size());
+  std::copy(ops.begin(), ops.end(), a.ops);
+  // A large receive offers its buffer to the sender when the sender can write into it.
+  for (int i = 0; i < a.nops; ++i) {
+    P2pOp& op = a.ops[i];
+    uint64_t w = 0;
+    const bool offer = !op.is_send && p2p_rendezvous(op.bytes) &&
+                       window_of(comm, op.buf, op.bytes, /*registered=*/true, &w);
+    op.win = offer ? w : kNoWindow;
+  }
+  mark_copy_engine_sends(comm, st, &a);
+  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, {stream, comm->pdl},
+                            st->resident_blocks));
+  return CCL_SUCCESS;
+}
+
+/// A communicator's sends and receives of one group (or one lone operation): the pairs with the
+/// rank itself copied, the rest in batches agreed with every partner, packed into launches of
+/// this rank's own (p2p_plan.hpp).
+Status run_p2p(ccl_comm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
   std::lock_guard<std::mutex> lock(comm->op_mutex);
   DeviceScope device(comm->device);
   CommOp guard(comm);
@@ -118,20 +146,20 @@ Status launch_p2p_ops(ccl_comm* comm, cudaStream_t stream, const std::vector<P2p
   std::vector<P2pOp> rest;
   CCL_CHECK(copy_self_pairs(comm, st, ops, stream, &rest));
   if (rest.empty()) return CCL_SUCCESS;
-  P2pArgs a{};
-  a.nops = static_cast<int>(rest.size());
-  std::copy(rest.begin(), rest.end(), a.ops);
-  // A large receive offers its buffer to the sender when the sender can write into it.
-  for (int i = 0; i < a.nops; ++i) {
-    P2pOp& op = a.ops[i];
-    uint64_t w = 0;
-    const bool offer = !op.is_send && p2p_rendezvous(op.bytes) &&
-                       window_of(comm, op.buf, op.bytes, /*registered=*/true, &w);
-    op.win = offer ? w : kNoWindow;
+  // A group of one batch is one launch as it stands (no plan to allocate on the common path).
+  std::vector<int> batch = p2p_batches(rest, comm->nranks, comm->rank);
+  if (rest.size() <= static_cast<size_t>(kMaxP2pOps) && p2p_one_batch(batch))
+    return launch_part(comm, st, stream, rest);
+  const P2pPlan plan = p2p_plan(std::move(batch));
+  std::vector<P2pOp> part;
+  for (const std::vector<int>& members : plan.launches) {
+    part.clear();
+    for (int i : members) {
+      part.push_back(rest[static_cast<size_t>(i)]);
+      part.back().batch = plan.place[static_cast<size_t>(i)];
+    }
+    CCL_CHECK(launch_part(comm, st, stream, part));  // the later parts' partners wait on this one
   }
-  mark_copy_engine_sends(comm, st, &a);
-  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, {stream, comm->pdl},
-                            st->resident_blocks));
   return CCL_SUCCESS;
 }
 
@@ -239,27 +267,7 @@ Status group_end() {
                           "sends and receives of one communicator in a group must use one stream"));
       continue;
     }
-    // Batches agreed with every partner, packed into launches of this rank's own (p2p_plan.hpp);
-    // a group of one batch is one launch as it stands (no plan to allocate on the common path).
-    std::vector<int> batch = p2p_batches(ops, c->nranks, c->rank);
-    if (ops.size() <= static_cast<size_t>(kMaxP2pOps) && p2p_one_batch(batch)) {
-      first.note(launch_p2p_ops(c, stream, ops));
-      continue;
-    }
-    const P2pPlan plan = p2p_plan(std::move(batch));
-    std::vector<std::vector<P2pOp>> launches;
-    for (const std::vector<int>& members : plan.launches) {
-      launches.emplace_back();
-      for (int i : members) {
-        launches.back().push_back(ops[static_cast<size_t>(i)]);
-        launches.back().back().batch = plan.place[static_cast<size_t>(i)];
-      }
-    }
-    for (const std::vector<P2pOp>& part : launches) {
-      const Status st = launch_p2p_ops(c, stream, part);
-      first.note(st);
-      if (!st.ok()) break;  // the later parts' partners wait on this one
-    }
+    first.note(run_p2p(c, stream, ops));
   }
   return first.get();
 }
@@ -275,7 +283,7 @@ Status run_or_queue(ccl_comm* comm, cudaStream_t stream, std::function<Status()>
 }
 
 Status p2p(ccl_comm* comm, const P2pOp& op, cudaStream_t stream) {
-  if (g_depth == 0) return launch_p2p_ops(comm, stream, {op});
+  if (g_depth == 0) return run_p2p(comm, stream, {op});
   g_pending.push_back({comm, stream, {}, op});
   return CCL_SUCCESS;
 }

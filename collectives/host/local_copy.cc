@@ -34,4 +34,22 @@ Status local_copy(ccl_comm* comm, void* dst, const void* src, size_t bytes, cuda
   return CCL_SUCCESS;
 }
 
+Status local_copies(ccl_comm* comm, const std::vector<CopySpec>& copies, cudaStream_t stream) {
+  // A list's total stays below the graph cutoff, where one kernel is ahead eagerly and captured.
+  std::vector<CopySpec> list;
+  for (const std::vector<int>& members : copy_lists(copies, kKernelInGraphBelow)) {
+    if (members.size() == 1) {
+      const CopySpec& c = copies[static_cast<size_t>(members[0])];
+      CCL_CHECK(local_copy(comm, reinterpret_cast<void*>(c.dst),
+                           reinterpret_cast<const void*>(c.src), c.bytes, stream));
+      continue;
+    }
+    list.clear();
+    for (int i : members) list.push_back(copies[static_cast<size_t>(i)]);
+    CCL_CUDA_CHECK(
+        launch_copy_list(list.data(), static_cast<int>(list.size()), {stream, comm->pdl}));
+  }
+  return CCL_SUCCESS;
+}
+
 }  // namespace ccl::coll

@@ -15,6 +15,7 @@
 #include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
 #include "collectives/host/coll_state.hpp"
+#include "collectives/schedule/copy_lists.hpp"
 #include "collectives/schedule/p2p.hpp"
 #include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
@@ -441,6 +442,88 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// A group of more pairs with the rank itself than a list kernel holds (kMaxCopyList), beside a
+/// send to the next rank and a receive from the previous: the pairs become list kernels
+/// (collectives/schedule/copy_lists.hpp), the unaligned ones and one of 40 MiB (above the list
+/// cutoff) copied alone. Sizes from 1 byte (a tail only) to 40 MiB; the receives lie in one
+/// buffer with 48-byte gaps, which must keep their poison. Eager, then captured and replayed
+/// twice on fresh data.
+int many_self_pairs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+  constexpr int kPairs = coll::kMaxCopyList + 9;
+  constexpr size_t kSizes[] = {1, 8, 15, 16, 100, 4096, 65537, 300000, size_t{2} << 20};
+  constexpr size_t kRing = 5000;
+  struct Pair {
+    size_t src, dst, bytes;
+  };
+  std::vector<Pair> pairs;
+  size_t src_total = 0, dst_total = 48;
+  for (int i = 0; i < kPairs; ++i) {
+    const size_t bytes = i == 40 ? size_t{40} << 20 : kSizes[(i * 5) % 9];
+    const size_t skew = i % 11 == 3 ? 1 + i % 7 : 0;  // an unaligned receive
+    pairs.push_back({src_total, dst_total + skew, bytes});
+    src_total = (src_total + bytes + 15) / 16 * 16;
+    dst_total = (dst_total + skew + bytes + 48 + 15) / 16 * 16;
+  }
+  char *sb = nullptr, *rb = nullptr, *ring = nullptr;
+  RANK_CUDA(cudaMalloc(&sb, src_total + kRing));
+  RANK_CUDA(cudaMalloc(&rb, dst_total));
+  RANK_CUDA(cudaMalloc(&ring, kRing));
+  const int next = (me + 1) % n, prev = (me + n - 1) % n;
+  auto enqueue = [&]() -> int {
+    RANK_OK(ccl_group_start());
+    // Receives trail their sends by five; the ring in between (not for one rank: its ring would
+    // be one more pair with itself).
+    for (int i = 0; i < kPairs + 5; ++i) {
+      if (i < kPairs) RANK_OK(ccl_send(sb + pairs[i].src, pairs[i].bytes, ccl_uint8, me, comm, s));
+      if (i == 20 && n > 1) {
+        RANK_OK(ccl_send(sb + src_total, kRing, ccl_uint8, next, comm, s));
+        RANK_OK(ccl_recv(ring, kRing, ccl_uint8, prev, comm, s));
+      }
+      if (i >= 5)
+        RANK_OK(ccl_recv(rb + pairs[i - 5].dst, pairs[i - 5].bytes, ccl_uint8, me, comm, s));
+    }
+    RANK_OK(ccl_group_end());
+    return 0;
+  };
+  std::vector<char> h(src_total + kRing), want(dst_total), got(dst_total), got_ring(kRing);
+  auto prepare = [&](int round) -> int {
+    for (int i = 0; i < kPairs; ++i)
+      for (size_t j = 0; j < pairs[i].bytes; ++j)
+        h[pairs[i].src + j] = group_byte(me, me, i, j, round);
+    for (size_t j = 0; j < kRing; ++j) h[src_total + j] = group_byte(me, next, -1, j, round);
+    RANK_CUDA(cudaMemcpy(sb, h.data(), h.size(), cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemsetAsync(rb, 0x5a, dst_total, s));
+    RANK_CUDA(cudaMemsetAsync(ring, 0x5a, kRing, s));
+    return 0;
+  };
+  auto check = [&](int round, const char* how) -> int {
+    std::fill(want.begin(), want.end(), static_cast<char>(0x5a));
+    for (int i = 0; i < kPairs; ++i)
+      for (size_t j = 0; j < pairs[i].bytes; ++j)
+        want[pairs[i].dst + j] = group_byte(me, me, i, j, round);
+    RANK_CUDA(cudaMemcpy(got.data(), rb, dst_total, cudaMemcpyDeviceToHost));
+    for (size_t k = 0; k < dst_total; ++k)
+      RANK_CHECK(got[k] == want[k], "%s group of %d pairs with itself: byte %zu of the receives",
+                 how, kPairs, k);
+    if (n == 1) return 0;
+    RANK_CUDA(cudaMemcpy(got_ring.data(), ring, kRing, cudaMemcpyDeviceToHost));
+    for (size_t j = 0; j < kRing; ++j)
+      RANK_CHECK(got_ring[j] == group_byte(prev, me, -1, j, round),
+                 "%s group of %d pairs with itself: byte %zu from rank %d", how, kPairs, j, prev);
+    return 0;
+  };
+  if (prepare(0) || enqueue()) return 1;
+  RANK_CUDA(cudaStreamSynchronize(s));
+  if (check(0, "an eager")) return 1;
+  if (replay_captured(s, cudaStreamCaptureModeThreadLocal, enqueue, prepare, check, 1, 3,
+                      "a captured"))
+    return 1;
+  RANK_CUDA(cudaFree(ring));
+  RANK_CUDA(cudaFree(rb));
+  RANK_CUDA(cudaFree(sb));
+  return 0;
+}
+
 }  // namespace
 
 /// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
@@ -519,6 +602,7 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   }
   if (many_sends_to_one_peer(comm, me, n, s)) return 1;
   if (large_group(comm, me, n, s)) return 1;
+  if (many_self_pairs(comm, me, n, s)) return 1;
   if (ll_point_to_point(comm, me, n, s)) return 1;
   if (zero_copy_point_to_point(comm, me, n, s)) return 1;
   return copy_engine_point_to_point(comm, me, n, s);
