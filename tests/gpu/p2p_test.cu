@@ -47,6 +47,17 @@ int replay_captured(cudaStream_t s, cudaStreamCaptureMode mode, const std::funct
   return 0;
 }
 
+/// Round 0 run eagerly, then captured (thread-local mode) and replayed for rounds 1 and 2.
+int eager_then_replayed(cudaStream_t s, const std::function<int()>& enqueue,
+                        const std::function<int(int)>& prepare,
+                        const std::function<int(int, const char*)>& check) {
+  if (prepare(0) || enqueue()) return 1;
+  RANK_CUDA(cudaStreamSynchronize(s));
+  if (check(0, "an eager")) return 1;
+  return replay_captured(s, cudaStreamCaptureModeThreadLocal, enqueue, prepare, check, 1, 3,
+                         "a captured");
+}
+
 /// One group with more sends to the next rank (and receives from the previous one) than a launch
 /// holds (kMaxP2pOps, both directions together), so it runs as several batches in two or more
 /// launches, of unequal sizes from LL to several FIFO messages each: more sends to one peer than
@@ -430,12 +441,7 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
                    how, order.size(), o.i, o.bytes, o.peer, j);
     return 0;
   };
-  if (prepare(0) || enqueue()) return 1;
-  RANK_CUDA(cudaStreamSynchronize(s));
-  if (check(0, "an eager")) return 1;
-  if (replay_captured(s, cudaStreamCaptureModeThreadLocal, enqueue, prepare, check, 1, 3,
-                      "a captured"))
-    return 1;
+  if (eager_then_replayed(s, enqueue, prepare, check)) return 1;
   RANK_OK(ccl_mem_free(comm, sym));
   RANK_CUDA(cudaFree(plain));
   RANK_CUDA(cudaFree(sb));
@@ -512,12 +518,7 @@ int many_self_pairs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
                  "%s group of %d pairs with itself: byte %zu from rank %d", how, kPairs, j, prev);
     return 0;
   };
-  if (prepare(0) || enqueue()) return 1;
-  RANK_CUDA(cudaStreamSynchronize(s));
-  if (check(0, "an eager")) return 1;
-  if (replay_captured(s, cudaStreamCaptureModeThreadLocal, enqueue, prepare, check, 1, 3,
-                      "a captured"))
-    return 1;
+  if (eager_then_replayed(s, enqueue, prepare, check)) return 1;
   RANK_CUDA(cudaFree(ring));
   RANK_CUDA(cudaFree(rb));
   RANK_CUDA(cudaFree(sb));
