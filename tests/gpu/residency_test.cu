@@ -96,6 +96,14 @@ int wide_calls(ccl_unique_id_t id, const ccl_unique_id_t* id_ll, int n, int r) {
   RANK_OK(ccl_alltoall(send, recv, n, ccl_int32, comm, s));
   RANK_OK(ccl_allgather(send, recv, n, ccl_int32, comm, s));
   RANK_CUDA(cudaStreamSynchronize(s));
+  // Their failures are their own, not the first wide call's (which would report them next).
+  {
+    ccl_result_t async = CCL_SUCCESS;
+    const char* report = nullptr;
+    RANK_OK(ccl_comm_get_async_error(comm, &async, &report));
+    RANK_CHECK(async == CCL_SUCCESS, "rank %d of %d, the small first calls: %s", r, n,
+               report != nullptr ? report : "");
+  }
   for (int rep = 0; rep < 2; ++rep) {
     // Rank j's block r of send lands as block j of recv.
     if (int rc = run_and_check(
@@ -236,7 +244,7 @@ TEST(CollectiveResidency, RanksOfOneProcessOnOneGpuRunTheWidestGrids) {
     // Before the threads (setenv is not thread-safe) and before CUDA starts in this process:
     // each rank's stream needs a hardware queue of its own (an MPS client gets 2 by default).
     setenv("CCL_WAIT_TIMEOUT", "2000", 1);
-    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 0);  // unless the caller set more
     auto run = [](int n, const std::function<int(ccl_unique_id_t, int)>& rank) {
       ccl_unique_id_t id;
       if (ccl_get_unique_id(&id) != CCL_SUCCESS) return std::vector<int>(n, -2);
