@@ -15,11 +15,10 @@ CollState::~CollState() {
   // The proxy first: its copies may still read or write the buffers below.
   p2p_proxy.reset();
   // The staging lives in the heap and goes with it; the local part is ours.
-  if (local) cudaFree(local);
-  for (cudaStream_t s : ce_streams) cudaStreamDestroy(s);
-  for (cudaEvent_t e : ce_join) cudaEventDestroy(e);
-  if (ce_fork) cudaEventDestroy(ce_fork);
-  cudaGetLastError();
+  if (local) CCL_CUDA_WARN(cudaFree(local));
+  for (cudaStream_t s : ce_streams) CCL_CUDA_WARN(cudaStreamDestroy(s));
+  for (cudaEvent_t e : ce_join) CCL_CUDA_WARN(cudaEventDestroy(e));
+  if (ce_fork) CCL_CUDA_WARN(cudaEventDestroy(ce_fork));
 }
 
 namespace {

@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "common/log.hpp"
+
 namespace ccl {
 namespace {
 
@@ -124,6 +126,19 @@ Status cu_fail(CUresult err, const char* expr, const char* file, int line) {
   if (g_api.cuGetErrorString) g_api.cuGetErrorString(err, &text);
   return fail(CCL_UNHANDLED_CUDA_ERROR, file, line, "%s failed: CUresult %d (%s)", expr,
               static_cast<int>(err), text);
+}
+
+void cuda_warn(cudaError_t err, const char* expr, const char* file, int line) {
+  cudaGetLastError();
+  CCL_WARN(kSubsysInit, "%s:%d: %s failed: %s (%s)", file, line, expr, cudaGetErrorName(err),
+           cudaGetErrorString(err));
+}
+
+void cu_warn(CUresult err, const char* expr, const char* file, int line) {
+  const char* text = "unknown";
+  if (g_api.cuGetErrorString) g_api.cuGetErrorString(err, &text);
+  CCL_WARN(kSubsysInit, "%s:%d: %s failed: CUresult %d (%s)", file, line, expr,
+           static_cast<int>(err), text);
 }
 
 }  // namespace ccl

@@ -93,6 +93,9 @@ Status upload_device(void* dst, const void* src, size_t bytes);
 
 Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line);
 Status cu_fail(CUresult err, const char* expr, const char* file, int line);
+/// Teardown, where nothing can be returned: a failed call is logged at WARN instead.
+void cuda_warn(cudaError_t err, const char* expr, const char* file, int line);
+void cu_warn(CUresult err, const char* expr, const char* file, int line);
 
 }  // namespace ccl
 
@@ -108,4 +111,17 @@ Status cu_fail(CUresult err, const char* expr, const char* file, int line);
     CUresult ccl_cu_err_ = (expr);                                   \
     if (ccl_cu_err_ != CUDA_SUCCESS)                                 \
       return ::ccl::cu_fail(ccl_cu_err_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+/// For destructors and other teardown: a failure is logged (WARN), not returned.
+#define CCL_CUDA_WARN(expr)                                                                       \
+  do {                                                                                            \
+    cudaError_t ccl_cuda_err_ = (expr);                                                           \
+    if (ccl_cuda_err_ != cudaSuccess) ::ccl::cuda_warn(ccl_cuda_err_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+#define CCL_CU_WARN(expr)                                                                    \
+  do {                                                                                       \
+    CUresult ccl_cu_err_ = (expr);                                                           \
+    if (ccl_cu_err_ != CUDA_SUCCESS) ::ccl::cu_warn(ccl_cu_err_, #expr, __FILE__, __LINE__); \
   } while (0)

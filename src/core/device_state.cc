@@ -135,10 +135,9 @@ void device_resources_free(ccl_comm* c, bool device_idle) {
     (void)c->dev.release();
     return;
   }
-  for (auto& [team, p] : c->dev->team_members) cudaFree(p);
-  cudaFree(c->dev->tables);
-  cudaFreeHost(c->dev->state_host);
-  cudaGetLastError();
+  for (auto& [team, p] : c->dev->team_members) CCL_CUDA_WARN(cudaFree(p));
+  CCL_CUDA_WARN(cudaFree(c->dev->tables));
+  CCL_CUDA_WARN(cudaFreeHost(c->dev->state_host));
   c->dev.reset();
 }
 

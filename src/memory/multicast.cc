@@ -90,15 +90,15 @@ Status SymmetricHeap::map_multicast(CUdeviceptr* va, size_t* bytes) {
 
 void SymmetricHeap::unmap_multicast() {
   if (mc_va_) {
-    cu_->cuMemUnmap(mc_va_, mc_bytes_);
-    cu_->cuMemAddressFree(mc_va_, mc_bytes_);
+    CCL_CU_WARN(cu_->cuMemUnmap(mc_va_, mc_bytes_));
+    CCL_CU_WARN(cu_->cuMemAddressFree(mc_va_, mc_bytes_));
   }
   if (mc_handle_) {
     const CUdeviceptr own_lo = va_ + slot_[rank_] * slot_bytes_;
     for (const Mapping& m : mappings_)
       if (m.ptr >= own_lo && m.ptr < own_lo + slot_bytes_ && m.ptr - own_lo < mc_bytes_)
-        cu_->cuMulticastUnbind(mc_handle_, cfg_.device, m.ptr - own_lo, m.size);
-    cu_->cuMemRelease(mc_handle_);
+        CCL_CU_WARN(cu_->cuMulticastUnbind(mc_handle_, cfg_.device, m.ptr - own_lo, m.size));
+    CCL_CU_WARN(cu_->cuMemRelease(mc_handle_));
   }
   mc_va_ = 0;
   mc_handle_ = 0;

@@ -46,9 +46,8 @@ Status BufferRegistry::create(bootstrap::Bootstrap* bs, const std::vector<PeerIn
 
 BufferRegistry::~BufferRegistry() {
   DeviceScope scope(device_);
-  for (auto& [key, o] : opened_) cudaIpcCloseMemHandle(o.ptr);
-  if (table_ != nullptr) cudaFree(table_);
-  cudaGetLastError();
+  for (auto& [key, o] : opened_) CCL_CUDA_WARN(cudaIpcCloseMemHandle(o.ptr));
+  if (table_ != nullptr) CCL_CUDA_WARN(cudaFree(table_));
 }
 
 namespace {
@@ -100,8 +99,7 @@ Status BufferRegistry::open_peer(const std::string& key, const cudaIpcMemHandle_
 void BufferRegistry::close_key(const std::string& key) {
   auto it = opened_.find(key);
   if (it == opened_.end() || --it->second.refs > 0) return;
-  cudaIpcCloseMemHandle(it->second.ptr);
-  cudaGetLastError();
+  CCL_CUDA_WARN(cudaIpcCloseMemHandle(it->second.ptr));
   opened_.erase(it);
 }
 

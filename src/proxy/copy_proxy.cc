@@ -78,12 +78,11 @@ CopyProxy::~CopyProxy() {
   stop();
   DeviceScope scope(device_);
   if (stream_) {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
+    CCL_CUDA_WARN(cudaStreamSynchronize(stream_));
+    CCL_CUDA_WARN(cudaStreamDestroy(stream_));
   }
-  if (counts_) cudaFree(counts_);
-  if (host_) cudaFreeHost(host_);
-  cudaGetLastError();  // teardown reports nothing
+  if (counts_) CCL_CUDA_WARN(cudaFree(counts_));
+  if (host_) CCL_CUDA_WARN(cudaFreeHost(host_));
 }
 
 void CopyProxy::stay_busy() {
