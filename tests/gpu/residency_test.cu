@@ -244,7 +244,7 @@ TEST(CollectiveResidency, RanksOfOneProcessOnOneGpuRunTheWidestGrids) {
     // Before the threads (setenv is not thread-safe) and before CUDA starts in this process:
     // each rank's stream needs a hardware queue of its own (an MPS client gets 2 by default).
     setenv("CCL_WAIT_TIMEOUT", "2000", 1);
-    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 0);  // unless the caller set more
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 0);  // unless the caller chose a count
     auto run = [](int n, const std::function<int(ccl_unique_id_t, int)>& rank) {
       ccl_unique_id_t id;
       if (ccl_get_unique_id(&id) != CCL_SUCCESS) return std::vector<int>(n, -2);
