@@ -15,10 +15,9 @@ constexpr size_t kKernelBelow = size_t{48} << 20, kKernelInGraphBelow = size_t{3
 }  // namespace
 
 Status local_copy(ccl_comm* comm, void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-  if (dst == src || bytes == 0) return CCL_SUCCESS;
-  const bool aligned =
-      (reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) % 16 == 0;
-  bool kernel = aligned && bytes < kKernelBelow;
+  const CopySpec c{reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), bytes};
+  if (!copy_moves(c)) return CCL_SUCCESS;
+  bool kernel = copy_aligned(c) && bytes < kKernelBelow;
   // In a graph only with PDL (its edge is what beats a memcpy node) and below the graph cutoff;
   // small calls ask nothing when PDL is on.
   if (kernel && (!comm->pdl || bytes >= kKernelInGraphBelow)) {

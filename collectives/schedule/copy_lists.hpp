@@ -24,10 +24,15 @@ inline bool copy_moves(const CopySpec& c) {
   return c.bytes != 0 && c.dst != c.src;
 }
 
-/// Whether a copy can join a list: both ends 16-byte aligned (the kernel moves 16-byte words)
-/// and smaller than `below`, the size from which a copy engine is as fast alone.
+/// Whether both ends are 16-byte aligned: the copy kernels move 16-byte words.
+inline bool copy_aligned(const CopySpec& c) {
+  return ((c.dst | c.src) % 16) == 0;
+}
+
+/// Whether a copy can join a list: aligned and smaller than `below`, the size from which a copy
+/// engine is as fast alone.
 inline bool copy_listable(const CopySpec& c, size_t below) {
-  return copy_moves(c) && ((c.dst | c.src) % 16) == 0 && c.bytes < below;
+  return copy_moves(c) && copy_aligned(c) && c.bytes < below;
 }
 
 /// The copies as lists, in order: listable copies join the current list while it holds fewer

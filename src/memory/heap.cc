@@ -20,13 +20,12 @@ uint64_t round_up(uint64_t x, uint64_t a) {
 
 /// A teardown step that failed: nothing can be returned from a destructor, but a mapping left
 /// behind (its range then reserved again by the next heap of the process) must not pass unseen.
-void warn_teardown(const DriverApi* cu, CUresult e, const char* what, int rank, const void* p,
-                   size_t bytes) {
+void warn_teardown(CUresult e, const char* call, int rank, const void* p, size_t bytes) {
   if (e == CUDA_SUCCESS) return;
-  const char* text = "unknown";
-  if (cu->cuGetErrorString) cu->cuGetErrorString(e, &text);
-  CCL_WARN(kSubsysMem, "rank %d: heap teardown: %s(%p, %zu bytes) failed: CUresult %d (%s)", rank,
-           what, p, bytes, static_cast<int>(e), text);
+  char what[160];
+  std::snprintf(what, sizeof(what), "rank %d: heap teardown: %s(%p, %zu bytes)", rank, call, p,
+                bytes);
+  cu_warn(e, what, __FILE__, __LINE__);
 }
 
 struct LegacyExchange {
@@ -101,11 +100,11 @@ SymmetricHeap::~SymmetricHeap() {
   for (auto it = mappings_.rbegin(); it != mappings_.rend(); ++it) {
     const void* at = reinterpret_cast<const void*>(it->ptr);
     if (it->ptr)
-      warn_teardown(cu_, cu_->cuMemUnmap(it->ptr, it->size), "cuMemUnmap", rank_, at, it->size);
-    warn_teardown(cu_, cu_->cuMemRelease(it->handle), "cuMemRelease", rank_, at, it->size);
+      warn_teardown(cu_->cuMemUnmap(it->ptr, it->size), "cuMemUnmap", rank_, at, it->size);
+    warn_teardown(cu_->cuMemRelease(it->handle), "cuMemRelease", rank_, at, it->size);
   }
   if (va_)
-    warn_teardown(cu_, cu_->cuMemAddressFree(va_, va_bytes_), "cuMemAddressFree", rank_,
+    warn_teardown(cu_->cuMemAddressFree(va_, va_bytes_), "cuMemAddressFree", rank_,
                   reinterpret_cast<const void*>(va_), va_bytes_);
   for (void* p : opened_) CCL_CUDA_WARN(cudaIpcCloseMemHandle(p));
   for (void* p : own_chunks_) CCL_CUDA_WARN(cudaFree(p));

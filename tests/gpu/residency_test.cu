@@ -43,6 +43,17 @@ bool mps_on_gpu0() {
   return gpu0_attribute(cudaDevAttrMpsEnabled) == 1;
 }
 
+/// Fails (naming `what`) when the communicator holds an asynchronous error, a device-side timeout
+/// among them.
+int no_async_error(ccl_comm_t comm, const char* what) {
+  ccl_result_t async = CCL_SUCCESS;
+  const char* report = nullptr;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, &report));
+  RANK_CHECK(async == CCL_SUCCESS, "%s: communicator in error (%d): %s", what, async,
+             report != nullptr ? report : "");
+  return 0;
+}
+
 /// One call, then every element of `out` (int32) against want(i); the call must not take
 /// seconds (a stalled grid shows as a device-side timeout, or as calls of about a second).
 /// Ordered on `s` alone: ranks of one process share the device, and a device-wide wait (or the
@@ -57,11 +68,7 @@ int run_and_check(ccl_comm_t comm, const char* what, const std::function<ccl_res
   RANK_CUDA(cudaStreamSynchronize(s));
   const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   RANK_CHECK(sec < 0.5, "%s took %.2f s: grids not resident together", what, sec);
-  ccl_result_t async = CCL_SUCCESS;
-  const char* report = nullptr;
-  RANK_OK(ccl_comm_get_async_error(comm, &async, &report));
-  RANK_CHECK(async == CCL_SUCCESS, "%s: communicator in error (%d): %s", what, async,
-             report != nullptr ? report : "");
+  if (no_async_error(comm, what)) return 1;
   std::vector<int> got(n);
   RANK_CUDA(cudaMemcpyAsync(got.data(), out, n * sizeof(int), cudaMemcpyDeviceToHost, s));
   RANK_CUDA(cudaStreamSynchronize(s));
@@ -97,13 +104,7 @@ int wide_calls(ccl_unique_id_t id, const ccl_unique_id_t* id_ll, int n, int r) {
   RANK_OK(ccl_allgather(send, recv, n, ccl_int32, comm, s));
   RANK_CUDA(cudaStreamSynchronize(s));
   // Their failures are their own, not the first wide call's (which would report them next).
-  {
-    ccl_result_t async = CCL_SUCCESS;
-    const char* report = nullptr;
-    RANK_OK(ccl_comm_get_async_error(comm, &async, &report));
-    RANK_CHECK(async == CCL_SUCCESS, "rank %d of %d, the small first calls: %s", r, n,
-               report != nullptr ? report : "");
-  }
+  if (no_async_error(comm, "the small first calls")) return 1;
   for (int rep = 0; rep < 2; ++rep) {
     // Rank j's block r of send lands as block j of recv.
     if (int rc = run_and_check(
