@@ -115,6 +115,11 @@ Status upload_device(void* dst, const void* src, size_t bytes) {
       [&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s); });
 }
 
+Status download_device(void* dst, const void* src, size_t bytes) {
+  return on_private_stream(
+      [&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s); });
+}
+
 Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line) {
   cudaGetLastError();
   return fail(CCL_UNHANDLED_CUDA_ERROR, file, line, "%s failed: %s (%s)", expr,

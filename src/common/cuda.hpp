@@ -90,6 +90,8 @@ Status enable_peer_access(int peer_device);
 Status zero_device(void* p, size_t bytes);
 /// Copies host memory to device memory the same way.
 Status upload_device(void* dst, const void* src, size_t bytes);
+/// Copies device memory to host memory the same way.
+Status download_device(void* dst, const void* src, size_t bytes);
 
 Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line);
 Status cu_fail(CUresult err, const char* expr, const char* file, int line);

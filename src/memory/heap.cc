@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "common/log.hpp"
@@ -26,6 +27,24 @@ void warn_teardown(CUresult e, const char* call, int rank, const void* p, size_t
   std::snprintf(what, sizeof(what), "rank %d: heap teardown: %s(%p, %zu bytes)", rank, call, p,
                 bytes);
   cu_warn(e, what, __FILE__, __LINE__);
+}
+
+/// Written by a chunk's owner at its start and read back by every load/store peer through its
+/// own mapping before the chunk is handed out: a mapping of other memory fails the allocation,
+/// naming both ranks, instead of losing every store made through it.
+struct ChunkTag {
+  uint64_t job;  // the bootstrap secret's first bytes: another communicator's chunk differs
+  uint32_t rank;
+  uint32_t seq;
+};
+static_assert(sizeof(ChunkTag) == 16);
+
+ChunkTag chunk_tag(const uint8_t* secret, int rank, uint64_t seq) {
+  ChunkTag t{};
+  std::memcpy(&t.job, secret, sizeof(t.job));
+  t.rank = static_cast<uint32_t>(rank);
+  t.seq = static_cast<uint32_t>(seq);
+  return t;
 }
 
 struct LegacyExchange {
@@ -221,7 +240,8 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   auto slot_addr = [&](int r) { return va_ + slot_[r] * slot_bytes_ + offset; };
 
-  // 1. Our chunk: create, export, map into our own slot.
+  // 1. Our chunk: create, export, map into our own slot, tag.
+  const uint64_t seq = segments_.size();
   int fd = -1;
   Status local = [&]() -> Status {
     CUmemAllocationProp prop{};
@@ -237,15 +257,16 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
     CCL_CU_CHECK(cu_->cuMemMap(slot_addr(rank_), size, 0, handle, 0));
     mappings_.back().ptr = slot_addr(rank_);
     CCL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(rank_), size, &access, 1));
-    return CCL_SUCCESS;
+    const ChunkTag tag = chunk_tag(bs_->secret(), rank_, seq);
+    return upload_device(reinterpret_cast<void*>(slot_addr(rank_)), &tag, sizeof(tag));
   }();
   Status s = bs_->agree(local, "create its heap chunk");
   if (!s.ok()) {
     if (fd >= 0) ::close(fd);
     return s;
   }
-  // 2. Hand our fd to every load/store peer, then import theirs into their slots.
-  const uint64_t seq = segments_.size();
+  // 2. Hand our fd to every load/store peer, then import theirs into their slots and check
+  // their tags (the owner wrote its tag before sending the fd).
   const Deadline d = Deadline::after_ms(cfg_.timeout_ms);
   local = [&]() -> Status {
     for (int r : local_ranks_)
@@ -277,11 +298,25 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
       CCL_CU_CHECK(cu_->cuMemMap(slot_addr(r), size, 0, handle, 0));
       mappings_.back().ptr = slot_addr(r);
       CCL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(r), size, &access, 1));
+      ChunkTag seen{};
+      CCL_CHECK(download_device(&seen, reinterpret_cast<const void*>(slot_addr(r)), sizeof(seen)));
+      const ChunkTag want = chunk_tag(bs_->secret(), r, seq);
+      if (std::memcmp(&seen, &want, sizeof(seen)) != 0)
+        return CCL_FAIL(CCL_SYSTEM_ERROR,
+                        "rank %d: rank %d's heap chunk %llu, imported here from its descriptor, "
+                        "holds other memory (tag: %s job, rank %u, chunk %u): stores through it "
+                        "would be lost",
+                        rank_, r, static_cast<unsigned long long>(seq),
+                        seen.job == want.job ? "this" : "another", seen.rank, seen.seq);
     }
     return CCL_SUCCESS;
   }();
   if (fd >= 0) ::close(fd);
   CCL_CHECK(bs_->agree(local, "map the peers' heap chunks"));
+  // Every peer has read the tag: clear it, so that the chunk goes out with the zeros a fresh
+  // allocation has in practice (which callers may have come to expect).
+  const ChunkTag blank{};
+  CCL_CHECK(upload_device(reinterpret_cast<void*>(slot_addr(rank_)), &blank, sizeof(blank)));
   Segment seg{offset, size, std::vector<char*>(nranks_, nullptr)};
   for (int r : local_ranks_) seg.base[r] = reinterpret_cast<char*>(slot_addr(r));
   segments_.push_back(std::move(seg));
