@@ -89,7 +89,9 @@ CCL_API ccl_result_t ccl_get_unique_id(ccl_unique_id_t* id);
 CCL_API ccl_result_t ccl_comm_init_rank(ccl_comm_t* comm, int nranks, ccl_unique_id_t id, int rank);
 
 /// Creates ndev communicators in one process, rank i on device devlist[i] (or device i when
-/// devlist is NULL). comms must hold ndev entries.
+/// devlist is NULL). comms must hold ndev entries. A device listed twice is refused
+/// (CCL_INVALID_USAGE) unless CCL_SHARED_GPU_THREADS=1: CUDA does not promise that the kernels of
+/// ranks sharing one context all start (docs/collectives.md).
 CCL_API ccl_result_t ccl_comm_init_all(ccl_comm_t* comms, int ndev, const int* devlist);
 
 /// Joins a job started by a launcher: reads the rank and size from CCL_RANK / CCL_WORLD_SIZE (or

@@ -88,9 +88,15 @@ class Driver {
       }
       std::vector<int> devs(o_.gpus);
       for (int g = 0; g < o_.gpus; ++g) devs[g] = g % ndev;
-      if (o_.gpus > ndev)
-        std::printf("# -g %d on %d GPU(s): ranks share them (rank g on GPU g %% %d)\n", o_.gpus,
-                    ndev, ndev);
+      if (o_.gpus > ndev) {
+        // Asking for more ranks than GPUs asks for threads sharing one: allowed here, said so.
+        setenv("CCL_SHARED_GPU_THREADS", "1", 0);
+        std::printf(
+            "# -g %d on %d GPU(s): ranks share them (rank g on GPU g %% %d) as threads of this "
+            "process (CCL_SHARED_GPU_THREADS=%s; CUDA does not promise that their kernels all "
+            "start, docs/collectives.md)\n",
+            o_.gpus, ndev, ndev, std::getenv("CCL_SHARED_GPU_THREADS"));
+      }
       std::vector<ccl_comm_t> comms(o_.gpus);
       PERF_CCL(ccl_comm_init_all(comms.data(), o_.gpus, devs.data()));
       // Allocation and registration are collective: every rank of this process at once.

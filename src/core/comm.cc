@@ -110,6 +110,9 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
   CCL_CHECK(local_peer_info(c->rank, c->device, static_cast<int>(heap_mode), &c->peers[c->rank]));
   CCL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
   CCL_CHECK(check_peers_agree(c->peers, c->rank));
+  int64_t shared_threads = 0;
+  CCL_CHECK(setting_int(Setting::kSharedGpuThreads, &shared_threads));
+  CCL_CHECK(check_shared_gpu_threads(c->peers, c->rank, shared_threads != 0));
   CCL_CHECK(check_work_queues(c->peers, c->rank, cuda_work_queues(c->peers[c->rank].mps)));
   CCL_CHECK(pdl_choice(c));
 

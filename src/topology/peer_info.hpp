@@ -130,6 +130,11 @@ int cuda_work_queues(bool mps);
 /// naming CUDA_DEVICE_MAX_CONNECTIONS, at init.
 Status check_work_queues(const std::vector<PeerInfo>& peers, int me, int queues);
 
+/// Ranks of `me`'s process on its GPU beside it: refused (CCL_INVALID_USAGE, naming them and
+/// CCL_SHARED_GPU_THREADS) unless `allowed`. Their kernels wait for kernels of other streams of
+/// the same context, whose start CUDA does not promise.
+Status check_shared_gpu_threads(const std::vector<PeerInfo>& peers, int me, bool allowed);
+
 /// Whether `pred(a, b)` holds for every pair of distinct GPUs among `peers` (ranks on one GPU,
 /// by UUID, are one GPU; ranks without a device are skipped). Every rank that passes the same
 /// table and predicate gets the same answer, so a protocol gated on it is chosen alike

@@ -126,6 +126,7 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
   REQUIRE_GPUS(1);
   auto results = fork_ranks(1, [&](int) {
     setenv("CCL_BOOTSTRAP_TIMEOUT", "5000", 1);
+    setenv("CCL_SHARED_GPU_THREADS", "1", 1);  // on one GPU both ranks are threads of it
     const int devs[2] = {0, cuda_device_count() > 1 ? 1 : 0};
     constexpr size_t count = 100003;  // floats per rank block
     struct Mode {

@@ -242,7 +242,9 @@ TEST(CollectiveResidency, RanksSharingAGpuUnderMpsRunTheWidestGrids) {
 /// with a device twice or the harness's -g beyond the GPU count make them) share one context,
 /// whose streams run at once with or without MPS: the same limit must hold their grids.
 /// Run with CCL_RESIDENT_BLOCKS=0 (no limit), 4 ranks stall as under MPS. The streams also
-/// need a hardware queue each (CUDA_DEVICE_MAX_CONNECTIONS): fewer, and init refuses.
+/// need a hardware queue each (CUDA_DEVICE_MAX_CONNECTIONS): fewer, and init refuses. Init also
+/// refuses them unless CCL_SHARED_GPU_THREADS=1 (CUDA does not promise their kernels all start:
+/// docs/collectives.md), which the test sets after checking the refusal.
 TEST(CollectiveResidency, RanksOfOneProcessOnOneGpuRunTheWidestGrids) {
   REQUIRE_GPUS(1);
   auto results = fork_ranks(1, [&](int) {
@@ -259,6 +261,22 @@ TEST(CollectiveResidency, RanksOfOneProcessOnOneGpuRunTheWidestGrids) {
       for (auto& th : t) th.join();
       return rc;
     };
+    // Refused unless allowed (CCL_SHARED_GPU_THREADS), every rank naming the variable.
+    unsetenv("CCL_SHARED_GPU_THREADS");
+    std::vector<std::string> refused(2);
+    const std::vector<int> rrc = run(2, [&](ccl_unique_id_t id, int r) {
+      if (cudaSetDevice(0) != cudaSuccess) return -3;
+      ccl_comm_t comm = nullptr;
+      const ccl_result_t e = ccl_comm_init_rank(&comm, 2, id, r);
+      refused[r] = ccl_get_last_error();
+      return static_cast<int>(e);
+    });
+    for (int r = 0; r < 2; ++r)
+      RANK_CHECK(rrc[r] == CCL_INVALID_USAGE &&
+                     refused[r].find("CCL_SHARED_GPU_THREADS=1") != std::string::npos,
+                 "2 ranks of one process on GPU 0, not allowed: rank %d gave %d '%s'", r, rrc[r],
+                 refused[r].c_str());
+    setenv("CCL_SHARED_GPU_THREADS", "1", 1);
     for (int n : {2, 4}) {
       const std::vector<int> rc =
           run(n, [&](ccl_unique_id_t id, int r) { return wide_calls(id, nullptr, n, r); });
@@ -464,6 +482,7 @@ TEST(OneProcessHang, DISABLED_TwelveCommunicatorsInARow) {
       [&](int) {
         // Before the threads (setenv is not thread-safe): a hang fails in 2 s, not 30.
         setenv("CCL_WAIT_TIMEOUT", "2000", 1);
+        setenv("CCL_SHARED_GPU_THREADS", "1", 1);
         setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 0);
         const int rounds = 12;
         for (int round = 0; round < rounds; ++round) {

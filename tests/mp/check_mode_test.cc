@@ -64,6 +64,7 @@ TEST(CheckMode, AGroupOverTwoCommunicatorsOfOneThreadIsChecked) {
   auto results = fork_ranks(1, [&](int) {
     setenv("CCL_CHECK_MODE", "1", 1);
     setenv("CCL_BOOTSTRAP_TIMEOUT", "3000", 1);
+    setenv("CCL_SHARED_GPU_THREADS", "1", 1);  // on a GPU machine both threads use GPU 0
     ccl_comm_t comms[2] = {nullptr, nullptr};
     ccl_result_t rc[2] = {CCL_INTERNAL_ERROR, CCL_INTERNAL_ERROR};
     {

@@ -135,6 +135,7 @@ TEST(Comm, ThousandInitAbortCyclesLeaveNothingBehind) {
   auto results = fork_ranks(
       1,
       [](int) {
+        setenv("CCL_SHARED_GPU_THREADS", "1", 1);  // on a GPU machine both threads use GPU 0
         auto once = []() -> int {
           ccl_unique_id_t id;
           RANK_OK(ccl_get_unique_id(&id));

@@ -103,6 +103,22 @@ TEST(Residency, RanksOfOneProcessOnOneGpuRunAtOnce) {
   EXPECT_NE(child, x.process);
 }
 
+TEST(Residency, RanksOfOneProcessOnOneGpuAreRefusedUnlessAllowed) {
+  // Ranks 0, 1 and 4: process 7 on GPU 0; rank 2: process 7 on GPU 1; rank 3: another process
+  // on GPU 0.
+  const std::vector<PeerInfo> peers{rank_on(0, false, 132, 100, 7), rank_on(0, false, 132, 100, 7),
+                                    rank_on(1, false, 132, 100, 7), rank_on(0, false),
+                                    rank_on(0, false, 132, 100, 7)};
+  EXPECT_TRUE(check_shared_gpu_threads(peers, 2, false).ok());  // alone on its GPU
+  EXPECT_TRUE(check_shared_gpu_threads(peers, 3, false).ok());  // its own process
+  EXPECT_TRUE(check_shared_gpu_threads(peers, 0, true).ok());
+  const Status s = check_shared_gpu_threads(peers, 1, false);
+  EXPECT_EQ(s.code(), CCL_INVALID_USAGE);
+  const std::string m = last_error();
+  EXPECT_NE(m.find("ranks 0,1,4 are threads of this process"), std::string::npos) << m;
+  EXPECT_NE(m.find("CCL_SHARED_GPU_THREADS=1"), std::string::npos) << m;
+}
+
 TEST(Residency, RanksOfOneProcessOnOneGpuNeedAWorkQueueEach) {
   // Three ranks of process 7 on GPU 0, one of process 7 on GPU 1, one of another process on 0.
   const std::vector<PeerInfo> peers{rank_on(0, false, 132, 100, 7), rank_on(0, false, 132, 100, 7),
