@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "collectives/common/dtypes.cuh"
+#include "common/kernel_families.hpp"
 
 namespace ccl::coll {
 
@@ -62,17 +63,29 @@ cudaError_t fewest_blocks_per_sm(void (*kernel)(Params...), int threads, int* ou
   return e;
 }
 
+/// Calls fn on every (type, op) instance of a family; the first error ends it.
+template <template <ccl_datatype_t, ccl_redop_t> class K, typename Fn>
+cudaError_t for_each_instance(Fn fn) {
+  for (int d = 0; d < ccl_num_datatypes; ++d)
+    for (int op = 0; op < ccl_num_redops; ++op)
+      if (const cudaError_t e =
+              fn(kernel_of<K>(static_cast<ccl_datatype_t>(d), static_cast<ccl_redop_t>(op)));
+          e != cudaSuccess)
+        return e;
+  return cudaSuccess;
+}
+
 /// Lowers *out to the fewest blocks of `threads` threads one multiprocessor holds at once of any
 /// (type, op) instance of a family (the co-residency limit's unit: collectives/host/residency.cc).
 template <template <ccl_datatype_t, ccl_redop_t> class K>
 cudaError_t fewest_blocks_per_sm(int threads, int* out) {
-  for (int d = 0; d < ccl_num_datatypes; ++d)
-    for (int op = 0; op < ccl_num_redops; ++op) {
-      const cudaError_t e = fewest_blocks_per_sm(
-          kernel_of<K>(static_cast<ccl_datatype_t>(d), static_cast<ccl_redop_t>(op)), threads, out);
-      if (e != cudaSuccess) return e;
-    }
-  return cudaSuccess;
+  return for_each_instance<K>([&](auto k) { return fewest_blocks_per_sm(k, threads, out); });
+}
+
+/// Loads every (type, op) instance of a family (common/kernel_families.hpp says why).
+template <template <ccl_datatype_t, ccl_redop_t> class K>
+cudaError_t load_family() {
+  return for_each_instance<K>([](auto k) { return load_kernel(k); });
 }
 
 }  // namespace ccl::coll

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "collectives/direct/direct.cuh"
+#include "common/kernel_families.hpp"
 #include "common/kernel_launch.cuh"
 
 namespace ccl::coll {
@@ -66,6 +67,8 @@ __global__ void __launch_bounds__(kThreads)
 size_t copy_blocks(size_t n16) {
   return std::clamp<size_t>((n16 + kThreads - 1) / kThreads, 1, kMaxCopyBlocks);
 }
+
+const KernelFamily kCopyKernels("copy", [] { return load_kernels(copy_kernel, copy_list_kernel); });
 
 }  // namespace
 

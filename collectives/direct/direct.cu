@@ -557,6 +557,11 @@ struct ReduceKernel {
   static constexpr auto kernel = reduce_kernel<D, Op>;
 };
 
+const KernelFamily kDirectKernels("direct", [] {
+  const cudaError_t e = load_family<ReduceKernel>();
+  return e != cudaSuccess ? e : load_kernels(copy_kernel<false>, copy_kernel<true>);
+});
+
 }  // namespace
 
 cudaError_t direct_blocks_per_sm(int* out) {

@@ -169,6 +169,8 @@ struct LLKernel {
   static constexpr auto kernel = ll_kernel<D, Op>;
 };
 
+const KernelFamily kLLKernels("LL", [] { return load_family<LLKernel>(); });
+
 }  // namespace
 
 cudaError_t ll_blocks_per_sm(int* out) {

@@ -197,6 +197,8 @@ struct LL128Kernel {
   static constexpr auto kernel = ll128_kernel<D, Op>;
 };
 
+const KernelFamily kLL128Kernels("LL128", [] { return load_family<LL128Kernel>(); });
+
 }  // namespace
 
 cudaError_t ll128_blocks_per_sm(int* out) {

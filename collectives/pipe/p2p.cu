@@ -379,6 +379,17 @@ __global__ void __launch_bounds__(kThreads)
     await_zero_copy(c, s, a);
 }
 
+// Every variant: (batches, looped).
+constexpr decltype(&p2p_kernel<false, false>) kP2pVariants[] = {
+    p2p_kernel<false, false>, p2p_kernel<false, true>, p2p_kernel<true, false>,
+    p2p_kernel<true, true>};
+
+const KernelFamily kP2pKernels("send/recv", [] {
+  for (auto* k : kP2pVariants)
+    if (const cudaError_t e = load_kernel(k); e != cudaSuccess) return e;
+  return cudaSuccess;
+});
+
 }  // namespace
 
 namespace {
@@ -392,8 +403,7 @@ cudaError_t p2p_blocks_per_sm_at(int threads, int* out) {
   int v = slot.load(std::memory_order_relaxed);
   if (v == 0) {
     v = INT_MAX;
-    for (auto* k : {p2p_kernel<false, false>, p2p_kernel<false, true>, p2p_kernel<true, false>,
-                    p2p_kernel<true, true>})
+    for (auto* k : kP2pVariants)
       if (const cudaError_t e = fewest_blocks_per_sm(k, threads, &v); e != cudaSuccess) return e;
     slot.store(v, std::memory_order_relaxed);
   }

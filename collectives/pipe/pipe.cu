@@ -232,6 +232,8 @@ struct PipeKernel {
   static constexpr auto kernel = pipe_kernel<D, Op>;
 };
 
+const KernelFamily kPipeKernels("pipe", [] { return load_family<PipeKernel>(); });
+
 }  // namespace
 
 cudaError_t pipe_blocks_per_sm(int* out) {

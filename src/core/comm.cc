@@ -11,6 +11,7 @@
 
 #include "bootstrap/root.hpp"
 #include "common/cuda.hpp"
+#include "common/kernel_families.hpp"
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "topology/machine.hpp"
@@ -158,6 +159,8 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
         SymmetricHeap::create(cfg, c->bootstrap.get(), c->peers, c->paths, &c->cancel, &c->heap));
     if (cfg.handle == HeapHandle::kPosixFd) CCL_CHECK(device_resources_create(c));
   }
+  // Before the last barrier: no rank's kernels run until every rank's are loaded.
+  CCL_CHECK(load_kernel_families(c->device));
   CCL_CHECK(c->bootstrap->barrier());
   CCL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s)", c->rank, c->nranks, c->device,
            c->heap ? heap_handle_name(c->heap->handle()) : "none");

@@ -3,6 +3,7 @@
 // collectives (common/kernel_launch.cuh): with PDL they are scheduled while the kernel before
 // them drains, and their prologue waits for it, so a signal still follows the writes before it.
 #include "ccl/device.cuh"
+#include "common/kernel_families.hpp"
 #include "common/kernel_launch.cuh"
 #include "core/stream_kernels.cuh"
 
@@ -29,6 +30,10 @@ __global__ void quiet_kernel() {
   pdl_prologue();
   dev::detail::fence_system();
 }
+
+const KernelFamily kStreamKernels("stream operation", [] {
+  return load_kernels(signal_kernel, wait_signal_kernel, barrier_kernel, quiet_kernel);
+});
 
 }  // namespace
 

@@ -1,0 +1,72 @@
+#include "common/kernel_families.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "common/log.hpp"
+#include "common/settings.hpp"
+
+namespace ccl {
+namespace {
+
+struct Registry {
+  std::mutex m;
+  std::vector<std::pair<const char*, KernelLoader>> families;
+  std::set<int> loaded;  // devices whose context has every family
+  std::atomic<size_t> most_local{0};
+};
+
+// Constructed on first use: the families register during static initialisation, in any order.
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+void note_kernel_local_bytes(size_t bytes) {
+  std::atomic<size_t>& most = registry().most_local;
+  size_t seen = most.load(std::memory_order_relaxed);
+  while (bytes > seen && !most.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
+  }
+}
+
+KernelFamily::KernelFamily(const char* name, KernelLoader load) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.m);
+  r.families.emplace_back(name, load);
+}
+
+Status load_kernel_families(int device) {
+  int64_t preload = 1;
+  CCL_CHECK(setting_int(Setting::kPreloadKernels, &preload));
+  if (preload == 0 || device < 0) return CCL_SUCCESS;
+  Registry& r = registry();
+  // Held while loading: a second rank of this process on the device waits for the first.
+  std::lock_guard<std::mutex> lock(r.m);
+  if (r.loaded.count(device) != 0) return CCL_SUCCESS;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& [name, load] : r.families) {
+    const cudaError_t e = load();
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return CCL_FAIL(CCL_UNHANDLED_CUDA_ERROR,
+                      "loading the library's %s kernels on device %d: %s (%s)", name, device,
+                      cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+  }
+  r.loaded.insert(device);
+  CCL_INFO(kSubsysInit,
+           "device %d: %zu kernel families loaded in %.1f ms (at most %zu bytes of local memory "
+           "a thread)",
+           device, r.families.size(),
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+           r.most_local.load(std::memory_order_relaxed));
+  return CCL_SUCCESS;
+}
+
+}  // namespace ccl

@@ -1,0 +1,86 @@
+// The library's kernels are loaded when the communicator is created (common/kernel_families.hpp):
+// under lazy module loading a kernel's first launch waits for every kernel running in the
+// context, so a first launch that a running kernel waits for would stall until CCL_WAIT_TIMEOUT.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <vector>
+
+#include "ccl/ccl.h"
+#include "gpu/gpu_ranks.cuh"
+
+namespace ccl::test {
+namespace {
+
+/// One rank: stream s waits for a signal; on another stream, first launches of a collective
+/// instance and of the signal kernel must run while that wait spins, and the signal ends it.
+int first_launches_beside_a_wait(ccl_unique_id_t id) {
+  ccl_comm_t comm = nullptr;
+  if (init_on_gpu(id, 1, 0, &comm)) return 1;
+  cudaStream_t s = nullptr, other = nullptr;
+  RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  RANK_CUDA(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  const size_t n = 1024;
+  uint64_t* sig = nullptr;
+  float *x = nullptr, *y = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, sizeof(uint64_t), reinterpret_cast<void**>(&sig)));
+  RANK_OK(ccl_mem_alloc(comm, n * sizeof(float), reinterpret_cast<void**>(&x)));
+  RANK_OK(ccl_mem_alloc(comm, n * sizeof(float), reinterpret_cast<void**>(&y)));
+  std::vector<float> in(n);
+  for (size_t i = 0; i < n; ++i) in[i] = static_cast<float>(i % 251) - 125.0f;
+  RANK_CUDA(cudaMemcpy(x, in.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMemset(y, 0xff, n * sizeof(float)));
+  RANK_CUDA(cudaMemset(sig, 0, sizeof(uint64_t)));
+  // The communicator's collective state is set up by a first call of another instance (int32),
+  // so that what follows is only the float instance's first launch.
+  RANK_OK(ccl_allreduce(x, y, n, ccl_int32, ccl_max, comm, other));
+  RANK_CUDA(cudaStreamSynchronize(other));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  RANK_OK(ccl_wait_signal_on_stream(comm, sig, CCL_CMP_GE, 1, s));
+  RANK_OK(ccl_allreduce(x, y, n, ccl_float32, ccl_sum, comm, other));
+  RANK_OK(ccl_signal_on_stream(comm, sig, 1, CCL_SIGNAL_SET, 0, other));
+  RANK_CUDA(cudaStreamSynchronize(other));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ccl_result_t async = CCL_SUCCESS;
+  const char* report = nullptr;
+  RANK_OK(ccl_comm_get_async_error(comm, &async, &report));
+  RANK_CHECK(async == CCL_SUCCESS, "communicator in error (%d): %s", async,
+             report != nullptr ? report : "");
+  // Well below the wait's 3 s timeout: the first launches did not wait for it.
+  RANK_CHECK(sec < 1.5, "the wait and the first launches beside it took %.2f s", sec);
+  std::vector<float> got(n);
+  RANK_CUDA(cudaMemcpy(got.data(), y, n * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; ++i)
+    RANK_CHECK(got[i] == in[i], "allreduce of one rank: element %zu is %g, not %g", i, got[i],
+               in[i]);
+  RANK_OK(ccl_mem_free(comm, sig));
+  RANK_OK(ccl_mem_free(comm, x));
+  RANK_OK(ccl_mem_free(comm, y));
+  RANK_CUDA(cudaStreamDestroy(s));
+  RANK_CUDA(cudaStreamDestroy(other));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
+TEST(KernelLoading, FirstLaunchesDoNotWaitForAWaitOnAnotherStream) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(1, [&](int) {
+    // Before CUDA starts in this process. Lazy loading is CUDA's default; set so the test does
+    // not depend on the caller's environment. CCL_PRELOAD_KERNELS=0 from outside shows the stall.
+    setenv("CUDA_MODULE_LOADING", "LAZY", 1);
+    setenv("CCL_WAIT_TIMEOUT", "3000", 1);
+    setenv("CCL_PRELOAD_KERNELS", "1", 0);
+    // The one-shot kernel even on one rank (which otherwise only copies).
+    setenv("CCL_ALGO", "allreduce:one_shot", 1);
+    return first_launches_beside_a_wait(id);
+  });
+  EXPECT_EQ(results[0].code, 0);
+}
+
+}  // namespace
+}  // namespace ccl::test
