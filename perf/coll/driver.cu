@@ -17,6 +17,8 @@
 namespace perf {
 namespace {
 
+__global__ void empty_kernel() {}
+
 int g_rank = 0, g_ranks = 1;
 
 /// Whether the benchmark's size holds n rank blocks (the call's count is per rank).
@@ -124,6 +126,12 @@ class Driver {
     PERF_CCL(ccl_comm_rank(c, &r.rank));
     PERF_CUDA(cudaSetDevice(dev));
     PERF_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+    // The stream's first launch, alone: ranks of this process sharing a GPU whose fresh streams
+    // make their first launches at once can queue one rank's kernels behind another's waiting
+    // kernel (docs/collectives.md, "Ranks sharing a GPU").
+    empty_kernel<<<1, 1, 0, r.stream>>>();
+    PERF_CUDA(cudaGetLastError());
+    PERF_CUDA(cudaStreamSynchronize(r.stream));
     PERF_CUDA(cudaEventCreate(&r.start));
     PERF_CUDA(cudaEventCreate(&r.stop));
     if (o_.registration == 2) {

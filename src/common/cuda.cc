@@ -1,5 +1,6 @@
 #include "common/cuda.hpp"
 
+#include <map>
 #include <mutex>
 
 #include "common/log.hpp"
@@ -91,32 +92,53 @@ Status enable_peer_access(int peer_device) {
 }
 
 namespace {
-/// Runs one memset or copy on a private non-blocking stream and waits for it.
+// One set-up stream per device, made at the first set-up of the process and kept. A fresh stream
+// per copy would make a first launch each time; first launches from several threads at once can
+// land behind another stream's kernel that waits for this thread (reproduced without ccl:
+// perf/results/2026-11-25_h100_one_process_flake.md), and ranks' first calls run set-up at once.
+std::mutex g_setup_mutex;
+std::map<int, cudaStream_t> g_setup_streams;
+
+Status setup_stream(bool fresh, cudaStream_t* out) {
+  int device = -1;
+  CCL_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(g_setup_mutex);
+  cudaStream_t& s = g_setup_streams[device];
+  // After cudaDeviceReset the old handle is gone with its context: not destroyed, replaced.
+  if (s == nullptr || fresh) CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  *out = s;
+  return CCL_SUCCESS;
+}
+
+/// Runs one memset or copy on the device's set-up stream (non-blocking, never captured) and
+/// waits for it; other threads' set-up on the stream may be waited for too.
 template <typename Issue>
-Status on_private_stream(Issue issue) {
-  cudaStream_t s = nullptr;
-  CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaError_t e = issue(s);
-  const cudaError_t sync = cudaStreamSynchronize(s);
-  if (e == cudaSuccess) e = sync;
-  const cudaError_t destroy = cudaStreamDestroy(s);
-  if (e == cudaSuccess) e = destroy;
+Status on_setup_stream(Issue issue) {
+  cudaError_t e = cudaSuccess;
+  for (bool fresh : {false, true}) {
+    cudaStream_t s = nullptr;
+    CCL_CHECK(setup_stream(fresh, &s));
+    e = issue(s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaErrorInvalidResourceHandle && e != cudaErrorContextIsDestroyed) break;
+    cudaGetLastError();
+  }
   CCL_CUDA_CHECK(e);
   return CCL_SUCCESS;
 }
 }  // namespace
 
 Status zero_device(void* p, size_t bytes) {
-  return on_private_stream([&](cudaStream_t s) { return cudaMemsetAsync(p, 0, bytes, s); });
+  return on_setup_stream([&](cudaStream_t s) { return cudaMemsetAsync(p, 0, bytes, s); });
 }
 
 Status upload_device(void* dst, const void* src, size_t bytes) {
-  return on_private_stream(
+  return on_setup_stream(
       [&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s); });
 }
 
 Status download_device(void* dst, const void* src, size_t bytes) {
-  return on_private_stream(
+  return on_setup_stream(
       [&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s); });
 }
 

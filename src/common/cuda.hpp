@@ -85,8 +85,8 @@ class RelaxedCapture {
 /// Lets the current device load/store `peer_device`'s memory (already enabled is fine).
 Status enable_peer_access(int peer_device);
 
-/// Zeroes device memory of the current device and waits for it, on a private non-blocking
-/// stream: safe while another stream is being captured.
+/// Zeroes device memory of the current device and waits for it, on the device's set-up stream
+/// (private, non-blocking, kept for the process): safe while another stream is being captured.
 Status zero_device(void* p, size_t bytes);
 /// Copies host memory to device memory the same way.
 Status upload_device(void* dst, const void* src, size_t bytes);
