@@ -52,6 +52,8 @@ void load_all() {
     load("cuMulticastUnbind", &g_api.cuMulticastUnbind, 12010);
     load("cuMulticastGetGranularity", &g_api.cuMulticastGetGranularity, 12010);
     load("cuStreamWriteValue64", &g_api.cuStreamWriteValue64);
+    load("cuCtxGetCurrent", &g_api.cuCtxGetCurrent, 4000);
+    load("cuCtxGetId", &g_api.cuCtxGetId, 12000);
     g_missing = missing;
     g_load_error = load_error;
   }
@@ -69,6 +71,22 @@ Status driver_api(const DriverApi** api) {
                     cudaGetErrorString(g_load_error), g_missing ? ", missing " : "",
                     g_missing ? g_missing : "");
   *api = &g_api;
+  return CCL_SUCCESS;
+}
+
+Status context_id(int device, uint64_t* id) {
+  CCL_CUDA_CHECK(cudaSetDevice(device));  // makes the primary context current (CUDA 12+)
+  const DriverApi* api = nullptr;
+  if (!driver_api(&api).ok() || api->cuCtxGetCurrent == nullptr || api->cuCtxGetId == nullptr) {
+    clear_last_error();
+    *id = uint64_t{1} << 63 | static_cast<uint64_t>(device);
+    return CCL_SUCCESS;
+  }
+  CUcontext ctx = nullptr;
+  unsigned long long value = 0;
+  CCL_CU_CHECK(api->cuCtxGetCurrent(&ctx));
+  CCL_CU_CHECK(api->cuCtxGetId(ctx, &value));
+  *id = value;
   return CCL_SUCCESS;
 }
 
@@ -92,38 +110,31 @@ Status enable_peer_access(int peer_device) {
 }
 
 namespace {
-// One set-up stream per device, made at the first set-up of the process and kept. A fresh stream
+// One set-up stream per context, made at the first set-up of the process and kept. A fresh stream
 // per copy would make a first launch each time; first launches from several threads at once can
 // land behind another stream's kernel that waits for this thread (reproduced without ccl:
 // perf/results/2026-11-25_h100_one_process_flake.md), and ranks' first calls run set-up at once.
+// Keyed by context: after cudaDeviceReset the old stream is gone with its context.
 std::mutex g_setup_mutex;
-std::map<int, cudaStream_t> g_setup_streams;
+std::map<uint64_t, cudaStream_t> g_setup_streams;
 
-Status setup_stream(bool fresh, cudaStream_t* out) {
-  int device = -1;
-  CCL_CUDA_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(g_setup_mutex);
-  cudaStream_t& s = g_setup_streams[device];
-  // After cudaDeviceReset the old handle is gone with its context: not destroyed, replaced.
-  if (s == nullptr || fresh) CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  *out = s;
-  return CCL_SUCCESS;
-}
-
-/// Runs one memset or copy on the device's set-up stream (non-blocking, never captured) and
-/// waits for it; other threads' set-up on the stream may be waited for too.
+/// Runs one memset or copy on the current device's set-up stream (non-blocking, never captured)
+/// and waits for it; other threads' set-up on the stream may be waited for too.
 template <typename Issue>
 Status on_setup_stream(Issue issue) {
-  cudaError_t e = cudaSuccess;
-  for (bool fresh : {false, true}) {
-    cudaStream_t s = nullptr;
-    CCL_CHECK(setup_stream(fresh, &s));
-    e = issue(s);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-    if (e != cudaErrorInvalidResourceHandle && e != cudaErrorContextIsDestroyed) break;
-    cudaGetLastError();
+  int device = -1;
+  CCL_CUDA_CHECK(cudaGetDevice(&device));
+  uint64_t ctx = 0;
+  CCL_CHECK(context_id(device, &ctx));
+  cudaStream_t s = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_setup_mutex);
+    cudaStream_t& kept = g_setup_streams[ctx];
+    if (kept == nullptr) CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&kept, cudaStreamNonBlocking));
+    s = kept;
   }
-  CCL_CUDA_CHECK(e);
+  CCL_CUDA_CHECK(issue(s));
+  CCL_CUDA_CHECK(cudaStreamSynchronize(s));
   return CCL_SUCCESS;
 }
 }  // namespace

@@ -35,10 +35,18 @@ struct DriverApi {
   PFN_cuMulticastGetGranularity_v12010 cuMulticastGetGranularity;
   // Stream memory operations; null where the driver lacks them. The copy-engine proxy needs it.
   PFN_cuStreamWriteValue64_v11070 cuStreamWriteValue64;
+  // The current context's process-unique id (context_id); null where the driver lacks them.
+  PFN_cuCtxGetCurrent_v4000 cuCtxGetCurrent;
+  PFN_cuCtxGetId_v12000 cuCtxGetId;
 };
 
 /// The driver API, or CCL_UNSUPPORTED when no usable driver is installed.
 Status driver_api(const DriverApi** api);
+
+/// The id of `device`'s primary context, unique for the process's lifetime (a context made again
+/// after cudaDeviceReset gets a new one): what is loaded or made per context is kept under it.
+/// Makes the device current for the calling thread. Without cuCtxGetId: the device number.
+Status context_id(int device, uint64_t* id);
 
 /// Number of visible CUDA devices; 0 (not an error) when there is no driver or device.
 int cuda_device_count();

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/cuda.hpp"
 #include "common/log.hpp"
 #include "common/settings.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 struct Registry {
   std::mutex m;
   std::vector<std::pair<const char*, KernelLoader>> families;
-  std::set<int> loaded;  // devices whose context has every family
+  std::set<uint64_t> loaded;  // contexts (context_id) that have every family
   std::atomic<size_t> most_local{0};
 };
 
@@ -45,10 +46,12 @@ Status load_kernel_families(int device) {
   int64_t preload = 1;
   CCL_CHECK(setting_int(Setting::kPreloadKernels, &preload));
   if (preload == 0 || device < 0) return CCL_SUCCESS;
+  uint64_t ctx = 0;
+  CCL_CHECK(context_id(device, &ctx));
   Registry& r = registry();
   // Held while loading: a second rank of this process on the device waits for the first.
   std::lock_guard<std::mutex> lock(r.m);
-  if (r.loaded.count(device) != 0) return CCL_SUCCESS;
+  if (r.loaded.count(ctx) != 0) return CCL_SUCCESS;
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& [name, load] : r.families) {
     const cudaError_t e = load();
@@ -59,7 +62,7 @@ Status load_kernel_families(int device) {
                       cudaGetErrorName(e), cudaGetErrorString(e));
     }
   }
-  r.loaded.insert(device);
+  r.loaded.insert(ctx);
   CCL_INFO(kSubsysInit,
            "device %d: %zu kernel families loaded in %.1f ms (at most %zu bytes of local memory "
            "a thread)",

@@ -39,8 +39,9 @@ cudaError_t load_kernels(Kernels... kernels) {
   return e;
 }
 
-/// Runs every registered loader on `device` (the current device), once per process and device
-/// (CCL_PRELOAD_KERNELS=0: never). The error names the family whose kernels did not load.
+/// Runs every registered loader on `device` (the current device), once per context of the
+/// process: again after cudaDeviceReset (CCL_PRELOAD_KERNELS=0: never). The error names the
+/// family whose kernels did not load.
 Status load_kernel_families(int device);
 
 }  // namespace ccl

@@ -65,19 +65,38 @@ int first_launches_beside_a_wait(ccl_unique_id_t id) {
   return 0;
 }
 
+/// Before CUDA starts in the rank's process. Lazy loading is CUDA's default; set so the tests do
+/// not depend on the caller's environment. CCL_PRELOAD_KERNELS=0 from outside shows the stall.
+void lazy_loading_environment() {
+  setenv("CUDA_MODULE_LOADING", "LAZY", 1);
+  setenv("CCL_WAIT_TIMEOUT", "3000", 1);
+  setenv("CCL_PRELOAD_KERNELS", "1", 0);
+  // The one-shot kernel even on one rank (which otherwise only copies).
+  setenv("CCL_ALGO", "allreduce:one_shot", 1);
+}
+
 TEST(KernelLoading, FirstLaunchesDoNotWaitForAWaitOnAnotherStream) {
   REQUIRE_GPUS(1);
   ccl_unique_id_t id;
   ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
   auto results = fork_ranks(1, [&](int) {
-    // Before CUDA starts in this process. Lazy loading is CUDA's default; set so the test does
-    // not depend on the caller's environment. CCL_PRELOAD_KERNELS=0 from outside shows the stall.
-    setenv("CUDA_MODULE_LOADING", "LAZY", 1);
-    setenv("CCL_WAIT_TIMEOUT", "3000", 1);
-    setenv("CCL_PRELOAD_KERNELS", "1", 0);
-    // The one-shot kernel even on one rank (which otherwise only copies).
-    setenv("CCL_ALGO", "allreduce:one_shot", 1);
+    lazy_loading_environment();
     return first_launches_beside_a_wait(id);
+  });
+  EXPECT_EQ(results[0].code, 0);
+}
+
+// cudaDeviceReset makes a new context: the kernels are loaded into it again, and the set-up
+// copies of the next communicator run on a stream of the new context (common/cuda.cc).
+TEST(KernelLoading, AfterADeviceResetTheNewContextIsLoadedToo) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t ids[2];
+  for (ccl_unique_id_t& id : ids) ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(1, [&](int) {
+    lazy_loading_environment();
+    if (first_launches_beside_a_wait(ids[0])) return 1;
+    RANK_CUDA(cudaDeviceReset());
+    return first_launches_beside_a_wait(ids[1]);
   });
   EXPECT_EQ(results[0].code, 0);
 }
