@@ -40,7 +40,9 @@ void load_all() {
             load("cuMemExportToShareableHandle", &g_api.cuMemExportToShareableHandle) &&
             load("cuMemImportFromShareableHandle", &g_api.cuMemImportFromShareableHandle) &&
             load("cuMemGetAllocationGranularity", &g_api.cuMemGetAllocationGranularity) &&
-            load("cuMemGetAddressRange", &g_api.cuMemGetAddressRange);
+            load("cuMemGetAddressRange", &g_api.cuMemGetAddressRange) &&
+            load("cuCtxGetCurrent", &g_api.cuCtxGetCurrent) &&
+            load("cuCtxGetId", &g_api.cuCtxGetId);
   if (ok) {
     // Optional: a driver without multicast leaves these null and NVLS is unavailable; one
     // without stream memory operations leaves the copy-engine proxy off.
@@ -52,8 +54,6 @@ void load_all() {
     load("cuMulticastUnbind", &g_api.cuMulticastUnbind, 12010);
     load("cuMulticastGetGranularity", &g_api.cuMulticastGetGranularity, 12010);
     load("cuStreamWriteValue64", &g_api.cuStreamWriteValue64);
-    load("cuCtxGetCurrent", &g_api.cuCtxGetCurrent, 4000);
-    load("cuCtxGetId", &g_api.cuCtxGetId, 12000);
     g_missing = missing;
     g_load_error = load_error;
   }
@@ -77,11 +77,7 @@ Status driver_api(const DriverApi** api) {
 Status context_id(int device, uint64_t* id) {
   CCL_CUDA_CHECK(cudaSetDevice(device));  // makes the primary context current (CUDA 12+)
   const DriverApi* api = nullptr;
-  if (!driver_api(&api).ok() || api->cuCtxGetCurrent == nullptr || api->cuCtxGetId == nullptr) {
-    clear_last_error();
-    *id = uint64_t{1} << 63 | static_cast<uint64_t>(device);
-    return CCL_SUCCESS;
-  }
+  CCL_CHECK(driver_api(&api));
   CUcontext ctx = nullptr;
   unsigned long long value = 0;
   CCL_CU_CHECK(api->cuCtxGetCurrent(&ctx));

@@ -26,6 +26,8 @@ struct DriverApi {
   PFN_cuMemImportFromShareableHandle_v10020 cuMemImportFromShareableHandle;
   PFN_cuMemGetAllocationGranularity_v10020 cuMemGetAllocationGranularity;
   PFN_cuMemGetAddressRange_v3020 cuMemGetAddressRange;
+  PFN_cuCtxGetCurrent_v4000 cuCtxGetCurrent;  // with cuCtxGetId: context_id
+  PFN_cuCtxGetId_v12000 cuCtxGetId;
   // NVLink multicast (NVLS); null where the driver lacks it. Only the NVLS path behind
   // CCL_NVLS_ENABLE=1 calls them.
   PFN_cuMulticastCreate_v12010 cuMulticastCreate;
@@ -35,9 +37,6 @@ struct DriverApi {
   PFN_cuMulticastGetGranularity_v12010 cuMulticastGetGranularity;
   // Stream memory operations; null where the driver lacks them. The copy-engine proxy needs it.
   PFN_cuStreamWriteValue64_v11070 cuStreamWriteValue64;
-  // The current context's process-unique id (context_id); null where the driver lacks them.
-  PFN_cuCtxGetCurrent_v4000 cuCtxGetCurrent;
-  PFN_cuCtxGetId_v12000 cuCtxGetId;
 };
 
 /// The driver API, or CCL_UNSUPPORTED when no usable driver is installed.
@@ -45,7 +44,7 @@ Status driver_api(const DriverApi** api);
 
 /// The id of `device`'s primary context, unique for the process's lifetime (a context made again
 /// after cudaDeviceReset gets a new one): what is loaded or made per context is kept under it.
-/// Makes the device current for the calling thread. Without cuCtxGetId: the device number.
+/// Makes the device current for the calling thread.
 Status context_id(int device, uint64_t* id);
 
 /// Number of visible CUDA devices; 0 (not an error) when there is no driver or device.

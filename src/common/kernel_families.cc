@@ -1,6 +1,6 @@
 #include "common/kernel_families.hpp"
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <set>
@@ -18,7 +18,7 @@ struct Registry {
   std::mutex m;
   std::vector<std::pair<const char*, KernelLoader>> families;
   std::set<uint64_t> loaded;  // contexts (context_id) that have every family
-  std::atomic<size_t> most_local{0};
+  size_t most_local = 0;      // written by the loaders, which run under m
 };
 
 // Constructed on first use: the families register during static initialisation, in any order.
@@ -30,10 +30,8 @@ Registry& registry() {
 }  // namespace
 
 void note_kernel_local_bytes(size_t bytes) {
-  std::atomic<size_t>& most = registry().most_local;
-  size_t seen = most.load(std::memory_order_relaxed);
-  while (bytes > seen && !most.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
-  }
+  size_t& most = registry().most_local;
+  most = std::max(most, bytes);
 }
 
 KernelFamily::KernelFamily(const char* name, KernelLoader load) {
@@ -68,7 +66,7 @@ Status load_kernel_families(int device) {
            "a thread)",
            device, r.families.size(),
            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-           r.most_local.load(std::memory_order_relaxed));
+           r.most_local);
   return CCL_SUCCESS;
 }
 

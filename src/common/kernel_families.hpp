@@ -19,7 +19,8 @@ struct KernelFamily {
   KernelFamily(const char* name, KernelLoader load);
 };
 
-/// Records a loaded kernel's local memory per thread (load_kernel_families reports the most).
+/// Records a loaded kernel's local memory per thread (load_kernel_families reports the most);
+/// only loaders call it, and they run under load_kernel_families's lock.
 void note_kernel_local_bytes(size_t bytes);
 
 /// Loads one kernel into the current context (an attribute query loads a lazily loaded kernel).

@@ -96,19 +96,15 @@ Status check_work_queues(const std::vector<PeerInfo>& peers, int me, int queues)
 }
 
 Status check_shared_gpu_threads(const std::vector<PeerInfo>& peers, int me, bool allowed) {
-  if (allowed || ranks_of_process_on_gpu(peers, me) <= 1) return CCL_SUCCESS;
-  const PeerInfo& m = peers[me];
-  std::vector<int> with;
-  for (size_t r = 0; r < peers.size(); ++r)
-    if (peers[r].device >= 0 && same_gpu(m, peers[r]) && same_process(m, peers[r]))
-      with.push_back(static_cast<int>(r));
+  const std::vector<int> with = process_ranks_on_gpu(peers, me);
+  if (allowed || with.size() <= 1) return CCL_SUCCESS;
   return CCL_FAIL(CCL_INVALID_USAGE,
                   "ranks %s are threads of this process on GPU %s: their kernels wait for each "
                   "other's, and CUDA does not promise that a launched kernel starts while other "
                   "kernels of the context run, so they can hang until CCL_WAIT_TIMEOUT. Run one "
                   "process per rank (under MPS to run at once), or set CCL_SHARED_GPU_THREADS=1 "
                   "to allow them anyway",
-                  rank_list(with).c_str(), m.pci_bus_id);
+                  rank_list(with).c_str(), peers[me].pci_bus_id);
 }
 
 Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {

@@ -110,13 +110,19 @@ inline bool ranks_time_slice_a_gpu(const std::vector<PeerInfo>& peers) {
   return false;
 }
 
-/// Ranks of `me`'s process on its GPU, `me` included (0 without a device).
-inline int ranks_of_process_on_gpu(const std::vector<PeerInfo>& peers, int me) {
+/// The ranks of `me`'s process on its GPU, `me` included (none without a device).
+inline std::vector<int> process_ranks_on_gpu(const std::vector<PeerInfo>& peers, int me) {
   const PeerInfo& m = peers[me];
-  int k = 0;
-  for (const PeerInfo& q : peers)
-    k += m.device >= 0 && q.device >= 0 && same_gpu(m, q) && same_process(m, q);
-  return k;
+  std::vector<int> ranks;
+  for (size_t r = 0; r < peers.size(); ++r)
+    if (m.device >= 0 && peers[r].device >= 0 && same_gpu(m, peers[r]) && same_process(m, peers[r]))
+      ranks.push_back(static_cast<int>(r));
+  return ranks;
+}
+
+/// How many: process_ranks_on_gpu's count.
+inline int ranks_of_process_on_gpu(const std::vector<PeerInfo>& peers, int me) {
+  return static_cast<int>(process_ranks_on_gpu(peers, me).size());
 }
 
 /// Hardware work queues CUDA gives this process's streams on a GPU: CUDA_DEVICE_MAX_CONNECTIONS

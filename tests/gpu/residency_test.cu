@@ -275,16 +275,21 @@ TEST(CollectiveResidency, RanksOfOneProcessOnOneGpuRunTheWidestGrids) {
       for (auto& th : t) th.join();
       return rc;
     };
+    // n ranks' inits on GPU 0, each rank's result and last error in msgs (expected to fail).
+    auto inits = [&](int n, std::vector<std::string>* msgs) {
+      msgs->assign(n, "");
+      return run(n, [&, n](ccl_unique_id_t id, int r) {
+        if (cudaSetDevice(0) != cudaSuccess) return -3;
+        ccl_comm_t comm = nullptr;
+        const ccl_result_t e = ccl_comm_init_rank(&comm, n, id, r);
+        (*msgs)[r] = ccl_get_last_error();
+        return static_cast<int>(e);
+      });
+    };
     // Refused unless allowed (CCL_SHARED_GPU_THREADS), every rank naming the variable.
     unsetenv("CCL_SHARED_GPU_THREADS");
-    std::vector<std::string> refused(2);
-    const std::vector<int> rrc = run(2, [&](ccl_unique_id_t id, int r) {
-      if (cudaSetDevice(0) != cudaSuccess) return -3;
-      ccl_comm_t comm = nullptr;
-      const ccl_result_t e = ccl_comm_init_rank(&comm, 2, id, r);
-      refused[r] = ccl_get_last_error();
-      return static_cast<int>(e);
-    });
+    std::vector<std::string> refused;
+    const std::vector<int> rrc = inits(2, &refused);
     for (int r = 0; r < 2; ++r)
       RANK_CHECK(rrc[r] == CCL_INVALID_USAGE &&
                      refused[r].find("CCL_SHARED_GPU_THREADS=1") != std::string::npos,
@@ -299,14 +304,8 @@ TEST(CollectiveResidency, RanksOfOneProcessOnOneGpuRunTheWidestGrids) {
     }
     // More ranks than queues: every one refused at init, naming the variable.
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2", 1);
-    std::vector<std::string> msgs(3);
-    const std::vector<int> rc = run(3, [&](ccl_unique_id_t id, int r) {
-      if (cudaSetDevice(0) != cudaSuccess) return -3;
-      ccl_comm_t comm = nullptr;
-      const ccl_result_t e = ccl_comm_init_rank(&comm, 3, id, r);
-      msgs[r] = ccl_get_last_error();
-      return static_cast<int>(e);
-    });
+    std::vector<std::string> msgs;
+    const std::vector<int> rc = inits(3, &msgs);
     for (int r = 0; r < 3; ++r)
       RANK_CHECK(rc[r] == CCL_INVALID_USAGE &&
                      msgs[r].find("CUDA_DEVICE_MAX_CONNECTIONS=3") != std::string::npos,
