@@ -141,6 +141,8 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   crun alltoall_perf_p2p "$coll_perf/alltoall_perf" --p2p -b 8 -e 256M -f 4 -R 2 $cmp
   crun alltoall_perf_p2p_agg "$coll_perf/alltoall_perf" --p2p -b 8 -e 16M -f 8 -R 2 -m 40 -c 2 $cmp
   run launch_floor_perf env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$coll_perf/launch_floor_perf" $cmp
+  # Communicator init, split and destroy beside NCCL's (the process's first init separately).
+  crun comm_init_perf "$coll_perf/comm_init_perf" -r 10 $cmp
   # The copy-engine path (forced only until this sweep sets its crossover), eager and in graphs.
   for c in alltoall all_gather broadcast; do
     crun ${c}_perf_ce "$coll_perf/${c}_perf" -b 1M -e 1G -f 4 -R 2 --algo copy_engine $cmp

@@ -24,6 +24,7 @@ enum Fn {
   kRecv,
   kGroupStart,
   kGroupEnd,
+  kCommSplit,
   kCount
 };
 const char* kNames[kCount] = {"ncclGetVersion",
@@ -43,7 +44,8 @@ const char* kNames[kCount] = {"ncclGetVersion",
                               "ncclSend",
                               "ncclRecv",
                               "ncclGroupStart",
-                              "ncclGroupEnd"};
+                              "ncclGroupEnd",
+                              "ncclCommSplit"};
 
 // NCCL's enums (nccl.h), which order min and max differently from ccl.
 int nccl_type(ccl_datatype_t d) {
@@ -84,6 +86,11 @@ int Nccl::get_unique_id(NcclUniqueId* id) const {
 int Nccl::init_rank(void** comm, int nranks, const NcclUniqueId& id, int rank) const {
   return reinterpret_cast<int (*)(void**, int, NcclUniqueId, int)>(fn_[kInitRank])(comm, nranks, id,
                                                                                    rank);
+}
+int Nccl::split(void* comm, int color, int key, void** out) const {
+  // The last parameter is an ncclConfig_t*: NULL takes the parent's configuration.
+  return reinterpret_cast<int (*)(void*, int, int, void**, void*)>(fn_[kCommSplit])(
+      comm, color, key, out, nullptr);
 }
 int Nccl::destroy(void* comm) const {
   return reinterpret_cast<int (*)(void*)>(fn_[kDestroy])(comm);

@@ -24,6 +24,8 @@ class Nccl {
   // Thin wrappers returning NCCL's result code (0 = success).
   int get_unique_id(NcclUniqueId* id) const;
   int init_rank(void** comm, int nranks, const NcclUniqueId& id, int rank) const;
+  /// ncclCommSplit with the parent's configuration.
+  int split(void* comm, int color, int key, void** out) const;
   int destroy(void* comm) const;
   int mem_alloc(void** ptr, size_t bytes) const;
   int mem_free(void* ptr) const;

@@ -97,6 +97,29 @@ Status pdl_choice(ccl_comm* c) {
   return CCL_SUCCESS;
 }
 
+/// Milliseconds per init step, for the INFO line that ends init (where a slow init spends it).
+class InitTimer {
+ public:
+  void mark(const char* step) {
+    const auto now = std::chrono::steady_clock::now();
+    char part[64];
+    std::snprintf(part, sizeof(part), "%s%s %.1f", text_.empty() ? "" : ", ", step,
+                  std::chrono::duration<double, std::milli>(now - last_).count());
+    text_ += part;
+    last_ = now;
+  }
+  std::string summary() const {
+    char total[48];
+    std::snprintf(total, sizeof(total), "; total %.1f",
+                  std::chrono::duration<double, std::milli>(last_ - start_).count());
+    return text_ + total;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
+  std::string text_;
+};
+
 Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
   CCL_CHECK(setting_int(Setting::kBootstrapTimeout, &c->timeout_ms));
   int64_t heap_mode = 0, max_bytes = 0, chunk = 0;
@@ -104,9 +127,11 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
   CCL_CHECK(setting_int(Setting::kSymmetricSize, &max_bytes));
   CCL_CHECK(setting_int(Setting::kHeapChunkSize, &chunk));
   if (cuda_device_count() > 0) CCL_CUDA_CHECK(cudaGetDevice(&c->device));
+  InitTimer timer;
 
   CCL_CHECK(bootstrap::Bootstrap::create(id, c->rank, c->nranks, &c->cancel, c->timeout_ms,
                                          &c->bootstrap));
+  timer.mark("bootstrap");
   c->peers.resize(c->nranks);
   CCL_CHECK(local_peer_info(c->rank, c->device, static_cast<int>(heap_mode), &c->peers[c->rank]));
   CCL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
@@ -116,6 +141,7 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
   CCL_CHECK(check_shared_gpu_threads(c->peers, c->rank, shared_threads != 0));
   CCL_CHECK(check_work_queues(c->peers, c->rank, cuda_work_queues(c->peers[c->rank].mps)));
   CCL_CHECK(pdl_choice(c));
+  timer.mark("peer exchange");
 
   const PeerInfo& me = c->peers[c->rank];
   c->paths = compute_paths(c->peers, c->rank, [&](const PeerInfo& p) {
@@ -159,11 +185,15 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
         SymmetricHeap::create(cfg, c->bootstrap.get(), c->peers, c->paths, &c->cancel, &c->heap));
     if (cfg.handle == HeapHandle::kPosixFd) CCL_CHECK(device_resources_create(c));
   }
+  timer.mark("paths and heap");
   // Before the last barrier: no rank's kernels run until every rank's are loaded.
   CCL_CHECK(load_kernel_families(c->device));
+  timer.mark("kernel preload");
   CCL_CHECK(c->bootstrap->barrier());
-  CCL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s)", c->rank, c->nranks, c->device,
-           c->heap ? heap_handle_name(c->heap->handle()) : "none");
+  timer.mark("last barrier");
+  CCL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s); init ms: %s", c->rank, c->nranks,
+           c->device, c->heap ? heap_handle_name(c->heap->handle()) : "none",
+           timer.summary().c_str());
   return CCL_SUCCESS;
 }
 
