@@ -10,7 +10,8 @@ nv=$(python3 -c 'import nvidia.nvshmem as m; print(m.__path__[0])')
 lib=$root/.devinst/lib
 mkdir -p "$out"
 pids=()
-for b in put_bw get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency; do
+for b in put_bw get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency \
+  reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency; do
   nvcc -O3 -std=c++20 -arch=sm_90 -rdc=true -DCCL_PERF_NVSHMEM \
     -I"$root/include" -I"$root/device" -I"$root/perf" -I"$root/.devinst/include" -I"$nv/include" \
     "$root/perf/device/$b.cu" -o "$out/$b" \

@@ -3,6 +3,7 @@
 // where there are enough, else sharing them): every result checked against the host's, exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "ccl/device.cuh"
@@ -158,6 +159,97 @@ TEST_P(DeviceCollectives, EveryCollectiveAtEveryScope) {
           }
         }
         RANK_OK(ccl_team_destroy(all));
+        RANK_OK(ccl_comm_destroy(comm));
+        return 0;
+      },
+      300000);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+template <typename T>
+__global__ void run_typed(ccl_device_comm_t c, int which, T* dst, const T* src, size_t count,
+                          int root, int* ok) {
+  bool r = false;
+  if (which == kAllreduceSum) r = dev::allreduce<ccl_sum, Scope::kBlock>(c, dst, src, count);
+  if (which == kAllreduceMax) r = dev::allreduce<ccl_max, Scope::kBlock>(c, dst, src, count);
+  if (which == kReduceScatter) r = dev::reduce_scatter<ccl_sum, Scope::kBlock>(c, dst, src, count);
+  if (which == kReduce) r = dev::reduce<ccl_sum, Scope::kBlock>(c, dst, src, count, root);
+  if (threadIdx.x == 0) *ok = r ? 1 : 0;
+}
+
+/// Small integers, so that every sum is exact in every type.
+double small_input(int rank, size_t i) {
+  return static_cast<double>(rank + 1 + i % 7);
+}
+
+/// The reductions of one element type, with counts below and above the pack path's threshold
+/// (kPackedFrom: 300 elements of up to 4 bytes go element by element at block scope, 300
+/// doubles and 3001 of anything in packs) that leave elements after the last 16-byte pack, and
+/// with buffers that are (offset 0) or are not (offset 1 element) aligned to packs: the pack
+/// path, its tail and the element path must all give the exact result.
+template <typename T>
+int typed_reductions(ccl_comm_t comm, int r, int n, const char* type) {
+  ccl_device_comm_t dc;
+  RANK_OK(ccl_comm_get_device_comm(comm, &dc));
+  const size_t most = 3001, elems = most * n + 16;
+  T *src, *dst;
+  RANK_OK(ccl_mem_alloc(comm, elems * sizeof(T), reinterpret_cast<void**>(&src)));
+  RANK_OK(ccl_mem_alloc(comm, elems * sizeof(T), reinterpret_cast<void**>(&dst)));
+  int* ok;
+  RANK_CUDA(cudaMallocManaged(&ok, sizeof(int)));
+  std::vector<T> h(elems), got(elems);
+  for (int step = 0; step < 4; ++step) {
+    const size_t count = step < 2 ? 300 : most;
+    const int offset = step % 2;
+    for (size_t i = 0; i < elems; ++i) h[i] = T(static_cast<float>(small_input(r, i)));
+    for (int which : {kAllreduceSum, kAllreduceMax, kReduceScatter, kReduce}) {
+      const int root = offset % n;
+      RANK_CUDA(cudaMemcpy(src, h.data(), elems * sizeof(T), cudaMemcpyHostToDevice));
+      RANK_CUDA(cudaMemset(dst, 0, elems * sizeof(T)));
+      *ok = -1;
+      run_typed<T><<<1, 256>>>(dc, which, dst + offset, src + offset, count, root, ok);
+      RANK_CUDA(cudaGetLastError());
+      RANK_CUDA(cudaDeviceSynchronize());
+      RANK_CHECK(*ok == 1, "%s %s count %zu offset %d: returned false", type, kNames[which], count,
+                 offset);
+      RANK_CUDA(cudaMemcpy(got.data(), dst + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
+      if (which == kReduce && r != root) continue;
+      for (size_t i = 0; i < count; ++i) {
+        // Element i of this rank's result reduces element `from` of every rank's input.
+        const size_t from = offset + (which == kReduceScatter ? r * count + i : i);
+        double want = 0;
+        for (int q = 0; q < n; ++q)
+          want = which == kAllreduceMax ? std::max(want, small_input(q, from))
+                                        : want + small_input(q, from);
+        // One rounding to T at the end (fp8 holds integers exactly only up to 16).
+        want = static_cast<float>(T(static_cast<float>(want)));
+        const double have = static_cast<double>(static_cast<float>(got[i]));
+        RANK_CHECK(have == want, "%s %s count %zu offset %d: element %zu is %f, expected %f", type,
+                   kNames[which], count, offset, i, have, want);
+      }
+    }
+  }
+  RANK_CUDA(cudaFree(ok));
+  RANK_OK(ccl_mem_free(comm, src));
+  RANK_OK(ccl_mem_free(comm, dst));
+  return 0;
+}
+
+TEST_P(DeviceCollectives, ReductionsOfEveryWidthAlignedOrNot) {
+  REQUIRE_GPUS(1);
+  const int n = GetParam();
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(
+      n,
+      [&](int r) {
+        ccl_comm_t comm;
+        if (init_on_gpu(id, n, r, &comm)) return 1;
+        if (typed_reductions<__nv_fp8_e4m3>(comm, r, n, "fp8_e4m3") ||
+            typed_reductions<__half>(comm, r, n, "float16") ||
+            typed_reductions<float>(comm, r, n, "float32") ||
+            typed_reductions<double>(comm, r, n, "float64"))
+          return 1;
         RANK_OK(ccl_comm_destroy(comm));
         return 0;
       },

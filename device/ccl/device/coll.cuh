@@ -53,6 +53,64 @@ __device__ __forceinline__ T reduce_element(const DeviceComm& c, const Members& 
   return from_acc<T, A>(finish<Op, A>(acc, m.size()));
 }
 
+/// Packs [lo, lo + len) of `src` (16 bytes each) reduced over the members in order, each handed
+/// to `store(pack index, pack)`; thread r of the scope's `threads`. The same arithmetic as
+/// reduce_element, element for element, so results do not depend on the path. Each thread keeps
+/// kUnroll packs' loads in flight per member: element-wise loads left the peers' latency exposed
+/// (perf/results/2026-11-25_h100_team_collectives.md).
+template <ccl_redop_t Op, typename T, typename Store>
+__device__ __forceinline__ void reduce_packs(const DeviceComm& c, const Members& m, const T* src,
+                                             size_t lo, size_t len, int r, int threads,
+                                             Store store) {
+  constexpr int kPack = 16 / sizeof(T), kUnroll = 4;
+  using A = AccOf<T>;
+  const int n = m.size();
+  const size_t stride = static_cast<size_t>(threads);
+  for (size_t base = r; base < len; base += stride * kUnroll) {
+    A acc[kUnroll][kPack];
+    for (int k = 0; k < n; ++k) {
+      const uint4* from = reinterpret_cast<const uint4*>(peer_ptr(c, src, m.rank(k))) + lo;
+      uint4 raw[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const size_t q = base + u * stride;
+        raw[u] = q < len ? __ldcg(from + q) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const T* v = reinterpret_cast<const T*>(&raw[u]);
+#pragma unroll
+        for (int e = 0; e < kPack; ++e) {
+          const A a = to_acc<T, A>(v[e]);
+          acc[u][e] = k == 0 ? a : combine<Op, A>(acc[u][e], a);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const size_t q = base + u * stride;
+      if (q >= len) break;
+      uint4 out;
+      T* o = reinterpret_cast<T*>(&out);
+#pragma unroll
+      for (int e = 0; e < kPack; ++e) o[e] = from_acc<T, A>(finish<Op, A>(acc[u][e], n));
+      store(lo + q, out);
+    }
+  }
+}
+
+/// Below this many bytes, where no thread of the scope has more than two elements to reduce, the
+/// reductions go element by element: on one H100 (two ranks under MPS) 8-512 B allreduces took
+/// 5.5 us a call against 6.3 in packs at block scope and 5.5 against 7.5 at warp scope, and packs
+/// won from 2 KiB. Each element a thread reduces is a round trip to every member, so one thread
+/// alone (thread scope) packs from 16 bytes: 512 B took 43 us element by element, 8.9 in packs
+/// (perf/results/2026-11-25_h100_team_collectives.md).
+constexpr size_t kPackedFrom = 2048;
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
 template <Scope S, typename T>
 __device__ bool broadcast_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, const T* src,
                                size_t count, int root) {
@@ -102,22 +160,47 @@ __device__ bool reduce_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, co
   const int me = t ? t->my_index : c.rank, n = m.size();
   if (!team_barrier<S>(c, t)) return false;
   const int r = scope_rank<S>(), threads = scope_size<S>();
+  constexpr size_t kPack = 16 / sizeof(T);
+  // 16-byte packs where every member's buffers are aligned to them (the heap places a buffer at
+  // the same offset on every member, so this member's alignment is everyone's), except for small
+  // buffers that no thread of the scope reduces more than two elements of (kPackedFrom).
+  const T* block = Shape == ReduceShape::kScatter ? src + static_cast<size_t>(me) * count : src;
+  const size_t spread = static_cast<size_t>(threads) * (Shape == ReduceShape::kAll ? n : 1);
+  const bool small = count * sizeof(T) < kPackedFrom && count <= 2 * spread;
+  const bool packed = !small && aligned16(block) && aligned16(dst);
   if constexpr (Shape == ReduceShape::kAll) {
-    const size_t base = count / n, extra = count % n;
+    // Member me owns a contiguous share of packs (or elements) and stores its reduction to every
+    // member. In place is safe: each element is read from every member and then written to
+    // every member by the same thread of its one owner.
+    const size_t units = packed ? count / kPack : count;
+    const size_t base = units / n, extra = units % n;
     const size_t lo = me * base + (static_cast<size_t>(me) < extra ? me : extra);
     const size_t len = base + (static_cast<size_t>(me) < extra ? 1 : 0);
-    // In place is safe: each element is read from every member and then written to every member
-    // by the same thread of its one owner.
-    for (size_t i = lo + r; i < lo + len; i += threads) {
-      const T v = reduce_element<Op>(c, m, src, i);
-      for (int k = 0; k < n; ++k) peer_ptr(c, dst, m.rank(k))[i] = v;
+    if (packed) {
+      reduce_packs<Op>(c, m, src, lo, len, r, threads, [&](size_t p, uint4 v) {
+        for (int k = 0; k < n; ++k) reinterpret_cast<uint4*>(peer_ptr(c, dst, m.rank(k)))[p] = v;
+      });
+    } else {
+      for (size_t i = lo + r; i < lo + len; i += threads) {
+        const T v = reduce_element<Op>(c, m, src, i);
+        for (int k = 0; k < n; ++k) peer_ptr(c, dst, m.rank(k))[i] = v;
+      }
     }
-  } else if constexpr (Shape == ReduceShape::kScatter) {
-    const T* block = src + static_cast<size_t>(me) * count;
-    for (size_t i = r; i < count; i += threads) dst[i] = reduce_element<Op>(c, m, block, i);
-  } else {
-    if (me == root)
-      for (size_t i = r; i < count; i += threads) dst[i] = reduce_element<Op>(c, m, src, i);
+    // The elements after the last whole pack belong to the last member.
+    if (packed && me == n - 1)
+      for (size_t i = count / kPack * kPack + r; i < count; i += threads) {
+        const T v = reduce_element<Op>(c, m, src, i);
+        for (int k = 0; k < n; ++k) peer_ptr(c, dst, m.rank(k))[i] = v;
+      }
+  } else if (Shape == ReduceShape::kScatter || me == root) {
+    // Reduce-scatter: this member's block into its dst; reduce: the root's whole buffer.
+    size_t done = 0;
+    if (packed) {
+      reduce_packs<Op>(c, m, block, 0, count / kPack, r, threads,
+                       [&](size_t p, uint4 v) { reinterpret_cast<uint4*>(dst)[p] = v; });
+      done = count / kPack * kPack;
+    }
+    for (size_t i = done + r; i < count; i += threads) dst[i] = reduce_element<Op>(c, m, block, i);
   }
   return team_barrier<S>(c, t);
 }

