@@ -5,7 +5,7 @@
 # builds with scripts/setup.sh.
 #   RANKS="2 4"      rank counts for the launcher jobs (default: 2 and 4)
 #   PERF=0           skip the benchmarks
-#   DEVICE_PERF=0    skip the device-API benchmarks (put_bw ... barrier_latency)
+#   DEVICE_PERF=0    skip the device-API benchmarks (put_bw ... barrier_latency, the team collectives)
 #   COLL_MAX=1G      largest size of the collective benchmarks
 #   CROSSOVER=1      also sweep each allreduce/allgather/reduce-scatter algorithm alone, and LL128
 #   TESTS='gpu_*'    which GPU test binaries to run
@@ -101,6 +101,12 @@ if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
   run signal_latency "$bin/ccl-run" -n 2 -- "$perf/signal_latency"
   run atomic_rate "$bin/ccl-run" -n 2 -- "$perf/atomic_rate"
   run barrier_latency "$bin/ccl-run" -n 2 -- "$perf/barrier_latency"
+  # Device-side team collectives (one CTA) beside NVSHMEM's; NVSHMEM's block reduce-scatter needs
+  # more scratch than its default at 512 KiB.
+  for b in reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency; do
+    run $b env NVSHMEM_REDUCE_SCRATCH_SIZE=67108864 "$bin/ccl-run" -n 2 -- "$perf/$b" -b 8 -e 1M -f 4 --json "$j/$b.json"
+  done
+  run reduction_latency_warp "$bin/ccl-run" -n 2 -- "$perf/reduction_latency" -b 8 -e 1M -f 4 --scope warp
 fi
 
 if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
@@ -182,7 +188,8 @@ tabulate() { if command -v column >/dev/null; then column -t; else cat; fi; }
 echo
 echo "== gpu-check summary ($(nvidia-smi -L 2>/dev/null | wc -l) GPU(s); logs in $out) =="
 grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/ccl-info.log" | head -12
-for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency; do
+for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency \
+    reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency reduction_latency_warp; do
   [[ -f $out/$b.log ]] && grep -E '^\[0\] ( *[0-9]+ |#)' "$out/$b.log" | sed 's/^\[0\] //'
 done
 for f in "$out"/*_perf*.log "$out"/all_reduce_*.log "$out"/all_gather_*.log "$out"/reduce_scatter_*.log; do
