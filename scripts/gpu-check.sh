@@ -107,6 +107,10 @@ if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
     run $b env NVSHMEM_REDUCE_SCRATCH_SIZE=67108864 "$bin/ccl-run" -n 2 -- "$perf/$b" -b 8 -e 1M -f 4 --json "$j/$b.json"
   done
   run reduction_latency_warp "$bin/ccl-run" -n 2 -- "$perf/reduction_latency" -b 8 -e 1M -f 4 --scope warp
+  # Completion::kLocal (NVSHMEM's contract) for the data-movement ones.
+  for b in fcollect_latency bcast_latency alltoall_latency; do
+    run ${b}_local "$bin/ccl-run" -n 2 -- "$perf/$b" -b 8 -e 1M -f 4 --local
+  done
 fi
 
 if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
@@ -189,7 +193,8 @@ echo
 echo "== gpu-check summary ($(nvidia-smi -L 2>/dev/null | wc -l) GPU(s); logs in $out) =="
 grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/ccl-info.log" | head -12
 for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency \
-    reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency reduction_latency_warp; do
+    reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency reduction_latency_warp \
+    fcollect_latency_local bcast_latency_local alltoall_latency_local; do
   [[ -f $out/$b.log ]] && grep -E '^\[0\] ( *[0-9]+ |#)' "$out/$b.log" | sed 's/^\[0\] //'
 done
 for f in "$out"/*_perf*.log "$out"/all_reduce_*.log "$out"/all_gather_*.log "$out"/reduce_scatter_*.log; do

@@ -4,6 +4,7 @@
 //
 // Flags: -b minbytes -e maxbytes -f stepfactor -n iters -w warmup -r repetitions (median)
 //        -c ctas -t threads --scope thread|warp|block --bidir --json FILE
+//        --local (broadcast, fcollect, alltoall: ccl's Completion::kLocal, NVSHMEM's contract)
 // Run with two ranks: ccl-run -n 2 ./put_bw -b 1M -e 1G
 #pragma once
 
@@ -35,6 +36,7 @@ struct Options {
   int ctas = 32, threads = 512;
   int scope = 2;  // 0 thread, 1 warp, 2 block
   bool bidir = false;
+  bool local = false;  // team collectives: Completion::kLocal (NVSHMEM's contract)
   std::string json;
 };
 
@@ -87,6 +89,8 @@ inline Options parse(int argc, char** argv, Options o) {
       o.threads = std::atoi(next());
     else if (!std::strcmp(argv[i], "--bidir"))
       o.bidir = true;
+    else if (!std::strcmp(argv[i], "--local"))
+      o.local = true;
     else if (!std::strcmp(argv[i], "--scope")) {
       const char* v = next();
       o.scope = !std::strcmp(v, "thread")  ? 0

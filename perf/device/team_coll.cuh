@@ -22,24 +22,26 @@ __global__ void fill_kernel(float* p, size_t n, float v) {
     p[i] = v;
 }
 
-template <TeamColl K, ccl::dev::Scope S>
+template <TeamColl K, ccl::dev::Scope S, ccl::dev::Completion C>
 __device__ __forceinline__ bool ccl_team_call(const ccl_device_comm_t& c, float* dst,
                                               const float* src, size_t count) {
   namespace dev = ccl::dev;
   if constexpr (K == TeamColl::kAllreduce) return dev::allreduce<ccl_sum, S>(c, dst, src, count);
   if constexpr (K == TeamColl::kReduceScatter)
     return dev::reduce_scatter<ccl_sum, S>(c, dst, src, count);
-  if constexpr (K == TeamColl::kFcollect) return dev::fcollect<S>(c, dst, src, count);
-  if constexpr (K == TeamColl::kBroadcast) return dev::broadcast<S>(c, dst, src, count, 0);
-  if constexpr (K == TeamColl::kAlltoall) return dev::alltoall<S>(c, dst, src, count);
+  if constexpr (K == TeamColl::kFcollect) return dev::fcollect<S, C>(c, dst, src, count);
+  if constexpr (K == TeamColl::kBroadcast) return dev::broadcast<S, C>(c, dst, src, count, 0);
+  if constexpr (K == TeamColl::kAlltoall) return dev::alltoall<S, C>(c, dst, src, count);
   return false;
 }
 
-template <TeamColl K, ccl::dev::Scope S>
+/// Back-to-back calls into the same dst: with Completion::kLocal a member may write the next
+/// call's data into a peer still in the last call, which is harmless here (the same data).
+template <TeamColl K, ccl::dev::Scope S, ccl::dev::Completion C>
 __global__ void ccl_team_kernel(ccl_device_comm_t c, float* dst, const float* src, size_t count,
                                 int* failed) {
   for (int i = 0; i < kInner; ++i)
-    if (!ccl_team_call<K, S>(c, dst, src, count)) {
+    if (!ccl_team_call<K, S, C>(c, dst, src, count)) {
       if (threadIdx.x == 0) *failed = 1;
       return;
     }
@@ -97,12 +99,17 @@ size_t check_result(const float* host, size_t count, int n) {
 
 template <TeamColl K>
 int team_coll_main(const char* name, int argc, char** argv) {
+  using ccl::dev::Completion;
   using ccl::dev::Scope;
   Options defaults;
   defaults.min_bytes = 8;
   defaults.max_bytes = 1 << 20;
   defaults.factor = 4;
   const Options o = parse(argc, argv, defaults);
+  if (o.local && (K == TeamColl::kAllreduce || K == TeamColl::kReduceScatter)) {
+    std::fprintf(stderr, "%s: --local is for broadcast, fcollect and alltoall\n", name);
+    return 2;
+  }
   Env env = start(argc, argv);
   const int n = env.n;
   // Both libraries' kernels get the same block: at most what either can launch (NVSHMEM's
@@ -110,7 +117,7 @@ int team_coll_main(const char* name, int argc, char** argv) {
   int threads = o.scope == 0 ? 1 : o.scope == 1 ? 32 : o.threads;
   if (o.scope == 2) {
     cudaFuncAttributes a;
-    PERF_CUDA(cudaFuncGetAttributes(&a, ccl_team_kernel<K, Scope::kBlock>));
+    PERF_CUDA(cudaFuncGetAttributes(&a, ccl_team_kernel<K, Scope::kBlock, Completion::kAll>));
     threads = std::min(threads, a.maxThreadsPerBlock);
 #ifdef CCL_PERF_NVSHMEM
     PERF_CUDA(cudaFuncGetAttributes(&a, nvshmem_team_kernel<K, 2>));
@@ -146,25 +153,30 @@ int team_coll_main(const char* name, int argc, char** argv) {
   };
   Table t{name, "GB/s", true};
   if (env.rank == 0)
-    std::printf("# one CTA of %d thread(s) calls it %d times a kernel; float32, sum\n", threads,
-                kInner);
+    std::printf(
+        "# one CTA of %d thread(s) calls it %d times a kernel; float32, sum; ccl's "
+        "completion: %s\n",
+        threads, kInner, o.local ? "local (as NVSHMEM's)" : "at every member");
   t.print_header(env);
   for (size_t bytes : sizes(o)) {
     const size_t count = bytes / sizeof(float);
     if (count == 0) continue;
     fill_kernel<<<64, 256, 0, env.stream>>>(src, max_elems, static_cast<float>(env.rank + 1));
     PERF_CUDA(cudaMemsetAsync(dst, 0, max_elems * sizeof(float), env.stream));
+    auto launch = [&]<Completion C>(cudaStream_t s) {
+      if (o.scope == 0)
+        ccl_team_kernel<K, Scope::kThread, C><<<1, 1, 0, s>>>(env.dc, dst, src, count, failed);
+      else if (o.scope == 1)
+        ccl_team_kernel<K, Scope::kWarp, C><<<1, 32, 0, s>>>(env.dc, dst, src, count, failed);
+      else
+        ccl_team_kernel<K, Scope::kBlock, C><<<1, threads, 0, s>>>(env.dc, dst, src, count, failed);
+    };
     const double ccl_us = time_us(env, o,
                                   [&](cudaStream_t s) {
-                                    if (o.scope == 0)
-                                      ccl_team_kernel<K, Scope::kThread>
-                                          <<<1, 1, 0, s>>>(env.dc, dst, src, count, failed);
-                                    else if (o.scope == 1)
-                                      ccl_team_kernel<K, Scope::kWarp>
-                                          <<<1, 32, 0, s>>>(env.dc, dst, src, count, failed);
+                                    if (o.local)
+                                      launch.template operator()<Completion::kLocal>(s);
                                     else
-                                      ccl_team_kernel<K, Scope::kBlock>
-                                          <<<1, threads, 0, s>>>(env.dc, dst, src, count, failed);
+                                      launch.template operator()<Completion::kAll>(s);
                                   }) /
                           kInner;
     int bad = 0;

@@ -22,10 +22,23 @@ enum Which {
   kAllreduceMax,
   kReduceScatter,
   kReduce,
+  // Completion::kLocal (NVSHMEM's contract): the test puts a barrier before each of these.
+  kBroadcastLocal,
+  kFcollectLocal,
+  kAlltoallLocal,
   kCount
 };
-const char* kNames[] = {"broadcast",      "fcollect",       "alltoall", "allreduce(sum)",
-                        "allreduce(max)", "reduce_scatter", "reduce"};
+const char* kNames[] = {"broadcast",       "fcollect",       "alltoall", "allreduce(sum)",
+                        "allreduce(max)",  "reduce_scatter", "reduce",   "broadcast(local)",
+                        "fcollect(local)", "alltoall(local)"};
+
+/// The collective whose result a kLocal variant must produce.
+int result_kind(int which) {
+  return which == kBroadcastLocal  ? kBroadcast
+         : which == kFcollectLocal ? kFcollect
+         : which == kAlltoallLocal ? kAlltoall
+                                   : which;
+}
 
 template <Scope S>
 __global__ void run(ccl_device_comm_t c, ccl_device_team_t t, bool team, int which, float* dst,
@@ -54,9 +67,21 @@ __global__ void run(ccl_device_comm_t c, ccl_device_team_t t, bool team, int whi
       r = team ? dev::reduce_scatter<ccl_sum, S>(c, t, dst, src, count)
                : dev::reduce_scatter<ccl_sum, S>(c, dst, src, count);
       break;
-    default:
+    case kReduce:
       r = team ? dev::reduce<ccl_sum, S>(c, t, dst, src, count, root)
                : dev::reduce<ccl_sum, S>(c, dst, src, count, root);
+      break;
+    case kBroadcastLocal:
+      r = team ? dev::broadcast<S, dev::Completion::kLocal>(c, t, dst, src, count, root)
+               : dev::broadcast<S, dev::Completion::kLocal>(c, dst, src, count, root);
+      break;
+    case kFcollectLocal:
+      r = team ? dev::fcollect<S, dev::Completion::kLocal>(c, t, dst, src, count)
+               : dev::fcollect<S, dev::Completion::kLocal>(c, dst, src, count);
+      break;
+    default:
+      r = team ? dev::alltoall<S, dev::Completion::kLocal>(c, t, dst, src, count)
+               : dev::alltoall<S, dev::Completion::kLocal>(c, dst, src, count);
       break;
   }
   if (threadIdx.x == 0) *ok = r ? 1 : 0;
@@ -68,6 +93,7 @@ float input(int rank, size_t i) {
 
 /// Expected dst of `rank` (n ranks; count per block where the collective has blocks).
 std::vector<float> expect(int which, int rank, int n, size_t count, int root, size_t* elems) {
+  which = result_kind(which);
   std::vector<float> out;
   auto sum = [&](size_t i) {
     float s = 0;
@@ -137,6 +163,12 @@ TEST_P(DeviceCollectives, EveryCollectiveAtEveryScope) {
               RANK_CUDA(cudaMemcpy(src, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
               std::vector<float> minus(count * n, -1.0f);
               RANK_CUDA(cudaMemcpy(dst, minus.data(), minus.size() * 4, cudaMemcpyHostToDevice));
+              // A kLocal call writes into the peers' dst without waiting for them: every rank
+              // must have checked its last result and reset dst first (the caller's duty).
+              if (result_kind(which) != which) {
+                RANK_OK(ccl_barrier_on_stream(comm, nullptr));
+                RANK_CUDA(cudaDeviceSynchronize());
+              }
               *ok = -1;
               if (scope == 0)
                 run<Scope::kThread><<<1, 1>>>(dc, dt, team, which, dst, src, count, root, ok);

@@ -1,9 +1,11 @@
 // Team collectives callable from user kernels (NVSHMEM's team collectives): every member of the
 // team calls the same function with the same arguments, at thread, warp or block scope, on
 // symmetric `src` and `dst`. Each is barrier, data movement through the device API, barrier: on
-// return the result is complete at every member and `src` may be reused. Reductions run in the
-// team's member order with one rounding (fp16, bf16 and fp8 accumulate in fp32), so every member
-// gets bitwise the same result. Ranks are team indices.
+// return the result is complete at every member and `src` may be reused. Broadcast, fcollect and
+// alltoall also come with NVSHMEM's weaker contract (Completion::kLocal): one round of arrivals
+// instead of two barriers. Reductions run in the team's member order with one rounding (fp16,
+// bf16 and fp8 accumulate in fp32), so every member gets bitwise the same result. Ranks are team
+// indices.
 #pragma once
 
 #include <type_traits>
@@ -14,6 +16,18 @@
 #include "ccl/types.h"
 
 namespace ccl::dev {
+
+/// Where a data-movement team collective (broadcast, fcollect, alltoall) is complete on return.
+enum class Completion {
+  /// At every member: the call opens and closes with a barrier, so it needs nothing around it.
+  kAll,
+  /// At the calling member only, as NVSHMEM's: its `dst` holds the result and `src` may be
+  /// reused. The caller must make sure every member's `dst` may be written when any member
+  /// enters (a barrier, or buffers that alternate, between a result's last read and the next
+  /// call). The members' puts and one arrival from each sender make up the whole call.
+  kLocal,
+};
+
 namespace detail {
 
 /// A team as a member list (or the whole communicator when `team` is null).
@@ -111,40 +125,81 @@ __device__ __forceinline__ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
 }
 
-template <Scope S, typename T>
+/// Completion::kLocal's one round: this member's puts are performed (the fence orders them before
+/// its arrivals), it counts one arrival at every other member when `send`, and waits for one from
+/// every other member, or only from member `from` when from >= 0. The counters are the barrier's
+/// (one per sender), so these rounds and barriers may follow each other in any order that all
+/// members share.
+template <Scope S>
+__device__ bool arrivals(const DeviceComm& c, const Members& m, int me, bool send, int from) {
+  const int n = m.size();
+  if (n > 1) fence_system();
+  scope_sync<S>();
+  bool ok = true;
+  if (scope_leader<S>()) {
+    for (int k = 1; k < n && send && ok; ++k) {
+      const int to = m.rank((me + k) % n);
+      uint64_t* remote = route(c, CCL_OP_SYNC, c.sync_in + c.rank, sizeof(uint64_t), to);
+      if (remote == nullptr)
+        ok = false;
+      else
+        add_relaxed_sys(remote, 1);
+    }
+    for (int k = 1; k < n && ok; ++k) {
+      const int j = (me + k) % n;
+      if (from >= 0 && j != from) continue;
+      const int r = m.rank(j);
+      const uint64_t expected = ++c.sync_expected[r];
+      ok = wait(reporter(c), CCL_OP_SYNC, c.sync_in + r, Cmp::kAtLeast, expected, r,
+                static_cast<uint64_t*>(nullptr));
+    }
+  }
+  return scope_broadcast<S>(ok);
+}
+
+template <Scope S, Completion C, typename T>
 __device__ bool broadcast_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, const T* src,
                                size_t count, int root) {
   const Members m{t, c.nranks};
+  if constexpr (C == Completion::kLocal) {
+    // The root pushes to every member and counts an arrival at each; the others wait for it.
+    const int me = t ? t->my_index : c.rank, n = m.size();
+    if (me == root)
+      for (int k = 0; k < n; ++k) put<S>(c, dst, src, count, m.rank((me + k) % n));
+    return arrivals<S>(c, m, me, me == root, root);
+  }
   if (!team_barrier<S>(c, t)) return false;
   // Every member pulls from the root: the root's outgoing links carry the data once per member.
   get<S>(c, dst, src, count, m.rank(root));
   return team_barrier<S>(c, t);
 }
 
-template <Scope S, typename T>
+template <Scope S, Completion C, typename T>
 __device__ bool fcollect_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, const T* src,
                               size_t count) {
   const Members m{t, c.nranks};
   const int me = t ? t->my_index : c.rank, n = m.size();
-  if (!team_barrier<S>(c, t)) return false;
+  if (C == Completion::kAll && !team_barrier<S>(c, t)) return false;
   for (int k = 0; k < n; ++k) {
     const int j = (me + k) % n;  // start with the next member: spread the traffic
     put<S>(c, dst + static_cast<size_t>(me) * count, src, count, m.rank(j));
   }
+  if constexpr (C == Completion::kLocal) return arrivals<S>(c, m, me, true, -1);
   return team_barrier<S>(c, t);
 }
 
-template <Scope S, typename T>
+template <Scope S, Completion C, typename T>
 __device__ bool alltoall_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, const T* src,
                               size_t count) {
   const Members m{t, c.nranks};
   const int me = t ? t->my_index : c.rank, n = m.size();
-  if (!team_barrier<S>(c, t)) return false;
+  if (C == Completion::kAll && !team_barrier<S>(c, t)) return false;
   for (int k = 0; k < n; ++k) {
     const int j = (me + k) % n;
     put<S>(c, dst + static_cast<size_t>(me) * count, src + static_cast<size_t>(j) * count, count,
            m.rank(j));
   }
+  if constexpr (C == Completion::kLocal) return arrivals<S>(c, m, me, true, -1);
   return team_barrier<S>(c, t);
 }
 
@@ -208,22 +263,22 @@ __device__ bool reduce_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, co
 }  // namespace detail
 
 /// dst = the root member's src, at every member (count elements).
-template <Scope S = Scope::kThread, typename T>
+template <Scope S = Scope::kThread, Completion C = Completion::kAll, typename T>
 __device__ __forceinline__ bool broadcast(const DeviceComm& c, const DeviceTeam& t, T* dst,
                                           const T* src, size_t count, int root) {
-  return detail::broadcast_impl<S>(c, &t, dst, src, count, root);
+  return detail::broadcast_impl<S, C>(c, &t, dst, src, count, root);
 }
 /// dst block i (count elements) = member i's src, at every member (NVSHMEM's fcollect).
-template <Scope S = Scope::kThread, typename T>
+template <Scope S = Scope::kThread, Completion C = Completion::kAll, typename T>
 __device__ __forceinline__ bool fcollect(const DeviceComm& c, const DeviceTeam& t, T* dst,
                                          const T* src, size_t count) {
-  return detail::fcollect_impl<S>(c, &t, dst, src, count);
+  return detail::fcollect_impl<S, C>(c, &t, dst, src, count);
 }
 /// Block j of member i's src lands in block i of member j's dst (count elements per block).
-template <Scope S = Scope::kThread, typename T>
+template <Scope S = Scope::kThread, Completion C = Completion::kAll, typename T>
 __device__ __forceinline__ bool alltoall(const DeviceComm& c, const DeviceTeam& t, T* dst,
                                          const T* src, size_t count) {
-  return detail::alltoall_impl<S>(c, &t, dst, src, count);
+  return detail::alltoall_impl<S, C>(c, &t, dst, src, count);
 }
 /// dst = op over members of src, at every member (dst may equal src).
 template <ccl_redop_t Op, Scope S = Scope::kThread, typename T>
@@ -245,18 +300,18 @@ __device__ __forceinline__ bool reduce(const DeviceComm& c, const DeviceTeam& t,
 }
 
 // The same over every rank of the communicator.
-template <Scope S = Scope::kThread, typename T>
+template <Scope S = Scope::kThread, Completion C = Completion::kAll, typename T>
 __device__ __forceinline__ bool broadcast(const DeviceComm& c, T* dst, const T* src, size_t count,
                                           int root) {
-  return detail::broadcast_impl<S>(c, nullptr, dst, src, count, root);
+  return detail::broadcast_impl<S, C>(c, nullptr, dst, src, count, root);
 }
-template <Scope S = Scope::kThread, typename T>
+template <Scope S = Scope::kThread, Completion C = Completion::kAll, typename T>
 __device__ __forceinline__ bool fcollect(const DeviceComm& c, T* dst, const T* src, size_t count) {
-  return detail::fcollect_impl<S>(c, nullptr, dst, src, count);
+  return detail::fcollect_impl<S, C>(c, nullptr, dst, src, count);
 }
-template <Scope S = Scope::kThread, typename T>
+template <Scope S = Scope::kThread, Completion C = Completion::kAll, typename T>
 __device__ __forceinline__ bool alltoall(const DeviceComm& c, T* dst, const T* src, size_t count) {
-  return detail::alltoall_impl<S>(c, nullptr, dst, src, count);
+  return detail::alltoall_impl<S, C>(c, nullptr, dst, src, count);
 }
 template <ccl_redop_t Op, Scope S = Scope::kThread, typename T>
 __device__ __forceinline__ bool allreduce(const DeviceComm& c, T* dst, const T* src, size_t count) {
