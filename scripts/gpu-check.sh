@@ -12,6 +12,8 @@
 #   MPS=0            skip the tests of ranks sharing a GPU under MPS
 #   ONLY='regex'     run only the jobs whose names match (e.g. 'sendrecv|alltoall'), to split the
 #                    check over several device calls of at most 10 minutes each
+#   JOB_TIMEOUT=S    stop any job still running after S seconds (its process group, so forked
+#                    ranks too); its row reads FAIL:124 and the jobs after it still run
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # NVLink multicast must stay off on shared machines: never enable it here.
@@ -35,7 +37,9 @@ run() {  # run NAME COMMAND...: logs to $out/NAME.log, records a summary row
   local name=$1; shift
   [[ -n ${ONLY:-} && ! $name =~ $ONLY ]] && return 0
   local t0=$(date +%s%N)
-  "$@" >"$out/$name.log" 2>&1
+  local -a guard=()
+  [[ -n ${JOB_TIMEOUT:-} ]] && guard=(timeout -k 10 "$JOB_TIMEOUT")
+  "${guard[@]}" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   local secs=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN{printf "%.1f", (b-a)/1e9}')
   local detail=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]' "$out/$name.log" | grep -v ' \] [A-Z].*\.' | tr '\n' ' ' | sed 's/  */ /g')
