@@ -33,14 +33,22 @@ else
 fi
 
 declare -a rows
+job=""
+# timeout(1) passes the TERM on to its job's whole group, forked ranks included.
+trap '[[ -n $job ]] && kill -TERM "$job" 2>/dev/null; exit 143' TERM INT
 run() {  # run NAME COMMAND...: logs to $out/NAME.log, records a summary row
   local name=$1; shift
   [[ -n ${ONLY:-} && ! $name =~ $ONLY ]] && return 0
   local t0=$(date +%s%N)
   local -a guard=()
   [[ -n ${JOB_TIMEOUT:-} ]] && guard=(timeout -k 10 "$JOB_TIMEOUT")
-  "${guard[@]}" "$@" >"$out/$name.log" 2>&1
+  # In the background, so that a TERM to this script reaches the job (trap below): a guarded
+  # job is a process group of its own, which a signal to this script's group misses.
+  "${guard[@]}" "$@" >"$out/$name.log" 2>&1 &
+  job=$!
+  wait "$job"
   local rc=$?
+  job=""
   local secs=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN{printf "%.1f", (b-a)/1e9}')
   local detail=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]' "$out/$name.log" | grep -v ' \] [A-Z].*\.' | tr '\n' ' ' | sed 's/  */ /g')
   rows+=("$(printf '%-34s %-7s %7ss  %s' "$name" "$([[ $rc == 0 ]] && echo ok || echo FAIL:$rc)" "$secs" "$detail")")

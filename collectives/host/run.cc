@@ -58,7 +58,8 @@ bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uin
   return true;
 }
 
-/// A buffer must be device memory of this process holding `bytes` from `p`.
+/// A buffer must be device memory of this process holding `bytes` from `p`. Called with the
+/// communicator's device current: the driver looks a cudaMalloc range up in that context only.
 Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name) {
   uint64_t off;
   if (symmetric(comm, p, bytes, &off)) return CCL_SUCCESS;
