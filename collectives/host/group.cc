@@ -77,9 +77,13 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
   if (!st->p2p_proxy && !st->p2p_proxy_failed) {
     st->p2p_proxy_failed =
         !CopyProxy::start(comm->device, comm->peers[comm->rank].mps, &st->p2p_proxy).ok();
-    if (st->p2p_proxy_failed)
+    // A warning only for a user who asked: by default (CUDA_DEVICE_MAX_CONNECTIONS=1, say) the
+    // SM copy is the expected fallback.
+    if (st->p2p_proxy_failed && st->p2p_ce_asked)
       CCL_WARN(kSubsysProxy, "CCL_P2P_COPY_ENGINE: no copy-engine proxy (%s); the SMs copy",
                last_error());
+    else if (st->p2p_proxy_failed)
+      CCL_INFO(kSubsysProxy, "no copy-engine proxy (%s); the SMs copy large sends", last_error());
     else
       CCL_INFO(kSubsysProxy, "rank %d: copy-engine proxy started for sends of %zu bytes and more",
                comm->rank, std::max(st->p2p_ce_from, kP2pRendezvousFrom));
