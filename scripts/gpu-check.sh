@@ -165,12 +165,15 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   run launch_floor_perf env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$coll_perf/launch_floor_perf" $cmp
   # Communicator init, split and destroy beside NCCL's (the process's first init separately).
   crun comm_init_perf "$coll_perf/comm_init_perf" -r 10 $cmp
-  # The copy-engine path (forced only until this sweep sets its crossover), eager and in graphs.
+  # The copy-engine collectives, forced: they win from 256 MiB on 2 x H200 but exchange windows on
+  # the host at each eager call, so the tuner never picks them (docs/collectives.md).
   for c in alltoall all_gather broadcast; do
     crun ${c}_perf_ce "$coll_perf/${c}_perf" -b 1M -e 1G -f 4 -R 2 --algo copy_engine $cmp
     crun ${c}_perf_ce_graph "$coll_perf/${c}_perf" -b 1M -e 1G -f 4 -R 2 -G 10 --algo copy_engine $cmp
   done
-  # Send/recv through the copy-engine proxy (CCL_P2P_COPY_ENGINE, off until this sweep sets it).
+  # Send/recv through the copy-engine proxy at every size, and through the SMs alone, around the
+  # default's crossover (CCL_P2P_COPY_ENGINE=256M).
+  crun sendrecv_perf_sm env CCL_P2P_COPY_ENGINE=0 "$coll_perf/sendrecv_perf" -b 16M -e 1G -f 2 -R 2 $cmp
   crun sendrecv_perf_ce env CCL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 $cmp
   crun sendrecv_perf_ce_graph env CCL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 -G 10 $cmp
   # Copy engine and SMs on one send at once (CCL_P2P_COPY_ENGINE_SHARE percent to the copy engine).
