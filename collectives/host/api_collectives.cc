@@ -3,7 +3,6 @@
 #include "collectives/common/dtypes.cuh"
 #include "collectives/host/group.hpp"
 #include "collectives/host/run.hpp"
-#include "common/cuda.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
 
@@ -35,13 +34,8 @@ ccl_result_t point_to_point(void* buf, size_t count, ccl_datatype_t dtype, int p
     if (count == 0) return CCL_SUCCESS;
     CCL_ARG_CHECK(buf != nullptr, "%s: %s must not be NULL", fn, is_send ? "sendbuff" : "recvbuff");
     if (!comm->heap) return CCL_FAIL(CCL_UNSUPPORTED, "%s: the communicator has no GPU", fn);
-    {
-      // The driver finds a cudaMalloc buffer's range only from its own device's context, and
-      // one thread may queue sends of communicators on other GPUs inside a group.
-      ccl::DeviceScope device(comm->device);
-      CCL_CHECK(
-          ccl::coll::check_buffer(comm, buf, count * esize, fn, is_send ? "sendbuff" : "recvbuff"));
-    }
+    CCL_CHECK(
+        ccl::coll::check_buffer(comm, buf, count * esize, fn, is_send ? "sendbuff" : "recvbuff"));
     ccl::coll::P2pOp op{buf, count * esize, peer, is_send ? 1 : 0, ccl::coll::kNoWindow, 0};
     return ccl::coll::p2p(comm, op, stream);
   });

@@ -107,10 +107,8 @@ Status coll_state(ccl_comm* c, CollState** out) {
   CCL_CHECK(resident_blocks(c->peers, &st->resident_blocks));
   st->time_sliced = ranks_time_slice_a_gpu(c->peers);
   int64_t ce_from = 0;
-  SettingSource ce_source = SettingSource::kDefault;
-  CCL_CHECK(setting_int(Setting::kP2pCopyEngine, &ce_from, &ce_source));
+  CCL_CHECK(setting_int(Setting::kP2pCopyEngine, &ce_from));
   st->p2p_ce_from = static_cast<size_t>(ce_from);
-  st->p2p_ce_asked = ce_source == SettingSource::kEnvironment;
   int64_t ce_share = 100;
   CCL_CHECK(setting_int(Setting::kP2pCopyEngineShare, &ce_share));
   st->p2p_ce_share = static_cast<int>(ce_share);

@@ -40,8 +40,7 @@ struct CollState {
   // (CCL_P2P_COPY_ENGINE; 0: never); the proxy is started by the first such send, and
   // `p2p_proxy_failed` keeps a proxy that could not start from being asked again.
   size_t p2p_ce_from = 0;
-  bool p2p_ce_asked = false;  // CCL_P2P_COPY_ENGINE set by the user, not its default
-  int p2p_ce_share = 100;     // percent of such a send the copy engine copies (the SMs the rest)
+  int p2p_ce_share = 100;  // percent of such a send the copy engine copies (the SMs the rest)
   std::unique_ptr<CopyProxy> p2p_proxy;
   bool p2p_proxy_failed = false;
   ~CollState();

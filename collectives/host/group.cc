@@ -14,6 +14,7 @@
 #include "collectives/schedule/p2p_plan.hpp"
 #include "common/cuda.hpp"
 #include "common/log.hpp"
+#include "common/settings.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
 
@@ -79,7 +80,9 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
         !CopyProxy::start(comm->device, comm->peers[comm->rank].mps, &st->p2p_proxy).ok();
     // A warning only for a user who asked: by default (CUDA_DEVICE_MAX_CONNECTIONS=1, say) the
     // SM copy is the expected fallback.
-    if (st->p2p_proxy_failed && st->p2p_ce_asked)
+    SettingSource asked = SettingSource::kDefault;
+    if (st->p2p_proxy_failed) setting_raw(Setting::kP2pCopyEngine, &asked);
+    if (st->p2p_proxy_failed && asked == SettingSource::kEnvironment)
       CCL_WARN(kSubsysProxy, "CCL_P2P_COPY_ENGINE: no copy-engine proxy (%s); the SMs copy",
                last_error());
     else if (st->p2p_proxy_failed)

@@ -58,11 +58,13 @@ bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uin
   return true;
 }
 
-/// A buffer must be device memory of this process holding `bytes` from `p`. Called with the
-/// communicator's device current: the driver looks a cudaMalloc range up in that context only.
+/// A buffer must be device memory of this process holding `bytes` from `p`.
 Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name) {
   uint64_t off;
   if (symmetric(comm, p, bytes, &off)) return CCL_SUCCESS;
+  // The driver finds a cudaMalloc range only from its own device's context, and one thread may
+  // queue calls of communicators on other GPUs (a group driving several).
+  DeviceScope device(comm->device);
   const DriverApi* cu = nullptr;
   CCL_CHECK(driver_api(&cu));
   CUdeviceptr base = 0;
