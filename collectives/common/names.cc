@@ -39,6 +39,8 @@ const char* algorithm_name(Algorithm a) {
       return "nvls";
     case Algorithm::kCopyEngine:
       return "copy_engine";
+    case Algorithm::kSendRecv:
+      return "send_recv";
   }
   return "?";
 }

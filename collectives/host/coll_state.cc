@@ -75,6 +75,22 @@ Status start_counters_at(const CollScratch& s, int nranks) {
 }
 }  // namespace
 
+Status side_streams(CollState* st, int want) {
+  if (static_cast<int>(st->ce_streams.size()) >= want) return CCL_SUCCESS;
+  RelaxedCapture relaxed;
+  if (st->ce_fork == nullptr)
+    CCL_CUDA_CHECK(cudaEventCreateWithFlags(&st->ce_fork, cudaEventDisableTiming));
+  while (static_cast<int>(st->ce_streams.size()) < want) {
+    cudaStream_t s = nullptr;
+    CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    st->ce_streams.push_back(s);
+    cudaEvent_t e = nullptr;
+    CCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    st->ce_join.push_back(e);
+  }
+  return CCL_SUCCESS;
+}
+
 CollScratch launch_scratch(const ccl_comm* comm, const CollState* st) {
   CollScratch s = st->scratch;
   s.regs = comm->registry ? comm->registry->device_table() : nullptr;
@@ -106,9 +122,6 @@ Status coll_state(ccl_comm* c, CollState** out) {
                    all_pairs_nvlink(c->peers);
   CCL_CHECK(resident_blocks(c->peers, &st->resident_blocks));
   st->time_sliced = ranks_time_slice_a_gpu(c->peers);
-  int64_t ce_from = 0;
-  CCL_CHECK(setting_int(Setting::kP2pCopyEngine, &ce_from));
-  st->p2p_ce_from = static_cast<size_t>(ce_from);
   int64_t ce_share = 100;
   CCL_CHECK(setting_int(Setting::kP2pCopyEngineShare, &ce_share));
   st->p2p_ce_share = static_cast<int>(ce_share);

@@ -31,15 +31,14 @@ struct CollState {
   // Sends to the rank itself that went through the p2p kernel, less such receives: group.cc
   // pairs them into local copies only while it is 0.
   int64_t self_sends_unmatched = 0;
-  // The copy-engine path (copy_engine.cc): side streams, the event that forks them from the
-  // caller's stream and one per side stream that joins it back; made by its first call.
+  // Side streams (side_streams()), the event that forks them from the caller's stream and one
+  // per side stream that joins it back: the copy-engine collectives' copies to each peer, and a
+  // send/recv group's large copies to the rank itself.
   std::vector<cudaStream_t> ce_streams;
   std::vector<cudaEvent_t> ce_join;
   cudaEvent_t ce_fork = nullptr;
-  // Sends of at least this many bytes into a window go through the copy-engine proxy
-  // (CCL_P2P_COPY_ENGINE; 0: never); the proxy is started by the first such send, and
+  // The copy-engine proxy of large sends (cfg.p2p_ce_from), started by the first such send;
   // `p2p_proxy_failed` keeps a proxy that could not start from being asked again.
-  size_t p2p_ce_from = 0;
   int p2p_ce_share = 100;  // percent of such a send the copy engine copies (the SMs the rest)
   std::unique_ptr<CopyProxy> p2p_proxy;
   bool p2p_proxy_failed = false;
@@ -53,6 +52,10 @@ struct CollState {
     return true;
   }
 };
+
+/// Makes at least `want` side streams with their join events (and the fork event), outside any
+/// capture in progress (stream and event creation are set-up).
+Status side_streams(CollState* st, int want);
 
 /// The scratch a kernel launch receives: the state's, with the registered-buffer table as it is
 /// now (the registry is made by the first ccl_comm_register, possibly after the state).

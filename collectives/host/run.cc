@@ -10,6 +10,7 @@
 #include "collectives/host/coll_state.hpp"
 #include "collectives/host/copy_engine.hpp"
 #include "collectives/host/local_copy.hpp"
+#include "collectives/host/send_recv_path.hpp"
 #include "collectives/host/tuner.hpp"
 #include "collectives/pipe/pipe.cuh"
 #include "collectives/schedule/direct.hpp"
@@ -93,6 +94,11 @@ void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch
                        (static_cast<uint64_t>(ch.proto) << 24) |
                        (static_cast<uint64_t>(ch.blocks) << 8) | static_cast<uint64_t>(lg);
   if (!st->first_report(key)) return;
+  if (ch.algo == Algorithm::kSendRecv) {  // the send/recv kernel sizes its own grid
+    CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): send_recv%s", collective_name(k.coll),
+             bytes, lg, ch.forced ? " (CCL_ALGO)" : "");
+    return;
+  }
   CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s",
            collective_name(k.coll), bytes, lg, algorithm_name(ch.algo),
            ch.proto == Proto::kLL      ? "/LL"
@@ -395,6 +401,10 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
                     "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",
                     collective_name(k.coll));
   if (comm->nranks == 1 && !ch.forced) return run_alone(comm, st, k, bytes);
+  if (ch.algo == Algorithm::kSendRecv) {
+    log_choice(st, k, bytes, ch);
+    return run_send_recv(comm, st, k);
+  }
   if (ch.algo == Algorithm::kCopyEngine) {
     log_choice(st, k, bytes, ch);
     bool ran = false;

@@ -7,6 +7,7 @@
 #include "collectives/common/coll_args.h"
 #include "collectives/common/names.hpp"
 #include "collectives/schedule/ll128.hpp"
+#include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
 #include "common/settings.hpp"
 
@@ -139,6 +140,8 @@ Status load_tuner_config(TunerConfig* cfg) {
   cfg->nchannels = static_cast<int>(v);
   CCL_CHECK(setting_int(Setting::kDeterministic, &v));
   cfg->deterministic = v != 0;
+  CCL_CHECK(setting_int(Setting::kP2pCopyEngine, &v));
+  cfg->p2p_ce_from = static_cast<size_t>(v);
   CCL_CHECK(setting_int(Setting::kNvlsEmulate, &v));
   cfg->nvls_emulate = v != 0;
   CCL_CHECK(setting_int(Setting::kNvlsEnable, &v));
@@ -235,9 +238,22 @@ Choice table_choice(const TunerInput& in) {
   return ch;
 }
 
+// Two ranks, blocks the copy-engine proxy takes (2 x H200 NV18, 2026-11-27, 512 MiB):
+// broadcast 367.6 GB/s through the SM kernel against the proxy's 374 (256 MiB sends) to 386
+// (1 GiB), allgather 360.0 against the same. Beyond two ranks a broadcast root would send the
+// whole buffer to every peer, and nothing there is measured; alltoall is left to the SMs because
+// an in-place alltoall (a rank's own choice) cannot be a send/recv pair of one buffer.
+bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in) {
+  if (in.nranks != 2 || !in.all_p2p || in.resident > 0 || cfg.p2p_ce_from == 0) return false;
+  if (in.coll != Collective::kBroadcast && in.coll != Collective::kAllGather) return false;
+  return block_bytes(in) >= std::max(cfg.p2p_ce_from, kP2pRendezvousFrom);
+}
+
 Choice choose(const TunerConfig& cfg, const TunerInput& in) {
   Choice ch = table_choice(in);
   const int ci = static_cast<int>(in.coll);
+  if (!cfg.forced[ci] && send_recv_wins(cfg, in))
+    return {Algorithm::kSendRecv, Proto::kSimple, 0, false};
   if (cfg.forced[ci]) {
     ch.algo = cfg.algo[ci];
     ch.forced = true;

@@ -26,6 +26,7 @@ struct TunerConfig {
   bool deterministic = false;
   bool nvls_real = false;     // CCL_NVLS_ENABLE=1 and no peer library forbids multicast
   bool nvls_emulate = false;  // CCL_NVLS_EMULATE=1
+  size_t p2p_ce_from = 0;     // CCL_P2P_COPY_ENGINE: sends the copy-engine proxy takes; 0: none
 };
 
 /// Parses CCL_ALGO's text ("ring", "allreduce:two_shot,allgather:ring"): unknown names and
@@ -39,8 +40,8 @@ struct TunerInput {
   size_t bytes;  // the nccl-tests "size": allreduce/broadcast/reduce: count x type size;
                  // allgather/reduce-scatter/alltoall: the whole (n-block) buffer
   int nranks;
-  bool all_p2p;  // every rank reachable by load/store
-  bool nvlink;   // every pair of GPUs linked by NVLink (LL128's premise)
+  bool all_p2p;      // every rank reachable by load/store
+  bool nvlink;       // every pair of GPUs linked by NVLink (LL128's premise)
   int resident = 0;  // most blocks a launch may have (ranks sharing a GPU under MPS); 0: any
 };
 
@@ -53,8 +54,13 @@ struct Choice {
 
 /// The table (no overrides): what runs when nothing is forced.
 Choice table_choice(const TunerInput& in);
-/// The table, then the overrides of `cfg`.
+/// The table, then the overrides of `cfg`; then, unforced, send_recv for the two-rank
+/// broadcasts and allgathers whose blocks the copy-engine proxy takes (send_recv_wins).
 Choice choose(const TunerConfig& cfg, const TunerInput& in);
+/// Whether a two-rank broadcast or allgather moves blocks of at least CCL_P2P_COPY_ENGINE, so
+/// that its send/recv form goes through the copy engines, ahead of the SM kernels there. Every
+/// input is alike on every rank (the setting too, as CCL_ALGO must be), so the ranks agree.
+bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in);
 /// Whether the algorithm runs in a pipe kernel (its own block limit) or a direct kernel.
 bool is_pipe(Algorithm a);
 

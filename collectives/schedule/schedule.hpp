@@ -32,9 +32,11 @@ CCL_HD bool supported(Collective c, Algorithm a) {
       return a == Algorithm::kRing || a == Algorithm::kDirect;
     case Collective::kAllGather:
       return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
-             a == Algorithm::kDirect || a == Algorithm::kNvls || a == Algorithm::kCopyEngine;
+             a == Algorithm::kDirect || a == Algorithm::kNvls || a == Algorithm::kCopyEngine ||
+             a == Algorithm::kSendRecv;
     case Collective::kBroadcast:
-      return a == Algorithm::kRing || a == Algorithm::kDirect || a == Algorithm::kCopyEngine;
+      return a == Algorithm::kRing || a == Algorithm::kDirect || a == Algorithm::kCopyEngine ||
+             a == Algorithm::kSendRecv;
     case Collective::kReduce:
       return a == Algorithm::kDirect;
     case Collective::kAllToAll:
@@ -63,6 +65,7 @@ CCL_HD int num_steps(const Shape& sh) {
       return sh.coll == Collective::kAllReduce ? direct::two_shot_steps(n) : direct::steps(n);
     case Algorithm::kDirect:
     case Algorithm::kCopyEngine:
+    case Algorithm::kSendRecv:
       return direct::steps(n);
   }
   return 0;

@@ -15,6 +15,7 @@
 #include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
 #include "collectives/host/coll_state.hpp"
+#include "collectives/host/residency.hpp"
 #include "collectives/schedule/copy_lists.hpp"
 #include "collectives/schedule/p2p.hpp"
 #include "gpu/coll_cases.cuh"
@@ -525,6 +526,84 @@ int many_self_pairs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// Broadcast and allgather as sends and receives (tuner.hpp, send_recv_wins). With
+/// CCL_P2P_COPY_ENGINE at the rendezvous size, two ranks' unforced calls of blocks past it go
+/// through the copy-engine proxy, which no other collective path asks (so its copy count tells
+/// which path ran): every kind of buffer, in and out of place, unaligned, bitwise against the
+/// reference; ranks limited in blocks (MPS) and other rank counts keep the SM kernels. Then
+/// forced (CCL_ALGO=send_recv) through the matrix wherever the FIFO channels fit, and captured
+/// in a graph and replayed on fresh data.
+int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
+  ccl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  const size_t count = coll::kP2pRendezvousFrom / 4 + 17;  // float32: a block past the size
+  uint32_t seed = 7;
+  for (Collective c : {Collective::kBroadcast, Collective::kAllGather})
+    for (int m = 0; m < 4; ++m)
+      for (size_t offset : {size_t{0}, size_t{1}}) {
+        if (m == static_cast<int>(Mem::kInPlace) && offset != 0) continue;
+        Case k{c, ccl_sum, (1 + m) % n, count, static_cast<Mem>(m), offset, true, seed++};
+        if (run_case_any(comm, me, n, ccl_float32, k, s, "send_recv (tuner)")) return 1;
+      }
+  unsetenv("CCL_P2P_COPY_ENGINE");
+  coll::CollState* st = nullptr;
+  RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+  const bool routed = n == 2 && st->resident_blocks == 0;
+  const bool fifo_fits = coll::fifo_channels_fit(st->resident_blocks);
+  uint64_t issued = 0;
+  if (proxy_copies(comm, &issued)) return 1;
+  RANK_CHECK(routed ? issued > 0 : issued == 0,
+             "%d ranks (resident blocks %d): the proxy issued %llu copies for the tuner's "
+             "broadcasts and allgathers",
+             n, st->resident_blocks, static_cast<unsigned long long>(issued));
+  RANK_OK(ccl_comm_destroy(comm));
+  if (!fifo_fits) return 0;  // forced, their FIFO sends would be refused (issue_p2p)
+  setenv("CCL_ALGO", "send_recv", 1);
+  setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
+  if (fresh_comm(world, me, &comm)) return 1;
+  for (Collective c : {Collective::kBroadcast, Collective::kAllGather})
+    if (matrix(comm, me, n, c, seed++, s, "send_recv (CCL_ALGO)", false)) return 1;
+  float *send = nullptr, *recv = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, count * 4, reinterpret_cast<void**>(&send)));
+  RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&recv)));
+  const int root = n - 1;
+  auto value = [](int r, size_t i, int round) {
+    return static_cast<float>((i * 3 + r * 7 + round * 11) % 1021);
+  };
+  auto enqueue = [&]() -> int {
+    RANK_OK(ccl_allgather(send, recv, count, ccl_float32, comm, s));
+    // In place at the root, into the first block elsewhere: after the allgather on one stream.
+    RANK_OK(ccl_broadcast(me == root ? recv + me * count : send, recv, count, ccl_float32, root,
+                          comm, s));
+    return 0;
+  };
+  std::vector<float> h(count), got(count * n);
+  auto prepare = [&](int round) -> int {
+    for (size_t i = 0; i < count; ++i) h[i] = value(me, i, round);
+    RANK_CUDA(cudaMemcpy(send, h.data(), count * 4, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemsetAsync(recv, 0xff, count * n * 4, s));
+    return 0;
+  };
+  auto check = [&](int round, const char* how) -> int {
+    RANK_CUDA(cudaMemcpy(got.data(), recv, count * n * 4, cudaMemcpyDeviceToHost));
+    // Block 0 holds the broadcast of the root's block, the others the allgather's blocks.
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i)
+        RANK_CHECK(got[r * count + i] == value(r == 0 ? root : r, i, round),
+                   "%s send_recv allgather + broadcast: block %d element %zu is %f", how, r, i,
+                   static_cast<double>(got[r * count + i]));
+    return 0;
+  };
+  if (eager_then_replayed(s, enqueue, prepare, check)) return 1;
+  unsetenv("CCL_ALGO");
+  unsetenv("CCL_P2P_COPY_ENGINE");
+  RANK_OK(ccl_mem_free(comm, recv));
+  RANK_OK(ccl_mem_free(comm, send));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
 }  // namespace
 
 /// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
@@ -606,7 +685,8 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   if (many_self_pairs(comm, me, n, s)) return 1;
   if (ll_point_to_point(comm, me, n, s)) return 1;
   if (zero_copy_point_to_point(comm, me, n, s)) return 1;
-  return copy_engine_point_to_point(comm, me, n, s);
+  if (copy_engine_point_to_point(comm, me, n, s)) return 1;
+  return send_recv_collectives(comm, me, n, s);
 }
 
 namespace {

@@ -41,6 +41,8 @@ const Pair kPairs[] = {
     {Collective::kAllGather, Algorithm::kCopyEngine},
     {Collective::kBroadcast, Algorithm::kCopyEngine},
     {Collective::kAllToAll, Algorithm::kCopyEngine},
+    {Collective::kAllGather, Algorithm::kSendRecv},
+    {Collective::kBroadcast, Algorithm::kSendRecv},
 };
 
 // Reduce-scatter, allgather and alltoall move equal blocks: their whole-buffer count is a

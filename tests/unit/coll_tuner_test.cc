@@ -173,6 +173,43 @@ TEST(Tuner, CopyEngineOnlyForTheCollectivesThatMoveBytesAndOnlyForced) {
       EXPECT_NE(table_choice(in(c, bytes)).algo, Algorithm::kCopyEngine);
 }
 
+// Two ranks' broadcasts and allgathers whose blocks the copy-engine proxy takes run as
+// send/recv; everything else keeps the table, and CCL_ALGO wins over it.
+TEST(Tuner, SendRecvForTwoRanksFromTheCopyEngineSize) {
+  TunerConfig cfg;
+  cfg.p2p_ce_from = size_t{256} << 20;
+  const size_t from = cfg.p2p_ce_from;
+  EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, from)).algo, Algorithm::kSendRecv);
+  EXPECT_NE(choose(cfg, in(Collective::kBroadcast, from - 4)).algo, Algorithm::kSendRecv);
+  // Allgather: the block (half the buffer) decides.
+  EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 2 * from)).algo, Algorithm::kSendRecv);
+  EXPECT_NE(choose(cfg, in(Collective::kAllGather, from)).algo, Algorithm::kSendRecv);
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduce,
+                       Collective::kAllToAll})
+    EXPECT_NE(choose(cfg, in(c, size_t{1} << 32)).algo, Algorithm::kSendRecv);
+  EXPECT_NE(choose(cfg, in(Collective::kBroadcast, size_t{1} << 32, 3)).algo, Algorithm::kSendRecv);
+  EXPECT_NE(choose(cfg, in(Collective::kBroadcast, size_t{1} << 32, 2, false)).algo,
+            Algorithm::kSendRecv);
+  TunerInput shared = in(Collective::kBroadcast, size_t{1} << 32);
+  shared.resident = 16;  // ranks sharing a GPU under MPS: the FIFO sends may not fit
+  EXPECT_FALSE(send_recv_wins(cfg, shared));
+  // The proxy off: no send of any size goes through it.
+  cfg.p2p_ce_from = 0;
+  EXPECT_NE(choose(cfg, in(Collective::kBroadcast, size_t{1} << 32)).algo, Algorithm::kSendRecv);
+  // Below the rendezvous size the proxy takes nothing, whatever the setting says.
+  cfg.p2p_ce_from = 1;
+  EXPECT_NE(choose(cfg, in(Collective::kBroadcast, 4096)).algo, Algorithm::kSendRecv);
+  EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, size_t{256} << 10)).algo, Algorithm::kSendRecv);
+  // Forced: CCL_ALGO's choice, and send_recv itself for any rank count.
+  ASSERT_TRUE(parse_algo_setting("broadcast:direct", &cfg).ok());
+  EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, size_t{1} << 32)).algo, Algorithm::kDirect);
+  TunerConfig forced;
+  ASSERT_TRUE(parse_algo_setting("send_recv", &forced).ok());
+  EXPECT_EQ(choose(forced, in(Collective::kAllGather, 64, 5)).algo, Algorithm::kSendRecv);
+  EXPECT_EQ(choose(forced, in(Collective::kAllToAll, 64, 5)).algo, Algorithm::kDirect);
+  EXPECT_EQ(parse_algo_setting("alltoall:send_recv", &forced).code(), CCL_INVALID_ARGUMENT);
+}
+
 TEST(Tuner, BadAlgoSettingsAreRefusedNamingThem) {
   TunerConfig cfg;
   EXPECT_EQ(parse_algo_setting("allreduce:bogus", &cfg).code(), CCL_INVALID_ARGUMENT);

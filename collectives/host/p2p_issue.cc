@@ -1,0 +1,207 @@
+#include "collectives/host/p2p_issue.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "collectives/host/local_copy.hpp"
+#include "collectives/host/residency.hpp"
+#include "collectives/host/run.hpp"
+#include "collectives/schedule/p2p.hpp"
+#include "collectives/schedule/p2p_plan.hpp"
+#include "common/cuda.hpp"
+#include "common/log.hpp"
+#include "common/settings.hpp"
+#include "core/comm.hpp"
+
+namespace ccl::coll {
+namespace {
+
+/// Sends to and receives from the rank itself pair up in order (NCCL's matching per peer), and a
+/// pair is a local copy rather than a trip through the kernel's FIFOs or rendezvous (one H200,
+/// one rank, 128 MiB: 410 us through the FIFOs for cudaMalloc buffers, 99 us through the
+/// rendezvous, 66 us for the copy). Only where they pair whole: as many sends as receives, equal
+/// sizes, and every earlier operation with the rank itself paired too (one that went through the
+/// kernel must meet its partner there, in order). The pairs go to `*copies`, the rest (all of
+/// `ops` when they do not pair) to `*rest` for the kernel.
+void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
+                   std::vector<CopySpec>* copies, std::vector<P2pOp>* rest) {
+  std::vector<const P2pOp*> sends, recvs;
+  for (const P2pOp& op : ops)
+    if (op.peer == comm->rank) (op.is_send ? sends : recvs).push_back(&op);
+  bool pair = !sends.empty() && sends.size() == recvs.size() && st->self_sends_unmatched == 0;
+  for (size_t i = 0; pair && i < sends.size(); ++i) pair = sends[i]->bytes == recvs[i]->bytes;
+  if (!pair) {
+    st->self_sends_unmatched +=
+        static_cast<int64_t>(sends.size()) - static_cast<int64_t>(recvs.size());
+    *rest = ops;
+    return;
+  }
+  for (size_t i = 0; i < sends.size(); ++i)
+    copies->push_back({reinterpret_cast<uintptr_t>(recvs[i]->buf),
+                       reinterpret_cast<uintptr_t>(sends[i]->buf), sends[i]->bytes});
+  for (const P2pOp& op : ops)
+    if (op.peer != comm->rank) rest->push_back(op);
+}
+
+/// Copies to the rank itself of at least this many bytes in all run on a side stream, on a copy
+/// engine, beside the launches of the group's other operations instead of before them (an
+/// alltoall as grouped send/recv on 2 x H200 copies half its buffer locally: 256 MiB took 456 us
+/// with the copy first against 383 us for the peer's half alone). Below it the copy is shorter
+/// than the fork and join cost.
+constexpr size_t kSideCopyFrom = size_t{4} << 20;
+/// On the side stream, copies from this size go to a copy engine.
+constexpr size_t kSideEngineFrom = size_t{1} << 20;
+
+/// Forks a side stream from `stream` and queues `copies` there; join_side() brings it back. The
+/// large ones go to a copy engine (a copy kernel would hold multiprocessors the group's launches
+/// wait for), the small ones together in one list kernel (local_copies).
+Status fork_side_copies(ccl_comm* comm, CollState* st, const std::vector<CopySpec>& copies,
+                        cudaStream_t stream) {
+  CCL_CHECK(side_streams(st, 1));
+  cudaStream_t side = st->ce_streams[0];
+  CCL_CUDA_CHECK(cudaEventRecord(st->ce_fork, stream));
+  CCL_CUDA_CHECK(cudaStreamWaitEvent(side, st->ce_fork));
+  std::vector<CopySpec> small;
+  for (const CopySpec& c : copies) {
+    if (c.bytes < kSideEngineFrom) {
+      small.push_back(c);
+    } else if (copy_moves(c)) {
+      CCL_CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<void*>(c.dst),
+                                     reinterpret_cast<const void*>(c.src), c.bytes,
+                                     cudaMemcpyDeviceToDevice, side));
+    }
+  }
+  return small.empty() ? CCL_SUCCESS : local_copies(comm, small, side);
+}
+
+Status join_side(CollState* st, cudaStream_t stream) {
+  CCL_CUDA_CHECK(cudaEventRecord(st->ce_join[0], st->ce_streams[0]));
+  CCL_CUDA_CHECK(cudaStreamWaitEvent(stream, st->ce_join[0]));
+  return CCL_SUCCESS;
+}
+
+/// Marks the sends the copy-engine proxy copies (CCL_P2P_COPY_ENGINE) and gives the launch its
+/// queue, starting the proxy with the first such send. A proxy that cannot start is reported
+/// once and those sends, then and later, go through the SMs.
+void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
+  if (st->cfg.p2p_ce_from == 0) return;
+  bool any = false;
+  for (int i = 0; i < a->nops; ++i) {
+    P2pOp& op = a->ops[i];
+    op.copy_engine = op.is_send && p2p_rendezvous(op.bytes) && op.bytes >= st->cfg.p2p_ce_from;
+    any |= op.copy_engine != 0;
+  }
+  if (!any) return;
+  if (!st->p2p_proxy && !st->p2p_proxy_failed) {
+    st->p2p_proxy_failed =
+        !CopyProxy::start(comm->device, comm->peers[comm->rank].mps, &st->p2p_proxy).ok();
+    // A warning only for a user who asked: by default (CUDA_DEVICE_MAX_CONNECTIONS=1, say) the
+    // SM copy is the expected fallback.
+    SettingSource asked = SettingSource::kDefault;
+    if (st->p2p_proxy_failed) setting_raw(Setting::kP2pCopyEngine, &asked);
+    if (st->p2p_proxy_failed && asked == SettingSource::kEnvironment)
+      CCL_WARN(kSubsysProxy, "CCL_P2P_COPY_ENGINE: no copy-engine proxy (%s); the SMs copy",
+               last_error());
+    else if (st->p2p_proxy_failed)
+      CCL_INFO(kSubsysProxy, "no copy-engine proxy (%s); the SMs copy large sends", last_error());
+    else
+      CCL_INFO(kSubsysProxy, "rank %d: copy-engine proxy started for sends of %zu bytes and more",
+               comm->rank, std::max(st->cfg.p2p_ce_from, kP2pRendezvousFrom));
+  }
+  if (!st->p2p_proxy) {
+    for (int i = 0; i < a->nops; ++i) a->ops[i].copy_engine = 0;
+    return;
+  }
+  a->ce = st->p2p_proxy->queue();
+  a->ce_share = st->p2p_ce_share;
+  st->p2p_proxy->kick();
+}
+
+/// One launch of at most kMaxP2pOps operations (a part of a group p2p_plan made, or all of it).
+Status launch_part(ccl_comm* comm, CollState* st, cudaStream_t stream,
+                   const std::vector<P2pOp>& ops) {
+  if (ops.size() > static_cast<size_t>(kMaxP2pOps))
+    return CCL_FAIL(CCL_INTERNAL_ERROR, "a point-to-point launch of %zu operations; at most %d",
+                    ops.size(), kMaxP2pOps);
+  P2pArgs a{};
+  a.nops = static_cast<int>(ops.size());
+  std::copy(ops.begin(), ops.end(), a.ops);
+  // A large receive offers its buffer to the sender when the sender can write into it.
+  for (int i = 0; i < a.nops; ++i) {
+    P2pOp& op = a.ops[i];
+    uint64_t w = 0;
+    const bool offer = !op.is_send && p2p_rendezvous(op.bytes) &&
+                       window_of(comm, op.buf, op.bytes, /*registered=*/true, &w);
+    op.win = offer ? w : kNoWindow;
+  }
+  mark_copy_engine_sends(comm, st, &a);
+  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, {stream, comm->pdl},
+                            st->resident_blocks));
+  return CCL_SUCCESS;
+}
+
+/// The operations with other ranks: one launch where they form one batch, else the launches of
+/// their plan (p2p_plan.hpp).
+Status launch_rest(ccl_comm* comm, CollState* st, cudaStream_t stream,
+                   const std::vector<P2pOp>& rest) {
+  if (rest.empty()) return CCL_SUCCESS;
+  // A group of one batch is one launch as it stands (no plan to allocate on the common path).
+  std::vector<int> batch = p2p_batches(rest, comm->nranks, comm->rank);
+  if (rest.size() <= static_cast<size_t>(kMaxP2pOps) && p2p_one_batch(batch))
+    return launch_part(comm, st, stream, rest);
+  const P2pPlan plan = p2p_plan(std::move(batch));
+  std::vector<P2pOp> part;
+  for (const std::vector<int>& members : plan.launches) {
+    part.clear();
+    for (int i : members) {
+      part.push_back(rest[static_cast<size_t>(i)]);
+      part.back().batch = plan.place[static_cast<size_t>(i)];
+    }
+    CCL_CHECK(launch_part(comm, st, stream, part));  // the later parts' partners wait on this one
+  }
+  return CCL_SUCCESS;
+}
+
+}  // namespace
+
+Status issue_p2p(ccl_comm* comm, CollState* st, cudaStream_t stream,
+                 const std::vector<P2pOp>& ops) {
+  if (!(comm->dev->handle.flags & CCL_DEVICE_FLAG_ALL_P2P))
+    return CCL_FAIL(CCL_UNSUPPORTED,
+                    "send/recv need every rank reachable over NVLink/PCIe peer mappings in this "
+                    "build");
+  // Too many ranks at once on one GPU (MPS, or one process) for every rank's 16 FIFO channel blocks
+  // to be resident together: refused, before anything is enqueued, rather than left to stall (both
+  // sides of an operation decide alike, by its size).
+  if (!fifo_channels_fit(st->resident_blocks))
+    for (const P2pOp& op : ops)
+      if (op.peer != comm->rank && !p2p_ll(op.bytes, p2p_ll_capacity(comm->nranks)))
+        return CCL_FAIL(CCL_INVALID_USAGE,
+                        "ccl_%s of %zu bytes with rank %d: ranks share a GPU at once (MPS, or "
+                        "one process) so that each launch keeps to %d blocks, fewer than the %d "
+                        "FIFO channels operations above %zu bytes need (fewer ranks per GPU run "
+                        "them)",
+                        op.is_send ? "send" : "recv", op.bytes, op.peer, st->resident_blocks,
+                        kPipeChannels, p2p_ll_capacity(comm->nranks));
+  std::vector<CopySpec> copies;
+  std::vector<P2pOp> rest;
+  pair_self_ops(comm, st, ops, &copies, &rest);
+  size_t self_bytes = 0;
+  for (const CopySpec& c : copies) self_bytes += c.bytes;
+  const bool side = !rest.empty() && self_bytes >= kSideCopyFrom;
+  if (side) {
+    CCL_CHECK(fork_side_copies(comm, st, copies, stream));
+  } else if (!copies.empty()) {
+    CCL_CHECK(local_copies(comm, copies, stream));
+  }
+  Status launched = launch_rest(comm, st, stream, rest);
+  // Joined even after a failed launch: a capture must not be left with a stream forked off it.
+  if (side) {
+    const Status joined = join_side(st, stream);
+    if (launched.ok()) launched = joined;
+  }
+  return launched;
+}
+
+}  // namespace ccl::coll
