@@ -31,9 +31,8 @@ struct CollState {
   // Sends to the rank itself that went through the p2p kernel, less such receives: group.cc
   // pairs them into local copies only while it is 0.
   int64_t self_sends_unmatched = 0;
-  // Side streams (side_streams()), the event that forks them from the caller's stream and one
-  // per side stream that joins it back: the copy-engine collectives' copies to each peer, and a
-  // send/recv group's large copies to the rank itself.
+  // The copy-engine collectives (copy_engine.cc): side streams (side_streams()), the event that
+  // forks them from the caller's stream and one per side stream that joins it back.
   std::vector<cudaStream_t> ce_streams;
   std::vector<cudaEvent_t> ce_join;
   cudaEvent_t ce_fork = nullptr;

@@ -24,11 +24,22 @@ namespace {
 /// sizes, and every earlier operation with the rank itself paired too (one that went through the
 /// kernel must meet its partner there, in order). The pairs go to `*copies`, the rest (all of
 /// `ops` when they do not pair) to `*rest` for the kernel.
+///
+/// Except beside a send the copy-engine proxy takes: a copy on the stream runs before the launch,
+/// and on a side stream it did not overlap it eagerly (2 x H200, 512 MiB broadcast out of place as
+/// send/recv: 1520 us against 1374 in place, yet 1384 in a graph; a hardware queue the side stream
+/// shares with another is the likely cause, not confirmed). A pair of rendezvous size into a
+/// window then stays in the kernel, whose multiprocessors copy it while the copy engine carries
+/// the peer's bytes.
 void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
                    std::vector<CopySpec>* copies, std::vector<P2pOp>* rest) {
   std::vector<const P2pOp*> sends, recvs;
-  for (const P2pOp& op : ops)
+  bool engine_send = false;
+  for (const P2pOp& op : ops) {
     if (op.peer == comm->rank) (op.is_send ? sends : recvs).push_back(&op);
+    engine_send |= op.peer != comm->rank && op.is_send && st->cfg.p2p_ce_from != 0 &&
+                   p2p_rendezvous(op.bytes) && op.bytes >= st->cfg.p2p_ce_from;
+  }
   bool pair = !sends.empty() && sends.size() == recvs.size() && st->self_sends_unmatched == 0;
   for (size_t i = 0; pair && i < sends.size(); ++i) pair = sends[i]->bytes == recvs[i]->bytes;
   if (!pair) {
@@ -37,48 +48,22 @@ void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
     *rest = ops;
     return;
   }
-  for (size_t i = 0; i < sends.size(); ++i)
+  std::vector<const P2pOp*> in_kernel;
+  for (size_t i = 0; i < sends.size(); ++i) {
+    uint64_t w = 0;
+    if (engine_send && p2p_rendezvous(sends[i]->bytes) &&
+        window_of(comm, recvs[i]->buf, recvs[i]->bytes, /*registered=*/true, &w)) {
+      in_kernel.push_back(sends[i]);
+      in_kernel.push_back(recvs[i]);
+      continue;
+    }
     copies->push_back({reinterpret_cast<uintptr_t>(recvs[i]->buf),
                        reinterpret_cast<uintptr_t>(sends[i]->buf), sends[i]->bytes});
-  for (const P2pOp& op : ops)
-    if (op.peer != comm->rank) rest->push_back(op);
-}
-
-/// Copies to the rank itself of at least this many bytes in all run on a side stream, on a copy
-/// engine, beside the launches of the group's other operations instead of before them (an
-/// alltoall as grouped send/recv on 2 x H200 copies half its buffer locally: 256 MiB took 456 us
-/// with the copy first against 383 us for the peer's half alone). Below it the copy is shorter
-/// than the fork and join cost.
-constexpr size_t kSideCopyFrom = size_t{4} << 20;
-/// On the side stream, copies from this size go to a copy engine.
-constexpr size_t kSideEngineFrom = size_t{1} << 20;
-
-/// Forks a side stream from `stream` and queues `copies` there; join_side() brings it back. The
-/// large ones go to a copy engine (a copy kernel would hold multiprocessors the group's launches
-/// wait for), the small ones together in one list kernel (local_copies).
-Status fork_side_copies(ccl_comm* comm, CollState* st, const std::vector<CopySpec>& copies,
-                        cudaStream_t stream) {
-  CCL_CHECK(side_streams(st, 1));
-  cudaStream_t side = st->ce_streams[0];
-  CCL_CUDA_CHECK(cudaEventRecord(st->ce_fork, stream));
-  CCL_CUDA_CHECK(cudaStreamWaitEvent(side, st->ce_fork));
-  std::vector<CopySpec> small;
-  for (const CopySpec& c : copies) {
-    if (c.bytes < kSideEngineFrom) {
-      small.push_back(c);
-    } else if (copy_moves(c)) {
-      CCL_CUDA_CHECK(cudaMemcpyAsync(reinterpret_cast<void*>(c.dst),
-                                     reinterpret_cast<const void*>(c.src), c.bytes,
-                                     cudaMemcpyDeviceToDevice, side));
-    }
   }
-  return small.empty() ? CCL_SUCCESS : local_copies(comm, small, side);
-}
-
-Status join_side(CollState* st, cudaStream_t stream) {
-  CCL_CUDA_CHECK(cudaEventRecord(st->ce_join[0], st->ce_streams[0]));
-  CCL_CUDA_CHECK(cudaStreamWaitEvent(stream, st->ce_join[0]));
-  return CCL_SUCCESS;
+  for (const P2pOp& op : ops)
+    if (op.peer != comm->rank ||
+        std::find(in_kernel.begin(), in_kernel.end(), &op) != in_kernel.end())
+      rest->push_back(op);
 }
 
 /// Marks the sends the copy-engine proxy copies (CCL_P2P_COPY_ENGINE) and gives the launch its
@@ -89,7 +74,8 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
   bool any = false;
   for (int i = 0; i < a->nops; ++i) {
     P2pOp& op = a->ops[i];
-    op.copy_engine = op.is_send && p2p_rendezvous(op.bytes) && op.bytes >= st->cfg.p2p_ce_from;
+    op.copy_engine = op.is_send && op.peer != comm->rank && p2p_rendezvous(op.bytes) &&
+                     op.bytes >= st->cfg.p2p_ce_from;
     any |= op.copy_engine != 0;
   }
   if (!any) return;
@@ -187,21 +173,8 @@ Status issue_p2p(ccl_comm* comm, CollState* st, cudaStream_t stream,
   std::vector<CopySpec> copies;
   std::vector<P2pOp> rest;
   pair_self_ops(comm, st, ops, &copies, &rest);
-  size_t self_bytes = 0;
-  for (const CopySpec& c : copies) self_bytes += c.bytes;
-  const bool side = !rest.empty() && self_bytes >= kSideCopyFrom;
-  if (side) {
-    CCL_CHECK(fork_side_copies(comm, st, copies, stream));
-  } else if (!copies.empty()) {
-    CCL_CHECK(local_copies(comm, copies, stream));
-  }
-  Status launched = launch_rest(comm, st, stream, rest);
-  // Joined even after a failed launch: a capture must not be left with a stream forked off it.
-  if (side) {
-    const Status joined = join_side(st, stream);
-    if (launched.ok()) launched = joined;
-  }
-  return launched;
+  if (!copies.empty()) CCL_CHECK(local_copies(comm, copies, stream));
+  return launch_rest(comm, st, stream, rest);
 }
 
 }  // namespace ccl::coll
