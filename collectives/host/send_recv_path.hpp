@@ -1,8 +1,8 @@
 // Broadcast and allgather as sends and receives (the send_recv algorithm): the direct kernels'
 // data movement, each block one ccl_send/ccl_recv pair, so that the large ones go through the
 // copy-engine proxy (CCL_P2P_COPY_ENGINE), which needs no window exchange on the host: the
-// receiver offers its window at run time. The tuner picks it for two ranks from the proxy's
-// size (tuner.hpp, send_recv_wins); CCL_ALGO=send_recv forces it for any rank count.
+// receiver offers its window at run time. The tuner picks it for two ranks' broadcasts from the
+// proxy's size (tuner.hpp, send_recv_wins); CCL_ALGO=send_recv forces it for any rank count.
 #pragma once
 
 #include "collectives/host/coll_state.hpp"

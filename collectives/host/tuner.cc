@@ -238,15 +238,18 @@ Choice table_choice(const TunerInput& in) {
   return ch;
 }
 
-// Two ranks, blocks the copy-engine proxy takes (2 x H200 NV18, 2026-11-27, 512 MiB):
-// broadcast 367.6 GB/s through the SM kernel against the proxy's 374 (256 MiB sends) to 386
-// (1 GiB), allgather 360.0 against the same. Beyond two ranks a broadcast root would send the
-// whole buffer to every peer, and nothing there is measured; alltoall is left to the SMs because
-// an in-place alltoall (a rank's own choice) cannot be a send/recv pair of one buffer.
+// Two ranks' broadcasts from the copy-engine proxy's size (2 x H200 NV18, 2026-11-27,
+// perf/results/2026-11-27_h200x2_send_recv_path.md): 512 MiB 387.4 / 388.5 GB/s (out of place /
+// in place) against the SM kernel's 364.8 / 367.7, cudaMalloc buffers 284.5 / 307.7 against
+// 283.9 / 284.5. Allgather as send/recv gains less (512 MiB symmetric 372.4 against 360.1) and
+// loses on cudaMalloc buffers (200.7 against 247.1: their receives go through the FIFOs), which
+// a rank cannot see of its peers, so it stays behind CCL_ALGO. Beyond two ranks the root would
+// send the whole buffer to every peer (not measured); alltoall cannot be a send/recv pair of one
+// buffer in place, a choice each rank makes alone.
 bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in) {
   if (in.nranks != 2 || !in.all_p2p || in.resident > 0 || cfg.p2p_ce_from == 0) return false;
-  if (in.coll != Collective::kBroadcast && in.coll != Collective::kAllGather) return false;
-  return block_bytes(in) >= std::max(cfg.p2p_ce_from, kP2pRendezvousFrom);
+  return in.coll == Collective::kBroadcast &&
+         in.bytes >= std::max(cfg.p2p_ce_from, kP2pRendezvousFrom);
 }
 
 Choice choose(const TunerConfig& cfg, const TunerInput& in) {

@@ -527,10 +527,11 @@ int many_self_pairs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 }
 
 /// Broadcast and allgather as sends and receives (tuner.hpp, send_recv_wins). With
-/// CCL_P2P_COPY_ENGINE at the rendezvous size, two ranks' unforced calls of blocks past it go
-/// through the copy-engine proxy, which no other collective path asks (so its copy count tells
-/// which path ran): every kind of buffer, in and out of place, unaligned, bitwise against the
-/// reference; ranks limited in blocks (MPS) and other rank counts keep the SM kernels. Then
+/// CCL_P2P_COPY_ENGINE at the rendezvous size, two ranks' unforced broadcasts past it go through
+/// the copy-engine proxy, which no other collective path asks (so its copy count tells which
+/// path ran), and allgathers keep the SM kernel: every kind of buffer, in and out of place,
+/// unaligned, bitwise against the reference; ranks limited in blocks (MPS) and other rank counts
+/// keep the SM kernels. Then
 /// forced (CCL_ALGO=send_recv) through the matrix wherever the FIFO channels fit, and captured
 /// in a graph and replayed on fresh data.
 int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
