@@ -171,6 +171,10 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
     crun ${c}_perf_ce "$coll_perf/${c}_perf" -b 1M -e 1G -f 4 -R 2 --algo copy_engine $cmp
     crun ${c}_perf_ce_graph "$coll_perf/${c}_perf" -b 1M -e 1G -f 4 -R 2 -G 10 --algo copy_engine $cmp
   done
+  # Allgather as send/recv (forced; the tuner takes it for two ranks' broadcasts only), on
+  # symmetric and on cudaMalloc buffers, where its FIFO receives lose.
+  crun all_gather_perf_send_recv "$coll_perf/all_gather_perf" -b 1M -e 1G -f 4 -R 2 --algo send_recv $cmp
+  crun all_gather_perf_send_recv_malloc "$coll_perf/all_gather_perf" -b 1M -e 1G -f 4 -R 0 --algo send_recv
   # Send/recv through the copy-engine proxy at every size, and through the SMs alone, around the
   # default's crossover (CCL_P2P_COPY_ENGINE=256M).
   crun sendrecv_perf_sm env CCL_P2P_COPY_ENGINE=0 "$coll_perf/sendrecv_perf" -b 16M -e 1G -f 2 -R 2 $cmp

@@ -127,8 +127,8 @@ Status launch_part(ccl_comm* comm, CollState* st, cudaStream_t stream,
   return CCL_SUCCESS;
 }
 
-/// The operations with other ranks: one launch where they form one batch, else the launches of
-/// their plan (p2p_plan.hpp).
+/// The operations for the kernel (with other ranks, and pairs with itself kept there): one launch
+/// where they form one batch, else the launches of their plan (p2p_plan.hpp).
 Status launch_rest(ccl_comm* comm, CollState* st, cudaStream_t stream,
                    const std::vector<P2pOp>& rest) {
   if (rest.empty()) return CCL_SUCCESS;
