@@ -75,22 +75,6 @@ Status start_counters_at(const CollScratch& s, int nranks) {
 }
 }  // namespace
 
-Status side_streams(CollState* st, int want) {
-  if (static_cast<int>(st->ce_streams.size()) >= want) return CCL_SUCCESS;
-  RelaxedCapture relaxed;
-  if (st->ce_fork == nullptr)
-    CCL_CUDA_CHECK(cudaEventCreateWithFlags(&st->ce_fork, cudaEventDisableTiming));
-  while (static_cast<int>(st->ce_streams.size()) < want) {
-    cudaStream_t s = nullptr;
-    CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    st->ce_streams.push_back(s);
-    cudaEvent_t e = nullptr;
-    CCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    st->ce_join.push_back(e);
-  }
-  return CCL_SUCCESS;
-}
-
 CollScratch launch_scratch(const ccl_comm* comm, const CollState* st) {
   CollScratch s = st->scratch;
   s.regs = comm->registry ? comm->registry->device_table() : nullptr;

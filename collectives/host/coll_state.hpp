@@ -31,8 +31,8 @@ struct CollState {
   // Sends to the rank itself that went through the p2p kernel, less such receives: group.cc
   // pairs them into local copies only while it is 0.
   int64_t self_sends_unmatched = 0;
-  // The copy-engine collectives (copy_engine.cc): side streams (side_streams()), the event that
-  // forks them from the caller's stream and one per side stream that joins it back.
+  // The copy-engine path (copy_engine.cc): side streams, the event that forks them from the
+  // caller's stream and one per side stream that joins it back; made by its first call.
   std::vector<cudaStream_t> ce_streams;
   std::vector<cudaEvent_t> ce_join;
   cudaEvent_t ce_fork = nullptr;
@@ -51,10 +51,6 @@ struct CollState {
     return true;
   }
 };
-
-/// Makes at least `want` side streams with their join events (and the fork event), outside any
-/// capture in progress (stream and event creation are set-up).
-Status side_streams(CollState* st, int want);
 
 /// The scratch a kernel launch receives: the state's, with the registered-buffer table as it is
 /// now (the registry is made by the first ccl_comm_register, possibly after the state).

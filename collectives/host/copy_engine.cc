@@ -29,6 +29,23 @@ enum Unable : int32_t { kAble, kNoRecvWindow, kInPlaceAllToAll };
 /// Copies to more peers than this share the side streams (round robin).
 constexpr int kMaxSideStreams = 8;
 
+Status make_side_streams(CollState* st, int want) {
+  if (static_cast<int>(st->ce_streams.size()) >= want) return CCL_SUCCESS;
+  // Not part of a capture in progress: stream and event creation are set-up.
+  RelaxedCapture relaxed;
+  if (st->ce_fork == nullptr)
+    CCL_CUDA_CHECK(cudaEventCreateWithFlags(&st->ce_fork, cudaEventDisableTiming));
+  while (static_cast<int>(st->ce_streams.size()) < want) {
+    cudaStream_t s = nullptr;
+    CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    st->ce_streams.push_back(s);
+    cudaEvent_t e = nullptr;
+    CCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    st->ce_join.push_back(e);
+  }
+  return CCL_SUCCESS;
+}
+
 /// Where this process writes into rank j's window `w`.
 char* peer_window(ccl_comm* comm, uint64_t w, int j) {
   if (w & kRegWindow) {
@@ -110,7 +127,7 @@ Status run_copy_engine(ccl_comm* comm, CollState* st, const CollCall& k, bool* r
   if (k.coll == Collective::kAllToAll) local = {recv + me * block, send + me * block};
 
   const int sides = std::min(static_cast<int>(pushes.size()), kMaxSideStreams);
-  CCL_CHECK(side_streams(st, sides));
+  CCL_CHECK(make_side_streams(st, sides));
   const Launch l{k.stream, comm->pdl};
   const ccl_device_comm_t& dc = comm->dev->handle;
   // Entry: every peer's stream has reached this call, so its window may be written.

@@ -34,11 +34,12 @@ namespace {
 void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
                    std::vector<CopySpec>* copies, std::vector<P2pOp>* rest) {
   std::vector<const P2pOp*> sends, recvs;
-  bool engine_send = false;
+  bool engine_send = false;  // (a proxy that could not start takes none)
   for (const P2pOp& op : ops) {
-    if (op.peer == comm->rank) (op.is_send ? sends : recvs).push_back(&op);
-    engine_send |= op.peer != comm->rank && op.is_send && st->cfg.p2p_ce_from != 0 &&
-                   p2p_rendezvous(op.bytes) && op.bytes >= st->cfg.p2p_ce_from;
+    if (op.peer == comm->rank)
+      (op.is_send ? sends : recvs).push_back(&op);
+    else if (op.is_send && !st->p2p_proxy_failed)
+      engine_send |= p2p_copy_engine(op.bytes, st->cfg.p2p_ce_from);
   }
   bool pair = !sends.empty() && sends.size() == recvs.size() && st->self_sends_unmatched == 0;
   for (size_t i = 0; pair && i < sends.size(); ++i) pair = sends[i]->bytes == recvs[i]->bytes;
@@ -74,8 +75,8 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
   bool any = false;
   for (int i = 0; i < a->nops; ++i) {
     P2pOp& op = a->ops[i];
-    op.copy_engine = op.is_send && op.peer != comm->rank && p2p_rendezvous(op.bytes) &&
-                     op.bytes >= st->cfg.p2p_ce_from;
+    op.copy_engine =
+        op.is_send && op.peer != comm->rank && p2p_copy_engine(op.bytes, st->cfg.p2p_ce_from);
     any |= op.copy_engine != 0;
   }
   if (!any) return;

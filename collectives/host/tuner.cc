@@ -247,9 +247,8 @@ Choice table_choice(const TunerInput& in) {
 // send the whole buffer to every peer (not measured); alltoall cannot be a send/recv pair of one
 // buffer in place, a choice each rank makes alone.
 bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in) {
-  if (in.nranks != 2 || !in.all_p2p || in.resident > 0 || cfg.p2p_ce_from == 0) return false;
-  return in.coll == Collective::kBroadcast &&
-         in.bytes >= std::max(cfg.p2p_ce_from, kP2pRendezvousFrom);
+  return in.coll == Collective::kBroadcast && in.nranks == 2 && in.all_p2p && in.resident == 0 &&
+         p2p_copy_engine(in.bytes, cfg.p2p_ce_from);
 }
 
 Choice choose(const TunerConfig& cfg, const TunerInput& in) {

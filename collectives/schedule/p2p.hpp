@@ -84,6 +84,12 @@ CCL_HD bool p2p_rendezvous(size_t bytes) {
   return bytes >= kP2pRendezvousFrom;
 }
 
+/// Whether a send of `bytes` to another rank is the copy-engine proxy's under
+/// CCL_P2P_COPY_ENGINE=`ce_from` (0: none): a rendezvous send of at least that size.
+CCL_HD bool p2p_copy_engine(size_t bytes, size_t ce_from) {
+  return ce_from != 0 && p2p_rendezvous(bytes) && bytes >= ce_from;
+}
+
 /// Rows of each (sender, receiver) pair for LL operations: a sender may run this many operations
 /// ahead of its receiver, as many as a FIFO has slots (a rank may send that many small messages,
 /// each in its own launch, before it receives).
