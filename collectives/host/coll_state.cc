@@ -16,6 +16,7 @@ CollState::~CollState() {
   p2p_proxy.reset();
   // The staging lives in the heap and goes with it; the local part is ours.
   if (local) CCL_CUDA_WARN(cudaFree(local));
+  for (void* p : a2a_space) CCL_CUDA_WARN(cudaFree(p));
   for (cudaStream_t s : ce_streams) CCL_CUDA_WARN(cudaStreamDestroy(s));
   for (cudaEvent_t e : ce_join) CCL_CUDA_WARN(cudaEventDestroy(e));
   if (ce_fork) CCL_CUDA_WARN(cudaEventDestroy(ce_fork));

@@ -41,6 +41,10 @@ struct CollState {
   int p2p_ce_share = 100;  // percent of such a send the copy engine copies (the SMs the rest)
   std::unique_ptr<CopyProxy> p2p_proxy;
   bool p2p_proxy_failed = false;
+  // An in-place alltoall as send/recv (send_recv_path.cc): where its outgoing blocks are set
+  // aside (cudaMalloc), the newest and largest last; older ones stay for graphs that read them.
+  std::vector<void*> a2a_space;
+  size_t a2a_space_bytes = 0;
   ~CollState();
   /// Whether a launch of `blocks` keeps within resident_blocks.
   bool fits(int blocks) const { return resident_blocks == 0 || blocks <= resident_blocks; }

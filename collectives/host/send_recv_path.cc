@@ -4,13 +4,33 @@
 
 #include "collectives/common/dtypes.cuh"
 #include "collectives/common/names.hpp"
+#include "collectives/host/local_copy.hpp"
 #include "collectives/host/p2p_issue.hpp"
+#include "common/cuda.hpp"
 #include "core/comm.hpp"
 
 namespace ccl::coll {
+namespace {
+
+/// A private buffer of at least `bytes` for an in-place alltoall's outgoing blocks. It only grows;
+/// an outgrown one stays until the communicator goes, since a captured graph may still read it.
+Status alltoall_copy_space(CollState* st, size_t bytes, char** out) {
+  if (st->a2a_space.empty() || st->a2a_space_bytes < bytes) {
+    RelaxedCapture relaxed;  // cudaMalloc while the caller's stream is being captured
+    void* p = nullptr;
+    CCL_CUDA_CHECK(cudaMalloc(&p, bytes));
+    st->a2a_space.push_back(p);
+    st->a2a_space_bytes = bytes;
+  }
+  *out = static_cast<char*>(st->a2a_space.back());
+  return CCL_SUCCESS;
+}
+
+}  // namespace
 
 Status run_send_recv(ccl_comm* comm, CollState* st, const CollCall& k) {
-  if (k.coll != Collective::kBroadcast && k.coll != Collective::kAllGather)
+  if (k.coll != Collective::kBroadcast && k.coll != Collective::kAllGather &&
+      k.coll != Collective::kAllToAll)
     return CCL_FAIL(CCL_INTERNAL_ERROR, "%s has no send_recv algorithm", collective_name(k.coll));
   const int n = comm->nranks, me = comm->rank;
   const size_t block = k.count * dtype_size(k.dtype);
@@ -19,7 +39,8 @@ Status run_send_recv(ccl_comm* comm, CollState* st, const CollCall& k) {
     ops.push_back({const_cast<void*>(buf), block, peer, is_send ? 1 : 0, kNoWindow, 0});
   };
   const char* send = static_cast<const char*>(k.send);
-  char* recv = static_cast<char*>(k.recv);
+  const char* recv = static_cast<const char*>(k.recv);
+  auto at = [&](const char* base, int r) { return base + static_cast<size_t>(r) * block; };
   if (k.coll == Collective::kBroadcast) {
     if (me != k.root) {
       add(recv, k.root, false);
@@ -27,16 +48,41 @@ Status run_send_recv(ccl_comm* comm, CollState* st, const CollCall& k) {
       for (int step = 1; step < n; ++step) add(send, (me + step) % n, true);
       if (send != recv) add(send, me, true), add(recv, me, false);
     }
-  } else {
+  } else if (k.coll == Collective::kAllGather) {
     // Peers in the order of a ring's steps: every rank sends to me + s while it receives from
     // me - s, so a group of many peers keeps every link busy.
     for (int step = 1; step < n; ++step) {
       const int to = (me + step) % n, from = (me - step + n) % n;
       add(send, to, true);
-      add(recv + static_cast<size_t>(from) * block, from, false);
+      add(at(recv, from), from, false);
     }
-    char* own = recv + static_cast<size_t>(me) * block;
+    const char* own = at(recv, me);
     if (own != send) add(send, me, true), add(own, me, false);
+  } else {
+    // In place, the blocks going out are copied aside first: a peer's send may land in a block
+    // before this rank has sent it. This rank's choice alone (its peers see only the sends and
+    // receives), at the cost of one local copy of the outgoing blocks.
+    const char* out = send;
+    if (send == recv) {
+      char* space = nullptr;
+      CCL_CHECK(alltoall_copy_space(st, static_cast<size_t>(n) * block, &space));
+      std::vector<CopySpec> aside;
+      if (me > 0)
+        aside.push_back({reinterpret_cast<uintptr_t>(space), reinterpret_cast<uintptr_t>(send),
+                         static_cast<size_t>(me) * block});
+      if (me + 1 < n)
+        aside.push_back({reinterpret_cast<uintptr_t>(at(space, me + 1)),
+                         reinterpret_cast<uintptr_t>(at(send, me + 1)),
+                         static_cast<size_t>(n - me - 1) * block});
+      CCL_CHECK(local_copies(comm, aside, k.stream));
+      out = space;
+    }
+    for (int step = 1; step < n; ++step) {
+      const int to = (me + step) % n, from = (me - step + n) % n;
+      add(at(out, to), to, true);
+      add(at(recv, from), from, false);
+    }
+    if (send != recv) add(at(send, me), me, true), add(at(recv, me), me, false);
   }
   return issue_p2p(comm, st, k.stream, ops);
 }

@@ -238,17 +238,20 @@ Choice table_choice(const TunerInput& in) {
   return ch;
 }
 
-// Two ranks' broadcasts from the copy-engine proxy's size (2 x H200 NV18, 2026-11-27,
-// perf/results/2026-11-27_h200x2_send_recv_path.md): 512 MiB 387.4 / 388.5 GB/s (out of place /
-// in place) against the SM kernel's 364.8 / 367.7, cudaMalloc buffers 284.5 / 307.7 against
-// 283.9 / 284.5. Allgather as send/recv gains less (512 MiB symmetric 372.4 against 360.1) and
-// loses on cudaMalloc buffers (200.7 against 247.1: their receives go through the FIFOs), which
-// a rank cannot see of its peers, so it stays behind CCL_ALGO. Beyond two ranks the root would
-// send the whole buffer to every peer (not measured); alltoall cannot be a send/recv pair of one
-// buffer in place, a choice each rank makes alone.
+// Two ranks' broadcasts and alltoalls whose sends the copy-engine proxy takes (2 x H200 NV18,
+// 2026-11-27, perf/results/2026-11-27_h200x2_send_recv_path.md): broadcast 512 MiB 387.4 / 388.5
+// GB/s (out of place / in place) against the SM kernel's 364.8 / 367.7, cudaMalloc buffers 284.5
+// / 307.7 against 283.9 / 284.5; alltoall as grouped send/recv 1 GiB (512 MiB a peer) 1407 us
+// against ccl_alltoall's SM 1477 (perf/results/2026-11-27_h200x2_alltoall_send_recv.md has the
+// collective itself, in place and on cudaMalloc buffers). Allgather as send/recv gains less (512
+// MiB symmetric 372.4 against 360.1) and loses on cudaMalloc buffers (200.7 against 247.1: their
+// receives went through the FIFOs), which a rank cannot see of its peers, so it stays behind
+// CCL_ALGO. Beyond two ranks the root would send the whole buffer to every peer (not measured).
 bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in) {
-  return in.coll == Collective::kBroadcast && in.nranks == 2 && in.all_p2p && in.resident == 0 &&
-         p2p_copy_engine(in.bytes, cfg.p2p_ce_from);
+  if (in.nranks != 2 || !in.all_p2p || in.resident != 0) return false;
+  if (in.coll == Collective::kBroadcast) return p2p_copy_engine(in.bytes, cfg.p2p_ce_from);
+  if (in.coll == Collective::kAllToAll) return p2p_copy_engine(in.bytes / 2, cfg.p2p_ce_from);
+  return false;
 }
 
 Choice choose(const TunerConfig& cfg, const TunerInput& in) {

@@ -1,7 +1,8 @@
 // The pipe FIFOs: per (sender, receiver, channel) rings of inbox slots in the communicator's
 // scratch. A message is a put into the receiver's slot and a signal (head); the receiver stores
 // or reduces the slot and gives it back (tail). Block-wide primitives shared by the pipe
-// collectives (pipe.cu) and the point-to-point groups (p2p.cu); block b is channel b.
+// collectives (pipe.cu), where block b is channel b and sends and receives, and the
+// point-to-point groups (p2p.cu), which may give a channel's sends and receives a block each.
 #pragma once
 
 #include "collectives/common/kernel_util.cuh"
@@ -17,12 +18,17 @@ constexpr int kPipeThreads = 512;
 struct Fifo {
   uint64_t sent[kMaxDirectRanks];
   uint64_t rcvd[kMaxDirectRanks];
+  int ch;  // the channel
   int fail;
 };
 
-__device__ inline void fifo_load(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f) {
-  const int ch = blockIdx.x;
-  if (threadIdx.x == 0) f.fail = 0;
+/// Which counts a block keeps: a block that only sends (or only receives) on its channel stores
+/// only those, leaving the other side's to the block that moved them.
+enum FifoSide : int { kFifoSends = 1, kFifoRecvs = 2, kFifoBoth = 3 };
+
+__device__ inline void fifo_load(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
+                                 int ch = blockIdx.x) {
+  if (threadIdx.x == 0) f.fail = 0, f.ch = ch;
   for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
     f.sent[j] = s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2];
     f.rcvd[j] = s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2 + 1];
@@ -30,47 +36,48 @@ __device__ inline void fifo_load(const ccl_device_comm_t& c, const CollScratch& 
   __syncthreads();
 }
 
-__device__ inline void fifo_store(const ccl_device_comm_t& c, const CollScratch& s, const Fifo& f) {
-  const int ch = blockIdx.x;
+__device__ inline void fifo_store(const ccl_device_comm_t& c, const CollScratch& s, const Fifo& f,
+                                  int sides = kFifoBoth) {
   __syncthreads();
   for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
-    s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2] = f.sent[j];
-    s.seq[(static_cast<size_t>(j) * kPipeChannels + ch) * 2 + 1] = f.rcvd[j];
+    const size_t at = (static_cast<size_t>(j) * kPipeChannels + f.ch) * 2;
+    if (sides & kFifoSends) s.seq[at] = f.sent[j];
+    if (sides & kFifoRecvs) s.seq[at + 1] = f.rcvd[j];
   }
 }
 
-/// Index of the slot of message m (1-based) from `sender` on this channel: [sender][channel][slot].
-__device__ __forceinline__ size_t slot_index(int sender, uint64_t m) {
-  return (static_cast<size_t>(sender) * kPipeChannels + blockIdx.x) * kPipeSlots +
-         (m - 1) % kPipeSlots;
+/// Index of the slot of message m (1-based) from `sender` on channel ch: [sender][channel][slot].
+__device__ __forceinline__ size_t slot_index(int sender, int ch, uint64_t m) {
+  return (static_cast<size_t>(sender) * kPipeChannels + ch) * kPipeSlots + (m - 1) % kPipeSlots;
 }
 
-/// Slot of message m (1-based) from `sender` on this channel, in the local view of the inbox.
-__device__ __forceinline__ char* slot_of(const CollScratch& s, int sender, uint64_t m) {
-  return s.inbox + slot_index(sender, m) * s.slot_bytes;
+/// Slot of message m (1-based) from `sender` on f's channel, in the local view of the inbox.
+__device__ __forceinline__ char* slot_of(const CollScratch& s, const Fifo& f, int sender,
+                                         uint64_t m) {
+  return s.inbox + slot_index(sender, f.ch, m) * s.slot_bytes;
 }
 
-/// Where the size of the point-to-point operation of message m from `sender` on this channel is
+/// Where the size of the point-to-point operation of message m from `sender` on f's channel is
 /// kept (beside its inbox slot, this rank's view).
-__device__ __forceinline__ uint64_t* size_of_slot(const CollScratch& s, int sender, uint64_t m) {
-  return s.p2p_sizes + slot_index(sender, m);
+__device__ __forceinline__ uint64_t* size_of_slot(const CollScratch& s, const Fifo& f, int sender,
+                                                  uint64_t m) {
+  return s.p2p_sizes + slot_index(sender, f.ch, m);
 }
 
 /// Block-wide: waits for a free slot at `peer`, returns its address (this rank's symmetric view
 /// of the peer's inbox) or nullptr when the wait failed.
 __device__ inline char* send_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
                                    int peer, uint64_t* m) {
-  const int ch = blockIdx.x;
   // Thread 0 advanced the count at the end of the previous message: read it after a barrier.
   __syncthreads();
   *m = f.sent[peer] + 1;
   if (threadIdx.x == 0 && *m > kPipeSlots &&
-      !wait_for_peer(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + ch, *m - kPipeSlots,
-                     peer))
+      !wait_for_peer(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + f.ch,
+                     *m - kPipeSlots, peer))
     f.fail = 1;
   __syncthreads();
   if (f.fail) return nullptr;
-  return slot_of(s, c.rank, *m);
+  return slot_of(s, f, c.rank, *m);
 }
 
 /// Block-wide: the message's payload is written; signal it.
@@ -80,9 +87,9 @@ __device__ inline void send_end(const ccl_device_comm_t& c, const CollScratch& s
                                 uint64_t m, uint64_t size = 0) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (size != 0) dev::p(c, size_of_slot(s, c.rank, m), size, peer);
+    if (size != 0) dev::p(c, size_of_slot(s, f, c.rank, m), size, peer);
     dev::detail::fence_system();
-    dev::signal(c, s.head + static_cast<size_t>(c.rank) * kPipeChannels + blockIdx.x, m,
+    dev::signal(c, s.head + static_cast<size_t>(c.rank) * kPipeChannels + f.ch, m,
                 dev::SignalOp::kSet, peer);
   }
   if (threadIdx.x == 0) f.sent[peer] = m;
@@ -97,11 +104,11 @@ __device__ inline const char* recv_begin(const ccl_device_comm_t& c, const CollS
   __syncthreads();
   *m = f.rcvd[peer] + 1;
   if (threadIdx.x == 0) {
-    if (!wait_for_peer(c, s.head + static_cast<size_t>(peer) * kPipeChannels + blockIdx.x, *m, peer,
+    if (!wait_for_peer(c, s.head + static_cast<size_t>(peer) * kPipeChannels + f.ch, *m, peer,
                        CCL_OP_SIGNAL_WAIT)) {
       f.fail = 1;
     } else if (size != 0) {
-      const uint64_t* at = size_of_slot(s, peer, *m);
+      const uint64_t* at = size_of_slot(s, f, peer, *m);
       const uint64_t sent = __ldcg(at);
       if (sent != size) {
         dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
@@ -112,7 +119,7 @@ __device__ inline const char* recv_begin(const ccl_device_comm_t& c, const CollS
   }
   __syncthreads();
   if (f.fail) return nullptr;
-  return slot_of(s, peer, *m);
+  return slot_of(s, f, peer, *m);
 }
 
 /// Block-wide: the slot is consumed (its contents are stored); give it back to the sender.
@@ -120,7 +127,7 @@ __device__ inline void recv_end(const ccl_device_comm_t& c, const CollScratch& s
                                 uint64_t m) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    dev::signal(c, s.tail + static_cast<size_t>(c.rank) * kPipeChannels + blockIdx.x, m,
+    dev::signal(c, s.tail + static_cast<size_t>(c.rank) * kPipeChannels + f.ch, m,
                 dev::SignalOp::kSet, peer);
     f.rcvd[peer] = m;
   }

@@ -257,9 +257,12 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
   }
 }
 
-/// Point-to-point group. Blocks [0, kPipeChannels) are the FIFO channels; a group that sends a
-/// rendezvous-sized operation runs kP2pBlocks, all of which copy zero-copy shares (not when every
-/// such send is the copy engines': block 0 hands those to the proxy and awaits them last). The LL
+/// Point-to-point group. Blocks [0, kPipeChannels) are the FIFO channels, or, where the launch has
+/// no block limit (fifo_split), they send and blocks [kPipeChannels, 2 x kPipeChannels) receive
+/// (a sending block waits only for its receiver's consumption, a receiving one only for its
+/// sender's messages, so neither waits on the other); a group that sends a rendezvous-sized
+/// operation runs kP2pBlocks, all of which copy zero-copy shares (not when every such send is the
+/// copy engines': block 0 hands those to the proxy and awaits them last). The LL
 /// operations' blocks follow from a.fifo_blocks (0 when the group has no other operation). A
 /// launch holding several batches (p2p.hpp: p2p_batch_of) runs them one after another, each as a
 /// launch of its own did: its offers read, its zero-copy shares written, then its FIFO rounds.
@@ -275,7 +278,7 @@ __global__ void __launch_bounds__(kThreads)
   // Before the PDL wait: the parameters every call reads, and its first operation.
   read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.offers,
                    s.offers_read, s.zc_bytes, s.p2p, s.p2p_readers, s.p2p_ll, s.p2p_ll_entries,
-                   s.p2p_ll_credit, s.p2p_ll_done, s.p2p_ll_read, a.nops, a.fifo_blocks,
+                   s.p2p_ll_credit, s.p2p_ll_done, s.p2p_ll_read, a.nops, a.fifo_blocks, a.fifo_split,
                    a.ops[0].buf, a.ops[0].bytes, a.ops[0].peer, a.ops[0].is_send, a.ops[0].win);
   pdl_prologue();
   if (static_cast<int>(blockIdx.x) >= a.fifo_blocks) {
@@ -292,7 +295,13 @@ __global__ void __launch_bounds__(kThreads)
   // arrays of every thread's own they took 1 KiB of stack a thread, which the driver reserves
   // for every thread the GPU can hold).
   __shared__ size_t lo[kMaxP2pOps], len[kMaxP2pOps], nmsg[kMaxP2pOps], first[kMaxP2pOps];
-  const bool channel = blockIdx.x < kPipeChannels;
+  // Channel blocks: one per channel, or (fifo_split) a sending and a receiving one per channel, so
+  // that a channel's sends to a peer need not wait for its receives from one and the reverse.
+  const bool channel = blockIdx.x < (a.fifo_split ? 2 : 1) * kPipeChannels;
+  const int ch = static_cast<int>(blockIdx.x) % kPipeChannels;
+  const int sides = !a.fifo_split                         ? kFifoBoth
+                    : static_cast<int>(blockIdx.x) < kPipeChannels ? kFifoSends
+                                                                   : kFifoRecvs;
   // Thread 0 posts the offers and reads the first batch's with no barrier between (the others
   // see `fail` after the batch's barrier below).
   if (threadIdx.x == 0) {
@@ -332,11 +341,11 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     if (!channel) continue;
-    if (b0 == 0) fifo_load(c, s, f);  // after the first zero-copy writes, off their path
+    if (b0 == 0) fifo_load(c, s, f, ch);  // after the first zero-copy writes, off their path
     for (int i = b0 + threadIdx.x; i < b1; i += blockDim.x) {
       const bool fifo = !p2p_ll(a.ops[i].bytes, p2p_ll_cap(s)) &&
                         (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
-      p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, blockIdx.x, &lo[i], &len[i]);
+      p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, ch, &lo[i], &len[i]);
       nmsg[i] = (len[i] + per - 1) / per;
     }
     __syncthreads();
@@ -344,9 +353,12 @@ __global__ void __launch_bounds__(kThreads)
       first[i] = p2p_stream_offset(a.ops + b0, nmsg + b0, i - b0);
     __syncthreads();
     size_t rounds = 0;
-    for (int i = b0; i < b1; ++i) rounds = max(rounds, first[i] + nmsg[i]);
+    for (int i = b0; i < b1; ++i)
+      if (sides & (a.ops[i].is_send ? kFifoSends : kFifoRecvs))
+        rounds = max(rounds, first[i] + nmsg[i]);
     for (size_t k = 0; k < rounds; ++k) {
       for (int pass = 0; pass < 2; ++pass) {
+        if (!(sides & (pass == 0 ? kFifoSends : kFifoRecvs))) continue;
         for (int i = b0; i < b1; ++i) {
           const P2pOp& op = a.ops[i];
           if ((op.is_send != 0) != (pass == 0) || k < first[i] || k >= first[i] + nmsg[i]) continue;
@@ -373,7 +385,7 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (kBatches) __syncthreads();  // past this batch's shares before the next's
   }
   if (!channel) return;
-  fifo_store(c, s, f);
+  fifo_store(c, s, f, sides);
   if (blockIdx.x == 0 && threadIdx.x == 0 &&
       (copies == 0 || await_copies(c, s, a, zwin, copies, copies_to)))
     await_zero_copy(c, s, a);
@@ -431,7 +443,12 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
     rendezvous |= op.is_send && p2p_rendezvous(op.bytes) &&
                   (!op.copy_engine || p2p_ce_bytes(op.bytes, a.ce_share) < op.bytes);
   }
-  a.fifo_blocks = !fifo ? 0 : rendezvous ? kP2pBlocks : kPipeChannels;
+  // Without a block limit each FIFO channel sends and receives on blocks of its own: one block
+  // doing both alternated between them, halving a pair's throughput each way (2 x H200,
+  // sendrecv_perf on cudaMalloc buffers: 203 GB/s at 128 MiB, where a broadcast through the
+  // same FIFOs, one way, ran at 284).
+  a.fifo_split = fifo && most_blocks == 0;
+  a.fifo_blocks = !fifo ? 0 : rendezvous || a.fifo_split ? kP2pBlocks : kPipeChannels;
   a.ll_budget = kP2pLLBlocks;
   a.ll_limit = 0;
   const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);

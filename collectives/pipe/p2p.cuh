@@ -29,6 +29,8 @@ struct P2pArgs {
   int nops;
   int fifo_blocks;  // blocks for the FIFO and rendezvous operations (set by launch_p2p); one
                     // block per LL operation follows them
+  int fifo_split;   // each FIFO channel's sends and receives on blocks of their own (set by
+                    // launch_p2p): channel b sends on block b, receives on kPipeChannels + b
   int ll_budget;    // blocks the LL operations take together, at most (set by launch_p2p)
   int ll_limit;     // blocks ranks sharing the GPU leave them; 0: no limit (p2p_ll_looped)
   int ce_share;     // percent of a copy_engine send the copy engine copies (p2p_ce_bytes)

@@ -151,7 +151,7 @@ __device__ bool canonical_reduce_scatter(const ccl_device_comm_t& c, const CollS
       if (threadIdx.x == 0) {
         for (int q = 0; q < n; ++q)
           in[q] = q == me ? reinterpret_cast<const T*>(w.at(o0 + o))
-                          : reinterpret_cast<const T*>(slot_of(s, q, msg[q])) + o;
+                          : reinterpret_cast<const T*>(slot_of(s, f, q, msg[q])) + o;
         out[0] = reinterpret_cast<T*>(w.at(o0 + o));
       }
       __syncthreads();

@@ -76,9 +76,11 @@ CCL_HD int p2p_batch_of(const Op* ops, int i, int nranks, int rank) {
 /// Smallest operation that goes through a rendezvous (an offer costs one flag round trip, which
 /// a FIFO copy of this size already outlasts).
 inline constexpr size_t kP2pRendezvousFrom = size_t{256} << 10;
-/// Blocks of a point-to-point kernel whose group sends at least one such operation: the FIFO
-/// channels and as many again that only copy rendezvous shares.
+/// Blocks of a point-to-point kernel whose group sends at least one such operation (the FIFO
+/// channels and as many again that only copy rendezvous shares), or whose FIFO channels send and
+/// receive on blocks of their own (p2p_kernel, fifo_split).
 inline constexpr int kP2pBlocks = 32;
+static_assert(kP2pBlocks >= 2 * kPipeChannels, "a sending and a receiving block per channel");
 
 CCL_HD bool p2p_rendezvous(size_t bytes) {
   return bytes >= kP2pRendezvousFrom;

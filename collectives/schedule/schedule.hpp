@@ -40,7 +40,7 @@ CCL_HD bool supported(Collective c, Algorithm a) {
     case Collective::kReduce:
       return a == Algorithm::kDirect;
     case Collective::kAllToAll:
-      return a == Algorithm::kDirect || a == Algorithm::kCopyEngine;
+      return a == Algorithm::kDirect || a == Algorithm::kCopyEngine || a == Algorithm::kSendRecv;
   }
   return false;
 }

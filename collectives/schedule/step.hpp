@@ -42,8 +42,9 @@ enum class Algorithm : uint8_t {
                        // two-shot (allreduce) and direct (allgather), one multimem op per element
   kCopyEngine,         // allgather, broadcast, alltoall: direct's data movement, each block
                        // pushed by a copy engine into the receiver's window (no SMs)
-  kSendRecv,           // allgather, broadcast: direct's data movement as ccl_send/ccl_recv
-                       // (the copy-engine proxy takes the large sends, with no host exchange)
+  kSendRecv,           // allgather, broadcast, alltoall: direct's data movement as
+                       // ccl_send/ccl_recv (the copy-engine proxy takes the large sends, with
+                       // no host exchange)
 };
 inline constexpr int kNumAlgorithms = 9;
 

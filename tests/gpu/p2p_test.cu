@@ -526,21 +526,21 @@ int many_self_pairs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
-/// Broadcast and allgather as sends and receives (tuner.hpp, send_recv_wins). With
-/// CCL_P2P_COPY_ENGINE at the rendezvous size, two ranks' unforced broadcasts past it go through
-/// the copy-engine proxy, which no other collective path asks (so its copy count tells which
-/// path ran), and allgathers keep the SM kernel: every kind of buffer, in and out of place,
-/// unaligned, bitwise against the reference; ranks limited in blocks (MPS) and other rank counts
-/// keep the SM kernels. Then
+/// Broadcast, allgather and alltoall as sends and receives (tuner.hpp, send_recv_wins). With
+/// CCL_P2P_COPY_ENGINE at the rendezvous size, two ranks' unforced broadcasts and alltoalls past
+/// it go through the copy-engine proxy, which no other collective path asks (so its copy count
+/// tells which path ran), and allgathers keep the SM kernel: every kind of buffer, in place (the
+/// alltoall's outgoing blocks copied aside) and out of place, unaligned, bitwise against the
+/// reference; ranks limited in blocks (MPS) and other rank counts keep the SM kernels. Then
 /// forced (CCL_ALGO=send_recv) through the matrix wherever the FIFO channels fit, and captured
-/// in a graph and replayed on fresh data.
+/// in a graph (an in-place alltoall among the calls) and replayed on fresh data.
 int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
   setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
   ccl_comm_t comm;
   if (fresh_comm(world, me, &comm)) return 1;
   const size_t count = coll::kP2pRendezvousFrom / 4 + 17;  // float32: a block past the size
   uint32_t seed = 7;
-  for (Collective c : {Collective::kBroadcast, Collective::kAllGather})
+  for (Collective c : {Collective::kBroadcast, Collective::kAllGather, Collective::kAllToAll})
     for (int m = 0; m < 4; ++m)
       for (size_t offset : {size_t{0}, size_t{1}}) {
         if (m == static_cast<int>(Mem::kInPlace) && offset != 0) continue;
@@ -556,18 +556,19 @@ int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
   if (proxy_copies(comm, &issued)) return 1;
   RANK_CHECK(routed ? issued > 0 : issued == 0,
              "%d ranks (resident blocks %d): the proxy issued %llu copies for the tuner's "
-             "broadcasts and allgathers",
+             "broadcasts, allgathers and alltoalls",
              n, st->resident_blocks, static_cast<unsigned long long>(issued));
   RANK_OK(ccl_comm_destroy(comm));
   if (!fifo_fits) return 0;  // forced, their FIFO sends would be refused (issue_p2p)
   setenv("CCL_ALGO", "send_recv", 1);
   setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
   if (fresh_comm(world, me, &comm)) return 1;
-  for (Collective c : {Collective::kBroadcast, Collective::kAllGather})
+  for (Collective c : {Collective::kBroadcast, Collective::kAllGather, Collective::kAllToAll})
     if (matrix(comm, me, n, c, seed++, s, "send_recv (CCL_ALGO)", false)) return 1;
-  float *send = nullptr, *recv = nullptr;
+  float *send = nullptr, *recv = nullptr, *a2a = nullptr;
   RANK_OK(ccl_mem_alloc(comm, count * 4, reinterpret_cast<void**>(&send)));
   RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&recv)));
+  RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&a2a)));
   const int root = n - 1;
   auto value = [](int r, size_t i, int round) {
     return static_cast<float>((i * 3 + r * 7 + round * 11) % 1021);
@@ -577,13 +578,17 @@ int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
     // In place at the root, into the first block elsewhere: after the allgather on one stream.
     RANK_OK(ccl_broadcast(me == root ? recv + me * count : send, recv, count, ccl_float32, root,
                           comm, s));
+    // In place: the outgoing blocks are set aside in a buffer the graph keeps reading.
+    RANK_OK(ccl_alltoall(a2a, a2a, count, ccl_float32, comm, s));
     return 0;
   };
-  std::vector<float> h(count), got(count * n);
+  std::vector<float> h(count), got(count * n), h2(count * n);
   auto prepare = [&](int round) -> int {
     for (size_t i = 0; i < count; ++i) h[i] = value(me, i, round);
     RANK_CUDA(cudaMemcpy(send, h.data(), count * 4, cudaMemcpyHostToDevice));
     RANK_CUDA(cudaMemsetAsync(recv, 0xff, count * n * 4, s));
+    for (size_t i = 0; i < count * n; ++i) h2[i] = value(me, i + 5, round);
+    RANK_CUDA(cudaMemcpy(a2a, h2.data(), count * n * 4, cudaMemcpyHostToDevice));
     return 0;
   };
   auto check = [&](int round, const char* how) -> int {
@@ -594,11 +599,19 @@ int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
         RANK_CHECK(got[r * count + i] == value(r == 0 ? root : r, i, round),
                    "%s send_recv allgather + broadcast: block %d element %zu is %f", how, r, i,
                    static_cast<double>(got[r * count + i]));
+    // Block r of the alltoall is rank r's block `me`.
+    RANK_CUDA(cudaMemcpy(got.data(), a2a, count * n * 4, cudaMemcpyDeviceToHost));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i)
+        RANK_CHECK(got[r * count + i] == value(r, me * count + i + 5, round),
+                   "%s send_recv in-place alltoall: block %d element %zu is %f", how, r, i,
+                   static_cast<double>(got[r * count + i]));
     return 0;
   };
   if (eager_then_replayed(s, enqueue, prepare, check)) return 1;
   unsetenv("CCL_ALGO");
   unsetenv("CCL_P2P_COPY_ENGINE");
+  RANK_OK(ccl_mem_free(comm, a2a));
   RANK_OK(ccl_mem_free(comm, recv));
   RANK_OK(ccl_mem_free(comm, send));
   RANK_OK(ccl_comm_destroy(comm));

@@ -43,6 +43,7 @@ const Pair kPairs[] = {
     {Collective::kAllToAll, Algorithm::kCopyEngine},
     {Collective::kAllGather, Algorithm::kSendRecv},
     {Collective::kBroadcast, Algorithm::kSendRecv},
+    {Collective::kAllToAll, Algorithm::kSendRecv},
 };
 
 // Reduce-scatter, allgather and alltoall move equal blocks: their whole-buffer count is a
