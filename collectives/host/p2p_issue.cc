@@ -25,21 +25,25 @@ namespace {
 /// kernel must meet its partner there, in order). The pairs go to `*copies`, the rest (all of
 /// `ops` when they do not pair) to `*rest` for the kernel.
 ///
-/// Except beside a send the copy-engine proxy takes: a copy on the stream runs before the launch,
-/// and on a side stream it did not overlap it eagerly (2 x H200, 512 MiB broadcast out of place as
+/// Except beside a large send to a peer: a copy on the stream runs before the launch, and on a
+/// side stream it did not overlap it eagerly (2 x H200, 512 MiB broadcast out of place as
 /// send/recv: 1520 us against 1374 in place, yet 1384 in a graph; a hardware queue the side stream
 /// shares with another is the likely cause, not confirmed). A pair of rendezvous size into a
 /// window then stays in the kernel, whose multiprocessors copy it while the copy engine carries
-/// the peer's bytes.
+/// the peer's bytes, or, beside a send the SMs copy, on blocks of its own (launch_p2p's self
+/// blocks, only where launches have no block limit).
 void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
                    std::vector<CopySpec>* copies, std::vector<P2pOp>* rest) {
   std::vector<const P2pOp*> sends, recvs;
-  bool engine_send = false;  // (a proxy that could not start takes none)
+  bool beside = false;  // a send to a peer that the self pair's copy can run beside
   for (const P2pOp& op : ops) {
-    if (op.peer == comm->rank)
+    if (op.peer == comm->rank) {
       (op.is_send ? sends : recvs).push_back(&op);
-    else if (op.is_send && !st->p2p_proxy_failed)
-      engine_send |= p2p_copy_engine(op.bytes, st->cfg.p2p_ce_from);
+    } else if (op.is_send) {
+      // (a proxy that could not start takes no send)
+      beside |= !st->p2p_proxy_failed && p2p_copy_engine(op.bytes, st->cfg.p2p_ce_from);
+      beside |= st->resident_blocks == 0 && p2p_rendezvous(op.bytes);
+    }
   }
   bool pair = !sends.empty() && sends.size() == recvs.size() && st->self_sends_unmatched == 0;
   for (size_t i = 0; pair && i < sends.size(); ++i) pair = sends[i]->bytes == recvs[i]->bytes;
@@ -52,7 +56,7 @@ void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
   std::vector<const P2pOp*> in_kernel;
   for (size_t i = 0; i < sends.size(); ++i) {
     uint64_t w = 0;
-    if (engine_send && p2p_rendezvous(sends[i]->bytes) &&
+    if (beside && p2p_rendezvous(sends[i]->bytes) &&
         window_of(comm, recvs[i]->buf, recvs[i]->bytes, /*registered=*/true, &w)) {
       in_kernel.push_back(sends[i]);
       in_kernel.push_back(recvs[i]);

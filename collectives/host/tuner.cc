@@ -238,20 +238,26 @@ Choice table_choice(const TunerInput& in) {
   return ch;
 }
 
-// Two ranks' broadcasts and alltoalls whose sends the copy-engine proxy takes (2 x H200 NV18,
-// 2026-11-27, perf/results/2026-11-27_h200x2_send_recv_path.md): broadcast 512 MiB 387.4 / 388.5
-// GB/s (out of place / in place) against the SM kernel's 364.8 / 367.7, cudaMalloc buffers 284.5
-// / 307.7 against 283.9 / 284.5; alltoall as grouped send/recv 1 GiB (512 MiB a peer) 1407 us
-// against ccl_alltoall's SM 1477 (perf/results/2026-11-27_h200x2_alltoall_send_recv.md has the
-// collective itself, in place and on cudaMalloc buffers). Allgather as send/recv gains less (512
-// MiB symmetric 372.4 against 360.1) and loses on cudaMalloc buffers (200.7 against 247.1: their
-// receives went through the FIFOs), which a rank cannot see of its peers, so it stays behind
-// CCL_ALGO. Beyond two ranks the root would send the whole buffer to every peer (not measured).
+// Two ranks' broadcasts, allgathers and alltoalls whose sends the copy-engine proxy takes (2 x
+// H200 NV18, 2026-11-27; perf/results/2026-11-27_h200x2_send_recv_path.md and
+// 2026-11-27_h200x2_alltoall_send_recv.md), against the SM kernels, out of place / in place:
+// broadcast 512 MiB 387.4 / 388.5 GB/s against 364.8 / 367.7, cudaMalloc buffers 284.5 / 307.7
+// against 283.9 / 284.5; allgather 372.4 / 378.6 against 360.1, cudaMalloc 274.7 / 307.3 against
+// 247.3 / 254.9 (once the FIFO channels sent and received on blocks of their own: 200.7 before);
+// alltoall 372.0 / 320.5 against 360.3 / 264.4, cudaMalloc 271.0 / 274.5 against 259.7 / 263.2.
+// An allgather's and an alltoall's size is the whole buffer: the block for the peer is half.
+// Beyond two ranks a broadcast root would send the whole buffer to every peer (not measured).
 bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in) {
   if (in.nranks != 2 || !in.all_p2p || in.resident != 0) return false;
-  if (in.coll == Collective::kBroadcast) return p2p_copy_engine(in.bytes, cfg.p2p_ce_from);
-  if (in.coll == Collective::kAllToAll) return p2p_copy_engine(in.bytes / 2, cfg.p2p_ce_from);
-  return false;
+  switch (in.coll) {
+    case Collective::kBroadcast:
+      return p2p_copy_engine(in.bytes, cfg.p2p_ce_from);
+    case Collective::kAllGather:
+    case Collective::kAllToAll:
+      return p2p_copy_engine(in.bytes / 2, cfg.p2p_ce_from);
+    default:
+      return false;
+  }
 }
 
 Choice choose(const TunerConfig& cfg, const TunerInput& in) {

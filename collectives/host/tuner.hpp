@@ -55,9 +55,9 @@ struct Choice {
 /// The table (no overrides): what runs when nothing is forced.
 Choice table_choice(const TunerInput& in);
 /// The table, then the overrides of `cfg`; then, unforced, send_recv for the two-rank
-/// broadcasts and alltoalls the copy-engine proxy takes (send_recv_wins).
+/// broadcasts, allgathers and alltoalls the copy-engine proxy takes (send_recv_wins).
 Choice choose(const TunerConfig& cfg, const TunerInput& in);
-/// Whether a two-rank broadcast, or a two-rank alltoall's block for the peer, moves at least
+/// Whether a two-rank broadcast, or a two-rank allgather's or alltoall's block, moves at least
 /// CCL_P2P_COPY_ENGINE, so that its send/recv form goes through the copy engines, ahead of the
 /// SM kernel there. Every input is alike on every rank (the setting too, as CCL_ALGO must be),
 /// so the ranks agree.

@@ -21,6 +21,11 @@ __host__ __device__ __forceinline__ size_t p2p_ll_cap(const CollScratch& s) {
   return s.p2p_ll_entries * 4;
 }
 
+/// First block of the LL operations: after the FIFO and rendezvous blocks and the self blocks.
+__device__ __forceinline__ int ll_first(const P2pArgs& a) {
+  return a.fifo_blocks + a.self_blocks;
+}
+
 /// Whether operation i of the group is a receive that takes the rendezvous path with a window.
 __device__ __forceinline__ bool zero_copy_recv(const P2pOp& op) {
   return !op.is_send && p2p_rendezvous(op.bytes) && op.win != kNoWindow;
@@ -70,7 +75,7 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
   if (!any) return true;
   __threadfence();
   uint32_t* readers = s.p2p_readers + a.ops[lo].batch;
-  if (atomicAdd(readers, 1u) != static_cast<unsigned>(a.fifo_blocks) - 1) return true;
+  if (atomicAdd(readers, 1u) != static_cast<unsigned>(ll_first(a)) - 1) return true;
   *readers = 0;
   if constexpr (!kBatches) {
     // The launch is the batch: one pass over its first rendezvous send to each peer.
@@ -221,7 +226,7 @@ __device__ bool ll_op(const ccl_device_comm_t& c, const CollScratch& s, const P2
 template <bool kLooped>
 __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
   const size_t cap = p2p_ll_cap(s);
-  const int k = static_cast<int>(blockIdx.x) - a.fifo_blocks;
+  const int k = static_cast<int>(blockIdx.x) - ll_first(a);
   if constexpr (!kLooped) {
     int part = 0, parts = 1;
     const int i =
@@ -241,14 +246,14 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
       order[place] = i;
     }
     __syncthreads();
-    const int blocks = static_cast<int>(gridDim.x) - a.fifo_blocks;
+    const int blocks = static_cast<int>(gridDim.x) - ll_first(a);
     const int nll = p2p_ll_count(a.ops, a.nops, cap);
     for (int p = k; p < nll; p += blocks)
       if (!ll_op(c, s, a, order[p], q[order[p]], 0, 1)) return;
   }
   if (threadIdx.x != 0) return;
   __threadfence();  // this block's count reads happened before the last block's updates
-  if (atomicAdd(s.p2p_ll_done, 1u) != gridDim.x - a.fifo_blocks - 1) return;
+  if (atomicAdd(s.p2p_ll_done, 1u) != gridDim.x - ll_first(a) - 1) return;
   *s.p2p_ll_done = 0;
   for (int j = 0; j < a.nops; ++j) {
     if (!p2p_ll(a.ops[j].bytes, cap)) continue;
@@ -279,9 +284,10 @@ __global__ void __launch_bounds__(kThreads)
   read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.offers,
                    s.offers_read, s.zc_bytes, s.p2p, s.p2p_readers, s.p2p_ll, s.p2p_ll_entries,
                    s.p2p_ll_credit, s.p2p_ll_done, s.p2p_ll_read, a.nops, a.fifo_blocks, a.fifo_split,
+                   a.self_blocks,
                    a.ops[0].buf, a.ops[0].bytes, a.ops[0].peer, a.ops[0].is_send, a.ops[0].win);
   pdl_prologue();
-  if (static_cast<int>(blockIdx.x) >= a.fifo_blocks) {
+  if (static_cast<int>(blockIdx.x) >= ll_first(a)) {
     p2p_ll_block<kLooped>(c, s, a);
     return;
   }
@@ -299,6 +305,7 @@ __global__ void __launch_bounds__(kThreads)
   // that a channel's sends to a peer need not wait for its receives from one and the reverse.
   const bool channel = blockIdx.x < (a.fifo_split ? 2 : 1) * kPipeChannels;
   const int ch = static_cast<int>(blockIdx.x) % kPipeChannels;
+  const bool self_block = static_cast<int>(blockIdx.x) >= a.fifo_blocks;
   const int sides = !a.fifo_split                         ? kFifoBoth
                     : static_cast<int>(blockIdx.x) < kPipeChannels ? kFifoSends
                                                                    : kFifoRecvs;
@@ -324,14 +331,19 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     if (fail) return;
     // Zero-copy sends: every block writes its share of the receiver's window and adds it to the
-    // receiver's tally (of a copy_engine send only the head the copy engine leaves them).
+    // receiver's tally (of a copy_engine send only the head the copy engine leaves them). With
+    // self blocks, the sends to this rank itself are theirs alone and the others' are not.
     for (int i = b0; i < b1; ++i) {
       const P2pOp& op = a.ops[i];
       if (!op.is_send || zwin[i] == kNoWindow) continue;
+      if (a.self_blocks > 0 && (op.peer == c.rank) != self_block) continue;
       const size_t mine = op.bytes - copy_engine_bytes(a, i, zwin[i]);
       if (mine == 0) continue;
       size_t at, n;
-      p2p_share(mine, a.fifo_blocks, blockIdx.x, &at, &n);
+      if (self_block)
+        p2p_share(mine, a.self_blocks, static_cast<int>(blockIdx.x) - a.fifo_blocks, &at, &n);
+      else
+        p2p_share(mine, a.fifo_blocks, blockIdx.x, &at, &n);
       copy_slice(window<char>(c, s, op.peer, zwin[i]) + at, static_cast<const char*>(op.buf) + at,
                  n);
       __syncthreads();
@@ -436,12 +448,14 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
                        const Launch& l, int most_blocks) {
   P2pArgs a = args;
   const size_t cap = p2p_ll_cap(s);
-  bool fifo = false, rendezvous = false;
+  bool fifo = false, rendezvous = false, self_send = false, peer_send = false;
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
     fifo |= !p2p_ll(op.bytes, cap);
-    rendezvous |= op.is_send && p2p_rendezvous(op.bytes) &&
-                  (!op.copy_engine || p2p_ce_bytes(op.bytes, a.ce_share) < op.bytes);
+    const bool sm = op.is_send && p2p_rendezvous(op.bytes) &&
+                    (!op.copy_engine || p2p_ce_bytes(op.bytes, a.ce_share) < op.bytes);
+    rendezvous |= sm;
+    (op.peer == c.rank ? self_send : peer_send) |= sm;
   }
   // Without a block limit each FIFO channel sends and receives on blocks of its own: one block
   // doing both alternated between them, halving a pair's throughput each way (2 x H200,
@@ -449,6 +463,10 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
   // same FIFOs, one way, ran at 284).
   a.fifo_split = fifo && most_blocks == 0;
   a.fifo_blocks = !fifo ? 0 : rendezvous || a.fifo_split ? kP2pBlocks : kPipeChannels;
+  // A rendezvous send to this rank itself beside one to a peer that the SMs copy: blocks of its
+  // own, so that the copy in HBM runs while the others write over the links, rather than before
+  // them on the same blocks (alltoall as grouped send/recv).
+  a.self_blocks = most_blocks == 0 && self_send && peer_send ? kP2pSelfBlocks : 0;
   a.ll_budget = kP2pLLBlocks;
   a.ll_limit = 0;
   const int threads = p2p_threads(a.ops, a.nops, kThreads, cap);
@@ -464,8 +482,8 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
     const int64_t fit = static_cast<int64_t>(most_blocks) * at / std::max(widest, 1);
     a.ll_limit = static_cast<int>(std::clamp<int64_t>(fit - a.fifo_blocks, 1, 1 << 20));
   }
-  const int grid =
-      a.fifo_blocks + p2p_ll_grid(a.ops, a.nops, threads, cap, a.ll_budget, a.ll_limit);
+  const int grid = a.fifo_blocks + a.self_blocks +
+                   p2p_ll_grid(a.ops, a.nops, threads, cap, a.ll_budget, a.ll_limit);
   if (grid == 0) return cudaSuccess;
   const bool batches = a.ops[a.nops - 1].batch != a.ops[0].batch;
   const bool looped = p2p_ll_looped(p2p_ll_count(a.ops, a.nops, cap), a.ll_limit);

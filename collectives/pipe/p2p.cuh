@@ -31,6 +31,9 @@ struct P2pArgs {
                     // block per LL operation follows them
   int fifo_split;   // each FIFO channel's sends and receives on blocks of their own (set by
                     // launch_p2p): channel b sends on block b, receives on kPipeChannels + b
+  int self_blocks;  // blocks after the FIFO ones that copy the rendezvous sends to this rank
+                    // itself, beside the other blocks' sends to peers (set by launch_p2p; 0:
+                    // every block copies a share of every such send); the LL blocks follow
   int ll_budget;    // blocks the LL operations take together, at most (set by launch_p2p)
   int ll_limit;     // blocks ranks sharing the GPU leave them; 0: no limit (p2p_ll_looped)
   int ce_share;     // percent of a copy_engine send the copy engine copies (p2p_ce_bytes)

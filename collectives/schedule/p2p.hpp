@@ -81,6 +81,9 @@ inline constexpr size_t kP2pRendezvousFrom = size_t{256} << 10;
 /// receive on blocks of their own (p2p_kernel, fifo_split).
 inline constexpr int kP2pBlocks = 32;
 static_assert(kP2pBlocks >= 2 * kPipeChannels, "a sending and a receiving block per channel");
+/// Blocks that copy a group's rendezvous sends to the rank itself while the kP2pBlocks write its
+/// sends to peers (where launches have no block limit), as the direct kernels' local blocks do.
+inline constexpr int kP2pSelfBlocks = 16;
 
 CCL_HD bool p2p_rendezvous(size_t bytes) {
   return bytes >= kP2pRendezvousFrom;

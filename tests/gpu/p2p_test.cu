@@ -527,9 +527,9 @@ int many_self_pairs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 }
 
 /// Broadcast, allgather and alltoall as sends and receives (tuner.hpp, send_recv_wins). With
-/// CCL_P2P_COPY_ENGINE at the rendezvous size, two ranks' unforced broadcasts and alltoalls past
-/// it go through the copy-engine proxy, which no other collective path asks (so its copy count
-/// tells which path ran), and allgathers keep the SM kernel: every kind of buffer, in place (the
+/// CCL_P2P_COPY_ENGINE at the rendezvous size, two ranks' unforced broadcasts, allgathers and
+/// alltoalls past it go through the copy-engine proxy, which no other collective path asks (so
+/// its copy count tells which path ran): every kind of buffer, in place (the
 /// alltoall's outgoing blocks copied aside) and out of place, unaligned, bitwise against the
 /// reference; ranks limited in blocks (MPS) and other rank counts keep the SM kernels. Then
 /// forced (CCL_ALGO=send_recv) through the matrix wherever the FIFO channels fit, and captured

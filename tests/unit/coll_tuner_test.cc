@@ -173,21 +173,21 @@ TEST(Tuner, CopyEngineOnlyForTheCollectivesThatMoveBytesAndOnlyForced) {
       EXPECT_NE(table_choice(in(c, bytes)).algo, Algorithm::kCopyEngine);
 }
 
-// Two ranks' broadcasts and alltoalls whose send the copy-engine proxy takes run as send/recv;
-// everything else keeps the table (allgather too: cudaMalloc receives lose there), and CCL_ALGO
-// wins over it.
+// Two ranks' broadcasts, allgathers and alltoalls whose send the copy-engine proxy takes run as
+// send/recv; everything else keeps the table, and CCL_ALGO wins over it.
 TEST(Tuner, SendRecvForTwoRanksFromTheCopyEngineSize) {
   TunerConfig cfg;
   cfg.p2p_ce_from = size_t{256} << 20;
   const size_t from = cfg.p2p_ce_from;
   EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, from)).algo, Algorithm::kSendRecv);
   EXPECT_NE(choose(cfg, in(Collective::kBroadcast, from - 4)).algo, Algorithm::kSendRecv);
-  // An alltoall's size is its whole buffer: the block for the peer is half of it.
-  EXPECT_EQ(choose(cfg, in(Collective::kAllToAll, 2 * from)).algo, Algorithm::kSendRecv);
-  EXPECT_NE(choose(cfg, in(Collective::kAllToAll, 2 * from - 8)).algo, Algorithm::kSendRecv);
-  EXPECT_NE(choose(cfg, in(Collective::kAllToAll, size_t{1} << 32, 3)).algo, Algorithm::kSendRecv);
-  for (Collective c : {Collective::kAllGather, Collective::kAllReduce, Collective::kReduceScatter,
-                       Collective::kReduce})
+  // An allgather's and an alltoall's size is the whole buffer: the block for the peer is half.
+  for (Collective c : {Collective::kAllGather, Collective::kAllToAll}) {
+    EXPECT_EQ(choose(cfg, in(c, 2 * from)).algo, Algorithm::kSendRecv);
+    EXPECT_NE(choose(cfg, in(c, 2 * from - 8)).algo, Algorithm::kSendRecv);
+    EXPECT_NE(choose(cfg, in(c, size_t{1} << 32, 3)).algo, Algorithm::kSendRecv);
+  }
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduce})
     EXPECT_NE(choose(cfg, in(c, size_t{1} << 32)).algo, Algorithm::kSendRecv);
   EXPECT_NE(choose(cfg, in(Collective::kBroadcast, size_t{1} << 32, 3)).algo, Algorithm::kSendRecv);
   EXPECT_NE(choose(cfg, in(Collective::kBroadcast, size_t{1} << 32, 2, false)).algo,
