@@ -30,8 +30,8 @@ namespace {
 /// send/recv: 1520 us against 1374 in place, yet 1384 in a graph; a hardware queue the side stream
 /// shares with another is the likely cause, not confirmed). A pair of rendezvous size into a
 /// window then stays in the kernel, whose multiprocessors copy it while the copy engine carries
-/// the peer's bytes, or, beside a send the SMs copy, on blocks of its own (launch_p2p's self
-/// blocks, only where launches have no block limit).
+/// the peer's bytes, or, beside a send the SMs copy from p2p_self_beside's size, on blocks of its
+/// own (launch_p2p's self blocks, only where launches have no block limit).
 void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
                    std::vector<CopySpec>* copies, std::vector<P2pOp>* rest) {
   std::vector<const P2pOp*> sends, recvs;
@@ -42,7 +42,7 @@ void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
     } else if (op.is_send) {
       // (a proxy that could not start takes no send)
       beside |= !st->p2p_proxy_failed && p2p_copy_engine(op.bytes, st->cfg.p2p_ce_from);
-      beside |= st->resident_blocks == 0 && p2p_rendezvous(op.bytes);
+      beside |= st->resident_blocks == 0 && p2p_self_beside(op.bytes);
     }
   }
   bool pair = !sends.empty() && sends.size() == recvs.size() && st->self_sends_unmatched == 0;

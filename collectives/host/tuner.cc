@@ -241,12 +241,15 @@ Choice table_choice(const TunerInput& in) {
 // Two ranks' broadcasts, allgathers and alltoalls whose sends the copy-engine proxy takes (2 x
 // H200 NV18, 2026-11-27; perf/results/2026-11-27_h200x2_send_recv_path.md and
 // 2026-11-27_h200x2_alltoall_send_recv.md), against the SM kernels, out of place / in place:
-// broadcast 512 MiB 387.4 / 388.5 GB/s against 364.8 / 367.7, cudaMalloc buffers 284.5 / 307.7
-// against 283.9 / 284.5; allgather 372.4 / 378.6 against 360.1, cudaMalloc 274.7 / 307.3 against
-// 247.3 / 254.9 (once the FIFO channels sent and received on blocks of their own: 200.7 before);
-// alltoall 372.0 / 320.5 against 360.3 / 264.4, cudaMalloc 271.0 / 274.5 against 259.7 / 263.2.
-// An allgather's and an alltoall's size is the whole buffer: the block for the peer is half.
-// Beyond two ranks a broadcast root would send the whole buffer to every peer (not measured).
+// broadcast 512 MiB 387.4 / 388.5 GB/s against 364.8 / 367.7, 128 MiB 369.0 / 363.5 us against
+// 401.3 / 372.6, cudaMalloc buffers 284.5 / 307.7 GB/s against 283.9 / 284.5; allgather 512 MiB
+// 372.4 / 378.6 against 360.1, 256 MiB 376.4 / 369.2 us against 379.1 / 382.8, cudaMalloc 512
+// MiB 274.7 / 307.3 GB/s against 247.3 / 254.9 (once the FIFO channels sent and received on
+// blocks of their own: 200.7 before); alltoall 512 MiB 372.0 / 320.5 against 360.3 / 264.4,
+// 256 MiB 375.8 / 431.0 us against 378.9 / 519.1, cudaMalloc 512 MiB 271.0 / 274.5 GB/s against
+// 259.7 / 263.2. Below the proxy's size the SM kernels win (allgather and alltoall 64-128 MiB:
+// 3-13 %). An allgather's and an alltoall's size is the whole buffer: the block for the peer is
+// half. Beyond two ranks a broadcast root would send the whole buffer to every peer (not measured).
 bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in) {
   if (in.nranks != 2 || !in.all_p2p || in.resident != 0) return false;
   switch (in.coll) {

@@ -455,7 +455,10 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
     const bool sm = op.is_send && p2p_rendezvous(op.bytes) &&
                     (!op.copy_engine || p2p_ce_bytes(op.bytes, a.ce_share) < op.bytes);
     rendezvous |= sm;
-    (op.peer == c.rank ? self_send : peer_send) |= sm;
+    if (op.peer == c.rank)
+      self_send |= sm;
+    else
+      peer_send |= sm && p2p_self_beside(op.bytes);
   }
   // Without a block limit each FIFO channel sends and receives on blocks of its own: one block
   // doing both alternated between them, halving a pair's throughput each way (2 x H200,
@@ -463,9 +466,9 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
   // same FIFOs, one way, ran at 284).
   a.fifo_split = fifo && most_blocks == 0;
   a.fifo_blocks = !fifo ? 0 : rendezvous || a.fifo_split ? kP2pBlocks : kPipeChannels;
-  // A rendezvous send to this rank itself beside one to a peer that the SMs copy: blocks of its
-  // own, so that the copy in HBM runs while the others write over the links, rather than before
-  // them on the same blocks (alltoall as grouped send/recv).
+  // A rendezvous send to this rank itself beside a large one to a peer that the SMs copy: blocks
+  // of its own, so that the copy in HBM runs while the others write over the links, rather than
+  // before them on the same blocks (alltoall as grouped send/recv; p2p_self_beside).
   a.self_blocks = most_blocks == 0 && self_send && peer_send ? kP2pSelfBlocks : 0;
   a.ll_budget = kP2pLLBlocks;
   a.ll_limit = 0;

@@ -242,6 +242,63 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
+/// Alltoall as one group with the copy engines off, blocks past p2p_self_beside's size (odd, and
+/// the pair with the rank itself at an odd offset): where launches have no block limit the pair
+/// stays in the kernel on blocks of its own beside the SM sends to peers (launch_p2p's self
+/// blocks), elsewhere it is a local copy first. Every byte of every block, eagerly and in graph
+/// replays on fresh data, outputs poisoned first.
+int self_pairs_beside_sm_sends(ccl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("CCL_P2P_COPY_ENGINE", "0", 1);
+  ccl_comm_t comm;
+  const int made = fresh_comm(world, me, &comm);
+  unsetenv("CCL_P2P_COPY_ENGINE");
+  if (made) return 1;
+  const size_t block = coll::kP2pSelfBesideFrom + 4099, total = block * n + 3;
+  char *src = nullptr, *dst = nullptr;
+  RANK_OK(ccl_mem_alloc(comm, total, reinterpret_cast<void**>(&src)));
+  RANK_OK(ccl_mem_alloc(comm, total, reinterpret_cast<void**>(&dst)));
+  auto value = [](int from, int to, size_t i, int round) {
+    return static_cast<char>(i * 13 + from * 5 + to * 17 + round * 3);
+  };
+  std::vector<char> h(block * n);
+  auto prepare = [&](int round) -> int {
+    for (int p = 0; p < n; ++p)
+      for (size_t i = 0; i < block; ++i) h[p * block + i] = value(me, p, i, round);
+    RANK_CUDA(cudaMemcpy(src, h.data(), block * n, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemsetAsync(dst, 0x5a, total, s));
+    return 0;
+  };
+  auto enqueue = [&]() -> int {
+    RANK_OK(ccl_group_start());
+    for (int p = 0; p < n; ++p) {
+      RANK_OK(ccl_send(src + p * block, block, ccl_uint8, p, comm, s));
+      RANK_OK(ccl_recv(dst + 3 + p * block, block, ccl_uint8, p, comm, s));
+    }
+    RANK_OK(ccl_group_end());
+    return 0;
+  };
+  auto check = [&](int round, const char* how) -> int {
+    RANK_CUDA(cudaMemcpy(h.data(), dst + 3, block * n, cudaMemcpyDeviceToHost));
+    for (int p = 0; p < n; ++p)
+      for (size_t i = 0; i < block; ++i)
+        RANK_CHECK(h[p * block + i] == value(p, me, i, round),
+                   "%s alltoall group beside SM sends: block from %d, byte %zu", how, p, i);
+    return 0;
+  };
+  for (int round = 0; round < 3; ++round) {
+    if (prepare(round) || enqueue()) return 1;
+    RANK_CUDA(cudaStreamSynchronize(s));
+    if (check(round, "eager")) return 1;
+  }
+  if (replay_captured(s, cudaStreamCaptureModeGlobal, enqueue, prepare, check, 10, 12,
+                      "graph replay"))
+    return 1;
+  RANK_OK(ccl_mem_free(comm, dst));
+  RANK_OK(ccl_mem_free(comm, src));
+  RANK_OK(ccl_comm_destroy(comm));
+  return 0;
+}
+
 /// A communicator whose first call is a copy-engine send/recv captured into a graph (global
 /// capture mode): its collective state and the proxy start inside the capture; two replays with
 /// new data, each one copy by the proxy per rank (none on one rank: a local copy).
@@ -700,6 +757,7 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   if (ll_point_to_point(comm, me, n, s)) return 1;
   if (zero_copy_point_to_point(comm, me, n, s)) return 1;
   if (copy_engine_point_to_point(comm, me, n, s)) return 1;
+  if (self_pairs_beside_sm_sends(comm, me, n, s)) return 1;
   return send_recv_collectives(comm, me, n, s);
 }
 
