@@ -248,7 +248,7 @@ Choice table_choice(const TunerInput& in) {
 // blocks of their own: 200.7 before); alltoall 512 MiB 372.0 / 320.5 against 360.3 / 264.4,
 // 256 MiB 375.8 / 431.0 us against 378.9 / 519.1, cudaMalloc 512 MiB 271.0 / 274.5 GB/s against
 // 259.7 / 263.2. Below the proxy's size the SM kernels win (allgather and alltoall 64-128 MiB:
-// 3-13 %). An allgather's and an alltoall's size is the whole buffer: the block for the peer is
+// 2-13 %). An allgather's and an alltoall's size is the whole buffer: the block for the peer is
 // half. Beyond two ranks a broadcast root would send the whole buffer to every peer (not measured).
 bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in) {
   if (in.nranks != 2 || !in.all_p2p || in.resident != 0) return false;
