@@ -72,8 +72,8 @@ __device__ inline char* send_begin(const ccl_device_comm_t& c, const CollScratch
   __syncthreads();
   *m = f.sent[peer] + 1;
   if (threadIdx.x == 0 && *m > kPipeSlots &&
-      !wait_for_peer(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + f.ch,
-                     *m - kPipeSlots, peer))
+      !wait_for_peer(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + f.ch, *m - kPipeSlots,
+                     peer))
     f.fail = 1;
   __syncthreads();
   if (f.fail) return nullptr;

@@ -267,8 +267,9 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
 /// (a sending block waits only for its receiver's consumption, a receiving one only for its
 /// sender's messages, so neither waits on the other); a group that sends a rendezvous-sized
 /// operation runs kP2pBlocks, all of which copy zero-copy shares (not when every such send is the
-/// copy engines': block 0 hands those to the proxy and awaits them last). The LL
-/// operations' blocks follow from a.fifo_blocks (0 when the group has no other operation). A
+/// copy engines': block 0 hands those to the proxy and awaits them last); self blocks, where
+/// launch_p2p gives them, copy the sends to this rank itself instead. The LL operations' blocks
+/// follow from ll_first (a.fifo_blocks is 0 when the group has no other operation). A
 /// launch holding several batches (p2p.hpp: p2p_batch_of) runs them one after another, each as a
 /// launch of its own did: its offers read, its zero-copy shares written, then its FIFO rounds.
 ///
@@ -283,9 +284,9 @@ __global__ void __launch_bounds__(kThreads)
   // Before the PDL wait: the parameters every call reads, and its first operation.
   read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.offers,
                    s.offers_read, s.zc_bytes, s.p2p, s.p2p_readers, s.p2p_ll, s.p2p_ll_entries,
-                   s.p2p_ll_credit, s.p2p_ll_done, s.p2p_ll_read, a.nops, a.fifo_blocks, a.fifo_split,
-                   a.self_blocks,
-                   a.ops[0].buf, a.ops[0].bytes, a.ops[0].peer, a.ops[0].is_send, a.ops[0].win);
+                   s.p2p_ll_credit, s.p2p_ll_done, s.p2p_ll_read, a.nops, a.fifo_blocks,
+                   a.fifo_split, a.self_blocks, a.ops[0].buf, a.ops[0].bytes, a.ops[0].peer,
+                   a.ops[0].is_send, a.ops[0].win);
   pdl_prologue();
   if (static_cast<int>(blockIdx.x) >= ll_first(a)) {
     p2p_ll_block<kLooped>(c, s, a);
@@ -306,7 +307,7 @@ __global__ void __launch_bounds__(kThreads)
   const bool channel = blockIdx.x < (a.fifo_split ? 2 : 1) * kPipeChannels;
   const int ch = static_cast<int>(blockIdx.x) % kPipeChannels;
   const bool self_block = static_cast<int>(blockIdx.x) >= a.fifo_blocks;
-  const int sides = !a.fifo_split                         ? kFifoBoth
+  const int sides = !a.fifo_split                                  ? kFifoBoth
                     : static_cast<int>(blockIdx.x) < kPipeChannels ? kFifoSends
                                                                    : kFifoRecvs;
   // Thread 0 posts the offers and reads the first batch's with no barrier between (the others
