@@ -5,9 +5,10 @@
 // kMaxP2pOps operations; launches take consecutive batches and keep every stream's order. Then a
 // model of the kernel's waits (p2p_kernel: offers posted at launch start; per batch, offers read,
 // zero-copy writes and FIFO rounds with kPipeSlots per pair; zero-copy waits at the end) runs
-// every rank's launches and checks that no group deadlocks, however differently the ranks pack;
-// and that the model does find the deadlocks of a launch run as one batch (its later batches'
-// rounds and offers taken early) and of the rule a rank could apply alone.
+// every rank's launches and checks that no group deadlocks, however differently the ranks pack,
+// with each FIFO channel on one block or on a sending and a receiving block (fifo_split), or a
+// mix of ranks of both; and that the model does find the deadlocks of a launch run as one batch
+// (its later batches' rounds and offers taken early) and of the rule a rank could apply alone.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -90,22 +91,31 @@ Launches launches_of(const std::vector<Op>& g, const P2pPlan& plan) {
 
 // ---- The model of the kernel's waits. ----
 
-enum class Kind { kOffer, kReadOffer, kWrite, kAwait, kSend, kRecv };
+enum class Kind { kOffer, kReadOffer, kWrite, kAwait, kSend, kRecv, kEnd };
 struct Event {
   Kind kind;
   int peer;
 };
 
-/// One launch as the kernel's block 0 runs it: offers for all its rendezvous receives; then batch
-/// by batch (Op::batch), its rendezvous sends' offers read (and the zero-copy writes where the
-/// receiver offered a window) and its FIFO rounds (p2p_stream_offset over the batch; sends
-/// before receives in a round); last, the wait for every zero-copy receive's bytes. `batches`:
-/// false runs the launch as one batch, as the kernel did before launches held several (every
-/// offer read at the start, every stream's rounds from round 0).
-std::vector<Event> events_of(const std::vector<Op>& l, bool batches = true) {
+/// Which of a channel's jobs a modelled block does: all (one block a channel) or, split, the
+/// sends (block 0, which also posts the offers and awaits the zero-copy bytes) or the receives.
+enum class Side { kBoth, kSends, kRecvs };
+
+/// One launch as a block of the kernel runs it (block 0: `side` kBoth, or kSends when split):
+/// offers for all its rendezvous receives (block 0); then batch by batch (Op::batch), its
+/// rendezvous sends' offers read (and the zero-copy writes where the receiver offered a window:
+/// every block writes a share) and its FIFO rounds (p2p_stream_offset over the batch; sends before
+/// receives in a round; a split block only its side's); last, the wait for every zero-copy
+/// receive's bytes (block 0), and the launch's end, which every block of the rank reaches before
+/// any starts its next launch. `batches`: false runs the launch as one batch, as the kernel did
+/// before launches held several (every offer read at the start, every stream's rounds from
+/// round 0).
+std::vector<Event> events_of(const std::vector<Op>& l, bool batches = true,
+                             Side side = Side::kBoth) {
   std::vector<Event> ev;
+  const bool sends = side != Side::kRecvs, recvs = side != Side::kSends;
   for (const Op& o : l)
-    if (!o.is_send && p2p_rendezvous(o.bytes)) ev.push_back({Kind::kOffer, o.peer});
+    if (sends && !o.is_send && p2p_rendezvous(o.bytes)) ev.push_back({Kind::kOffer, o.peer});
   for (size_t b0 = 0, b1 = 0; b0 < l.size(); b0 = b1) {
     for (b1 = b0 + 1; b1 < l.size() && (!batches || l[b1].batch == l[b0].batch);) ++b1;
     for (size_t i = b0; i < b1; ++i)
@@ -122,30 +132,46 @@ std::vector<Event> events_of(const std::vector<Op>& l, bool batches = true) {
       rounds = std::max(rounds, first[i] + msgs[i]);
     }
     for (size_t k = 0; k < rounds; ++k)
-      for (int pass = 0; pass < 2; ++pass)
+      for (int pass = 0; pass < 2; ++pass) {
+        if (!(pass == 0 ? sends : recvs)) continue;
         for (int i = 0; i < n; ++i) {
           const Op& o = l[b0 + i];
           if ((o.is_send != 0) == (pass == 0) && k >= first[i] && k < first[i] + msgs[i])
             ev.push_back({o.is_send ? Kind::kSend : Kind::kRecv, o.peer});
         }
+      }
   }
   for (const Op& o : l)
-    if (!o.is_send && o.window) ev.push_back({Kind::kAwait, o.peer});
+    if (sends && !o.is_send && o.window) ev.push_back({Kind::kAwait, o.peer});
+  ev.push_back({Kind::kEnd, -1});
   return ev;
 }
 
-/// Runs every rank's events in order; false (and where) when some rank waits forever.
-bool run(const std::vector<std::vector<Event>>& plans, std::string* why) {
-  const int n = static_cast<int>(plans.size());
-  std::vector<size_t> pc(n, 0);
-  // Per (from, to): FIFO messages sent and consumed, offers posted (from: the receiver) and read,
-  // zero-copy writes made and awaited.
-  std::map<std::pair<int, int>, long> sent, consumed, posted, read, written, awaited;
+/// One modelled block of one rank: its events over all the rank's launches.
+struct Agent {
+  int rank;
+  std::vector<Event> ev;
+};
+
+/// Runs every block's events in order; false (and where) when some block waits forever.
+/// `writers[r]`: rank r's blocks that write a share of each zero-copy send (its receiver awaits
+/// them all).
+bool run(const std::vector<Agent>& agents, const std::vector<int>& writers, std::string* why) {
+  const size_t na = agents.size();
+  std::vector<size_t> pc(na, 0);
+  // Per (from, to): FIFO messages sent and consumed, offers posted (from: the receiver),
+  // zero-copy shares written and operations awaited; per (block, peer): offers read (every block
+  // reads every offer); per block: launch ends reached.
+  std::map<std::pair<int, int>, long> sent, consumed, posted, written, awaited;
+  std::map<std::pair<size_t, int>, long> read;
+  std::vector<long> ends(na, 0);
+  std::vector<bool> at_end(na, false);
   for (bool progress = true; progress;) {
     progress = false;
-    for (int r = 0; r < n; ++r)
-      for (; pc[r] < plans[r].size(); ++pc[r], progress = true) {
-        const Event& e = plans[r][pc[r]];
+    for (size_t a = 0; a < na; ++a)
+      for (; pc[a] < agents[a].ev.size(); ++pc[a], progress = true) {
+        const int r = agents[a].rank;
+        const Event& e = agents[a].ev[pc[a]];
         const std::pair<int, int> out{r, e.peer}, in{e.peer, r};
         if (e.kind == Kind::kSend) {
           if (sent[out] - consumed[out] >= kPipeSlots) break;
@@ -156,35 +182,68 @@ bool run(const std::vector<std::vector<Event>>& plans, std::string* why) {
         } else if (e.kind == Kind::kOffer) {
           ++posted[out];
         } else if (e.kind == Kind::kReadOffer) {
-          if (posted[in] <= read[out]) break;
-          ++read[out];
+          if (posted[in] <= read[{a, e.peer}]) break;
+          ++read[{a, e.peer}];
         } else if (e.kind == Kind::kWrite) {
           ++written[out];
-        } else {
-          if (written[in] <= awaited[in]) break;
+        } else if (e.kind == Kind::kAwait) {
+          if (written[in] < (awaited[in] + 1) * writers[e.peer]) break;
           ++awaited[in];
+        } else {
+          // The launch ends when every block of the rank has reached its end.
+          if (!at_end[a]) at_end[a] = true, ++ends[a];
+          bool all = true;
+          for (size_t b = 0; b < na; ++b) all &= agents[b].rank != r || ends[b] >= ends[a];
+          if (!all) break;
+          at_end[a] = false;
         }
       }
   }
-  for (int r = 0; r < n; ++r)
-    if (pc[r] < plans[r].size()) {
-      *why = "rank " + std::to_string(r) + " stuck at event " + std::to_string(pc[r]) + " of " +
-             std::to_string(plans[r].size());
+  for (size_t a = 0; a < na; ++a)
+    if (pc[a] < agents[a].ev.size()) {
+      *why = "rank " + std::to_string(agents[a].rank) + " stuck at event " + std::to_string(pc[a]) +
+             " of " + std::to_string(agents[a].ev.size());
+      return false;
+    }
+  // Every message taken, every share awaited: no block moved more than its operations hold.
+  for (const auto& [pair, m] : sent)
+    if (consumed[pair] != m) {
+      *why = "messages from " + std::to_string(pair.first) + " to " + std::to_string(pair.second) +
+             " left unread";
+      return false;
+    }
+  for (const auto& [pair, w] : written)
+    if (w != awaited[pair] * writers[pair.first]) {
+      *why = "zero-copy shares from " + std::to_string(pair.first) + " not awaited";
       return false;
     }
   return true;
 }
 
-std::vector<std::vector<Event>> plans_of(const std::vector<Launches>& ranks, bool batches = true) {
-  std::vector<std::vector<Event>> plans;
-  for (const Launches& ls : ranks) {
-    plans.emplace_back();
-    for (const std::vector<Op>& l : ls) {
-      const std::vector<Event> ev = events_of(l, batches);
-      plans.back().insert(plans.back().end(), ev.begin(), ev.end());
+/// Every rank's blocks: one, or (`split[r]`) a sending and a receiving one.
+std::vector<Agent> plans_of(const std::vector<Launches>& ranks, bool batches = true,
+                            const std::vector<bool>& split = {}) {
+  std::vector<Agent> agents;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const bool two = r < split.size() && split[r];
+    for (Side side :
+         two ? std::vector<Side>{Side::kSends, Side::kRecvs} : std::vector<Side>{Side::kBoth}) {
+      agents.push_back({static_cast<int>(r), {}});
+      for (const std::vector<Op>& l : ranks[r]) {
+        const std::vector<Event> ev = events_of(l, batches, side);
+        agents.back().ev.insert(agents.back().ev.end(), ev.begin(), ev.end());
+      }
     }
   }
-  return plans;
+  return agents;
+}
+
+/// Runs the ranks' launches with one block a channel, or with `split` ranks' two.
+bool run(const std::vector<Launches>& ranks, std::string* why, bool batches = true,
+         const std::vector<bool>& split = {}) {
+  std::vector<int> writers(ranks.size(), 1);
+  for (size_t r = 0; r < split.size(); ++r) writers[r] = split[r] ? 2 : 1;
+  return run(plans_of(ranks, batches, split), writers, why);
 }
 
 /// Checks the plan's rules on one rank's group; returns the first broken one, or "".
@@ -294,7 +353,13 @@ TEST(P2pLaunches, EveryGroupCompletesHoweverRanksPack) {
     for (int r = 0; r < n; ++r)
       ranks.push_back(launches_of(groups[r], p2p_plan(groups[r], n, r, most[rng() % 3])));
     std::string why;
-    ASSERT_TRUE(run(plans_of(ranks), &why)) << "trial " << trial << ", " << n << " ranks: " << why;
+    ASSERT_TRUE(run(ranks, &why)) << "trial " << trial << ", " << n << " ranks: " << why;
+    // Every rank's channels on a sending and a receiving block (no block limit), and a mix (ranks
+    // sharing a GPU keep one block a channel).
+    std::vector<bool> split(n, true), mixed(n);
+    for (int r = 0; r < n; ++r) mixed[r] = rng() % 2 == 0;
+    ASSERT_TRUE(run(ranks, &why, true, split)) << "split, trial " << trial << ": " << why;
+    ASSERT_TRUE(run(ranks, &why, true, mixed)) << "mixed, trial " << trial << ": " << why;
     ++runs;
   }
   EXPECT_EQ(runs, 700);
@@ -329,8 +394,8 @@ TEST(P2pLaunches, TheModelFindsTheDeadlocksTheRulesAvoid) {
                                  launches_of(g[1], p2p_plan(g[1], 2, 1, 2 * p2p_batch_ops(2)))};
   ASSERT_EQ(ranks[0].size(), 1u);
   ASSERT_EQ(ranks[1].size(), 2u);
-  EXPECT_TRUE(run(plans_of(ranks), &why)) << why;
-  EXPECT_FALSE(run(plans_of(ranks, /*batches=*/false), &why));
+  EXPECT_TRUE(run(ranks, &why)) << why;
+  EXPECT_FALSE(run(ranks, &why, /*batches=*/false));
   EXPECT_NE(why.find("stuck"), std::string::npos);
   // The same with rendezvous sends in batch 1: run as one batch, rank 0 waits at the launch's
   // start for offers that rank 1 posts only in its next launch, after the messages rank 0 has not
@@ -339,8 +404,8 @@ TEST(P2pLaunches, TheModelFindsTheDeadlocksTheRulesAvoid) {
   ranks = {launches_of(g[0], p2p_plan(g[0], 2, 0, 1 << 20)),
            launches_of(g[1], p2p_plan(g[1], 2, 1, 2 * p2p_batch_ops(2)))};
   ASSERT_EQ(ranks[0].size(), 1u);
-  EXPECT_TRUE(run(plans_of(ranks), &why)) << why;
-  EXPECT_FALSE(run(plans_of(ranks, /*batches=*/false), &why));
+  EXPECT_TRUE(run(ranks, &why)) << why;
+  EXPECT_FALSE(run(ranks, &why, /*batches=*/false));
   // The rule a rank could apply alone: its own group in slices of kMaxP2pOps, in group order.
   std::mt19937 rng(11);
   bool found = false;
@@ -354,7 +419,7 @@ TEST(P2pLaunches, TheModelFindsTheDeadlocksTheRulesAvoid) {
         local.back().back().push_back(grp[i]);
       }
     }
-    found = !run(plans_of(local), &why);
+    found = !run(local, &why);
   }
   EXPECT_TRUE(found);
 }
