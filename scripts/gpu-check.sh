@@ -171,17 +171,17 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
     crun ${c}_perf_ce "$coll_perf/${c}_perf" -b 1M -e 1G -f 4 -R 2 --algo copy_engine $cmp
     crun ${c}_perf_ce_graph "$coll_perf/${c}_perf" -b 1M -e 1G -f 4 -R 2 -G 10 --algo copy_engine $cmp
   done
-  # Allgather as send/recv (forced; the tuner takes it for two ranks' broadcasts and alltoalls
-  # only), on symmetric and on cudaMalloc buffers, where its receives go through the FIFOs.
+  # Allgather as send/recv (forced: the tuner takes it only for two ranks from 256 MiB), on
+  # symmetric and on cudaMalloc buffers, where its receives go through the FIFOs.
   crun all_gather_perf_send_recv "$coll_perf/all_gather_perf" -b 1M -e 1G -f 4 -R 2 --algo send_recv $cmp
   crun all_gather_perf_send_recv_malloc "$coll_perf/all_gather_perf" -b 1M -e 1G -f 4 -R 0 --algo send_recv
-  # Alltoall by the SM kernel (forced) beside the tuner's send_recv from 512 MiB, on cudaMalloc
+  # Alltoall by the SM kernel (forced) beside the tuner's send_recv from 256 MiB, on cudaMalloc
   # buffers too.
   crun alltoall_perf_direct "$coll_perf/alltoall_perf" -b 64M -e 1G -f 2 -R 2 --algo direct $cmp
   crun alltoall_perf_malloc_direct "$coll_perf/alltoall_perf" -b 64M -e 1G -f 2 -R 0 --algo direct
   crun alltoall_perf_malloc_send_recv "$coll_perf/alltoall_perf" -b 64M -e 1G -f 2 -R 0 --algo send_recv
   # Send/recv through the copy-engine proxy at every size, and through the SMs alone, around the
-  # default's crossover (CCL_P2P_COPY_ENGINE=256M).
+  # default's crossover (CCL_P2P_COPY_ENGINE=128M).
   crun sendrecv_perf_sm env CCL_P2P_COPY_ENGINE=0 "$coll_perf/sendrecv_perf" -b 16M -e 1G -f 2 -R 2 $cmp
   crun sendrecv_perf_ce env CCL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 $cmp
   crun sendrecv_perf_ce_graph env CCL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 -G 10 $cmp

@@ -88,7 +88,7 @@ inline constexpr int kP2pSelfBlocks = 16;
 /// the kernel on those blocks, rather than a local copy before the launch. 2 x H200, alltoall as
 /// grouped send/recv (the pair is half the size), kernel against copy first, two runs each: 1 MiB
 /// 17.7 / 17.8 against 15.3 / 13.2 us, 8 MiB 26.0 / 26.0 against 24.5 / 24.9, 16 MiB 37.7 / 38.0
-/// against 38.7 / 38.2, 64 MiB 108.8 against 123.4, 256 MiB 391.4 against 456.5.
+/// against 38.7 / 38.2, 64 MiB 108.8 against 123.4, 256 MiB 391.4 against 455.8.
 inline constexpr size_t kP2pSelfBesideFrom = size_t{8} << 20;
 CCL_HD bool p2p_self_beside(size_t peer_send_bytes) {
   return peer_send_bytes >= kP2pSelfBesideFrom;
