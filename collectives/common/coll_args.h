@@ -57,11 +57,11 @@ constexpr size_t ll128_capacity(int nranks) {
 /// Ranks a direct kernel reduces over (pointer tables live in shared memory).
 inline constexpr int kMaxDirectRanks = 64;
 
-/// Entry flag of one (block, peer): the epoch the peer reached, and where its windows are (window
-/// addresses, below, and block strides in elements; kNoWindow when it has none). Peers address
-/// each other through these, so ranks need not pass buffers at the same heap offset.
-struct alignas(64) Ready {
-  uint64_t epoch;
+/// What a rank publishes to each peer at a direct kernel's entry barrier, per block: where its
+/// windows are (window addresses, below, and block strides in elements; kNoWindow when it has
+/// none). Peers address each other through these, so ranks need not pass buffers at the same
+/// heap offset.
+struct Windows {
   uint64_t src_off, src_ld;
   uint64_t dst_off, dst_ld;
   // Elements of the launch (DirectArgs::count): ranks that cut a call into different pieces
@@ -71,9 +71,40 @@ struct alignas(64) Ready {
   // An in-place alltoall's buffer when it is a window, else kNoWindow: where every rank's buffer
   // is one, ranks trade blocks in place (direct.cu, swap_blocks) instead of pushing to inboxes.
   uint64_t swap_off;
-  uint64_t pad;
 };
-static_assert(sizeof(Ready) == 64, "one line per (block, peer) entry flag");
+inline constexpr int kWindowFields = sizeof(Windows) / sizeof(uint64_t);
+inline constexpr int kReadyWords = 4 * kWindowFields;  // 16 bits of a field per word
+
+/// Entry flag of one (block, peer): the peer's Windows at epoch e, each 8-byte word 16 bits of a
+/// field beside the epoch's low 48 bits, so that a word read is its own proof of arrival (as an
+/// LL entry is) and the writer needs no system fence between the fields and a flag (one round
+/// trip of NVLink, 1.4-1.5 us a launch on 2 x H200). Epochs stay far below 2^48 (at most 2^40
+/// from CCL_EPOCH_BASE, then one a launch), so a row's old words never pass for new ones.
+struct alignas(64) Ready {
+  uint64_t word[kReadyWords];
+};
+static_assert(sizeof(Ready) == 192, "three lines per (block, peer) entry flag");
+
+CCL_HD uint64_t ready_word(uint64_t e, const Windows& w, int i) {
+  uint64_t v[kWindowFields] = {w.src_off, w.src_ld, w.dst_off, w.dst_ld, w.count, w.swap_off};
+  return (e << 16) | ((v[i / 4] >> (16 * (i % 4))) & 0xffff);
+}
+/// Whether word `w` was written at epoch e.
+CCL_HD bool ready_word_at(uint64_t w, uint64_t e) {
+  return (w >> 16) == (e & ((uint64_t{1} << 48) - 1));
+}
+/// Whether every word of an entry was written at epoch e (the entry has arrived whole).
+CCL_HD bool ready_at(const uint64_t* word, uint64_t e) {
+  bool all = true;
+  for (int i = 0; i < kReadyWords; ++i) all = all && ready_word_at(word[i], e);
+  return all;
+}
+/// The Windows an entry's words (every one written at the same epoch) carry.
+CCL_HD Windows ready_windows(const uint64_t* word) {
+  uint64_t v[kWindowFields] = {};
+  for (int i = 0; i < kReadyWords; ++i) v[i / 4] |= (word[i] & 0xffff) << (16 * (i % 4));
+  return Windows{v[0], v[1], v[2], v[3], v[4], v[5]};
+}
 inline constexpr uint64_t kNoWindow = ~uint64_t{0};
 
 /// Operations of one point-to-point launch (a group runs as one or more: p2p_plan.hpp).

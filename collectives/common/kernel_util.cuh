@@ -3,6 +3,7 @@
 // block-wide reduce of one slice over many inputs.
 #pragma once
 
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 
@@ -104,45 +105,67 @@ __device__ __forceinline__ Ready* ready_row(const CollScratch& s, int n, uint64_
   return s.ready + ((e & 1) * kMaxBlocks + blockIdx.x) * static_cast<size_t>(n);
 }
 
+/// Rank j's entry words of this block at epoch e as they are now (one 16-byte load per pair).
+/// Volatile, not acquire: the words prove themselves, and what the block then reads or writes at
+/// the peer depends on their values (its addresses), as LL data does. Twelve acquire loads ran
+/// one after another and gave back the fence's whole saving (2 x H200, 4 MiB two-shot
+/// allreduce 23.1 us either way).
+__device__ __forceinline__ void load_ready(const Ready* r, uint64_t w[kReadyWords]) {
+#pragma unroll
+  for (int i = 0; i < kReadyWords; i += 2)
+    asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];"
+                 : "=l"(w[i]), "=l"(w[i + 1])
+                 : "l"(r->word + i)
+                 : "memory");
+}
+
 /// Block-wide entry barrier of block b at epoch e: publishes `mine` (this rank's windows) to
-/// every peer, then waits for every peer's. Everything the block wrote before is visible to the
-/// peers after it (the signalling thread fences after the block barrier). A peer whose launch
-/// covers a different number of elements fails it (reported, naming the peer): the ranks cut
-/// the call into different pieces. Returns, on every thread, whether some rank published no
+/// every peer, then waits for every peer's. With `ordered`, what the block wrote before is
+/// visible to the peers once they pass it (a system fence first: a staged source); without, only
+/// what earlier launches wrote is, and the barrier costs one crossing of NVLink. A peer whose
+/// launch covers a different number of elements fails it (reported, naming the peer): the ranks
+/// cut the call into different pieces. Returns, on every thread, whether some rank published no
 /// source window (direct.cu's push mode), read with the count so that it costs no extra round.
 /// Where this rank offers a swap window (`mine.swap_off`), `*all_swap` says on every thread
 /// whether every rank does.
 __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
-                                              uint64_t e, const Ready& mine, int* fail,
-                                              bool* all_swap) {
+                                              uint64_t e, const Windows& mine, bool ordered,
+                                              int* fail, bool* all_swap) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
   Ready* row = ready_row(s, n, e);
   bool no_src = t == me && mine.src_off == kNoWindow;
   bool no_swap = false;
   __syncthreads();
   if (t < n && t != me) {
-    Ready* r = dev::peer_ptr(c, row + me, t);
-    r->src_off = mine.src_off;
-    r->src_ld = mine.src_ld;
-    r->dst_off = mine.dst_off;
-    r->dst_ld = mine.dst_ld;
-    r->count = mine.count;
-    r->swap_off = mine.swap_off;
-    dev::detail::fence_system();
-    dev::detail::store_relaxed_sys(&r->epoch, e);
-    if (!wait_for_peer(c, &row[t].epoch, e, t)) {
-      *fail = 1;
-    } else {
-      // Through L2: the line may be in L1 from an earlier launch.
-      const uint64_t theirs = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].count));
-      no_src = __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].src_off)) == kNoWindow;
-      if (mine.swap_off != kNoWindow)
-        no_swap =
-            __ldcg(reinterpret_cast<const unsigned long long*>(&row[t].swap_off)) == kNoWindow;
-      if (theirs != mine.count) {
+    if (ordered) dev::detail::fence_system();
+    uint64_t* to = dev::peer_ptr(c, row + me, t)->word;
+#pragma unroll
+    for (int i = 0; i < kReadyWords; i += 2)
+      asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(to + i),
+                   "l"(ready_word(e, mine, i)), "l"(ready_word(e, mine, i + 1))
+                   : "memory");
+    // Every word carries the epoch: wait until all of them do (bounded, naming the peer).
+    uint64_t w[kReadyWords];
+    dev::detail::Deadline deadline;
+    for (uint32_t spin = 0;; ++spin) {
+      load_ready(row + t, w);
+      if (ready_at(w, e)) break;
+      if ((spin & 1023) == 1023 && deadline.expired(dev::detail::reporter(c), CCL_OP_WAIT_UNTIL, t,
+                                                    row[t].word, e, w[0] >> 16, CCL_CMP_AT_LEAST)) {
+        *fail = 1;
+        break;
+      }
+    }
+    if (!*fail) {
+      constexpr int kCountWord = offsetof(Windows, count) / sizeof(uint64_t) * 4;
+      const Windows theirs = ready_windows(w);
+      no_src = theirs.src_off == kNoWindow;
+      if (mine.swap_off != kNoWindow) no_swap = theirs.swap_off == kNoWindow;
+      if (theirs.count != mine.count) {
         // The expected value is this rank's count, the seen one the peer's.
         dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
-                            CCL_OP_COLLECTIVE, t, &row[t].count, mine.count, theirs, CCL_CMP_EQ);
+                            CCL_OP_COLLECTIVE, t, row[t].word + kCountWord, mine.count,
+                            theirs.count, CCL_CMP_EQ);
         *fail = 1;
       }
     }
@@ -150,6 +173,20 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
   // Only a rank that offers a swap asks (uniform over the block): no extra round for the others.
   *all_swap = mine.swap_off != kNoWindow && __syncthreads_or(no_swap) == 0;
   return __syncthreads_or(no_src) != 0;
+}
+
+/// Rank j's windows for this block, published at the entry barrier of epoch e (through L2: the
+/// lines may be in L1 from an earlier launch).
+__device__ __forceinline__ Windows peer_windows(const CollScratch& s, int n, uint64_t e, int j) {
+  const Ready* r = ready_row(s, n, e) + j;
+  uint64_t w[kReadyWords];
+#pragma unroll
+  for (int i = 0; i < kReadyWords; i += 2) {
+    const ulonglong2 p = __ldcg(reinterpret_cast<const ulonglong2*>(r->word + i));
+    w[i] = p.x;
+    w[i + 1] = p.y;
+  }
+  return ready_windows(w);
 }
 
 /// Block-wide barrier on one flag row ([kMaxBlocks][nranks], symmetric): this block's reads of
@@ -197,11 +234,15 @@ __device__ __forceinline__ void publish_epoch(const CollScratch& s, const EpochP
   }
 }
 
-/// Called by every block at its end (see publish_epoch).
+/// Called by every block of a direct kernel at its end (see publish_epoch), without a fence:
+/// every caller has made its stores to the peers complete at a fenced barrier (exit, pushed)
+/// and consumed (stored) every value it read from them or from what they wrote, as the LL
+/// kernels do. The fence cost the last block a round trip of NVLink (its barrier flag's) before
+/// the epoch went out: 0.8-0.9 us a launch on 2 x H200.
 __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const CollScratch& s,
-                                             uint64_t e, bool fence = true) {
+                                             uint64_t e) {
   __syncthreads();
-  publish_epoch(s, plan_epochs(c, s), e, fence);
+  publish_epoch(s, plan_epochs(c, s), e, false);
 }
 
 /// A window address published by rank j (heap or registered buffer), as a typed pointer here.

@@ -74,29 +74,10 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
         break;
     }
   }
-  Ready mine{};
-  mine.src_off = a.src_off;
-  mine.src_ld = a.src_ld;
-  mine.dst_off = a.dst_off;
-  mine.dst_ld = a.dst_ld;
-  mine.count = a.count;
-  mine.swap_off = a.swap_off;
-  *push = entry_barrier(c, s, e, mine, fail, swap);
+  const Windows mine{a.src_off, a.src_ld, a.dst_off, a.dst_ld, a.count, a.swap_off};
+  // A staged source was written by this block just now: the peers read it after the barrier.
+  *push = entry_barrier(c, s, e, mine, a.stage_src, fail, swap);
   return !*fail;
-}
-
-/// Rank j's published windows for this block (through L2: the line may be in L1 from an
-/// earlier launch).
-struct Win {
-  uint64_t src_off, src_ld, dst_off, dst_ld, swap_off;
-};
-__device__ __forceinline__ Win peer_ready(const CollScratch& s, int n, uint64_t e, int j) {
-  const Ready* r = ready_row(s, n, e) + j;
-  return Win{__ldcg(reinterpret_cast<const unsigned long long*>(&r->src_off)),
-             __ldcg(reinterpret_cast<const unsigned long long*>(&r->src_ld)),
-             __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_off)),
-             __ldcg(reinterpret_cast<const unsigned long long*>(&r->dst_ld)),
-             __ldcg(reinterpret_cast<const unsigned long long*>(&r->swap_off))};
 }
 
 /// Bytes between the senders' slots of an inbox (the host sizes pieces so that n slots fit).
@@ -193,7 +174,7 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
     if (j == me) continue;
     const char* mine = buffer + (j * a.recv_ld + lo) * esize;  // my block for j, my slice
     char* theirs =
-        window<char>(c, s, j, peer_ready(s, n, e, j).swap_off) + (me * a.recv_ld + lo) * esize;
+        window<char>(c, s, j, peer_windows(s, n, e, j).swap_off) + (me * a.recv_ld + lo) * esize;
     uint64_t* tell = dev::peer_ptr(c, s.swapped + blockIdx.x * static_cast<size_t>(n) + me, j);
     const uint64_t* heard = s.swapped + blockIdx.x * static_cast<size_t>(n) + j;
     auto size_of = [&](uint64_t q) {
@@ -226,7 +207,7 @@ __device__ bool nvls_same_windows(const ccl_device_comm_t& c, const CollScratch&
                                   const DirectArgs& a, uint64_t e, int* fail) {
   const int t = threadIdx.x;
   if (t < c.nranks && t != c.rank) {
-    const Win w = peer_ready(s, c.nranks, e, t);
+    const Windows w = peer_windows(s, c.nranks, e, t);
     const bool src_ok = a.kind != DirectKind::kNvlsAllReduce || w.src_off == a.src_off;
     if (!src_ok || w.dst_off != a.dst_off) {
       dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT, CCL_OP_PEER_PTR,
@@ -326,7 +307,7 @@ __global__ void __launch_bounds__(kThreads)
     // is read in place, in its own buffer.
     bool peer_in_place = false;
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const uint64_t off = j == me ? a.src_off : peer_ready(s, n, e, j).src_off;
+      const uint64_t off = j == me ? a.src_off : peer_windows(s, n, e, j).src_off;
       in[j] = window<const T>(c, s, j, off) + lo;
       peer_in_place |= j != me && off != stage_off(c, s, e & 1);
     }
@@ -353,7 +334,7 @@ __global__ void __launch_bounds__(kThreads)
     // Peers' windows were published before the barrier; reading them here is ordered after it.
     // This rank's own block comes from send and goes to recv directly.
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const Win r = peer_ready(s, n, e, j);
+      const Windows r = peer_windows(s, n, e, j);
       if (j == me) {
         in[j] = static_cast<const T*>(a.send) + mlo + lo;
         out[j] = static_cast<T*>(a.recv) + mlo + lo;
@@ -369,7 +350,7 @@ __global__ void __launch_bounds__(kThreads)
     if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     my_slice(a, a.count, sizeof(T), &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const Win r = peer_ready(s, n, e, j);
+      const Windows r = peer_windows(s, n, e, j);
       if (j == me)
         in[j] = static_cast<const T*>(a.send) + me * a.send_ld + lo;
       else
@@ -388,7 +369,7 @@ __global__ void __launch_bounds__(kThreads)
   } else if (me == a.root) {  // kReduce
     my_slice(a, a.count, sizeof(T), &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x)
-      in[j] = window<const T>(c, s, j, j == me ? a.src_off : peer_ready(s, n, e, j).src_off) + lo;
+      in[j] = window<const T>(c, s, j, j == me ? a.src_off : peer_windows(s, n, e, j).src_off) + lo;
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
@@ -453,7 +434,7 @@ __global__ void __launch_bounds__(kThreads)
           dsts[nd++] = recv + (me * a.recv_ld + lo) * esize;
         for (int k = 1; k < n; ++k) {
           const int j = (me + k) % n;  // next peer first: spread the traffic
-          const Win w = peer_ready(s, n, e, j);
+          const Windows w = peer_windows(s, n, e, j);
           if (w.dst_off != kNoWindow)
             dsts[nd++] = window<char>(c, s, j, w.dst_off) + (me * w.dst_ld + lo) * esize;
         }
@@ -464,7 +445,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int k = 1; k < n; ++k) {
           const int j = (me + k) % n;
           copy_slice(recv + (j * a.recv_ld + lo) * esize,
-                     window<const char>(c, s, j, peer_ready(s, n, e, j).src_off) + lo * esize, b);
+                     window<const char>(c, s, j, peer_windows(s, n, e, j).src_off) + lo * esize, b);
         }
       break;
     }
@@ -483,7 +464,7 @@ __global__ void __launch_bounds__(kThreads)
       break;
     case DirectKind::kBroadcast:
       if (me != a.root) {
-        const char* src = window<const char>(c, s, a.root, peer_ready(s, n, e, a.root).src_off);
+        const char* src = window<const char>(c, s, a.root, peer_windows(s, n, e, a.root).src_off);
         copy_slice(recv + lo * esize, src + lo * esize, b);
       } else if (recv != send) {
         copy_slice(recv + lo * esize, send + lo * esize, b);
@@ -510,7 +491,7 @@ __global__ void __launch_bounds__(kThreads)
         const int r = threadIdx.x - local, nt = blockDim.x - local;
         for (int k = 1; k < n; ++k) {
           const int j = (me + k) % n;
-          const Win w = peer_ready(s, n, e, j);
+          const Windows w = peer_windows(s, n, e, j);
           const char* mine_j = send + (j * a.send_ld + lo) * esize;
           if (w.dst_off != kNoWindow)
             copy_part(window<char>(c, s, j, w.dst_off) + (me * w.dst_ld + lo) * esize, mine_j, b, r,
