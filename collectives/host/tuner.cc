@@ -58,12 +58,21 @@ bool coll_from_name(const std::string& s, Collective* out) {
 // Blocks of the direct kernels: one per 64 KiB, at least 4, at most 32 below 64 MiB and all 64
 // (kMaxBlocks) from there. Measured at 1 GiB (2 x H200, 2026-11-23 second sweep): 64 blocks
 // against 32 lift allreduce 325 -> 338 GB/s, allgather 353 -> 360, alltoall 340 -> 361; below
-// 64 MiB the extra entry/exit flags cost more than the bandwidth brings.
+// 64 MiB the extra entry/exit flags cost more than the bandwidth brings. Two ranks' collectives
+// whose traffic runs both ways take all 64 from 4 MiB since the entry flags need no fence
+// (2026-11-27, the table against 64 forced and then 64 against 32 forced, us): allreduce 4 MiB
+// 20.9-21.1 -> 20.5-20.8, 8 MiB 33.7-34.0 -> 32.9-33.5, 32 MiB 110.0-110.7 -> 108.3-108.6;
+// allgather and alltoall 8-32 MiB 0.3-1.8 us less; reduce_scatter 8 and 32 MiB 0.3-0.8 less, 4
+// and 16 MiB 0.1-0.5 more. Broadcast (one way) was level to 0.4 us slower and keeps 32, as does
+// reduce (one way, not measured); 48 blocks lost everywhere. More ranks: not measured.
 constexpr size_t kManyBlocksFrom = size_t{64} << 20;
+constexpr size_t kManyBlocksFromTwoWays = size_t{4} << 20;
 
-int direct_blocks(size_t bytes) {
-  if (bytes >= kManyBlocksFrom) return kMaxBlocks;
-  return static_cast<int>(std::clamp<size_t>(bytes >> 16, 4, 32));
+int direct_blocks(const TunerInput& in) {
+  const bool two_ways = in.coll != Collective::kBroadcast && in.coll != Collective::kReduce;
+  const size_t from = in.nranks == 2 && two_ways ? kManyBlocksFromTwoWays : kManyBlocksFrom;
+  if (in.bytes >= from) return kMaxBlocks;
+  return static_cast<int>(std::clamp<size_t>(in.bytes >> 16, 4, 32));
 }
 
 int pipe_blocks(size_t bytes) {
@@ -78,8 +87,8 @@ bool is_pipe(Algorithm a) {
 }
 
 namespace {
-int blocks_for(Algorithm a, size_t bytes) {
-  return is_pipe(a) ? pipe_blocks(bytes) : direct_blocks(bytes);
+int blocks_for(Algorithm a, const TunerInput& in) {
+  return is_pipe(a) ? pipe_blocks(in.bytes) : direct_blocks(in);
 }
 }  // namespace
 
@@ -233,7 +242,7 @@ Choice table_choice(const TunerInput& in) {
     default:
       break;
   }
-  ch.blocks = blocks_for(ch.algo, in.bytes);
+  ch.blocks = blocks_for(ch.algo, in);
   ch.proto = table_proto(in, ch.algo);
   return ch;
 }
@@ -271,7 +280,7 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
   if (cfg.forced[ci]) {
     ch.algo = cfg.algo[ci];
     ch.forced = true;
-    ch.blocks = blocks_for(ch.algo, in.bytes);
+    ch.blocks = blocks_for(ch.algo, in);
     ch.proto = table_proto(in, ch.algo);
   }
   if (cfg.proto != Proto::kAuto &&

@@ -44,9 +44,22 @@ TEST(Tuner, BlocksGrowWithSizeWithinLimits) {
   EXPECT_LT(table_choice(in(Collective::kAllGather, 1024)).blocks,
             table_choice(in(Collective::kAllGather, 1 << 30)).blocks);
   EXPECT_LE(table_choice(in(Collective::kAllReduce, 1 << 30, 2, false)).blocks, kPipeChannels);
-  // Every flag row from 64 MiB on (measured: more in flight over NVLink), 32 below.
+  // Every flag row from 64 MiB on (measured: more in flight over NVLink), 32 below; two ranks'
+  // two-way collectives from 4 MiB.
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, size_t{1} << 30, 8)).blocks, kMaxBlocks);
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, size_t{16} << 20, 8)).blocks, 32);
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, size_t{64} << 20, 3)).blocks, kMaxBlocks);
   EXPECT_EQ(table_choice(in(Collective::kAllGather, size_t{1} << 30)).blocks, kMaxBlocks);
-  EXPECT_EQ(table_choice(in(Collective::kAllGather, size_t{16} << 20)).blocks, 32);
+  EXPECT_EQ(table_choice(in(Collective::kAllGather, size_t{16} << 20)).blocks, kMaxBlocks);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, size_t{4} << 20)).blocks, kMaxBlocks);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, (size_t{4} << 20) - 4)).blocks, 32);
+  EXPECT_EQ(table_choice(in(Collective::kReduceScatter, size_t{4} << 20, 4)).blocks, 32);
+  EXPECT_EQ(table_choice(in(Collective::kReduceScatter, size_t{4} << 20)).blocks, kMaxBlocks);
+  EXPECT_EQ(table_choice(in(Collective::kAllToAll, size_t{4} << 20)).blocks, kMaxBlocks);
+  // One-way traffic keeps 32 until 64 MiB on two ranks too.
+  EXPECT_EQ(table_choice(in(Collective::kBroadcast, size_t{16} << 20)).blocks, 32);
+  EXPECT_EQ(table_choice(in(Collective::kReduce, size_t{16} << 20)).blocks, 32);
+  EXPECT_EQ(table_choice(in(Collective::kBroadcast, size_t{64} << 20)).blocks, kMaxBlocks);
 }
 
 TEST(Tuner, OtherCollectivesUseDirectOnNvlink) {
