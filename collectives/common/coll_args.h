@@ -85,6 +85,7 @@ struct alignas(64) Ready {
 };
 static_assert(sizeof(Ready) == 192, "three lines per (block, peer) entry flag");
 
+/// Word i of the entry carrying `w` at epoch e: field i / 4, its bits 16 x (i % 4) and up.
 CCL_HD uint64_t ready_word(uint64_t e, const Windows& w, int i) {
   uint64_t v[kWindowFields] = {w.src_off, w.src_ld, w.dst_off, w.dst_ld, w.count, w.swap_off};
   return (e << 16) | ((v[i / 4] >> (16 * (i % 4))) & 0xffff);
