@@ -48,22 +48,14 @@ Status run_send_recv(ccl_comm* comm, CollState* st, const CollCall& k) {
       for (int step = 1; step < n; ++step) add(send, (me + step) % n, true);
       if (send != recv) add(send, me, true), add(recv, me, false);
     }
-  } else if (k.coll == Collective::kAllGather) {
-    // Peers in the order of a ring's steps: every rank sends to me + s while it receives from
-    // me - s, so a group of many peers keeps every link busy.
-    for (int step = 1; step < n; ++step) {
-      const int to = (me + step) % n, from = (me - step + n) % n;
-      add(send, to, true);
-      add(at(recv, from), from, false);
-    }
-    const char* own = at(recv, me);
-    if (own != send) add(send, me, true), add(own, me, false);
   } else {
-    // In place, the blocks going out are copied aside first: a peer's send may land in a block
-    // before this rank has sent it. This rank's choice alone (its peers see only the sends and
-    // receives), at the cost of one local copy of the outgoing blocks.
+    // Allgather sends its one block to every peer, alltoall its block `to` to peer `to`. In an
+    // in-place alltoall the blocks going out are copied aside first: a peer's send may land in a
+    // block before this rank has sent it. This rank's choice alone (its peers see only the sends
+    // and receives), at the cost of one local copy of the outgoing blocks.
+    const bool a2a = k.coll == Collective::kAllToAll;
     const char* out = send;
-    if (send == recv) {
+    if (a2a && send == recv) {
       char* space = nullptr;
       CCL_CHECK(alltoall_copy_space(st, static_cast<size_t>(n) * block, &space));
       std::vector<CopySpec> aside;
@@ -77,12 +69,17 @@ Status run_send_recv(ccl_comm* comm, CollState* st, const CollCall& k) {
       CCL_CHECK(local_copies(comm, aside, k.stream));
       out = space;
     }
+    // Peers in the order of a ring's steps: every rank sends to me + s while it receives from
+    // me - s, so a group of many peers keeps every link busy.
     for (int step = 1; step < n; ++step) {
       const int to = (me + step) % n, from = (me - step + n) % n;
-      add(at(out, to), to, true);
+      add(a2a ? at(out, to) : send, to, true);
       add(at(recv, from), from, false);
     }
-    if (send != recv) add(at(send, me), me, true), add(at(recv, me), me, false);
+    // This rank's own block, a pair with itself unless it is already in place.
+    const char* mine = a2a ? at(send, me) : send;
+    const char* own = at(recv, me);
+    if (own != mine) add(mine, me, true), add(own, me, false);
   }
   return issue_p2p(comm, st, k.stream, ops);
 }
