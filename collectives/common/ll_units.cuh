@@ -55,6 +55,28 @@ static __device__ __noinline__ void ll_refresh_row(uint64_t* row, size_t from, s
   for (size_t v = from + first; v < row_units; v += stride) ll_store(row + 2 * v, 0, flag);
 }
 
+/// This rank's LL rows of epoch e's parity at every peer rewritten whole with data 0 and e's flag
+/// by the calling block (ll_refresh), in the kernels that advance the collective epoch without
+/// carrying LL data (direct, LL128): a refresh point that fell on one of them used to refresh
+/// nothing, so a unit could outlive its flag's repeat. The caller has waited for every peer to
+/// complete epoch e - 2 (the last launch that could read these rows); the stores are complete
+/// (fenced) on return, before this rank's epoch e lets a peer's next launch of the parity read.
+/// Inline, a plain store loop: an out-of-line call here made the LL128 kernels keep registers
+/// across it (fp16/bf16 spills 8 -> 52 bytes).
+__device__ __forceinline__ void refresh_own_ll_rows(const ccl_device_comm_t& c, uint64_t* ll,
+                                                    size_t ll_entries, uint64_t e) {
+  const int n = c.nranks, me = c.rank;
+  uint64_t* const mine = ll + ((e & 1) * n + me) * ll_entries;
+  const uint32_t flag = ll_flag(e);
+  for (int j = 0; j < n; ++j) {
+    if (j == me) continue;
+    uint64_t* const row = dev::peer_ptr(c, mine, j);
+    for (size_t v = threadIdx.x; v < ll_entries / 2; v += blockDim.x)
+      ll_store(row + 2 * v, 0, flag);
+  }
+  dev::detail::fence_system();
+}
+
 /// Spins until both entries of a unit carry `flag` (ll_store); false on timeout or abort
 /// (reported).
 __device__ inline bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag,

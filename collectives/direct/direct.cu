@@ -1,5 +1,6 @@
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch_table.cuh"
+#include "collectives/common/ll_units.cuh"
 #include "collectives/direct/direct.cuh"
 #include "collectives/schedule/direct.hpp"
 #include "common/kernel_launch.cuh"
@@ -300,6 +301,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint64_t e = next_epoch(c, s);
   bool push, swap;
   if (!enter(c, s, a, e, sizeof(T), &fail, &push, &swap)) return;
+  if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
   size_t lo, len;
   if (a.kind == DirectKind::kOneShot) {
     my_slice(a, a.count, sizeof(T), &lo, &len);
@@ -416,6 +418,8 @@ __global__ void __launch_bounds__(kThreads)
   bool push;  // alltoall (the other copy kinds never push)
   bool swap;  // in-place alltoall, every rank's buffer a window
   if (!enter(c, s, a, e, esize, &fail, &push, &swap)) return;
+  // Block 0 is never one of the local blocks (the last ones), which skip enter's epoch wait.
+  if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
   size_t lo, len;
   my_slice(a, a.count, esize, &lo, &len);
   const size_t b = len * esize;

@@ -35,6 +35,8 @@ __device__ __noinline__ void refresh_rows(ccl_device_comm_t c, CollScratch s, LL
     ll_refresh_row(dev::peer_ptr(c, mine, j), sent ? units : 0, row_units, ll_flag(e), first,
                    stride);
   }
+  // Complete before the epoch goes out unfenced: a peer's launch of e + 2 reads these units.
+  dev::detail::fence_system();
 }
 
 template <ccl_datatype_t D, ccl_redop_t Op>

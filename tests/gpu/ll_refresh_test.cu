@@ -7,7 +7,9 @@
 // rank 0 holds back its data. Without the refresh rank 1 takes the planted entries as rank 0's
 // data (built with ll_refresh returning false, it fails so); with it rank 1 waits for the real
 // ones. The LL one-shot allreduce (epoch rows) and point-to-point LL (slot rows), each on a
-// communicator of its own.
+// communicator of its own; and the epoch rows again with the refresh epochs falling on SIMPLE
+// (direct) allreduces, which must refresh the LL rows too (the collective epoch advances with
+// every kernel).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -98,30 +100,43 @@ std::chrono::milliseconds hold(int r) {
   return std::chrono::milliseconds(r == 0 ? 300 : 0);
 }
 
-/// Epoch rows: [parity][sender][ll_entries]; T = the refresh of parity 0, + 2.
-int collective_rows(ccl_unique_id_t id, int r) {
+/// Epoch rows: [parity][sender][ll_entries]; T = the refresh of parity 0, + 2. With
+/// `simple_at_refresh` the calls at the refresh epochs are SIMPLE one-shot allreduces (past the LL
+/// rows: the direct kernel), not LL ones.
+int collective_rows(ccl_unique_id_t id, int r, bool simple_at_refresh) {
   ccl_comm_t comm;
   cudaStream_t s;
   if (open_comm(id, r, &comm, &s)) return 1;
-  const size_t big = 2 * kPlantTo;  // floats: kPlantTo units
+  const size_t big = 2 * kPlantTo;                                 // floats: kPlantTo units
+  const size_t simple = coll::ll_capacity(2) / sizeof(float) * 2;  // past the LL rows
   float *in = nullptr, *out = nullptr;
-  RANK_CUDA(cudaMalloc(&in, big * sizeof(float)));
-  RANK_CUDA(cudaMalloc(&out, big * sizeof(float)));
-  std::vector<float> ones(big, static_cast<float>(1 + r));
-  RANK_CUDA(cudaMemcpy(in, ones.data(), big * sizeof(float), cudaMemcpyHostToDevice));
+  RANK_CUDA(cudaMalloc(&in, simple * sizeof(float)));
+  RANK_CUDA(cudaMalloc(&out, simple * sizeof(float)));
+  std::vector<float> ones(simple, static_cast<float>(1 + r));
+  RANK_CUDA(cudaMemcpy(in, ones.data(), simple * sizeof(float), cudaMemcpyHostToDevice));
   if (int rc = allreduce(comm, in, out, 4, r, s)) return rc;
   CollScratch sc;
   if (int rc = scratch_of(comm, &sc)) return rc;
   uint64_t done = 0;
-  RANK_CUDA(cudaMemcpy(&done, sc.epoch + r, sizeof(done), cudaMemcpyDeviceToHost));
+  auto epoch = [&] {
+    return cudaMemcpy(&done, sc.epoch + r, sizeof(done), cudaMemcpyDeviceToHost);
+  };
+  RANK_CUDA(epoch());
   const uint64_t t = kRefreshAt + 2;
   RANK_CHECK(done + 4 < kRefreshAt, "epoch %llu: not below the refresh",
              static_cast<unsigned long long>(done));
   if (int rc = plant(sc.ll + ((t & 1) * 2 + (1 - r)) * sc.ll_entries, coll::ll_flag(t))) return rc;
-  for (uint64_t e = done + 1; e < t; ++e)
-    if (int rc = allreduce(comm, in, out, 4, r, s)) return rc;
+  // Every rank makes the same calls, so every rank reads the same epochs.
+  while (done + 1 < t) {
+    const bool at_refresh = coll::ll_refresh(done + 1, 2);
+    const size_t count = simple_at_refresh && at_refresh ? simple : 4;
+    if (int rc = allreduce(comm, in, out, count, r, s)) return rc;
+    RANK_CUDA(epoch());
+  }
+  RANK_CHECK(done + 1 == t, "epoch %llu before the large call, not %llu",
+             static_cast<unsigned long long>(done), static_cast<unsigned long long>(t - 1));
   if (int rc = allreduce(comm, in, out, big, r, s, hold(r))) return rc;
-  RANK_CUDA(cudaMemcpy(&done, sc.epoch + r, sizeof(done), cudaMemcpyDeviceToHost));
+  RANK_CUDA(epoch());
   RANK_CHECK(done == t, "the large call ran at epoch %llu, not %llu",
              static_cast<unsigned long long>(done), static_cast<unsigned long long>(t));
   RANK_CUDA(cudaFree(in));
@@ -176,7 +191,12 @@ void run_two_ranks(int (*body)(ccl_unique_id_t, int)) {
 
 TEST(CollectiveCounters, LLCollectiveRowsAreRefreshedBeforeTheirFlagsRepeat) {
   REQUIRE_GPUS(1);
-  run_two_ranks(collective_rows);
+  run_two_ranks([](ccl_unique_id_t id, int r) { return collective_rows(id, r, false); });
+}
+
+TEST(CollectiveCounters, LLCollectiveRowsAreRefreshedWhenTheRefreshFallsOnOtherKernels) {
+  REQUIRE_GPUS(1);
+  run_two_ranks([](ccl_unique_id_t id, int r) { return collective_rows(id, r, true); });
 }
 
 TEST(CollectiveCounters, PointToPointLLRowsAreRefreshedBeforeTheirFlagsRepeat) {
