@@ -44,12 +44,13 @@ constexpr int ll_threads(size_t block_bytes, int nranks) {
   return t < 32 ? 32 : t > kLLThreads ? kLLThreads : static_cast<int>(t);
 }
 /// LL128 rows (collectives/schedule/ll128.hpp): one per (epoch parity, sender) at every rank,
-/// 16 MiB in all split over the senders, between 256 KiB and 4 MiB each; a row of R bytes carries
-/// a rank block of R / 128 x 120 bytes.
+/// 18 MiB in all split over the senders, between 256 KiB and 4.5 MiB each; a row of R bytes
+/// carries a rank block of R / 128 x 120 bytes. 4.5 MiB holds a 4 MiB block (4.27 MiB of lines),
+/// where two ranks' reduce_scatter and broadcast measured LL128 ahead of SIMPLE.
 constexpr size_t ll128_row_bytes(int nranks) {
-  const size_t share =
-      (size_t{8} << 20) / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 4096 * 4096;
-  return share > (size_t{4} << 20) ? (size_t{4} << 20) : share < (256 << 10) ? (256 << 10) : share;
+  constexpr size_t kMost = size_t{4608} << 10;
+  const size_t share = 2 * kMost / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 4096 * 4096;
+  return share > kMost ? kMost : share < (256 << 10) ? (256 << 10) : share;
 }
 constexpr size_t ll128_capacity(int nranks) {
   return ll128_row_bytes(nranks) / 128 * 120;

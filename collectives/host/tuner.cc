@@ -196,17 +196,33 @@ size_t block_bytes(const TunerInput& in) {
 // all are within noise of each other. Beyond two ranks the limit is the bytes crossing the
 // busiest GPU's links, (n - 1) blocks: not measured there. One rank moves nothing over links,
 // and its LL128 call is the slower copy (one H200, 256 KiB in a graph: LL 2.10 us, LL128 2.78).
+//
+// With 96-block grids and 4.5 MiB rows (2026-11-27,
+// perf/results/2026-11-27_h200x2_ll128_refresh.md, LL128 forced against the table's SIMPLE in the
+// same call, us): reduce_scatter 8 MiB (4 MiB blocks) 19.9-20.0 against 21.0-21.5 and broadcast 4
+// MiB 17.9-18.4 against 19.9-20.0 moved to LL128; allreduce 4 MiB (one-shot LL128 20.7-20.8,
+// two-shot 20.5-20.9) stays two-shot; allgather and alltoall 4 MiB (14.6-15.3 against 13.8-14.1)
+// stay SIMPLE.
 constexpr size_t kLL128From = size_t{128} << 10;  // blocks above it
-constexpr size_t kLL128Traffic = size_t{2} << 20;
-constexpr size_t kLL128TrafficCopying = size_t{1} << 20;  // allgather, alltoall
+size_t ll128_traffic_limit(Collective c) {
+  switch (c) {
+    case Collective::kReduceScatter:
+    case Collective::kBroadcast:
+      return size_t{4} << 20;
+    case Collective::kAllGather:
+    case Collective::kAllToAll:
+      return size_t{1} << 20;
+    default:  // allreduce, reduce
+      return size_t{2} << 20;
+  }
+}
 
 bool ll128_wins(const TunerInput& in) {
   if (in.nranks < 2 || !in.nvlink) return false;
   const size_t block = block_bytes(in);
-  const bool copying = in.coll == Collective::kAllGather || in.coll == Collective::kAllToAll;
   const size_t traffic = block * static_cast<size_t>(in.nranks - 1);
   return block > kLL128From && block <= ll128_capacity(in.nranks) &&
-         traffic <= (copying ? kLL128TrafficCopying : kLL128Traffic);
+         traffic <= ll128_traffic_limit(in.coll);
 }
 
 /// The protocol of the one-shot and direct kernels: LL128 in its measured range, else LL where

@@ -65,8 +65,8 @@ TEST(Tuner, BlocksGrowWithSizeWithinLimits) {
 TEST(Tuner, OtherCollectivesUseDirectOnNvlink) {
   for (Collective c : {Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast,
                        Collective::kReduce, Collective::kAllToAll}) {
-    EXPECT_EQ(table_choice(in(c, 8 << 20)).algo, Algorithm::kDirect);
-    EXPECT_EQ(table_choice(in(c, 8 << 20)).proto, Proto::kSimple);
+    EXPECT_EQ(table_choice(in(c, 16 << 20)).algo, Algorithm::kDirect);
+    EXPECT_EQ(table_choice(in(c, 16 << 20)).proto, Proto::kSimple);
     EXPECT_EQ(table_choice(in(c, 4096)).proto, Proto::kLL);  // small: data with flags
   }
   // LL carries one rank block: allgather of 2 blocks of the limit still fits, broadcast of that
@@ -91,9 +91,11 @@ TEST(Tuner, ForcedLLOnlyWhereTheRowsHoldTheBlock) {
 }
 
 TEST(Tuner, LL128TakesItsMeasuredRangeOnNvlink) {
-  // Rank blocks above 128 KiB until 2 MiB cross the busiest GPU's links (1 MiB for allgather
-  // and alltoall), where every pair of GPUs is on NVLink.
+  // Rank blocks above 128 KiB until 2 MiB cross the busiest GPU's links (4 MiB for
+  // reduce_scatter and broadcast, 1 MiB for allgather and alltoall), where every pair of GPUs is
+  // on NVLink.
   const size_t k128 = size_t{128} << 10, m1 = size_t{1} << 20, m2 = size_t{2} << 20;
+  const size_t m4 = size_t{4} << 20;
   const Choice ar_edge = table_choice(in(Collective::kAllReduce, k128));
   EXPECT_EQ(ar_edge.proto, Proto::kLL);
   for (size_t b : {k128 + 8, kLLMaxBytes, m1, m2}) {
@@ -104,7 +106,12 @@ TEST(Tuner, LL128TakesItsMeasuredRangeOnNvlink) {
     EXPECT_EQ(table_choice(in(Collective::kReduceScatter, 2 * b)).proto, Proto::kLL128) << b;
   }
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, m2 + 8)).algo, Algorithm::kTwoShot);
-  EXPECT_EQ(table_choice(in(Collective::kBroadcast, m2 + 8)).proto, Proto::kSimple);
+  EXPECT_EQ(table_choice(in(Collective::kReduce, m2)).proto, Proto::kLL128);
+  EXPECT_EQ(table_choice(in(Collective::kReduce, m2 + 8)).proto, Proto::kSimple);
+  EXPECT_EQ(table_choice(in(Collective::kBroadcast, m4)).proto, Proto::kLL128);
+  EXPECT_EQ(table_choice(in(Collective::kBroadcast, m4 + 8)).proto, Proto::kSimple);
+  EXPECT_EQ(table_choice(in(Collective::kReduceScatter, 2 * m4)).proto, Proto::kLL128);
+  EXPECT_EQ(table_choice(in(Collective::kReduceScatter, 2 * m4 + 16)).proto, Proto::kSimple);
   EXPECT_EQ(table_choice(in(Collective::kAllGather, 2 * m1)).proto, Proto::kLL128);
   EXPECT_EQ(table_choice(in(Collective::kAllGather, 2 * m1 + 16)).proto, Proto::kSimple);
   EXPECT_EQ(table_choice(in(Collective::kAllToAll, 2 * m1 + 16)).proto, Proto::kSimple);
@@ -133,8 +140,9 @@ TEST(Tuner, ForcedLL128OnlyWhereItsRowsHoldTheBlock) {
   TunerConfig cfg;
   cfg.proto = Proto::kLL128;
   const size_t cap2 = ll128_capacity(2), cap8 = ll128_capacity(8);
-  EXPECT_EQ(cap2, (size_t{4} << 20) / 128 * 120);
-  EXPECT_EQ(cap8, (size_t{1} << 20) / 128 * 120);
+  EXPECT_EQ(cap2, (size_t{4608} << 10) / 128 * 120);  // a 4 MiB rank block fits
+  EXPECT_GE(cap2, size_t{4} << 20);
+  EXPECT_EQ(cap8, (size_t{1152} << 10) / 128 * 120);
   EXPECT_EQ(ll128_row_bytes(64), size_t{256} << 10);
   // Allreduce: the protocol of the one-shot (the table runs two-shot above 2 MiB).
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 3 << 20)).proto, Proto::kSimple);
@@ -252,11 +260,14 @@ TEST(Tuner, LLChoicesReportTheGridThatRuns) {
   EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 2 * 4096)).blocks, 1);  // per rank block
   cfg.nchannels = 3;
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 8)).blocks, 1);
-  // LL128: a warp per 4-line group (480 data bytes), 16 warps a block, at most 64 blocks.
+  // LL128: a warp per 4-line group (480 data bytes), 16 warps a block, at most 96 blocks.
   cfg.proto = Proto::kLL128;
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 480 * 16)).blocks, 1);
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 480 * 16 + 8)).blocks, 2);
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 480 << 10)).blocks, 64);  // 1024 groups
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 480 * 16 * 96)).blocks, 96);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 480 * 16 * 96 + 8)).blocks, 96);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 2 << 20)).blocks, 96);
 }
 
 TEST(Tuner, OneBlockLLCallsLaunchOnlyTheWarpsTheyUse) {
