@@ -26,7 +26,7 @@ __device__ __forceinline__ void ll128_load(const char* p, uint64_t v[2]) {
 /// Line groups a warp has in flight at once (its groups g, g + warps, ...) where it has more than
 /// one: one at a time left each warp a load's latency per 512 bytes, sending and receiving
 /// (2 x H200, allreduce 2 MiB 14.5 -> 13.8 us). Where a warp has one group (the grid is smaller
-/// than 64 blocks), the loop for two cost 0.3 us at 256 KiB and runs for one. The reductions
+/// than kMaxLL128Blocks), the loop for two cost 0.3 us at 256 KiB and runs for one. The reductions
 /// hold U x 2 x V accumulators a lane: the 1-byte types keep one group (two spilled).
 template <typename T>
 inline constexpr int kLL128Unroll = sizeof(T) >= 2 ? 2 : 1;

@@ -64,7 +64,9 @@ bool coll_from_name(const std::string& s, Collective* out) {
 // 20.9-21.1 -> 20.5-20.8, 8 MiB 33.7-34.0 -> 32.9-33.5, 32 MiB 110.0-110.7 -> 108.3-108.6;
 // allgather and alltoall 8-32 MiB 0.3-1.8 us less; reduce_scatter 8 and 32 MiB 0.3-0.8 less, 4
 // and 16 MiB 0.1-0.5 more. Broadcast (one way) was level to 0.4 us slower and keeps 32, as does
-// reduce (one way, not measured); 48 blocks lost everywhere. More ranks: not measured.
+// reduce (one way, not measured); 48 blocks lost everywhere, and so did 96 and 128 (a kMaxBlocks
+// raised in experiment libraries, 2026-11-27: allreduce 4 MiB 20.9 -> 22.5 / 21.1 us, allgather
+// 8 MiB 19.6 -> 20.7 / 26.3; only allreduce 8 MiB gained 0.5 at 128). More ranks: not measured.
 constexpr size_t kManyBlocksFrom = size_t{64} << 20;
 constexpr size_t kManyBlocksFromTwoWays = size_t{4} << 20;
 
