@@ -256,7 +256,7 @@ __device__ __forceinline__ void ll128_run(const ccl_device_comm_t& c, const Coll
     }
   }
   if (__syncthreads_or(failed)) return;
-  // At the end, where little is live across the (out-of-line) call.
+  // At the end, where little is live (inline: refresh_own_ll_rows says why).
   if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
   // The values read were consumed (stored above): no fence needed before telling the peers.
   publish_epoch(s, ep, e, false);

@@ -204,17 +204,18 @@ size_t block_bytes(const TunerInput& in) {
 // same call, us): reduce_scatter 8 MiB (4 MiB blocks) 19.9-20.0 against 21.0-21.5 and broadcast 4
 // MiB 17.9-18.4 against 19.9-20.0 moved to LL128; allreduce 4 MiB (one-shot LL128 20.7-20.8,
 // two-shot 20.5-20.9) stays two-shot; allgather and alltoall 4 MiB (14.6-15.3 against 13.8-14.1)
-// stay SIMPLE.
+// stay SIMPLE. Reduce 4 MiB, either root: 15.7-16.1 against 20.7-20.8, LL128 too.
 constexpr size_t kLL128From = size_t{128} << 10;  // blocks above it
 size_t ll128_traffic_limit(Collective c) {
   switch (c) {
     case Collective::kReduceScatter:
     case Collective::kBroadcast:
+    case Collective::kReduce:
       return size_t{4} << 20;
     case Collective::kAllGather:
     case Collective::kAllToAll:
       return size_t{1} << 20;
-    default:  // allreduce, reduce
+    default:  // allreduce
       return size_t{2} << 20;
   }
 }

@@ -92,8 +92,8 @@ TEST(Tuner, ForcedLLOnlyWhereTheRowsHoldTheBlock) {
 
 TEST(Tuner, LL128TakesItsMeasuredRangeOnNvlink) {
   // Rank blocks above 128 KiB until 2 MiB cross the busiest GPU's links (4 MiB for
-  // reduce_scatter and broadcast, 1 MiB for allgather and alltoall), where every pair of GPUs is
-  // on NVLink.
+  // reduce_scatter, broadcast and reduce, 1 MiB for allgather and alltoall), where every pair of
+  // GPUs is on NVLink.
   const size_t k128 = size_t{128} << 10, m1 = size_t{1} << 20, m2 = size_t{2} << 20;
   const size_t m4 = size_t{4} << 20;
   const Choice ar_edge = table_choice(in(Collective::kAllReduce, k128));
@@ -106,8 +106,8 @@ TEST(Tuner, LL128TakesItsMeasuredRangeOnNvlink) {
     EXPECT_EQ(table_choice(in(Collective::kReduceScatter, 2 * b)).proto, Proto::kLL128) << b;
   }
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, m2 + 8)).algo, Algorithm::kTwoShot);
-  EXPECT_EQ(table_choice(in(Collective::kReduce, m2)).proto, Proto::kLL128);
-  EXPECT_EQ(table_choice(in(Collective::kReduce, m2 + 8)).proto, Proto::kSimple);
+  EXPECT_EQ(table_choice(in(Collective::kReduce, m4)).proto, Proto::kLL128);
+  EXPECT_EQ(table_choice(in(Collective::kReduce, m4 + 8)).proto, Proto::kSimple);
   EXPECT_EQ(table_choice(in(Collective::kBroadcast, m4)).proto, Proto::kLL128);
   EXPECT_EQ(table_choice(in(Collective::kBroadcast, m4 + 8)).proto, Proto::kSimple);
   EXPECT_EQ(table_choice(in(Collective::kReduceScatter, 2 * m4)).proto, Proto::kLL128);
