@@ -16,7 +16,7 @@ __device__ __forceinline__ void read_direct_params(const ccl_device_comm_t& c, c
   read_before_wait(comm_fields(c), c.heap_base, s.stage[0], s.stage[1], s.ready, s.done, s.epoch,
                    s.finished, s.regs, a.send, a.recv, a.count, a.send_ld, a.recv_ld, a.src_off,
                    a.src_ld, a.dst_off, a.dst_ld, a.swap_off, a.root, a.kind, a.stage_src,
-                   a.unstage_dst, a.mc, a.local_blocks);
+                   a.unstage_dst, a.push_first, a.mc, a.local_blocks);
 }
 
 /// Slice of block b within a range of `len` elements of `esize` bytes, over the blocks that talk
@@ -33,6 +33,48 @@ __device__ __forceinline__ uint64_t stage_off(const ccl_device_comm_t& c, const 
   return static_cast<uint64_t>(s.stage[i] - heap_at(c, c.rank, 0));
 }
 
+/// Bytes between the senders' slots of an inbox (the host sizes pieces so that n slots fit).
+__device__ __forceinline__ size_t inbox_stride(const DirectArgs& a, int n, size_t esize) {
+  const size_t block = a.kind == DirectKind::kTwoShot ? (a.count + n - 1) / n : a.count;
+  return direct::inbox_stride(block, esize);
+}
+
+/// Push mode: slot `from` of rank `at`'s inbox, its staging buffer of epoch e (at the same heap
+/// offset on every rank), one slot per sender.
+__device__ __forceinline__ char* inbox_at(const ccl_device_comm_t& c, const CollScratch& s,
+                                          const DirectArgs& a, uint64_t e, int at, int from,
+                                          size_t esize) {
+  return heap_at(c, at, stage_off(c, s, e & 1)) + from * inbox_stride(a, c.nranks, esize);
+}
+
+/// Push mode: this block's slice of every peer's rank block, from the local send buffer into slot
+/// `me` of that peer's inbox.
+__device__ void push_copies(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
+                            uint64_t e, size_t esize) {
+  const int n = c.nranks, me = c.rank;
+  const char* send = static_cast<const char*>(a.send);
+  for (int k = 1; k < n; ++k) {
+    const int j = (me + k) % n;  // next peer first: spread the traffic
+    Transfer b{j, j * a.send_ld, a.count};
+    if (a.kind == DirectKind::kTwoShot) b = direct::two_shot_block(j, a.count, n, j, esize);
+    const size_t jlo = b.offset, jlen = b.count;
+    size_t lo, len;
+    my_slice(a, jlen, esize, &lo, &len);
+    copy_slice(inbox_at(c, s, a, e, j, me, esize) + lo * esize, send + (jlo + lo) * esize,
+               len * esize);
+  }
+}
+
+/// Push mode after the entry barrier (some rank published no source window): the pushes, then a
+/// barrier on the `pushed` flags (every peer's pushes into this rank's inbox are complete). False
+/// when a wait failed.
+__device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
+                            uint64_t e, size_t esize, int* fail) {
+  push_copies(c, s, a, e, esize);
+  flag_barrier(c, s.pushed, e, fail);
+  return !*fail;
+}
+
 /// Places the staging windows by epoch parity (the host cannot: graph replays advance the
 /// epoch), stages the source, then the entry barrier; false when a wait failed. *push: some rank
 /// published no source window; *swap: every rank offered its in-place buffer (swap_blocks).
@@ -42,20 +84,27 @@ __device__ __forceinline__ uint64_t stage_off(const ccl_device_comm_t& c, const 
 /// that peer's inbox (its staging buffer of this epoch, at the same heap offset on every rank)
 /// instead of the peers pulling it: a staged buffer costs no copy into the staging, and the
 /// reduction reads local memory only. All ranks decide alike from the published windows.
+///
+/// Push first (a.push_first, two-shot and reduce-scatter in the tuner's range, every rank alike):
+/// the pushes go out before the entry barrier, whose fence then covers them, so that barrier is
+/// the `pushed` one too. NVLink writes outrun reads (2 x H200: 374 GB/s a direction pushed, 332
+/// pulled, at 512 MiB), and the data moves while the entry flags are still on their way.
 __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
                       size_t esize, int* fail, bool* push, bool* swap) {
   const int n = c.nranks;
   if (a.stage_src) a.src_off = stage_off(c, s, e & 1);
-  if (a.unstage_dst) {
-    a.dst_off = stage_off(c, s, (e + 1) & 1);
-    // Peers push into this buffer once they see this rank's entry flag; the launch before this
-    // one may have been a one-shot whose readers of this buffer have no exit barrier.
-    if (e > 1) wait_peer_epochs(c, s, e - 1, fail);
-  }
+  if (a.unstage_dst) a.dst_off = stage_off(c, s, (e + 1) & 1);
   // This launch's staging buffer and entry-flag row were last read by the peers two launches
-  // ago; launches without an exit barrier (LL) let a rank get that far ahead.
-  if (e > 2) wait_peer_epochs(c, s, e - 2, fail);
+  // ago; launches without an exit barrier (LL) let a rank get that far ahead. One launch ago
+  // where peers write into a staging buffer before this launch's barrier has told them that its
+  // owner is past the last launch: this rank's staging destination (the launch before may have
+  // been a one-shot whose readers of that buffer have no exit barrier), and the inboxes this rank
+  // pushes into first (each peer's staging of this parity, its staging destination one launch
+  // ago, copied out after that launch's exit barrier).
+  const uint64_t lag = a.unstage_dst || a.push_first ? 1 : 2;
+  if (e > lag) wait_peer_epochs(c, s, e - lag, fail);
   if (*fail) return false;
+  if (a.push_first) push_copies(c, s, a, e, esize);
   if (a.stage_src) {
     char* stage = heap_at(c, c.rank, a.src_off);
     const char* send = static_cast<const char*>(a.send);
@@ -76,43 +125,9 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
     }
   }
   const Windows mine{a.src_off, a.src_ld, a.dst_off, a.dst_ld, a.count, a.swap_off};
-  // A staged source was written by this block just now: the peers read it after the barrier.
-  *push = entry_barrier(c, s, e, mine, a.stage_src, fail, swap);
-  return !*fail;
-}
-
-/// Bytes between the senders' slots of an inbox (the host sizes pieces so that n slots fit).
-__device__ __forceinline__ size_t inbox_stride(const DirectArgs& a, int n, size_t esize) {
-  const size_t block = a.kind == DirectKind::kTwoShot ? (a.count + n - 1) / n : a.count;
-  return direct::inbox_stride(block, esize);
-}
-
-/// Push mode: slot `from` of rank `at`'s inbox, its staging buffer of epoch e (at the same heap
-/// offset on every rank), one slot per sender.
-__device__ __forceinline__ char* inbox_at(const ccl_device_comm_t& c, const CollScratch& s,
-                                          const DirectArgs& a, uint64_t e, int at, int from,
-                                          size_t esize) {
-  return heap_at(c, at, stage_off(c, s, e & 1)) + from * inbox_stride(a, c.nranks, esize);
-}
-
-/// Push mode: this block's slice of every peer's rank block, from the local send buffer into slot
-/// `me` of that peer's inbox, then a barrier on the `pushed` flags (every peer's pushes into this
-/// rank's inbox are complete). False when a wait failed.
-__device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
-                            uint64_t e, size_t esize, int* fail) {
-  const int n = c.nranks, me = c.rank;
-  const char* send = static_cast<const char*>(a.send);
-  for (int k = 1; k < n; ++k) {
-    const int j = (me + k) % n;  // next peer first: spread the traffic
-    Transfer b{j, j * a.send_ld, a.count};
-    if (a.kind == DirectKind::kTwoShot) b = direct::two_shot_block(j, a.count, n, j, esize);
-    const size_t jlo = b.offset, jlen = b.count;
-    size_t lo, len;
-    my_slice(a, jlen, esize, &lo, &len);
-    copy_slice(inbox_at(c, s, a, e, j, me, esize) + lo * esize, send + (jlo + lo) * esize,
-               len * esize);
-  }
-  flag_barrier(c, s.pushed, e, fail);
+  // A staged source, or the pushes, were written by this block just now: the peers read them
+  // after the barrier.
+  *push = entry_barrier(c, s, e, mine, a.stage_src || a.push_first, fail, swap);
   return !*fail;
 }
 
@@ -329,7 +344,7 @@ __global__ void __launch_bounds__(kThreads)
     my_slice(a, mine.count, sizeof(T), &lo, &len);
     nvls_allreduce<D, Op>(c, s, a, mine.offset + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
-    if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
+    if (push && !a.push_first && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     const Transfer mine = direct::two_shot_block(me, a.count, n, me, sizeof(T));
     const size_t mlo = mine.offset;
     my_slice(a, mine.count, sizeof(T), &lo, &len);
@@ -349,7 +364,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, n, len);
   } else if (a.kind == DirectKind::kReduceScatter) {
-    if (push && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
+    if (push && !a.push_first && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
     my_slice(a, a.count, sizeof(T), &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
       const Windows r = peer_windows(s, n, e, j);

@@ -3,8 +3,9 @@
 // block. A window is the caller's buffer when it lies in the symmetric heap (zero copy) or this
 // rank's staging otherwise; peers learn where through the entry barrier, so ranks need not agree
 // on heap offsets. Two-shot, reduce-scatter and alltoall push into the peers' staging instead
-// when a rank has no source window (direct.cu, push mode). Reductions run in rank order 0..n-1
-// with one rounding (canonical).
+// when a rank has no source window, and two-shot and reduce-scatter always do in the tuner's
+// push-first range (direct.cu, push mode). Reductions run in rank order 0..n-1 with one rounding
+// (canonical).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -43,7 +44,10 @@ struct DirectArgs {
   bool stage_src;    // copy send into the source window (this rank's staging) first; two-shot,
                      // reduce-scatter and alltoall never do: without a source window they push
   bool unstage_dst;  // the destination window is staging: copy it into recv at the end
-  char* mc;          // NVLS: multicast address of heap offset 0; null = emulated (unicast)
+  // Two-shot and reduce-scatter: every rank pushes its peers' blocks into their inboxes before
+  // the entry barrier (the tuner decides alike on every rank, whatever the buffer kinds).
+  bool push_first;
+  char* mc;  // NVLS: multicast address of heap offset 0; null = emulated (unicast)
   // Allgather and alltoall out of place: the last `local_blocks` blocks of the grid copy this
   // rank's own block in HBM (no flags, no barrier) while the others drive NVLink undisturbed.
   int local_blocks;

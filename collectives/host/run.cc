@@ -89,22 +89,22 @@ void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch
   // Once per (collective, algorithm, protocol, blocks, power-of-two size class).
   int lg = 0;
   while ((size_t{1} << lg) < bytes && lg < 63) ++lg;
-  const uint64_t key = (static_cast<uint64_t>(k.coll) << 40) |
-                       (static_cast<uint64_t>(ch.algo) << 32) |
-                       (static_cast<uint64_t>(ch.proto) << 24) |
-                       (static_cast<uint64_t>(ch.blocks) << 8) | static_cast<uint64_t>(lg);
+  const uint64_t key =
+      (static_cast<uint64_t>(ch.push_first) << 48) | (static_cast<uint64_t>(k.coll) << 40) |
+      (static_cast<uint64_t>(ch.algo) << 32) | (static_cast<uint64_t>(ch.proto) << 24) |
+      (static_cast<uint64_t>(ch.blocks) << 8) | static_cast<uint64_t>(lg);
   if (!st->first_report(key)) return;
   if (ch.algo == Algorithm::kSendRecv) {  // the send/recv kernel sizes its own grid
     CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): send_recv%s", collective_name(k.coll),
              bytes, lg, ch.forced ? " (CCL_ALGO)" : "");
     return;
   }
-  CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s",
+  CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s%s",
            collective_name(k.coll), bytes, lg, algorithm_name(ch.algo),
            ch.proto == Proto::kLL      ? "/LL"
            : ch.proto == Proto::kLL128 ? "/LL128"
                                        : "/SIMPLE",
-           ch.blocks, ch.forced ? " (CCL_ALGO)" : "");
+           ch.blocks, ch.forced ? " (CCL_ALGO)" : "", ch.push_first ? ", pushed first" : "");
 }
 
 DirectKind direct_kind(Collective c, Algorithm a) {
@@ -165,6 +165,11 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   bool src_zero = window_of(comm, k.send, send_elems * E, !nvls, &send_off);
   if (a.kind == DirectKind::kOneShot && k.send == k.recv) src_zero = false;
   if (a.kind == DirectKind::kAllToAll && k.send == k.recv) src_zero = false;
+  // Push first: every rank pushes from its send buffer, whatever its kind, so none publishes a
+  // source window, and the pieces are push mode's on every rank.
+  a.push_first =
+      ch.push_first && (a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter);
+  if (a.push_first) src_zero = false;
   // The destination window: two-shot pushes its results there (else into staging); allgather
   // and alltoall peers push into it instead of this rank pulling. Not for an in-place alltoall:
   // peers would overwrite blocks this rank has yet to send.

@@ -228,6 +228,24 @@ bool ll128_wins(const TunerInput& in) {
          traffic <= ll128_traffic_limit(in.coll);
 }
 
+// Push first against the pull (direct.cu): EXPERIMENT, the range is being measured.
+size_t push_first_limit(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce:
+    case Collective::kReduceScatter:
+      return size_t{32} << 20;
+    default:
+      return 0;
+  }
+}
+
+bool push_first_wins(const TunerInput& in, const Choice& ch) {
+  if (in.nranks < 2 || ch.proto != Proto::kSimple) return false;
+  const bool kind = (in.coll == Collective::kAllReduce && ch.algo == Algorithm::kTwoShot) ||
+                    (in.coll == Collective::kReduceScatter && ch.algo == Algorithm::kDirect);
+  return kind && in.bytes <= push_first_limit(in.coll);
+}
+
 /// The protocol of the one-shot and direct kernels: LL128 in its measured range, else LL where
 /// its rows hold the block (measured faster than the barrier-delimited kernels wherever they
 /// do), else SIMPLE.
@@ -263,6 +281,7 @@ Choice table_choice(const TunerInput& in) {
   }
   ch.blocks = blocks_for(ch.algo, in);
   ch.proto = table_proto(in, ch.algo);
+  ch.push_first = push_first_wins(in, ch);
   return ch;
 }
 
@@ -326,6 +345,7 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
   // group) whatever CCL_NCHANNELS says: report the grid that runs.
   if (ch.proto == Proto::kLL) ch.blocks = ll_blocks(block_bytes(in));
   if (ch.proto == Proto::kLL128) ch.blocks = ll128_blocks(block_bytes(in));
+  ch.push_first = push_first_wins(in, ch);
   return ch;
 }
 

@@ -50,6 +50,9 @@ struct Choice {
   Proto proto;  // kLL, kLL128 or kSimple (one-shot and direct kernels)
   int blocks;   // grid of the kernel
   bool forced;  // from CCL_ALGO
+  // Two-shot allreduce and SIMPLE reduce-scatter: push the peers' blocks before the entry barrier
+  // (collectives/direct/direct.cu). Every rank decides alike from the same inputs.
+  bool push_first = false;
 };
 
 /// The table (no overrides): what runs when nothing is forced.

@@ -1,0 +1,64 @@
+# Helpers for one batched GPU-machine call (sourced by the per-call scripts kept beside the
+# results in perf/results/): every call runs tests and benchmarks under a time limit each, logs
+# them under one folder, and prints a short table last. Not run by CI (no GPU there).
+#
+#   source scripts/device-call-lib.sh NAME   # logs in /tmp/NAME, a tarball of them in $OUT
+#   T test_name 200 cmd...                   # a command with a timeout, its rc in summary.txt
+#   P run_name LIBDIR cmd...                 # a benchmark against another libccl (60 s)
+#   mps_on / mps_off                         # an MPS daemon for ranks sharing a GPU
+#   rows LOG                                 # "size oop_us wrong" of rank 0's table
+#   finish                                   # the tarball
+#
+# NVLink multicast stays off in every command: the machine's GPUs are shared.
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export CCL_SOCKET_IFNAME=lo
+CALL_NAME=${1:?call name}
+r=$PWD/.devinst
+L=/tmp/$CALL_NAME
+mkdir -p "$L"
+t0=$(date +%s)
+export LD_LIBRARY_PATH=$r/lib
+# NCCL for --compare-nccl: the pip wheel's library on the GPU machine.
+nccl=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)/lib
+R="$r/bin/ccl-run -n 2 --"
+
+elapsed() { echo $(($(date +%s) - t0)); }
+
+T() {
+  local n=$1 s=$2
+  shift 2
+  echo "=== $n [$(elapsed) s]" >"$L/$n.log"
+  timeout -k 5 "$s" "$@" >>"$L/$n.log" 2>&1
+  local rc=$?
+  echo "$n rc=$rc [$(elapsed) s]" | tee -a "$L/summary.txt"
+}
+
+P() {
+  local n=$1 lib=$2
+  shift 2
+  T "$n" 60 env LD_LIBRARY_PATH="$lib:$nccl:$r/lib" "$@"
+}
+
+mps_on() {
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/ccl-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/ccl-mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d; then
+    sleep 1
+    return 0
+  fi
+  echo "mps daemon failed" | tee -a "$L/summary.txt"
+  return 1
+}
+
+mps_off() {
+  echo quit | nvidia-cuda-mps-control
+  sleep 1
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+}
+
+rows() { grep -E '^\[0\] +[0-9]+ ' "$1" | sed 's/^\[0\] //' | awk '{print $1, $6, $9}'; }
+
+finish() {
+  echo "done [$(elapsed) s]" | tee -a "$L/summary.txt"
+  tar cJf "$OUT/${CALL_NAME}_logs.tar.xz" -C /tmp "$CALL_NAME"
+}
