@@ -119,6 +119,10 @@ __device__ __forceinline__ void load_ready(const Ready* r, uint64_t w[kReadyWord
                  : "memory");
 }
 
+/// Windows::src_ld of a rank that publishes no source window and pushed its blocks into the
+/// peers' inboxes before the entry barrier (direct.cu, push first); 0 without a window otherwise.
+inline constexpr uint64_t kPushedFirst = 1;
+
 /// Block-wide entry barrier of block b at epoch e: publishes `mine` (this rank's windows) to
 /// every peer, then waits for every peer's. With `ordered`, what the block wrote before is
 /// visible to the peers once they pass it (a system fence first: a staged source); without, only
@@ -127,14 +131,16 @@ __device__ __forceinline__ void load_ready(const Ready* r, uint64_t w[kReadyWord
 /// cut the call into different pieces. Returns, on every thread, whether some rank published no
 /// source window (direct.cu's push mode), read with the count so that it costs no extra round.
 /// Where this rank offers a swap window (`mine.swap_off`), `*all_swap` says on every thread
-/// whether every rank does.
+/// whether every rank does; where it pushed first (kPushedFirst), `*all_pushed` whether every rank
+/// did.
 __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
                                               uint64_t e, const Windows& mine, bool ordered,
-                                              int* fail, bool* all_swap) {
+                                              int* fail, bool* all_swap, bool* all_pushed) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
   Ready* row = ready_row(s, n, e);
+  const bool pushed_first = mine.src_off == kNoWindow && mine.src_ld == kPushedFirst;
   bool no_src = t == me && mine.src_off == kNoWindow;
-  bool no_swap = false;
+  bool no_swap = false, not_pushed = false;
   __syncthreads();
   if (t < n && t != me) {
     if (ordered) dev::detail::fence_system();
@@ -161,6 +167,7 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
       const Windows theirs = ready_windows(w);
       no_src = theirs.src_off == kNoWindow;
       if (mine.swap_off != kNoWindow) no_swap = theirs.swap_off == kNoWindow;
+      if (pushed_first) not_pushed = !no_src || theirs.src_ld != kPushedFirst;
       if (theirs.count != mine.count) {
         // The expected value is this rank's count, the seen one the peer's.
         dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
@@ -172,6 +179,7 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
   }
   // Only a rank that offers a swap asks (uniform over the block): no extra round for the others.
   *all_swap = mine.swap_off != kNoWindow && __syncthreads_or(no_swap) == 0;
+  *all_pushed = pushed_first && __syncthreads_or(not_pushed) == 0;
   return __syncthreads_or(no_src) != 0;
 }
 

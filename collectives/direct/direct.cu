@@ -65,19 +65,22 @@ __device__ void push_copies(const ccl_device_comm_t& c, const CollScratch& s, co
   }
 }
 
-/// Push mode after the entry barrier (some rank published no source window): the pushes, then a
-/// barrier on the `pushed` flags (every peer's pushes into this rank's inbox are complete). False
-/// when a wait failed.
-__device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
-                            uint64_t e, size_t esize, int* fail) {
-  push_copies(c, s, a, e, esize);
+/// Push mode after the entry barrier (some rank published no source window), unless every rank
+/// pushed first (the barrier's fence covered the pushes): this rank's pushes where it has yet to
+/// make them, then a barrier on the `pushed` flags (every peer's pushes into this rank's inbox are
+/// complete). False when a wait failed.
+__device__ bool finish_pushes(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
+                              uint64_t e, size_t esize, bool all_pushed, int* fail) {
+  if (all_pushed) return true;
+  if (!a.push_first) push_copies(c, s, a, e, esize);
   flag_barrier(c, s.pushed, e, fail);
   return !*fail;
 }
 
 /// Places the staging windows by epoch parity (the host cannot: graph replays advance the
-/// epoch), stages the source, then the entry barrier; false when a wait failed. *push: some rank
-/// published no source window; *swap: every rank offered its in-place buffer (swap_blocks).
+/// epoch), stages the source or pushes first, then the entry barrier; false when a wait failed.
+/// *push: some rank published no source window; *swap: every rank offered its in-place buffer
+/// (swap_blocks); *all_pushed: every rank pushed first.
 ///
 /// Push mode (two-shot, reduce-scatter, alltoall): a rank whose send buffer is neither symmetric
 /// nor registered publishes no source window, and then every rank pushes each peer's block into
@@ -85,12 +88,13 @@ __device__ bool push_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
 /// instead of the peers pulling it: a staged buffer costs no copy into the staging, and the
 /// reduction reads local memory only. All ranks decide alike from the published windows.
 ///
-/// Push first (a.push_first, two-shot and reduce-scatter in the tuner's range, every rank alike):
-/// the pushes go out before the entry barrier, whose fence then covers them, so that barrier is
-/// the `pushed` one too. NVLink writes outrun reads (2 x H200: 374 GB/s a direction pushed, 332
-/// pulled, at 512 MiB), and the data moves while the entry flags are still on their way.
+/// Push first (a.push_first: two-shot and reduce-scatter, every rank in the tuner's push-first
+/// range, and a rank without a source window always): the pushes go out before the entry barrier,
+/// whose fence then covers them, so that where every rank pushed first (kPushedFirst published)
+/// the entry barrier is the `pushed` one too; otherwise the others push after it and all meet
+/// at the `pushed` flags as before.
 __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
-                      size_t esize, int* fail, bool* push, bool* swap) {
+                      size_t esize, int* fail, bool* push, bool* swap, bool* all_pushed) {
   const int n = c.nranks;
   if (a.stage_src) a.src_off = stage_off(c, s, e & 1);
   if (a.unstage_dst) a.dst_off = stage_off(c, s, (e + 1) & 1);
@@ -124,10 +128,13 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
         break;
     }
   }
-  const Windows mine{a.src_off, a.src_ld, a.dst_off, a.dst_ld, a.count, a.swap_off};
+  const uint64_t src_ld = a.src_off != kNoWindow ? a.src_ld
+                          : a.push_first         ? kPushedFirst
+                                                 : uint64_t{0};
+  const Windows mine{a.src_off, src_ld, a.dst_off, a.dst_ld, a.count, a.swap_off};
   // A staged source, or the pushes, were written by this block just now: the peers read them
   // after the barrier.
-  *push = entry_barrier(c, s, e, mine, a.stage_src || a.push_first, fail, swap);
+  *push = entry_barrier(c, s, e, mine, a.stage_src || a.push_first, fail, swap, all_pushed);
   return !*fail;
 }
 
@@ -314,8 +321,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ T* out[kMaxDirectRanks];
   __syncthreads();
   const uint64_t e = next_epoch(c, s);
-  bool push, swap;
-  if (!enter(c, s, a, e, sizeof(T), &fail, &push, &swap)) return;
+  bool push, swap, all_pushed;
+  if (!enter(c, s, a, e, sizeof(T), &fail, &push, &swap, &all_pushed)) return;
   if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
   size_t lo, len;
   if (a.kind == DirectKind::kOneShot) {
@@ -344,7 +351,7 @@ __global__ void __launch_bounds__(kThreads)
     my_slice(a, mine.count, sizeof(T), &lo, &len);
     nvls_allreduce<D, Op>(c, s, a, mine.offset + lo, len);
   } else if (a.kind == DirectKind::kTwoShot) {
-    if (push && !a.push_first && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
+    if (push && !finish_pushes(c, s, a, e, sizeof(T), all_pushed, &fail)) return;
     const Transfer mine = direct::two_shot_block(me, a.count, n, me, sizeof(T));
     const size_t mlo = mine.offset;
     my_slice(a, mine.count, sizeof(T), &lo, &len);
@@ -364,7 +371,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, n, len);
   } else if (a.kind == DirectKind::kReduceScatter) {
-    if (push && !a.push_first && !push_blocks(c, s, a, e, sizeof(T), &fail)) return;
+    if (push && !finish_pushes(c, s, a, e, sizeof(T), all_pushed, &fail)) return;
     my_slice(a, a.count, sizeof(T), &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
       const Windows r = peer_windows(s, n, e, j);
@@ -430,9 +437,10 @@ __global__ void __launch_bounds__(kThreads)
     finish_epoch(c, s, e);
     return;
   }
-  bool push;  // alltoall (the other copy kinds never push)
-  bool swap;  // in-place alltoall, every rank's buffer a window
-  if (!enter(c, s, a, e, esize, &fail, &push, &swap)) return;
+  bool push;        // alltoall (the other copy kinds never push)
+  bool swap;        // in-place alltoall, every rank's buffer a window
+  bool all_pushed;  // never: alltoall pushes after the entry barrier
+  if (!enter(c, s, a, e, esize, &fail, &push, &swap, &all_pushed)) return;
   // Block 0 is never one of the local blocks (the last ones), which skip enter's epoch wait.
   if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
   size_t lo, len;

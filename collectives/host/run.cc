@@ -165,10 +165,11 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   bool src_zero = window_of(comm, k.send, send_elems * E, !nvls, &send_off);
   if (a.kind == DirectKind::kOneShot && k.send == k.recv) src_zero = false;
   if (a.kind == DirectKind::kAllToAll && k.send == k.recv) src_zero = false;
-  // Push first: every rank pushes from its send buffer, whatever its kind, so none publishes a
-  // source window, and the pieces are push mode's on every rank.
-  a.push_first =
-      ch.push_first && (a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter);
+  // Push first (direct.cu): in the tuner's range every rank pushes from its send buffer, whatever
+  // its kind, so none publishes a source window and all cut push mode's pieces; elsewhere a rank
+  // without a source window (push mode's cause) pushes first on its own.
+  const bool pusher = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter;
+  a.push_first = pusher && (ch.push_first || !src_zero);
   if (a.push_first) src_zero = false;
   // The destination window: two-shot pushes its results there (else into staging); allgather
   // and alltoall peers push into it instead of this rank pulling. Not for an in-place alltoall:

@@ -229,21 +229,13 @@ bool ll128_wins(const TunerInput& in) {
 }
 
 // Push first against the pull (direct.cu): EXPERIMENT, the range is being measured.
-size_t push_first_limit(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce:
-    case Collective::kReduceScatter:
-      return size_t{32} << 20;
-    default:
-      return 0;
-  }
-}
+constexpr size_t kPushFirstFrom = size_t{16} << 20;
+constexpr size_t kPushFirstTo = size_t{128} << 20;
 
 bool push_first_wins(const TunerInput& in, const Choice& ch) {
   if (in.nranks < 2 || ch.proto != Proto::kSimple) return false;
-  const bool kind = (in.coll == Collective::kAllReduce && ch.algo == Algorithm::kTwoShot) ||
-                    (in.coll == Collective::kReduceScatter && ch.algo == Algorithm::kDirect);
-  return kind && in.bytes <= push_first_limit(in.coll);
+  return in.coll == Collective::kAllReduce && ch.algo == Algorithm::kTwoShot &&
+         in.bytes >= kPushFirstFrom && in.bytes <= kPushFirstTo;
 }
 
 /// The protocol of the one-shot and direct kernels: LL128 in its measured range, else LL where

@@ -93,7 +93,8 @@ int destroy_healthy(ccl_comm_t comm) {
 /// buffers are staged and its peer's symmetric runs, for every direct collective (two-shot,
 /// reduce-scatter and alltoall switch every rank to pushing; the one-shot's staged side keeps the
 /// exit barrier). Beyond it the ranks would cut the call into different pieces: every rank's
-/// kernel fails with CCL_INVALID_ARGUMENT naming its peer instead of pairing different ranges.
+/// kernel fails with CCL_INVALID_ARGUMENT naming its peer instead of pairing different ranges,
+/// except in the tuner's push-first range, where every rank cuts push mode's pieces.
 TEST(CollectiveFailures, MixedBufferKinds) {
   REQUIRE_GPUS(1);
   ccl_unique_id_t id, id2;
@@ -179,6 +180,31 @@ TEST(CollectiveFailures, MixedBufferKinds) {
                          "reduce to %d, rank %d staged: element %zu is %f", root, staged, i,
                          got[i]);
           }
+        }
+        // An allreduce in the tuner's push-first range (16 MiB): every rank pushes first whatever
+        // its buffer, so the mix cuts the same pieces (sixteen) and sums right beyond the staging.
+        {
+          const size_t pf = size_t{4} << 20;  // float32 elements
+          float *psym = nullptr, *pdev = nullptr;
+          RANK_OK(ccl_mem_alloc(comm, 2 * pf * sizeof(float), reinterpret_cast<void**>(&psym)));
+          RANK_CUDA(cudaMalloc(&pdev, 2 * pf * sizeof(float)));
+          std::vector<float> pin(pf), pgot(pf);
+          for (size_t i = 0; i < pf; ++i) pin[i] = static_cast<float>((i * 7 + r) % 1000);
+          for (int staged = 0; staged < 2; ++staged) {
+            float* b = r == staged ? pdev : psym;
+            RANK_CUDA(cudaMemcpy(b, pin.data(), pf * 4, cudaMemcpyHostToDevice));
+            RANK_CUDA(cudaMemset(b + pf, 0xff, pf * 4));
+            RANK_OK(ccl_allreduce(b, b + pf, pf, ccl_float32, ccl_sum, comm, s));
+            RANK_CUDA(cudaStreamSynchronize(s));
+            RANK_CUDA(cudaMemcpy(pgot.data(), b + pf, pf * 4, cudaMemcpyDeviceToHost));
+            size_t bad = 0;
+            for (size_t i = 0; i < pf; ++i)
+              bad += pgot[i] != static_cast<float>((i * 7) % 1000 + (i * 7 + 1) % 1000);
+            RANK_CHECK(bad == 0, "push-first allreduce, rank %d staged: %zu wrong elements", staged,
+                       bad);
+          }
+          RANK_OK(ccl_mem_free(comm, psym));
+          RANK_CUDA(cudaFree(pdev));
         }
         // A broadcast beyond the staging from a symmetric root to ranks that pass NULL as their
         // send buffer (NCCL's convention): they cut the call as their symmetric recv says.
