@@ -228,9 +228,18 @@ bool ll128_wins(const TunerInput& in) {
          traffic <= ll128_traffic_limit(in.coll);
 }
 
-// Push first against the pull (direct.cu): EXPERIMENT, the range is being measured.
+// Push first (direct.cu) against the pull for symmetric buffers, two-shot allreduce (2 x H200
+// NV18, 2026-11-27, us, three alternations each; perf/results/2026-11-27_h200x2_push_first.md):
+//   size     1 M    2 M    4 M    8 M    16 M   32 M    64 M    128 M
+//   pull     12.2   15.1   20.6   33.2   57.8   108.4   206.7   403.1
+//   push     14.3   17.2   22.7   34.2   57.1   102.1   204.8   409.1
+// The pushes' fenced barrier costs more than the pulls' latency up to 8 MiB; from 16 MiB NVLink
+// writes outrun reads, until the staging cuts the call into pieces (32 MiB of staging: 128 MiB
+// runs in four, each paying the barriers). Reduce-scatter lost from 16 MiB (35.4 against 34.3
+// at 16 MiB, 65.6 against 60.3 at 32) and takes LL128 below: not pushed first. Ranks without a
+// source window always push first (direct.cu), whatever this range. More ranks: not measured.
 constexpr size_t kPushFirstFrom = size_t{16} << 20;
-constexpr size_t kPushFirstTo = size_t{128} << 20;
+constexpr size_t kPushFirstTo = size_t{64} << 20;
 
 bool push_first_wins(const TunerInput& in, const Choice& ch) {
   if (in.nranks < 2 || ch.proto != Proto::kSimple) return false;

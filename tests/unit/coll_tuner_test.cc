@@ -162,6 +162,32 @@ TEST(Tuner, ForcedLL128OnlyWhereItsRowsHoldTheBlock) {
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 1 << 20)).proto, Proto::kSimple);
 }
 
+// Push first: two-shot allreduce from 16 to 64 MiB (measured), alike on every rank whatever its
+// buffers; nothing else, and not where the pipe algorithms or a flag protocol run.
+TEST(Tuner, TwoShotPushesFirstInItsMeasuredRange) {
+  const size_t m = size_t{1} << 20;
+  for (size_t b : {8 * m, 16 * m - 4, 16 * m, 32 * m, 64 * m, 64 * m + 4, 128 * m}) {
+    const Choice c = table_choice(in(Collective::kAllReduce, b));
+    EXPECT_EQ(c.algo, Algorithm::kTwoShot) << b;
+    EXPECT_EQ(c.push_first, b >= 16 * m && b <= 64 * m) << b;
+  }
+  for (Collective k : {Collective::kReduceScatter, Collective::kAllGather, Collective::kBroadcast,
+                       Collective::kReduce, Collective::kAllToAll})
+    EXPECT_FALSE(table_choice(in(k, 32 * m)).push_first) << static_cast<int>(k);
+  EXPECT_TRUE(table_choice(in(Collective::kAllReduce, 32 * m, 8)).push_first);
+  TunerConfig cfg;
+  EXPECT_TRUE(choose(cfg, in(Collective::kAllReduce, 32 * m)).push_first);
+  // Forced elsewhere: the one-shot, or the ring, never pushes first.
+  ASSERT_TRUE(parse_algo_setting("allreduce:one_shot", &cfg).ok());
+  EXPECT_FALSE(choose(cfg, in(Collective::kAllReduce, 32 * m)).push_first);
+  ASSERT_TRUE(parse_algo_setting("allreduce:ring", &cfg).ok());
+  EXPECT_FALSE(choose(cfg, in(Collective::kAllReduce, 32 * m)).push_first);
+  // Forced two-shot keeps the range.
+  ASSERT_TRUE(parse_algo_setting("allreduce:two_shot", &cfg).ok());
+  EXPECT_FALSE(choose(cfg, in(Collective::kAllReduce, 4 * m)).push_first);
+  EXPECT_TRUE(choose(cfg, in(Collective::kAllReduce, 16 * m)).push_first);
+}
+
 TEST(Tuner, AlgoSettingForcesPerCollective) {
   TunerConfig cfg;
   ASSERT_TRUE(parse_algo_setting("allreduce:ring,allgather:recursive_doubling", &cfg).ok());
