@@ -78,8 +78,7 @@ __device__ bool finish_pushes(const ccl_device_comm_t& c, const CollScratch& s, 
 }
 
 /// Places the staging windows by epoch parity (the host cannot: graph replays advance the
-/// epoch), stages the source or pushes first, then the entry barrier and the LL rows' refresh;
-/// false when a wait failed.
+/// epoch), stages the source or pushes first, then the entry barrier; false when a wait failed.
 /// *push: some rank published no source window; *swap: every rank offered its in-place buffer
 /// (swap_blocks); *all_pushed: every rank pushed first.
 ///
@@ -136,12 +135,7 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
   // A staged source, or the pushes, were written by this block just now: the peers read them
   // after the barrier.
   *push = entry_barrier(c, s, e, mine, a.stage_src || a.push_first, fail, swap, all_pushed);
-  if (*fail) return false;
-  // The LL rows' refresh (ll_units.cuh), where this launch's epoch is a refresh point: block 0
-  // (never one of the copy kernel's local blocks, which skip this function) has waited above for
-  // the peers' epoch e - 2.
-  if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
-  return true;
+  return !*fail;
 }
 
 /// Bytes of one swap chunk: a block holds two in shared memory (the one it stores to a peer and
@@ -329,6 +323,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint64_t e = next_epoch(c, s);
   bool push, swap, all_pushed;
   if (!enter(c, s, a, e, sizeof(T), &fail, &push, &swap, &all_pushed)) return;
+  if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
   size_t lo, len;
   if (a.kind == DirectKind::kOneShot) {
     my_slice(a, a.count, sizeof(T), &lo, &len);
@@ -446,6 +441,8 @@ __global__ void __launch_bounds__(kThreads)
   bool swap;        // in-place alltoall, every rank's buffer a window
   bool all_pushed;  // never: alltoall pushes after the entry barrier
   if (!enter(c, s, a, e, esize, &fail, &push, &swap, &all_pushed)) return;
+  // Block 0 is never one of the local blocks (the last ones), which skip enter's epoch wait.
+  if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
   size_t lo, len;
   my_slice(a, a.count, esize, &lo, &len);
   const size_t b = len * esize;
