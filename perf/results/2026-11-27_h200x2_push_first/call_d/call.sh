@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Twenty-ninth session, fourth 2 x H200 call: the branch after reverting the LL refresh's move
+# into enter() (.devinst, "new"), against main 9339776 and the moved form ("moved", the third
+# call's library), alternated three times; tests of the final library; the sweeps beside NCCL
+# for the record.
+set -u
+source scripts/device-call-lib.sh s29d
+mkdir -p /tmp/libs; tar xJf .devperf/libs.tar.xz -C /tmp/libs
+T counters_ranks_1_2 200 $r/tests/gpu_collectives --gtest_filter='CollectiveCounters.*:Ranks/Collectives.*/0:Ranks/Collectives.*/1'
+T groups_failures_ce 120 $r/tests/gpu_collectives --gtest_filter='CollectiveGroups.*:CollectiveFailures.*:CopyEngineQueues.*'
+for rep in 1 2 3; do
+  for v in main new moved; do
+    lib=/tmp/libs/$v; [[ $v == new ]] && lib=$r/lib
+    P ar_${v}$rep $lib $R $r/perf/all_reduce_perf -b 1M -e 64M -f 2 -R 2 -n 50 -w 10
+    P rs_${v}$rep $lib $R $r/perf/reduce_scatter_perf -b 4M -e 64M -f 2 -R 2 -n 50 -w 10
+  done
+done
+for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall; do
+  P ${c}_perf $r/lib $R $r/perf/${c}_perf -b 8 -e 1G -f 2 -R 2 --compare-nccl --json $L/${c}_perf.json
+done
+P all_reduce_perf_graph10 $r/lib $R $r/perf/all_reduce_perf -b 8 -e 64M -f 2 -R 2 -G 10 --compare-nccl --json $L/all_reduce_perf_graph10.json
+P all_reduce_perf_malloc $r/lib $R $r/perf/all_reduce_perf -b 1M -e 256M -f 2 -R 0 --compare-nccl
+P reduce_scatter_perf_malloc $r/lib $R $r/perf/reduce_scatter_perf -b 1M -e 256M -f 2 -R 0 --compare-nccl
+finish
+cd $L
+grep -hE '^\[  (PASSED|FAILED) |^\[  FAILED  \]' counters_ranks_1_2.log groups_failures_ce.log
+for f in ar rs; do
+  echo "-- $f (size: main new moved rep1 | rep2 | rep3; oop us; wrong)"
+  paste <(rows ${f}_main1.log) <(rows ${f}_new1.log) <(rows ${f}_moved1.log) <(rows ${f}_main2.log) <(rows ${f}_new2.log) <(rows ${f}_moved2.log) <(rows ${f}_main3.log) <(rows ${f}_new3.log) <(rows ${f}_moved3.log) |
+    awk '{printf "%9s %6s %6s %6s | %6s %6s %6s | %6s %6s %6s w%d\n", $1, $2, $5, $8, $11, $14, $17, $20, $23, $26, $3+$6+$9+$12+$15+$18+$21+$24+$27}'
+done
+for f in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf all_reduce_perf_malloc reduce_scatter_perf_malloc; do
+  echo "-- $f (size oop ip nccl ratio wrong)"; grep -E '^\[0\] +[0-9]+ ' $f.log | sed 's/^\[0\] //' | awk '$1>=1048576 && $1<=67108864 || $1==536870912 {print $1, $6, $10, $(NF-3), $(NF-1), $9 $13}'
+done
+echo "-- graph allreduce (size oop nccl ratio)"; grep -E '^\[0\] +[0-9]+ ' all_reduce_perf_graph10.log | sed 's/^\[0\] //' | awk '$1>=1048576 {print $1, $6, $(NF-2), $NF}'
