@@ -144,11 +144,25 @@ __device__ __forceinline__ void ll128_run(const ccl_device_comm_t& c, const Coll
         dev::detail::Deadline deadline;
         for (uint32_t spin = 0; !here(); ++spin) {
           if ((spin & 1023) == 1023) {
+            // The report names a line still missing (the first flag lane, at its first group,
+            // whose flag has not come) and what its flag word holds; lane 0 keeps the deadline.
+            int first = U;
+#pragma unroll
+            for (int u = U - 1; u >= 0; --u)
+              if (slot(u).line < lines && slot(u).flag_lane && v[u][1] != flag) first = u;
+            const unsigned who = __ballot_sync(kWarp, first < U);
+            const int from = who != 0 ? __ffs(who) - 1 : 7;
+            uint64_t mine = v[0][1];
+#pragma unroll
+            for (int u = 1; u < U; ++u)
+              if (first == u) mine = v[u][1];
+            const uint64_t seen = __shfl_sync(kWarp, mine, from);
+            const int at = __shfl_sync(kWarp, first < U ? first : 0, from);
             int stop = 0;
-            const uint64_t seen = __shfl_sync(kWarp, v[0][1], 7);
-            if ((threadIdx.x & 31) == 0)
+            if (lane == 0)
               stop = deadline.expired(dev::detail::reporter(c), CCL_OP_SIGNAL_WAIT, r,
-                                      row + slot(0).row_off + 8, flag, seen, CCL_CMP_EQ);
+                                      row + ll128_slot(g0 + at * warps, from).row_off + 8, flag,
+                                      seen, CCL_CMP_EQ);
             if (__shfl_sync(kWarp, stop, 0)) return false;
           }
 #pragma unroll

@@ -1,15 +1,20 @@
 // Collectives that must fail cleanly or survive a counter wrap: a rank that stops calling (its
-// peer's timeout report names it, through every kind of wait), buffers of different kinds across
-// ranks, and epochs and sequence numbers crossing 2^32.
+// peer's timeout report names it, through every kind of wait, and an LL128 report names a line
+// that is missing), buffers of different kinds across ranks, and epochs and sequence numbers
+// crossing 2^32.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ccl/ccl.h"
+#include "collectives/common/coll_args.h"
+#include "collectives/host/coll_state.hpp"
+#include "collectives/schedule/ll128.hpp"
 #include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
 
@@ -77,6 +82,73 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
     for (int r = 0; r < 2; ++r)
       EXPECT_EQ(results[r].code, 0) << w.algo << "/" << w.proto << " rank " << r;
   }
+}
+
+/// An LL128 receive that times out names a line that has not arrived, with what its flag word
+/// holds. Rank 1 stops calling; rank 0 finds in its row from rank 1 every line of the call but
+/// the last of each warp's four carrying the call's flag (planted), so the first line a warp
+/// reads has arrived, and the report must name a missing one: its last seen value is not the
+/// flag it expected (the report named each warp's first line before).
+TEST(CollectiveFailures, AnLL128TimeoutNamesAMissingLine) {
+  REQUIRE_GPUS(1);
+  ccl_unique_id_t id;
+  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_WAIT_TIMEOUT", "300", 1);
+        setenv("CCL_ALGO", "allreduce:one_shot", 1);
+        setenv("CCL_PROTO", "LL128", 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        const size_t count = 16384;  // float32: 64 KiB, 547 lines
+        float* buf = nullptr;
+        RANK_CUDA(cudaMalloc(&buf, count * sizeof(float)));
+        RANK_CUDA(cudaMemset(buf, 0, count * sizeof(float)));
+        RANK_OK(ccl_allreduce(buf, buf, count, ccl_float32, ccl_sum, comm, s));
+        RANK_CUDA(cudaStreamSynchronize(s));
+        if (r == 1) {  // absent from here on, alive until rank 0 has had its report
+          std::this_thread::sleep_for(std::chrono::seconds(4));
+          RANK_OK(ccl_comm_abort(comm));
+          return 0;
+        }
+        coll::CollState* st = nullptr;
+        RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
+        const coll::CollScratch& sc = st->scratch;
+        uint64_t done = 0;
+        RANK_CUDA(cudaMemcpy(&done, sc.epoch, sizeof(done), cudaMemcpyDeviceToHost));
+        const uint64_t e = done + 1;  // the next call's epoch, its LL128 flag
+        const size_t lines = coll::ll128_lines(count * sizeof(float));
+        std::vector<uint64_t> row(lines * coll::kLL128LineBytes / 8, 0);
+        for (size_t l = 0; l < lines; ++l)
+          if (l % coll::kLL128LinesPerWarp != coll::kLL128LinesPerWarp - 1)
+            row[(l + 1) * coll::kLL128LineBytes / 8 - 1] = e;
+        char* from1 = sc.ll128 + ((e & 1) * 2 + 1) * sc.ll128_row;  // this rank's row from rank 1
+        RANK_CUDA(cudaMemcpy(from1, row.data(), row.size() * 8, cudaMemcpyHostToDevice));
+        RANK_OK(ccl_allreduce(buf, buf, count, ccl_float32, ccl_sum, comm, s));
+        RANK_CUDA(cudaStreamSynchronize(s));
+        ccl_result_t async;
+        const char* msg = nullptr;
+        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        const std::string m = msg != nullptr ? msg : "";
+        RANK_CHECK(async == CCL_TIMEOUT && m.find("peer 1") != std::string::npos,
+                   "async error %d, report '%s'", async, m.c_str());
+        unsigned long long expected = 0, seen = 0;
+        const size_t at = m.find("expected");
+        RANK_CHECK(at != std::string::npos &&
+                       std::sscanf(m.c_str() + at, "expected == %llu, last seen %llu", &expected,
+                                   &seen) == 2,
+                   "report '%s' has no expected and seen values", m.c_str());
+        RANK_CHECK(expected == e && seen != e,
+                   "report '%s' names a line that has arrived (flag %llu)", m.c_str(),
+                   static_cast<unsigned long long>(e));
+        RANK_OK(ccl_comm_abort(comm));
+        return 0;
+      },
+      60000);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 /// Destroys a communicator that must not be in error: 0, or non-zero after printing its report.
