@@ -141,6 +141,7 @@ TEST(CollectiveFailures, AnLL128TimeoutNamesAMissingLine) {
                        std::sscanf(m.c_str() + at, "expected == %llu, last seen %llu", &expected,
                                    &seen) == 2,
                    "report '%s' has no expected and seen values", m.c_str());
+        std::printf("rank 0's report: %s\n", m.c_str());
         RANK_CHECK(expected == e && seen != e,
                    "report '%s' names a line that has arrived (flag %llu)", m.c_str(),
                    static_cast<unsigned long long>(e));
