@@ -44,8 +44,9 @@ struct DirectArgs {
   bool stage_src;    // copy send into the source window (this rank's staging) first; two-shot,
                      // reduce-scatter and alltoall never do: without a source window they push
   bool unstage_dst;  // the destination window is staging: copy it into recv at the end
-  // Two-shot and reduce-scatter: every rank pushes its peers' blocks into their inboxes before
-  // the entry barrier (the tuner decides alike on every rank, whatever the buffer kinds).
+  // Two-shot and reduce-scatter: this rank pushes its peers' blocks into their inboxes before
+  // the entry barrier. Every rank in the tuner's push-first range (decided alike whatever the
+  // buffer kinds), and a rank without a source window always (direct.cu, push first).
   bool push_first;
   char* mc;  // NVLS: multicast address of heap offset 0; null = emulated (unicast)
   // Allgather and alltoall out of place: the last `local_blocks` blocks of the grid copy this

@@ -163,7 +163,7 @@ TEST(Tuner, ForcedLL128OnlyWhereItsRowsHoldTheBlock) {
 }
 
 // Push first: two-shot allreduce from 16 to 64 MiB (measured), alike on every rank whatever its
-// buffers; nothing else, and not where the pipe algorithms or a flag protocol run.
+// buffers; no other collective, and not where CCL_ALGO forces the one-shot or the ring.
 TEST(Tuner, TwoShotPushesFirstInItsMeasuredRange) {
   const size_t m = size_t{1} << 20;
   for (size_t b : {8 * m, 16 * m - 4, 16 * m, 32 * m, 64 * m, 64 * m + 4, 128 * m}) {
