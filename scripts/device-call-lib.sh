@@ -5,7 +5,7 @@
 #   source scripts/device-call-lib.sh NAME   # logs in /tmp/NAME, a tarball of them in $OUT
 #   T test_name 200 cmd...                   # a command with a timeout, its rc in summary.txt
 #   P run_name LIBDIR cmd...                 # a benchmark against another libccl (60 s)
-#   mps_on / mps_off                         # an MPS daemon for ranks sharing a GPU
+#   mps_on / mps_off                         # an MPS daemon for ranks sharing a GPU (mps.sh)
 #   rows LOG                                 # "size oop_us wrong" of rank 0's table
 #   finish                                   # the tarball
 #
@@ -39,22 +39,8 @@ P() {
   T "$n" 60 env LD_LIBRARY_PATH="$lib:$nccl:$r/lib" "$@"
 }
 
-mps_on() {
-  export CUDA_MPS_PIPE_DIRECTORY=/tmp/ccl-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/ccl-mps-log
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d; then
-    sleep 1
-    return 0
-  fi
-  echo "mps daemon failed" | tee -a "$L/summary.txt"
-  return 1
-}
-
-mps_off() {
-  echo quit | nvidia-cuda-mps-control
-  sleep 1
-  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
-}
+# mps_on / mps_off (scripts/mps.sh, shared with scripts/gpu-check.sh).
+source "$PWD/scripts/mps.sh"
 
 rows() { grep -E '^\[0\] +[0-9]+ ' "$1" | sed 's/^\[0\] //' | awk '{print $1, $6, $9}'; }
 

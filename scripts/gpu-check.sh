@@ -68,18 +68,14 @@ done
 # Ranks sharing a GPU with MPS on run their kernels at once (docs/collectives.md, "Ranks sharing
 # a GPU"): the residency test and the 4-rank matrix under a private MPS daemon. MPS=0 skips it.
 if [[ ${MPS:-1} == 1 && -x $tests/gpu_collectives ]] && command -v nvidia-cuda-mps-control >/dev/null; then
-  export CUDA_MPS_PIPE_DIRECTORY=/tmp/ccl-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/ccl-mps-log
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d; then
-    sleep 1
+  source "$root/scripts/mps.sh"
+  if mps_on; then
     run gpu_collectives_mps_residency "$tests/gpu_collectives" --gtest_filter='CollectiveResidency.*'
     run gpu_collectives_mps_4ranks "$tests/gpu_collectives" --gtest_filter='Ranks/Collectives.*/3'
-    echo quit | nvidia-cuda-mps-control
-    sleep 1
+    mps_off
   else
     rows+=("(MPS daemon did not start: the shared-GPU tests did not run)")
   fi
-  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 fi
 for n in $ranks; do
   run "ccl-run-env-init-n$n" "$bin/ccl-run" -n "$n" --timeout 120 -- "$tests/env_rank"
