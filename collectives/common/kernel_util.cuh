@@ -235,6 +235,35 @@ __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const C
   publish_epoch(s, plan_epochs(c, s), e, false);
 }
 
+/// exit_barrier and finish_epoch in one, for a block that touches nothing of this launch after
+/// the barrier (no unstaging): the block counts itself out (the atomic) while its barrier flag
+/// crosses NVLink instead of after the barrier's wait, and the last block to count publishes the
+/// epoch once its own wait has returned, so the atomic's round trip to L2 leaves the kernel's
+/// tail. Sound because what the epoch tells the peers is that no block of this launch still
+/// reads what they may then write (the staging, the entry rows, the LL rows, the inboxes): every
+/// block has done its last such read, and consumed it, before it counts; a block still waiting
+/// here waits on barrier flags that carry epochs, which only grow, so a peer that runs ahead
+/// cannot deceive it.
+__device__ __forceinline__ void exit_and_finish(const ccl_device_comm_t& c, const CollScratch& s,
+                                                uint64_t e, int* fail) {
+  const int t = threadIdx.x, n = c.nranks, me = c.rank;
+  uint64_t* row = s.done + static_cast<size_t>(blockIdx.x) * n;
+  __shared__ bool last;
+  __syncthreads();
+  if (t == me) {  // the thread that waits for no peer
+    last = gridDim.x == 1 || atomicAdd(s.finished, 1u) == gridDim.x - 1;
+    if (last && gridDim.x > 1) *s.finished = 0;
+  }
+  if (t < n && t != me) {
+    dev::detail::fence_system();
+    dev::detail::store_relaxed_sys(dev::peer_ptr(c, row + me, t), e);
+    if (!wait_for_peer(c, row + t, e, t)) *fail = 1;
+  }
+  __syncthreads();
+  if (*fail || !last) return;
+  if (t < n) dev::detail::store_relaxed_sys(dev::peer_ptr(c, s.epoch + me, t), e);
+}
+
 /// A window address published by rank j (heap or registered buffer), as a typed pointer here.
 template <typename T>
 __device__ __forceinline__ T* window(const ccl_device_comm_t& c, const CollScratch& s, int j,

@@ -406,9 +406,13 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
   }
+  if (!a.unstage_dst) {
+    exit_and_finish(c, s, e, &fail);
+    return;
+  }
   exit_barrier(c, s, e, &fail);
   if (fail) return;
-  if (a.unstage_dst) {
+  {
     const T* stage = window<const T>(c, s, me, a.dst_off);
     // Two-shot and NVLS allreduce: every rank block's slice b arrived from its owner (two-shot
     // wrote its own block to recv).
@@ -563,9 +567,13 @@ __global__ void __launch_bounds__(kThreads)
     default:
       break;
   }
+  if (!a.unstage_dst) {
+    exit_and_finish(c, s, e, &fail);
+    return;
+  }
   exit_barrier(c, s, e, &fail);
   if (fail) return;
-  if (a.unstage_dst) {  // NVLS allgather into staging: every rank's slice b arrived
+  {  // NVLS allgather into staging: every rank's slice b arrived
     const char* stage = window<const char>(c, s, me, a.dst_off);
     for (int j = 0; j < n; ++j)
       copy_slice(recv + (j * a.recv_ld + lo) * esize, stage + (j * a.dst_ld + lo) * esize, b);
