@@ -70,13 +70,13 @@ __device__ __forceinline__ EpochPlan plan_epochs(const ccl_device_comm_t& c, con
   return p;
 }
 
-/// Block-wide, the first step of the LL, LL128 and direct kernels after their PDL wait: this launch's epoch (one
-/// more than the last this rank completed), and a wait until every peer has completed epoch
-/// e - lag (its whole kernel: nothing of that launch still reads this rank's rows or staging),
-/// from one round of loads (every thread reads the own epoch itself, beside its rank's, so no
-/// barrier is needed to share it) and one reducing barrier. Peers push their epochs here, so the
-/// loads are local. A lag of kNoEpochWait waits for nothing. *failed is true on every thread when
-/// a wait failed (reported).
+/// Block-wide, the first step of the LL, LL128 and direct kernels after their PDL wait: this
+/// launch's epoch (one more than the last this rank completed), and a wait until every peer has
+/// completed epoch e - lag (its whole kernel: nothing of that launch still reads this rank's rows
+/// or staging), from one round of loads (every thread reads the own epoch itself, beside its
+/// rank's, so no barrier is needed to share it) and one reducing barrier. Peers push their epochs
+/// here, so the loads are local. A lag of kNoEpochWait waits for nothing. *failed is true on every
+/// thread when a wait failed (reported).
 inline constexpr uint64_t kNoEpochWait = ~uint64_t{0};
 __device__ __forceinline__ uint64_t begin_epoch(const ccl_device_comm_t& c, const EpochPlan& p,
                                                 uint64_t lag, bool* failed) {
@@ -179,18 +179,27 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
   return __syncthreads_or(no_src) != 0;
 }
 
-/// Block-wide barrier on one flag row ([kMaxBlocks][nranks], symmetric): this block's reads of
-/// and writes to the peers so far are complete at every peer, and theirs at this rank.
-__device__ __forceinline__ void flag_barrier(const ccl_device_comm_t& c, uint64_t* flags,
-                                             uint64_t e, int* fail) {
+/// Thread t's part of a barrier on one flag row ([kMaxBlocks][nranks], symmetric), for t a peer
+/// (t < nranks, t != rank): the block's accesses of the peers so far are made complete (a system
+/// fence after the caller's block barrier), this rank's flag at t is raised to e, and t's here
+/// waited for.
+__device__ __forceinline__ void cross_flags(const ccl_device_comm_t& c, uint64_t* flags, uint64_t e,
+                                            int* fail) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
   uint64_t* row = flags + static_cast<size_t>(blockIdx.x) * n;
-  __syncthreads();
   if (t < n && t != me) {
     dev::detail::fence_system();
     dev::detail::store_relaxed_sys(dev::peer_ptr(c, row + me, t), e);
     if (!wait_for_peer(c, row + t, e, t)) *fail = 1;
   }
+}
+
+/// Block-wide barrier on one flag row: this block's reads of and writes to the peers so far are
+/// complete at every peer, and theirs at this rank.
+__device__ __forceinline__ void flag_barrier(const ccl_device_comm_t& c, uint64_t* flags,
+                                             uint64_t e, int* fail) {
+  __syncthreads();
+  cross_flags(c, flags, e, fail);
   __syncthreads();
 }
 
@@ -198,6 +207,15 @@ __device__ __forceinline__ void flag_barrier(const ccl_device_comm_t& c, uint64_
 __device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const CollScratch& s,
                                              uint64_t e, int* fail) {
   flag_barrier(c, s.done, e, fail);
+}
+
+/// One thread's count of its block out of the launch: true for the last block, which resets the
+/// count for the next launch (the launches of a stream do not overlap past the PDL wait).
+__device__ __forceinline__ bool count_out(const CollScratch& s) {
+  if (gridDim.x == 1) return true;
+  const bool last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
+  if (last) *s.finished = 0;
+  return last;
 }
 
 /// Called by every block at its end, after a block barrier: the last block to finish publishes
@@ -212,8 +230,7 @@ __device__ __forceinline__ void publish_epoch(const CollScratch& s, const EpochP
     __shared__ bool last;
     if (threadIdx.x == 0) {
       if (fence) __threadfence();
-      last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
-      if (last) *s.finished = 0;
+      last = count_out(s);
     }
     __syncthreads();
     if (!last) return;
@@ -246,22 +263,14 @@ __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const C
 /// cannot deceive it.
 __device__ __forceinline__ void exit_and_finish(const ccl_device_comm_t& c, const CollScratch& s,
                                                 uint64_t e, int* fail) {
-  const int t = threadIdx.x, n = c.nranks, me = c.rank;
-  uint64_t* row = s.done + static_cast<size_t>(blockIdx.x) * n;
   __shared__ bool last;
   __syncthreads();
-  if (t == me) {  // the thread that waits for no peer
-    last = gridDim.x == 1 || atomicAdd(s.finished, 1u) == gridDim.x - 1;
-    if (last && gridDim.x > 1) *s.finished = 0;
-  }
-  if (t < n && t != me) {
-    dev::detail::fence_system();
-    dev::detail::store_relaxed_sys(dev::peer_ptr(c, row + me, t), e);
-    if (!wait_for_peer(c, row + t, e, t)) *fail = 1;
-  }
+  if (threadIdx.x == c.rank) last = count_out(s);  // the thread that waits for no peer
+  cross_flags(c, s.done, e, fail);
   __syncthreads();
   if (*fail || !last) return;
-  if (t < n) dev::detail::store_relaxed_sys(dev::peer_ptr(c, s.epoch + me, t), e);
+  const EpochPlan p = plan_epochs(c, s);
+  if (p.rank_thread) dev::detail::store_relaxed_sys(p.push, e);
 }
 
 /// A window address published by rank j (heap or registered buffer), as a typed pointer here.

@@ -138,8 +138,7 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
   const Windows mine{a.src_off, src_ld, a.dst_off, a.dst_ld, a.count, a.swap_off};
   // A staged source, or the pushes, were written by this block just now: the peers read them
   // after the barrier.
-  *push =
-      entry_barrier(c, s, e, mine, a.stage_src || a.push_first, peers, fail, swap, all_pushed);
+  *push = entry_barrier(c, s, e, mine, a.stage_src || a.push_first, peers, fail, swap, all_pushed);
   return !*fail;
 }
 
@@ -201,8 +200,7 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
     const int j = direct::swap_partner(k, me, n);
     if (j == me) continue;
     const char* mine = buffer + (j * a.recv_ld + lo) * esize;  // my block for j, my slice
-    char* theirs =
-        window<char>(c, s, j, peers[j].swap_off) + (me * a.recv_ld + lo) * esize;
+    char* theirs = window<char>(c, s, j, peers[j].swap_off) + (me * a.recv_ld + lo) * esize;
     uint64_t* tell = dev::peer_ptr(c, s.swapped + blockIdx.x * static_cast<size_t>(n) + me, j);
     const uint64_t* heard = s.swapped + blockIdx.x * static_cast<size_t>(n) + j;
     auto size_of = [&](uint64_t q) {
@@ -363,7 +361,7 @@ __global__ void __launch_bounds__(kThreads)
     const Transfer mine = direct::two_shot_block(me, a.count, n, me, sizeof(T));
     const size_t mlo = mine.offset;
     my_slice(a, mine.count, sizeof(T), &lo, &len);
-    // Peers' windows were published before the barrier; reading them here is ordered after it.
+    // Peers' windows came with the entry barrier (`peers`).
     // This rank's own block comes from send and goes to recv directly.
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
       const Windows r = peers[j];
