@@ -48,20 +48,6 @@ __device__ __forceinline__ bool wait_for_peer(const ccl_device_comm_t& c, const 
                            static_cast<uint64_t*>(nullptr));
 }
 
-/// The current epoch of a kernel launch: one more than the last one this rank completed.
-__device__ __forceinline__ uint64_t next_epoch(const ccl_device_comm_t& c, const CollScratch& s) {
-  return *reinterpret_cast<volatile uint64_t*>(s.epoch + c.rank) + 1;
-}
-
-/// Block-wide: waits until every peer has completed epoch `e` (its whole kernel: nothing of that
-/// launch still reads this rank's staging). Peers push their epoch here, so the poll is local.
-__device__ __forceinline__ void wait_peer_epochs(const ccl_device_comm_t& c, const CollScratch& s,
-                                                 uint64_t e, int* fail) {
-  const int t = threadIdx.x;
-  if (t < c.nranks && t != c.rank && !wait_for_peer(c, s.epoch + t, e, t)) *fail = 1;
-  __syncthreads();
-}
-
 /// Where a thread reads and publishes completed epochs (thread t < nranks speaks for rank t).
 /// Worked out from the parameters alone, so a kernel can do it before its PDL wait: on a small
 /// call one warp runs the whole path, and every instruction left after the wait is latency.
@@ -84,13 +70,20 @@ __device__ __forceinline__ EpochPlan plan_epochs(const ccl_device_comm_t& c, con
   return p;
 }
 
-/// Block-wide, for launches without an entry barrier (LL, LL128): this launch's epoch, and a wait
-/// until every peer has completed epoch e - lag, from one round of loads (every thread reads the
-/// own epoch itself, beside its rank's, so no barrier is needed to share it) and one reducing
-/// barrier. *failed is true on every thread when a wait failed (reported).
+/// Block-wide, the first step of the LL, LL128 and direct kernels after their PDL wait: this
+/// launch's epoch (one more than the last this rank completed), and a wait until every peer has
+/// completed epoch e - lag (its whole kernel: nothing of that launch still reads this rank's rows
+/// or staging), from one round of loads (every thread reads the own epoch itself, beside its
+/// rank's, so no barrier is needed to share it) and one reducing barrier. Peers push their epochs
+/// here, so the loads are local. A lag of kNoEpochWait waits for nothing. *failed is true on every
+/// thread when a wait failed (reported).
+inline constexpr uint64_t kNoEpochWait = ~uint64_t{0};
 __device__ __forceinline__ uint64_t begin_epoch(const ccl_device_comm_t& c, const EpochPlan& p,
                                                 uint64_t lag, bool* failed) {
-  const uint64_t own = dev::detail::load_acquire_sys(p.own);
+  // The own epoch was written by this stream's previous kernel, ordered by the PDL wait: a plain
+  // volatile load, which leaves the acquire load of the peer's in flight beside it (two acquire
+  // loads of one thread run one after the other).
+  const uint64_t own = *reinterpret_cast<const volatile uint64_t*>(p.own);
   const uint64_t seen = p.peer_thread ? dev::detail::load_acquire_sys(p.seen) : ~uint64_t{0};
   const uint64_t e = own + 1;
   const bool bad = e > lag && seen < e - lag && !wait_for_peer(c, p.seen, e - lag, threadIdx.x);
@@ -132,15 +125,17 @@ inline constexpr uint64_t kPushedFirst = 1;
 /// source window (direct.cu's push mode), read with the count so that it costs no extra round.
 /// Where this rank offers a swap window (`mine.swap_off`), `*all_swap` says on every thread
 /// whether every rank does; where it pushed first (kPushedFirst), `*all_pushed` whether every rank
-/// did.
+/// did. Every rank's windows are left in `table` (shared memory, nranks entries) for the block.
 __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
                                               uint64_t e, const Windows& mine, bool ordered,
-                                              int* fail, bool* all_swap, bool* all_pushed) {
+                                              Windows* table, int* fail, bool* all_swap,
+                                              bool* all_pushed) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
   Ready* row = ready_row(s, n, e);
   const bool pushed_first = mine.src_off == kNoWindow && mine.src_ld == kPushedFirst;
   bool no_src = t == me && mine.src_off == kNoWindow;
   bool no_swap = false, not_pushed = false;
+  if (t == me) table[me] = mine;
   __syncthreads();
   if (t < n && t != me) {
     if (ordered) dev::detail::fence_system();
@@ -165,6 +160,7 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
     if (!*fail) {
       constexpr int kCountWord = offsetof(Windows, count) / sizeof(uint64_t) * 4;
       const Windows theirs = ready_windows(w);
+      table[t] = theirs;
       no_src = theirs.src_off == kNoWindow;
       if (mine.swap_off != kNoWindow) no_swap = theirs.swap_off == kNoWindow;
       if (pushed_first) not_pushed = !no_src || theirs.src_ld != kPushedFirst;
@@ -183,34 +179,27 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
   return __syncthreads_or(no_src) != 0;
 }
 
-/// Rank j's windows for this block, published at the entry barrier of epoch e (through L2: the
-/// lines may be in L1 from an earlier launch). Not load_ready: after the barrier saw every word
-/// carry the epoch, plain L2 loads suffice, and load_ready's volatile asm loads here cost the
-/// two-shot 0.4-0.6 us (2 x H200, 4 MiB, 2026-11-27).
-__device__ __forceinline__ Windows peer_windows(const CollScratch& s, int n, uint64_t e, int j) {
-  const Ready* r = ready_row(s, n, e) + j;
-  uint64_t w[kReadyWords];
-#pragma unroll
-  for (int i = 0; i < kReadyWords; i += 2) {
-    const ulonglong2 p = __ldcg(reinterpret_cast<const ulonglong2*>(r->word + i));
-    w[i] = p.x;
-    w[i + 1] = p.y;
-  }
-  return ready_windows(w);
-}
-
-/// Block-wide barrier on one flag row ([kMaxBlocks][nranks], symmetric): this block's reads of
-/// and writes to the peers so far are complete at every peer, and theirs at this rank.
-__device__ __forceinline__ void flag_barrier(const ccl_device_comm_t& c, uint64_t* flags,
-                                             uint64_t e, int* fail) {
+/// Thread t's part of a barrier on one flag row ([kMaxBlocks][nranks], symmetric), for t a peer
+/// (t < nranks, t != rank): the block's accesses of the peers so far are made complete (a system
+/// fence after the caller's block barrier), this rank's flag at t is raised to e, and t's here
+/// waited for.
+__device__ __forceinline__ void cross_flags(const ccl_device_comm_t& c, uint64_t* flags, uint64_t e,
+                                            int* fail) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
   uint64_t* row = flags + static_cast<size_t>(blockIdx.x) * n;
-  __syncthreads();
   if (t < n && t != me) {
     dev::detail::fence_system();
     dev::detail::store_relaxed_sys(dev::peer_ptr(c, row + me, t), e);
     if (!wait_for_peer(c, row + t, e, t)) *fail = 1;
   }
+}
+
+/// Block-wide barrier on one flag row: this block's reads of and writes to the peers so far are
+/// complete at every peer, and theirs at this rank.
+__device__ __forceinline__ void flag_barrier(const ccl_device_comm_t& c, uint64_t* flags,
+                                             uint64_t e, int* fail) {
+  __syncthreads();
+  cross_flags(c, flags, e, fail);
   __syncthreads();
 }
 
@@ -218,6 +207,15 @@ __device__ __forceinline__ void flag_barrier(const ccl_device_comm_t& c, uint64_
 __device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const CollScratch& s,
                                              uint64_t e, int* fail) {
   flag_barrier(c, s.done, e, fail);
+}
+
+/// One thread's count of its block out of the launch: true for the last block, which resets the
+/// count for the next launch (the launches of a stream do not overlap past the PDL wait).
+__device__ __forceinline__ bool count_out(const CollScratch& s) {
+  if (gridDim.x == 1) return true;
+  const bool last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
+  if (last) *s.finished = 0;
+  return last;
 }
 
 /// Called by every block at its end, after a block barrier: the last block to finish publishes
@@ -232,8 +230,7 @@ __device__ __forceinline__ void publish_epoch(const CollScratch& s, const EpochP
     __shared__ bool last;
     if (threadIdx.x == 0) {
       if (fence) __threadfence();
-      last = atomicAdd(s.finished, 1u) == gridDim.x - 1;
-      if (last) *s.finished = 0;
+      last = count_out(s);
     }
     __syncthreads();
     if (!last) return;
@@ -253,6 +250,27 @@ __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const C
                                              uint64_t e) {
   __syncthreads();
   publish_epoch(s, plan_epochs(c, s), e, false);
+}
+
+/// exit_barrier and finish_epoch in one, for a block that touches nothing of this launch after
+/// the barrier (no unstaging): the block counts itself out (the atomic) while its barrier flag
+/// crosses NVLink instead of after the barrier's wait, and the last block to count publishes the
+/// epoch once its own wait has returned, so the atomic's round trip to L2 leaves the kernel's
+/// tail. Sound because what the epoch tells the peers is that no block of this launch still
+/// reads what they may then write (the staging, the entry rows, the LL rows, the inboxes): every
+/// block has done its last such read, and consumed it, before it counts; a block still waiting
+/// here waits on barrier flags that carry epochs, which only grow, so a peer that runs ahead
+/// cannot deceive it.
+__device__ __forceinline__ void exit_and_finish(const ccl_device_comm_t& c, const CollScratch& s,
+                                                uint64_t e, int* fail) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == c.rank) last = count_out(s);  // the thread that waits for no peer
+  cross_flags(c, s.done, e, fail);
+  __syncthreads();
+  if (*fail || !last) return;
+  const EpochPlan p = plan_epochs(c, s);
+  if (p.rank_thread) dev::detail::store_relaxed_sys(p.push, e);
 }
 
 /// A window address published by rank j (heap or registered buffer), as a typed pointer here.

@@ -77,8 +77,21 @@ __device__ bool finish_pushes(const ccl_device_comm_t& c, const CollScratch& s, 
   return !*fail;
 }
 
+/// Epochs a launch waits for its peers to have completed before it starts (begin_epoch). This
+/// launch's staging buffer and entry-flag row were last read by the peers two launches ago;
+/// launches without an exit barrier (LL) let a rank get that far ahead. One launch ago where
+/// peers write into a staging buffer before this launch's barrier has told them that its owner
+/// is past the last launch: this rank's staging destination (the launch before may have been a
+/// one-shot whose readers of that buffer have no exit barrier), and the inboxes this rank pushes
+/// into first (each peer's staging of this parity, its staging destination one launch ago,
+/// copied out after that launch's exit barrier).
+__device__ __forceinline__ uint64_t entry_lag(const DirectArgs& a) {
+  return a.unstage_dst || a.push_first ? 1 : 2;
+}
+
 /// Places the staging windows by epoch parity (the host cannot: graph replays advance the
-/// epoch), stages the source or pushes first, then the entry barrier; false when a wait failed.
+/// epoch), stages the source or pushes first, then the entry barrier, which leaves every rank's
+/// windows in `peers` (shared memory); false when a wait failed.
 /// *push: some rank published no source window; *swap: every rank offered its in-place buffer
 /// (swap_blocks); *all_pushed: every rank pushed first.
 ///
@@ -94,20 +107,11 @@ __device__ bool finish_pushes(const ccl_device_comm_t& c, const CollScratch& s, 
 /// the entry barrier is the `pushed` one too; otherwise the others push after it and all meet
 /// at the `pushed` flags as before.
 __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
-                      size_t esize, int* fail, bool* push, bool* swap, bool* all_pushed) {
+                      size_t esize, Windows* peers, int* fail, bool* push, bool* swap,
+                      bool* all_pushed) {
   const int n = c.nranks;
   if (a.stage_src) a.src_off = stage_off(c, s, e & 1);
   if (a.unstage_dst) a.dst_off = stage_off(c, s, (e + 1) & 1);
-  // This launch's staging buffer and entry-flag row were last read by the peers two launches
-  // ago; launches without an exit barrier (LL) let a rank get that far ahead. One launch ago
-  // where peers write into a staging buffer before this launch's barrier has told them that its
-  // owner is past the last launch: this rank's staging destination (the launch before may have
-  // been a one-shot whose readers of that buffer have no exit barrier), and the inboxes this rank
-  // pushes into first (each peer's staging of this parity, its staging destination one launch
-  // ago, copied out after that launch's exit barrier).
-  const uint64_t lag = a.unstage_dst || a.push_first ? 1 : 2;
-  if (e > lag) wait_peer_epochs(c, s, e - lag, fail);
-  if (*fail) return false;
   if (a.push_first) push_copies(c, s, a, e, esize);
   if (a.stage_src) {
     char* stage = heap_at(c, c.rank, a.src_off);
@@ -134,7 +138,7 @@ __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectAr
   const Windows mine{a.src_off, src_ld, a.dst_off, a.dst_ld, a.count, a.swap_off};
   // A staged source, or the pushes, were written by this block just now: the peers read them
   // after the barrier.
-  *push = entry_barrier(c, s, e, mine, a.stage_src || a.push_first, fail, swap, all_pushed);
+  *push = entry_barrier(c, s, e, mine, a.stage_src || a.push_first, peers, fail, swap, all_pushed);
   return !*fail;
 }
 
@@ -183,8 +187,8 @@ __device__ __forceinline__ void copy_block(char* to, const char* from, size_t by
 /// precedes the announcement, so a peer's store can never reach them first. False when a wait
 /// failed.
 __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
-                            uint64_t e, size_t esize, size_t lo, size_t len, SwapBuffers& buf,
-                            int* fail) {
+                            const Windows* peers, uint64_t e, size_t esize, size_t lo, size_t len,
+                            SwapBuffers& buf, int* fail) {
   const int n = c.nranks, me = c.rank;
   const size_t bytes = len * esize;
   const uint64_t chunks = (bytes + kSwapChunk - 1) / kSwapChunk;
@@ -196,8 +200,7 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
     const int j = direct::swap_partner(k, me, n);
     if (j == me) continue;
     const char* mine = buffer + (j * a.recv_ld + lo) * esize;  // my block for j, my slice
-    char* theirs =
-        window<char>(c, s, j, peer_windows(s, n, e, j).swap_off) + (me * a.recv_ld + lo) * esize;
+    char* theirs = window<char>(c, s, j, peers[j].swap_off) + (me * a.recv_ld + lo) * esize;
     uint64_t* tell = dev::peer_ptr(c, s.swapped + blockIdx.x * static_cast<size_t>(n) + me, j);
     const uint64_t* heard = s.swapped + blockIdx.x * static_cast<size_t>(n) + j;
     auto size_of = [&](uint64_t q) {
@@ -227,10 +230,10 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
 /// NVLS windows are multicast addresses: every rank must use the same heap offsets. Checked
 /// against the peers' published windows (emulated and real alike), reported as a bad argument.
 __device__ bool nvls_same_windows(const ccl_device_comm_t& c, const CollScratch& s,
-                                  const DirectArgs& a, uint64_t e, int* fail) {
+                                  const DirectArgs& a, const Windows* peers, int* fail) {
   const int t = threadIdx.x;
   if (t < c.nranks && t != c.rank) {
-    const Windows w = peer_windows(s, c.nranks, e, t);
+    const Windows& w = peers[t];
     const bool src_ok = a.kind != DirectKind::kNvlsAllReduce || w.src_off == a.src_off;
     if (!src_ok || w.dst_off != a.dst_off) {
       dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT, CCL_OP_PEER_PTR,
@@ -311,7 +314,9 @@ template <ccl_datatype_t D, ccl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a) {
   read_direct_params(c, s, a);
+  const EpochPlan ep = plan_epochs(c, s);
   __shared__ int fail;
+  __shared__ Windows peers[kMaxDirectRanks];
   if (threadIdx.x == 0) fail = 0;
   pdl_prologue();
   // `a` is a by-value kernel parameter: enter() fills in the staging windows.
@@ -319,10 +324,11 @@ __global__ void __launch_bounds__(kThreads)
   const int n = c.nranks, me = c.rank;
   __shared__ const T* in[kMaxDirectRanks];
   __shared__ T* out[kMaxDirectRanks];
-  __syncthreads();
-  const uint64_t e = next_epoch(c, s);
+  bool late;
+  const uint64_t e = begin_epoch(c, ep, entry_lag(a), &late);
+  if (late) return;
   bool push, swap, all_pushed;
-  if (!enter(c, s, a, e, sizeof(T), &fail, &push, &swap, &all_pushed)) return;
+  if (!enter(c, s, a, e, sizeof(T), peers, &fail, &push, &swap, &all_pushed)) return;
   if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
   size_t lo, len;
   if (a.kind == DirectKind::kOneShot) {
@@ -331,7 +337,7 @@ __global__ void __launch_bounds__(kThreads)
     // is read in place, in its own buffer.
     bool peer_in_place = false;
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const uint64_t off = j == me ? a.src_off : peer_windows(s, n, e, j).src_off;
+      const uint64_t off = j == me ? a.src_off : peers[j].src_off;
       in[j] = window<const T>(c, s, j, off) + lo;
       peer_in_place |= j != me && off != stage_off(c, s, e & 1);
     }
@@ -346,7 +352,7 @@ __global__ void __launch_bounds__(kThreads)
       return;
     }
   } else if (a.kind == DirectKind::kNvlsAllReduce) {
-    if (!nvls_same_windows(c, s, a, e, &fail)) return;
+    if (!nvls_same_windows(c, s, a, peers, &fail)) return;
     const Transfer mine = direct::two_shot_block(me, a.count, n, me, sizeof(T));
     my_slice(a, mine.count, sizeof(T), &lo, &len);
     nvls_allreduce<D, Op>(c, s, a, mine.offset + lo, len);
@@ -355,10 +361,10 @@ __global__ void __launch_bounds__(kThreads)
     const Transfer mine = direct::two_shot_block(me, a.count, n, me, sizeof(T));
     const size_t mlo = mine.offset;
     my_slice(a, mine.count, sizeof(T), &lo, &len);
-    // Peers' windows were published before the barrier; reading them here is ordered after it.
+    // Peers' windows came with the entry barrier (`peers`).
     // This rank's own block comes from send and goes to recv directly.
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const Windows r = peer_windows(s, n, e, j);
+      const Windows r = peers[j];
       if (j == me) {
         in[j] = static_cast<const T*>(a.send) + mlo + lo;
         out[j] = static_cast<T*>(a.recv) + mlo + lo;
@@ -374,7 +380,7 @@ __global__ void __launch_bounds__(kThreads)
     if (push && !finish_pushes(c, s, a, e, sizeof(T), all_pushed, &fail)) return;
     my_slice(a, a.count, sizeof(T), &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
-      const Windows r = peer_windows(s, n, e, j);
+      const Windows r = peers[j];
       if (j == me)
         in[j] = static_cast<const T*>(a.send) + me * a.send_ld + lo;
       else
@@ -393,14 +399,18 @@ __global__ void __launch_bounds__(kThreads)
   } else if (me == a.root) {  // kReduce
     my_slice(a, a.count, sizeof(T), &lo, &len);
     for (int j = threadIdx.x; j < n; j += blockDim.x)
-      in[j] = window<const T>(c, s, j, j == me ? a.src_off : peer_windows(s, n, e, j).src_off) + lo;
+      in[j] = window<const T>(c, s, j, j == me ? a.src_off : peers[j].src_off) + lo;
     if (threadIdx.x == 0) out[0] = static_cast<T*>(a.recv) + lo;
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
   }
+  if (!a.unstage_dst) {
+    exit_and_finish(c, s, e, &fail);
+    return;
+  }
   exit_barrier(c, s, e, &fail);
   if (fail) return;
-  if (a.unstage_dst) {
+  {
     const T* stage = window<const T>(c, s, me, a.dst_off);
     // Two-shot and NVLS allreduce: every rank block's slice b arrived from its owner (two-shot
     // wrote its own block to recv).
@@ -419,16 +429,21 @@ template <bool kSwap>
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a, int esize) {
   read_direct_params(c, s, a);
+  const EpochPlan ep = plan_epochs(c, s);
   __shared__ int fail;
+  __shared__ Windows peers[kMaxDirectRanks];
   if (threadIdx.x == 0) fail = 0;
   pdl_prologue();
   const int n = c.nranks, me = c.rank;
-  __syncthreads();
-  const uint64_t e = next_epoch(c, s);
   char* recv = static_cast<char*>(a.recv);
   const char* send = static_cast<const char*>(a.send);
   const int net_blocks = static_cast<int>(gridDim.x) - a.local_blocks;
-  if (static_cast<int>(blockIdx.x) >= net_blocks) {
+  // The local blocks (the last ones) touch no peer: they wait for no epoch.
+  const bool local = static_cast<int>(blockIdx.x) >= net_blocks;
+  bool late;
+  const uint64_t e = begin_epoch(c, ep, local ? kNoEpochWait : entry_lag(a), &late);
+  if (late) return;
+  if (local) {
     // This rank's own block, HBM to HBM: no peer reads or writes it, so no flags, no barrier.
     size_t llo, llen;
     partition_packs(a.count, a.local_blocks, blockIdx.x - net_blocks, esize, &llo, &llen);
@@ -440,8 +455,8 @@ __global__ void __launch_bounds__(kThreads)
   bool push;        // alltoall (the other copy kinds never push)
   bool swap;        // in-place alltoall, every rank's buffer a window
   bool all_pushed;  // never: alltoall pushes after the entry barrier
-  if (!enter(c, s, a, e, esize, &fail, &push, &swap, &all_pushed)) return;
-  // Block 0 is never one of the local blocks (the last ones), which skip enter's epoch wait.
+  if (!enter(c, s, a, e, esize, peers, &fail, &push, &swap, &all_pushed)) return;
+  // Block 0 is never one of the local blocks (the last ones), which wait for no epoch.
   if (blockIdx.x == 0 && ll_refresh(e, 2)) refresh_own_ll_rows(c, s.ll, s.ll_entries, e);
   size_t lo, len;
   my_slice(a, a.count, esize, &lo, &len);
@@ -461,7 +476,7 @@ __global__ void __launch_bounds__(kThreads)
           dsts[nd++] = recv + (me * a.recv_ld + lo) * esize;
         for (int k = 1; k < n; ++k) {
           const int j = (me + k) % n;  // next peer first: spread the traffic
-          const Windows w = peer_windows(s, n, e, j);
+          const Windows w = peers[j];
           if (w.dst_off != kNoWindow)
             dsts[nd++] = window<char>(c, s, j, w.dst_off) + (me * w.dst_ld + lo) * esize;
         }
@@ -472,12 +487,12 @@ __global__ void __launch_bounds__(kThreads)
         for (int k = 1; k < n; ++k) {
           const int j = (me + k) % n;
           copy_slice(recv + (j * a.recv_ld + lo) * esize,
-                     window<const char>(c, s, j, peer_windows(s, n, e, j).src_off) + lo * esize, b);
+                     window<const char>(c, s, j, peers[j].src_off) + lo * esize, b);
         }
       break;
     }
     case DirectKind::kNvlsAllGather:
-      if (!nvls_same_windows(c, s, a, e, &fail)) return;
+      if (!nvls_same_windows(c, s, a, peers, &fail)) return;
       if (a.mc == nullptr) {
         // Emulated multimem store: my block to the same offset at every rank.
         for (int k = 0; k < n; ++k)
@@ -491,7 +506,7 @@ __global__ void __launch_bounds__(kThreads)
       break;
     case DirectKind::kBroadcast:
       if (me != a.root) {
-        const char* src = window<const char>(c, s, a.root, peer_windows(s, n, e, a.root).src_off);
+        const char* src = window<const char>(c, s, a.root, peers[a.root].src_off);
         copy_slice(recv + lo * esize, src + lo * esize, b);
       } else if (recv != send) {
         copy_slice(recv + lo * esize, send + lo * esize, b);
@@ -501,7 +516,7 @@ __global__ void __launch_bounds__(kThreads)
       if constexpr (kSwap) {
         __shared__ SwapBuffers buf;
         if (swap) {
-          if (!swap_blocks(c, s, a, e, esize, lo, len, buf, &fail)) return;
+          if (!swap_blocks(c, s, a, peers, e, esize, lo, len, buf, &fail)) return;
           break;  // the exit barrier: every store into this rank's buffer is complete
         }
       }
@@ -518,7 +533,7 @@ __global__ void __launch_bounds__(kThreads)
         const int r = threadIdx.x - local, nt = blockDim.x - local;
         for (int k = 1; k < n; ++k) {
           const int j = (me + k) % n;
-          const Windows w = peer_windows(s, n, e, j);
+          const Windows w = peers[j];
           const char* mine_j = send + (j * a.send_ld + lo) * esize;
           if (w.dst_off != kNoWindow)
             copy_part(window<char>(c, s, j, w.dst_off) + (me * w.dst_ld + lo) * esize, mine_j, b, r,
@@ -550,9 +565,13 @@ __global__ void __launch_bounds__(kThreads)
     default:
       break;
   }
+  if (!a.unstage_dst) {
+    exit_and_finish(c, s, e, &fail);
+    return;
+  }
   exit_barrier(c, s, e, &fail);
   if (fail) return;
-  if (a.unstage_dst) {  // NVLS allgather into staging: every rank's slice b arrived
+  {  // NVLS allgather into staging: every rank's slice b arrived
     const char* stage = window<const char>(c, s, me, a.dst_off);
     for (int j = 0; j < n; ++j)
       copy_slice(recv + (j * a.recv_ld + lo) * esize, stage + (j * a.dst_ld + lo) * esize, b);
