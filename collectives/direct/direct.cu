@@ -227,6 +227,20 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
   return true;
 }
 
+/// A launch's end after its last access of the peers: where nothing follows (no unstaging),
+/// the exit barrier and the epoch in one (exit_and_finish) and false, the kernel is done; else
+/// the exit barrier alone and whether it passed (the caller copies out of the staging, then
+/// finish_epoch).
+__device__ __forceinline__ bool exit_to_unstage(const ccl_device_comm_t& c, const CollScratch& s,
+                                                const DirectArgs& a, uint64_t e, int* fail) {
+  if (!a.unstage_dst) {
+    exit_and_finish(c, s, e, fail);
+    return false;
+  }
+  exit_barrier(c, s, e, fail);
+  return !*fail;
+}
+
 /// NVLS windows are multicast addresses: every rank must use the same heap offsets. Checked
 /// against the peers' published windows (emulated and real alike), reported as a bad argument.
 __device__ bool nvls_same_windows(const ccl_device_comm_t& c, const CollScratch& s,
@@ -404,22 +418,15 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     reduce_slice<D, Op>(in, n, out, 1, len);
   }
-  if (!a.unstage_dst) {
-    exit_and_finish(c, s, e, &fail);
-    return;
-  }
-  exit_barrier(c, s, e, &fail);
-  if (fail) return;
-  {
-    const T* stage = window<const T>(c, s, me, a.dst_off);
-    // Two-shot and NVLS allreduce: every rank block's slice b arrived from its owner (two-shot
-    // wrote its own block to recv).
-    for (int j = 0; j < n; ++j) {
-      if (j == me && a.kind == DirectKind::kTwoShot) continue;
-      const Transfer b = direct::two_shot_block(j, a.count, n, j, sizeof(T));
-      my_slice(a, b.count, sizeof(T), &lo, &len);
-      copy_slice(static_cast<T*>(a.recv) + b.offset + lo, stage + b.offset + lo, len * sizeof(T));
-    }
+  if (!exit_to_unstage(c, s, a, e, &fail)) return;
+  // Unstaging (two-shot and NVLS allreduce): every rank block's slice b arrived from its owner
+  // (two-shot wrote its own block to recv).
+  const T* stage = window<const T>(c, s, me, a.dst_off);
+  for (int j = 0; j < n; ++j) {
+    if (j == me && a.kind == DirectKind::kTwoShot) continue;
+    const Transfer b = direct::two_shot_block(j, a.count, n, j, sizeof(T));
+    my_slice(a, b.count, sizeof(T), &lo, &len);
+    copy_slice(static_cast<T*>(a.recv) + b.offset + lo, stage + b.offset + lo, len * sizeof(T));
   }
   finish_epoch(c, s, e);
 }
@@ -565,17 +572,11 @@ __global__ void __launch_bounds__(kThreads)
     default:
       break;
   }
-  if (!a.unstage_dst) {
-    exit_and_finish(c, s, e, &fail);
-    return;
-  }
-  exit_barrier(c, s, e, &fail);
-  if (fail) return;
-  {  // NVLS allgather into staging: every rank's slice b arrived
-    const char* stage = window<const char>(c, s, me, a.dst_off);
-    for (int j = 0; j < n; ++j)
-      copy_slice(recv + (j * a.recv_ld + lo) * esize, stage + (j * a.dst_ld + lo) * esize, b);
-  }
+  if (!exit_to_unstage(c, s, a, e, &fail)) return;
+  // Unstaging (NVLS allgather into staging): every rank's slice b arrived.
+  const char* stage = window<const char>(c, s, me, a.dst_off);
+  for (int j = 0; j < n; ++j)
+    copy_slice(recv + (j * a.recv_ld + lo) * esize, stage + (j * a.dst_ld + lo) * esize, b);
   finish_epoch(c, s, e);
 }
 

@@ -21,6 +21,43 @@
 namespace ccl::test {
 namespace {
 
+/// Two ranks (CCL_WAIT_TIMEOUT 300 ms, the algorithm and protocol forced) make one float32
+/// allreduce of `count` elements in place together, so that whatever the communicator sets up on
+/// first use is set up; then rank 1 stays away (alive for 4 s, then it aborts) and rank 0 runs
+/// `absent(comm, stream, buf)`, whose return is rank 0's exit code. The ranks' results.
+template <typename F>
+std::vector<RankResult> with_an_absent_peer(const char* algo, const char* proto, size_t count,
+                                            F absent) {
+  ccl_unique_id_t id;
+  if (ccl_get_unique_id(&id) != CCL_SUCCESS) return {{1}, {1}};
+  return fork_ranks(
+      2,
+      [&](int r) {
+        setenv("CCL_WAIT_TIMEOUT", "300", 1);
+        setenv("CCL_ALGO", algo, 1);
+        setenv("CCL_PROTO", proto, 1);
+        ccl_comm_t comm;
+        if (init_on_gpu(id, 2, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        float* buf = nullptr;
+        RANK_CUDA(cudaMalloc(&buf, count * sizeof(float)));
+        RANK_CUDA(cudaMemset(buf, 0, count * sizeof(float)));
+        RANK_CUDA(cudaDeviceSynchronize());
+        RANK_OK(ccl_allreduce(buf, buf, count, ccl_float32, ccl_sum, comm, s));
+        RANK_CUDA(cudaStreamSynchronize(s));
+        if (r == 1) {  // absent from here on, alive until rank 0 has had its report
+          std::this_thread::sleep_for(std::chrono::seconds(4));
+          RANK_OK(ccl_comm_abort(comm));
+          return 0;
+        }
+        const int code = absent(comm, s, buf);
+        RANK_OK(ccl_comm_abort(comm));
+        return code;
+      },
+      60000);
+}
+
 /// A rank that stops calling collectives: its peer's next collective ends, within
 /// CCL_WAIT_TIMEOUT, with a timeout report that names it, through each kind of wait a collective
 /// kernel has (LL rows, LL128 lines, a direct kernel's entry flags, a pipe's FIFO).
@@ -36,30 +73,8 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
                       {"allreduce:two_shot", "AUTO", 1 << 18},
                       {"ring", "AUTO", 1 << 18}};
   for (const Way& w : ways) {
-    ccl_unique_id_t id;
-    ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
-    auto results = fork_ranks(
-        2,
-        [&](int r) {
-          setenv("CCL_WAIT_TIMEOUT", "300", 1);
-          setenv("CCL_ALGO", w.algo, 1);
-          setenv("CCL_PROTO", w.proto, 1);
-          ccl_comm_t comm;
-          if (init_on_gpu(id, 2, r, &comm)) return 1;
-          cudaStream_t s;
-          RANK_CUDA(cudaStreamCreate(&s));
-          float* buf = nullptr;
-          RANK_CUDA(cudaMalloc(&buf, w.count * sizeof(float)));
-          RANK_CUDA(cudaMemset(buf, 0, w.count * sizeof(float)));
-          RANK_CUDA(cudaDeviceSynchronize());
-          // One call together first: whatever the communicator sets up on first use is set up.
-          RANK_OK(ccl_allreduce(buf, buf, w.count, ccl_float32, ccl_sum, comm, s));
-          RANK_CUDA(cudaStreamSynchronize(s));
-          if (r == 1) {  // absent from here on, alive until rank 0 has had its report
-            std::this_thread::sleep_for(std::chrono::seconds(4));
-            RANK_OK(ccl_comm_abort(comm));
-            return 0;
-          }
+    auto results = with_an_absent_peer(
+        w.algo, w.proto, w.count, [&](ccl_comm_t comm, cudaStream_t s, float* buf) {
           const auto t0 = std::chrono::steady_clock::now();
           RANK_OK(ccl_allreduce(buf, buf, w.count, ccl_float32, ccl_sum, comm, s));
           RANK_CUDA(cudaStreamSynchronize(s));
@@ -75,10 +90,8 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
           RANK_CHECK(
               m.find("timed out") != std::string::npos && m.find("peer 1") != std::string::npos,
               "%s/%s: report '%s' does not name peer 1", w.algo, w.proto, m.c_str());
-          RANK_OK(ccl_comm_abort(comm));
           return 0;
-        },
-        60000);
+        });
     for (int r = 0; r < 2; ++r)
       EXPECT_EQ(results[r].code, 0) << w.algo << "/" << w.proto << " rank " << r;
   }
@@ -91,29 +104,9 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
 /// flag it expected (the report named each warp's first line before).
 TEST(CollectiveFailures, AnLL128TimeoutNamesAMissingLine) {
   REQUIRE_GPUS(1);
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
-  auto results = fork_ranks(
-      2,
-      [&](int r) {
-        setenv("CCL_WAIT_TIMEOUT", "300", 1);
-        setenv("CCL_ALGO", "allreduce:one_shot", 1);
-        setenv("CCL_PROTO", "LL128", 1);
-        ccl_comm_t comm;
-        if (init_on_gpu(id, 2, r, &comm)) return 1;
-        cudaStream_t s;
-        RANK_CUDA(cudaStreamCreate(&s));
-        const size_t count = 16384;  // float32: 64 KiB, 547 lines
-        float* buf = nullptr;
-        RANK_CUDA(cudaMalloc(&buf, count * sizeof(float)));
-        RANK_CUDA(cudaMemset(buf, 0, count * sizeof(float)));
-        RANK_OK(ccl_allreduce(buf, buf, count, ccl_float32, ccl_sum, comm, s));
-        RANK_CUDA(cudaStreamSynchronize(s));
-        if (r == 1) {  // absent from here on, alive until rank 0 has had its report
-          std::this_thread::sleep_for(std::chrono::seconds(4));
-          RANK_OK(ccl_comm_abort(comm));
-          return 0;
-        }
+  const size_t count = 16384;  // float32: 64 KiB, 547 lines
+  auto results = with_an_absent_peer(
+      "allreduce:one_shot", "LL128", count, [&](ccl_comm_t comm, cudaStream_t s, float* buf) {
         coll::CollState* st = nullptr;
         RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
         const coll::CollScratch& sc = st->scratch;
@@ -145,10 +138,8 @@ TEST(CollectiveFailures, AnLL128TimeoutNamesAMissingLine) {
         RANK_CHECK(expected == e && seen != e,
                    "report '%s' names a line that has arrived (flag %llu)", m.c_str(),
                    static_cast<unsigned long long>(e));
-        RANK_OK(ccl_comm_abort(comm));
         return 0;
-      },
-      60000);
+      });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
