@@ -101,11 +101,11 @@ __device__ __forceinline__ uint64_t entry_lag(const DirectArgs& a) {
 /// instead of the peers pulling it: a staged buffer costs no copy into the staging, and the
 /// reduction reads local memory only. All ranks decide alike from the published windows.
 ///
-/// Push first (a.push_first: two-shot and reduce-scatter, every rank in the tuner's push-first
-/// range, and a rank without a source window always): the pushes go out before the entry barrier,
-/// whose fence then covers them, so that where every rank pushed first (kPushedFirst published)
-/// the entry barrier is the `pushed` one too; otherwise the others push after it and all meet
-/// at the `pushed` flags as before.
+/// Push first (a.push_first: two-shot and reduce-scatter; every rank's two-shot allreduce in the
+/// tuner's push-first range, and a rank without a source window always): the pushes go out before
+/// the entry barrier, whose fence then covers them, so that where every rank pushed first
+/// (kPushedFirst published) the entry barrier is the `pushed` one too; otherwise the others push
+/// after it and all meet at the `pushed` flags as before.
 __device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
                       size_t esize, Windows* peers, int* fail, bool* push, bool* swap,
                       bool* all_pushed) {

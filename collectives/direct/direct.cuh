@@ -3,7 +3,7 @@
 // block. A window is the caller's buffer when it lies in the symmetric heap (zero copy) or this
 // rank's staging otherwise; peers learn where through the entry barrier, so ranks need not agree
 // on heap offsets. Two-shot, reduce-scatter and alltoall push into the peers' staging instead
-// when a rank has no source window, and two-shot and reduce-scatter always do in the tuner's
+// when a rank has no source window, and every rank's two-shot allreduce does in the tuner's
 // push-first range (direct.cu, push mode). Reductions run in rank order 0..n-1 with one rounding
 // (canonical).
 #pragma once
@@ -45,8 +45,9 @@ struct DirectArgs {
                      // reduce-scatter and alltoall never do: without a source window they push
   bool unstage_dst;  // the destination window is staging: copy it into recv at the end
   // Two-shot and reduce-scatter: this rank pushes its peers' blocks into their inboxes before
-  // the entry barrier. Every rank in the tuner's push-first range (decided alike whatever the
-  // buffer kinds), and a rank without a source window always (direct.cu, push first).
+  // the entry barrier. Every rank's two-shot allreduce in the tuner's push-first range (decided
+  // alike whatever the buffer kinds), and a rank without a source window always (direct.cu,
+  // push first).
   bool push_first;
   char* mc;  // NVLS: multicast address of heap offset 0; null = emulated (unicast)
   // Allgather and alltoall out of place: the last `local_blocks` blocks of the grid copy this

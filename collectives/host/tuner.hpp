@@ -50,8 +50,9 @@ struct Choice {
   Proto proto;  // kLL, kLL128 or kSimple (one-shot and direct kernels)
   int blocks;   // grid of the kernel
   bool forced;  // from CCL_ALGO
-  // Two-shot allreduce and SIMPLE reduce-scatter: push the peers' blocks before the entry barrier
-  // (collectives/direct/direct.cu). Every rank decides alike from the same inputs.
+  // Two-shot allreduce in its measured range: push the peers' blocks before the entry barrier
+  // (collectives/direct/direct.cu; reduce-scatter measured slower pushed first, so never here).
+  // Every rank decides alike from the same inputs.
   bool push_first = false;
 };
 
