@@ -5,9 +5,9 @@
 
     perf/against_best.py BEST.txt FILE.json [FILE.json ...] [--all]
 
-Per collective and size that both have: ccl's faster of out-of-place and in-place, NCCL's best,
-their ratio (best / ccl: above 1 ccl is faster), the same run's NCCL ratio when the run had
---compare-nccl, and a mark where ccl is more than 3 % behind the best. Without --all only the
+Per collective and size that both have: gicl's faster of out-of-place and in-place, NCCL's best,
+their ratio (best / gicl: above 1 gicl is faster), the same run's NCCL ratio when the run had
+--compare-nccl, and a mark where gicl is more than 3 % behind the best. Without --all only the
 marked rows print (and a count per file).
 """
 import json
@@ -40,7 +40,7 @@ def main(argv):
         table = best.get(name, {})
         behind = 0
         print(f"-- {run['benchmark']}{' (graph)' if run.get('graph') else ''}: {path}")
-        print(f"{'bytes':>12} {'ccl_us':>9} {'best_us':>9} {'vs_best':>8} {'vs_run':>7}")
+        print(f"{'bytes':>12} {'gicl_us':>9} {'best_us':>9} {'vs_best':>8} {'vs_run':>7}")
         for r in run["rows"]:
             b = table.get(r["bytes"])
             if b is None:

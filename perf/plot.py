@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Draws busbw and latency against message size, ccl beside NCCL, from the --json files of the
+"""Draws busbw and latency against message size, gicl beside NCCL, from the --json files of the
 collective benchmarks (all_reduce_perf ... sendrecv_perf).
 
     perf/plot.py OUT.png FILE.json [FILE.json ...]
 
 One column per file and sweep (a run with -d/-o/-r all has one sweep per type, reduction and
-root): busbw (GB/s, top) and time (us, bottom, log scale) against size, ccl's out-of-place and
+root): busbw (GB/s, top) and time (us, bottom, log scale) against size, gicl's out-of-place and
 in-place runs and, when the run had --compare-nccl, NCCL's.
 """
 import json
@@ -51,12 +51,12 @@ def main(argv):
     for col, (title, rows) in enumerate(columns):
         size = [r["bytes"] for r in rows]
         bw, lat = axes[0][col], axes[1][col]
-        bw.plot(size, [r["oop_busbw"] for r in rows], "o-", label="ccl out-of-place")
+        bw.plot(size, [r["oop_busbw"] for r in rows], "o-", label="gicl out-of-place")
         ip = [r for r in rows if r["ip_us"] > 0]  # point to point has no in-place run
         if ip:
             bw.plot([r["bytes"] for r in ip], [r["ip_busbw"] for r in ip], "s--",
-                    label="ccl in-place", alpha=0.7)
-        lat.plot(size, [r["oop_us"] for r in rows], "o-", label="ccl")
+                    label="gicl in-place", alpha=0.7)
+        lat.plot(size, [r["oop_us"] for r in rows], "o-", label="gicl")
         if any(r["nccl_us"] > 0 for r in rows):
             bw.plot(size, [r["nccl_busbw"] for r in rows], "^-", label="NCCL")
             lat.plot(size, [r["nccl_us"] for r in rows], "^-", label="NCCL")

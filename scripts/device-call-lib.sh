@@ -4,14 +4,14 @@
 #
 #   source scripts/device-call-lib.sh NAME   # logs in /tmp/NAME, a tarball of them in $OUT
 #   T test_name 200 cmd...                   # a command with a timeout, its rc in summary.txt
-#   P run_name LIBDIR cmd...                 # a benchmark against another libccl (60 s)
+#   P run_name LIBDIR cmd...                 # a benchmark against another libgicl (60 s)
 #   mps_on / mps_off                         # an MPS daemon for ranks sharing a GPU (mps.sh)
 #   rows LOG                                 # "size oop_us wrong" of rank 0's table
 #   finish                                   # the tarball
 #
 # NVLink multicast stays off in every command: the machine's GPUs are shared.
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export CCL_SOCKET_IFNAME=lo
+export GICL_SOCKET_IFNAME=lo
 CALL_NAME=${1:?call name}
 r=$PWD/.devinst
 L=/tmp/$CALL_NAME
@@ -20,7 +20,7 @@ t0=$(date +%s)
 export LD_LIBRARY_PATH=$r/lib
 # NCCL for --compare-nccl: the pip wheel's library on the GPU machine.
 nccl=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)/lib
-R="$r/bin/ccl-run -n 2 --"
+R="$r/bin/gicl-run -n 2 --"
 
 elapsed() { echo $(($(date +%s) - t0)); }
 

@@ -18,8 +18,8 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # NVLink multicast must stay off on shared machines: never enable it here.
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-export CCL_SOCKET_IFNAME=${CCL_SOCKET_IFNAME:-lo}
-out=${OUT:-/tmp/ccl-gpu-check}
+export GICL_SOCKET_IFNAME=${GICL_SOCKET_IFNAME:-lo}
+out=${OUT:-/tmp/gicl-gpu-check}
 mkdir -p "$out"
 ranks=${RANKS:-2 4}
 
@@ -28,7 +28,7 @@ if [[ -d $root/.devinst/bin ]]; then
   export LD_LIBRARY_PATH=$root/.devinst/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 else
   "$root/scripts/setup.sh" || exit 1
-  b=${CCL_BUILD_DIR:-$root/build}
+  b=${GICL_BUILD_DIR:-$root/build}
   bin=$b/src/tools tests=$b/tests perf=$b/perf ex=$b/examples
 fi
 
@@ -61,7 +61,7 @@ run() {  # run NAME COMMAND...: logs to $out/NAME.log, records a summary row
   nvidia-smi topo -m
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 } >"$out/machine.txt" 2>&1
-run ccl-info "$bin/ccl-info"
+run gicl-info "$bin/gicl-info"
 for t in "$tests"/${TESTS:-gpu_*}; do
   [[ -x $t ]] && run "$(basename "$t")" "$t"
 done
@@ -78,19 +78,19 @@ if [[ ${MPS:-1} == 1 && -x $tests/gpu_collectives ]] && command -v nvidia-cuda-m
   fi
 fi
 for n in $ranks; do
-  run "ccl-run-env-init-n$n" "$bin/ccl-run" -n "$n" --timeout 120 -- "$tests/env_rank"
+  run "gicl-run-env-init-n$n" "$bin/gicl-run" -n "$n" --timeout 120 -- "$tests/env_rank"
 done
 [[ -x $tests/mp_comm ]] && run mp_comm "$tests/mp_comm"
 for e in "$ex"/example_*; do
-  [[ -x $e ]] && run "$(basename "$e")" "$bin/ccl-run" -n 2 --timeout 120 -- "$e"
+  [[ -x $e ]] && run "$(basename "$e")" "$bin/gicl-run" -n 2 --timeout 120 -- "$e"
 done
 
 coll_perf=$perf  # the collective benchmarks are never rebuilt with NVSHMEM
 if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
   # The same benchmark sources with NVSHMEM columns, built here when NVSHMEM and nvcc exist.
   if command -v nvcc >/dev/null && python3 -c 'import nvidia.nvshmem' 2>/dev/null &&
-     nvlib=$("$root/perf/device/build_nvshmem.sh" /tmp/ccl-perf-nvshmem 2>"$out/build_nvshmem.log" | tail -1); then
-    perf=/tmp/ccl-perf-nvshmem
+     nvlib=$("$root/perf/device/build_nvshmem.sh" /tmp/gicl-perf-nvshmem 2>"$out/build_nvshmem.log" | tail -1); then
+    perf=/tmp/gicl-perf-nvshmem
     export LD_LIBRARY_PATH=$nvlib:$LD_LIBRARY_PATH NVSHMEM_REMOTE_TRANSPORT=none
     export NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo NVSHMEM_SYMMETRIC_SIZE=${NVSHMEM_SYMMETRIC_SIZE:-6G}
     rows+=("(benchmarks built with NVSHMEM: $(basename "$(dirname "$nvlib")"))")
@@ -98,36 +98,36 @@ if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
     rows+=("(benchmarks without NVSHMEM columns; see build_nvshmem.log)")
   fi
   j=$out
-  run put_bw "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 4 --json "$j/put_bw.json"
-  run put_bw_bidir "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 4 --bidir --json "$j/put_bw_bidir.json"
-  run put_bw_warp "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 32 --scope warp
-  run put_bw_thread "$bin/ccl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 32 --scope thread
-  run get_bw "$bin/ccl-run" -n 2 -- "$perf/get_bw" -b 1M -e 1G -f 4 --json "$j/get_bw.json"
-  run p_bw "$bin/ccl-run" -n 2 -- "$perf/p_bw" -b 1M -e 16M -f 4
-  run g_bw "$bin/ccl-run" -n 2 -- "$perf/g_bw" -b 1M -e 16M -f 4
-  run put_latency "$bin/ccl-run" -n 2 -- "$perf/put_latency" -b 8 -e 64K -f 8
-  run signal_latency "$bin/ccl-run" -n 2 -- "$perf/signal_latency"
-  run atomic_rate "$bin/ccl-run" -n 2 -- "$perf/atomic_rate"
-  run barrier_latency "$bin/ccl-run" -n 2 -- "$perf/barrier_latency"
+  run put_bw "$bin/gicl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 4 --json "$j/put_bw.json"
+  run put_bw_bidir "$bin/gicl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 4 --bidir --json "$j/put_bw_bidir.json"
+  run put_bw_warp "$bin/gicl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 32 --scope warp
+  run put_bw_thread "$bin/gicl-run" -n 2 -- "$perf/put_bw" -b 1M -e 1G -f 32 --scope thread
+  run get_bw "$bin/gicl-run" -n 2 -- "$perf/get_bw" -b 1M -e 1G -f 4 --json "$j/get_bw.json"
+  run p_bw "$bin/gicl-run" -n 2 -- "$perf/p_bw" -b 1M -e 16M -f 4
+  run g_bw "$bin/gicl-run" -n 2 -- "$perf/g_bw" -b 1M -e 16M -f 4
+  run put_latency "$bin/gicl-run" -n 2 -- "$perf/put_latency" -b 8 -e 64K -f 8
+  run signal_latency "$bin/gicl-run" -n 2 -- "$perf/signal_latency"
+  run atomic_rate "$bin/gicl-run" -n 2 -- "$perf/atomic_rate"
+  run barrier_latency "$bin/gicl-run" -n 2 -- "$perf/barrier_latency"
   # Device-side team collectives (one CTA) beside NVSHMEM's; NVSHMEM's block reduce-scatter needs
   # more scratch than its default at 512 KiB.
   for b in reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency; do
-    run $b env NVSHMEM_REDUCE_SCRATCH_SIZE=67108864 "$bin/ccl-run" -n 2 -- "$perf/$b" -b 8 -e 1M -f 4 --json "$j/$b.json"
+    run $b env NVSHMEM_REDUCE_SCRATCH_SIZE=67108864 "$bin/gicl-run" -n 2 -- "$perf/$b" -b 8 -e 1M -f 4 --json "$j/$b.json"
   done
-  run reduction_latency_warp "$bin/ccl-run" -n 2 -- "$perf/reduction_latency" -b 8 -e 1M -f 4 --scope warp
+  run reduction_latency_warp "$bin/gicl-run" -n 2 -- "$perf/reduction_latency" -b 8 -e 1M -f 4 --scope warp
   # Completion::kLocal (NVSHMEM's contract) for the data-movement ones.
   for b in fcollect_latency bcast_latency alltoall_latency; do
-    run ${b}_local "$bin/ccl-run" -n 2 -- "$perf/$b" -b 8 -e 1M -f 4 --local
+    run ${b}_local "$bin/gicl-run" -n 2 -- "$perf/$b" -b 8 -e 1M -f 4 --local
   done
 fi
 
 if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   # NCCL side by side (loaded at run time from the Python environment's NCCL, if any), in its
-  # best configuration (ncclMemAlloc + symmetric windows); ccl on symmetric buffers (-R 2), and
+  # best configuration (ncclMemAlloc + symmetric windows); gicl on symmetric buffers (-R 2), and
   # on cudaMalloc buffers registered (-R 1) and staged (-R 0).
   nccl_lib=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)/lib
   cmp=""; [[ -e $nccl_lib/libnccl.so.2 ]] && cmp="--compare-nccl"
-  crun() { local name=$1; shift; run "$name" env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/ccl-run" -n 2 -- "$@"; }
+  crun() { local name=$1; shift; run "$name" env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/gicl-run" -n 2 -- "$@"; }
   top=${COLL_MAX:-1G}
   for c in all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv; do
     crun ${c}_perf "$coll_perf/${c}_perf" -b 8 -e "$top" -f 2 -R 2 $cmp --json "$out/${c}_perf.json"
@@ -136,7 +136,7 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   # Steady state: the graph's upload at its first launch spread over 10 launches.
   crun all_reduce_perf_graph10 "$coll_perf/all_reduce_perf" -b 8 -e 1M -f 2 -R 2 -G 10 $cmp --json "$out/all_reduce_perf_graph10.json"
   # cudaMalloc buffers, staged: push mode (allreduce, reduce_scatter, alltoall), copy in (the
-  # others), in pieces beyond CCL_COLL_SCRATCH_SIZE.
+  # others), in pieces beyond GICL_COLL_SCRATCH_SIZE.
   for c in all_reduce reduce_scatter alltoall all_gather broadcast; do
     crun ${c}_perf_malloc "$coll_perf/${c}_perf" -b 8 -e 256M -f 4 -R 0 $cmp
   done
@@ -146,7 +146,7 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   # Several GPUs driven by one thread (-g: grouped rounds, captured together), with the paths
   # that meet on the host first (check mode, the copy-engine exchange); correctness (-c 1).
   run all_reduce_perf_g2 "$coll_perf/all_reduce_perf" -g 2 -b 8 -e 64M -f 8 -R 2 -c 1
-  run all_reduce_perf_g2_check env CCL_CHECK_MODE=1 "$coll_perf/all_reduce_perf" -g 2 -b 8 -e 1M -f 16 -c 1
+  run all_reduce_perf_g2_check env GICL_CHECK_MODE=1 "$coll_perf/all_reduce_perf" -g 2 -b 8 -e 1M -f 16 -c 1
   run all_gather_perf_g2_ce_graph "$coll_perf/all_gather_perf" -g 2 -b 1M -e 64M -f 4 -R 2 --algo copy_engine -c 1 -G 5
   run sendrecv_perf_g2 "$coll_perf/sendrecv_perf" -g 2 -b 8 -e 64M -f 8 -c 1
   # Every type, reduction and root through the harness's checks (nccl-tests' -d/-o/-r all), and
@@ -154,7 +154,7 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   crun all_reduce_perf_alltypes "$coll_perf/all_reduce_perf" -b 8 -e 4M -f 32 -R 2 -n 5 -w 2 -d all -o all -c 2
   crun reduce_perf_allroots "$coll_perf/reduce_perf" -b 8 -e 4M -f 32 -R 0 -n 5 -w 2 -d all -o all -r all
   crun sendrecv_perf_agg "$coll_perf/sendrecv_perf" -b 8 -e 64M -f 8 -R 2 -m 8 $cmp
-  # Alltoall made of grouped ccl_send/ccl_recv beside NCCL's (as nccl-tests runs it), alone and
+  # Alltoall made of grouped gicl_send/gicl_recv beside NCCL's (as nccl-tests runs it), alone and
   # 40 calls a group (160 operations: several batches and launches).
   crun alltoall_perf_p2p "$coll_perf/alltoall_perf" --p2p -b 8 -e 256M -f 4 -R 2 $cmp
   crun alltoall_perf_p2p_agg "$coll_perf/alltoall_perf" --p2p -b 8 -e 16M -f 8 -R 2 -m 40 -c 2 $cmp
@@ -177,13 +177,13 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   crun alltoall_perf_malloc_direct "$coll_perf/alltoall_perf" -b 64M -e 1G -f 2 -R 0 --algo direct
   crun alltoall_perf_malloc_send_recv "$coll_perf/alltoall_perf" -b 64M -e 1G -f 2 -R 0 --algo send_recv
   # Send/recv through the copy-engine proxy at every size, and through the SMs alone, around the
-  # default's crossover (CCL_P2P_COPY_ENGINE=128M).
-  crun sendrecv_perf_sm env CCL_P2P_COPY_ENGINE=0 "$coll_perf/sendrecv_perf" -b 16M -e 1G -f 2 -R 2 $cmp
-  crun sendrecv_perf_ce env CCL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 $cmp
-  crun sendrecv_perf_ce_graph env CCL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 -G 10 $cmp
-  # Copy engine and SMs on one send at once (CCL_P2P_COPY_ENGINE_SHARE percent to the copy engine).
+  # default's crossover (GICL_P2P_COPY_ENGINE=128M).
+  crun sendrecv_perf_sm env GICL_P2P_COPY_ENGINE=0 "$coll_perf/sendrecv_perf" -b 16M -e 1G -f 2 -R 2 $cmp
+  crun sendrecv_perf_ce env GICL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 $cmp
+  crun sendrecv_perf_ce_graph env GICL_P2P_COPY_ENGINE=256K "$coll_perf/sendrecv_perf" -b 256K -e 1G -f 2 -R 2 -G 10 $cmp
+  # Copy engine and SMs on one send at once (GICL_P2P_COPY_ENGINE_SHARE percent to the copy engine).
   for share in 25 50 75; do
-    crun sendrecv_perf_ce_split$share env CCL_P2P_COPY_ENGINE=256K CCL_P2P_COPY_ENGINE_SHARE=$share "$coll_perf/sendrecv_perf" -b 1M -e 1G -f 4 -R 2 $cmp
+    crun sendrecv_perf_ce_split$share env GICL_P2P_COPY_ENGINE=256K GICL_P2P_COPY_ENGINE_SHARE=$share "$coll_perf/sendrecv_perf" -b 1M -e 1G -f 4 -R 2 $cmp
   done
   if [[ ${CROSSOVER:-0} == 1 ]]; then
     # Crossover points of the tuner's table: each algorithm alone over the same sweep.
@@ -192,13 +192,13 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
     done
     # LL128 (never picked by the tuner until measured) beside the table's choice and NCCL.
     for c in all_reduce all_gather reduce_scatter broadcast alltoall; do
-      crun "${c}_ll128" env CCL_PROTO=LL128 CCL_ALGO=allreduce:one_shot "$coll_perf/${c}_perf" -b 256K -e 8M -f 2 -R 2 $cmp
+      crun "${c}_ll128" env GICL_PROTO=LL128 GICL_ALGO=allreduce:one_shot "$coll_perf/${c}_perf" -b 256K -e 8M -f 2 -R 2 $cmp
     done
     # Allreduce 1-16 MiB (the 1.3 x target missed at 2-4 MiB): channel count against algorithm
     # and protocol, to set the table's blocks there.
     for nc in 8 16 24 32 48 64; do
-      crun "all_reduce_two_shot_nc$nc" env CCL_NCHANNELS=$nc "$coll_perf/all_reduce_perf" -b 1M -e 16M -f 2 -R 2 --algo allreduce:two_shot
-      crun "all_reduce_ll128_nc$nc" env CCL_NCHANNELS=$nc CCL_PROTO=LL128 "$coll_perf/all_reduce_perf" -b 1M -e 4M -f 2 -R 2 --algo allreduce:one_shot
+      crun "all_reduce_two_shot_nc$nc" env GICL_NCHANNELS=$nc "$coll_perf/all_reduce_perf" -b 1M -e 16M -f 2 -R 2 --algo allreduce:two_shot
+      crun "all_reduce_ll128_nc$nc" env GICL_NCHANNELS=$nc GICL_PROTO=LL128 "$coll_perf/all_reduce_perf" -b 1M -e 4M -f 2 -R 2 --algo allreduce:one_shot
     done
     for a in allgather:direct allgather:ring reduce_scatter:direct reduce_scatter:ring; do
       c=${a%%:*}; b=${c/allgather/all_gather}
@@ -211,7 +211,7 @@ fi
 tabulate() { if command -v column >/dev/null; then column -t; else cat; fi; }
 echo
 echo "== gpu-check summary ($(nvidia-smi -L 2>/dev/null | wc -l) GPU(s); logs in $out) =="
-grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/ccl-info.log" | head -12
+grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/gicl-info.log" | head -12
 for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency \
     reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency reduction_latency_warp \
     fcollect_latency_local bcast_latency_local alltoall_latency_local; do
@@ -220,7 +220,7 @@ done
 for f in "$out"/*_perf*.log "$out"/all_reduce_*.log "$out"/all_gather_*.log "$out"/reduce_scatter_*.log; do
   [[ -f $f ]] || continue
   echo "-- $(basename "$f" .log)"
-  # Rank 0's rows ("[0] " under ccl-run; unprefixed from a -g run).
+  # Rank 0's rows ("[0] " under gicl-run; unprefixed from a -g run).
   grep -E '^(\[0\] )?( *[0-9]+ )' "$f" | sed 's/^\[0\] //' | awk '{printf "%s %s %s %s %s\n", $1, $6, $8, $9, $(NF-3) " " $(NF-1)}' | tabulate | head -40
 done | awk '!seen[$0]++'
 printf '%s\n' "${rows[@]}"

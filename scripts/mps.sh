@@ -4,7 +4,7 @@
 
 # Starts it; non-zero (and the client variables unset) when it did not start.
 mps_on() {
-  export CUDA_MPS_PIPE_DIRECTORY=/tmp/ccl-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/ccl-mps-log
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/gicl-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/gicl-mps-log
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if ! nvidia-cuda-mps-control -d; then
     echo "MPS daemon did not start" >&2

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Installs what ccl needs on Debian 12 / Ubuntu 24.04 (apt-get), then configures and builds into
-# $CCL_BUILD_DIR (default: build/). Safe to run again: it installs only what is missing.
+# Installs what gicl needs on Debian 12 / Ubuntu 24.04 (apt-get), then configures and builds into
+# $GICL_BUILD_DIR (default: build/). Safe to run again: it installs only what is missing.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${CCL_BUILD_DIR:-$root/build}
+build=${GICL_BUILD_DIR:-$root/build}
 
 packages=(cmake ninja-build g++ pkg-config libhwloc-dev libfabric-dev libibverbs-dev
           libopenmpi-dev openmpi-bin libgtest-dev)
@@ -30,8 +30,8 @@ if [[ -z $nvcc ]]; then
   exit 1
 fi
 
-jobs=${CCL_BUILD_JOBS:-$(nproc)}
+jobs=${GICL_BUILD_JOBS:-$(nproc)}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" \
-  ${CCL_CMAKE_ARGS:-} >/dev/null
+  ${GICL_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j "$jobs"
 echo "setup: built into $build"

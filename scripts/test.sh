@@ -3,8 +3,8 @@
 # GPU is visible. The ctest summary is the last thing printed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${CCL_BUILD_DIR:-$root/build}
+build=${GICL_BUILD_DIR:-$root/build}
 "$root/scripts/setup.sh"
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$build"
-ctest --output-on-failure --timeout 900 -j "${CCL_TEST_JOBS:-2}" ${CCL_CTEST_ARGS:-}
+ctest --output-on-failure --timeout 900 -j "${GICL_TEST_JOBS:-2}" ${GICL_CTEST_ARGS:-}

@@ -8,7 +8,7 @@
 
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// Blocks of every direct (load/store) kernel: each block index keeps its own flags with each
 /// peer, so every launch uses all of them (a block's slice may be empty).
@@ -80,29 +80,29 @@ inline constexpr int kReadyWords = 4 * kWindowFields;  // 16 bits of a field per
 /// field beside the epoch's low 48 bits, so that a word read is its own proof of arrival (as an
 /// LL entry is) and the writer needs no system fence between the fields and a flag (one round
 /// trip of NVLink, 1.4-1.5 us a launch on 2 x H200). Epochs stay far below 2^48 (at most 2^40
-/// from CCL_EPOCH_BASE, then one a launch), so a row's old words never pass for new ones.
+/// from GICL_EPOCH_BASE, then one a launch), so a row's old words never pass for new ones.
 struct alignas(64) Ready {
   uint64_t word[kReadyWords];
 };
 static_assert(sizeof(Ready) == 192, "three lines per (block, peer) entry flag");
 
 /// Word i of the entry carrying `w` at epoch e: field i / 4, its bits 16 x (i % 4) and up.
-CCL_HD uint64_t ready_word(uint64_t e, const Windows& w, int i) {
+GICL_HD uint64_t ready_word(uint64_t e, const Windows& w, int i) {
   uint64_t v[kWindowFields] = {w.src_off, w.src_ld, w.dst_off, w.dst_ld, w.count, w.swap_off};
   return (e << 16) | ((v[i / 4] >> (16 * (i % 4))) & 0xffff);
 }
 /// Whether word `w` was written at epoch e.
-CCL_HD bool ready_word_at(uint64_t w, uint64_t e) {
+GICL_HD bool ready_word_at(uint64_t w, uint64_t e) {
   return (w >> 16) == (e & ((uint64_t{1} << 48) - 1));
 }
 /// Whether every word of an entry was written at epoch e (the entry has arrived whole).
-CCL_HD bool ready_at(const uint64_t* word, uint64_t e) {
+GICL_HD bool ready_at(const uint64_t* word, uint64_t e) {
   bool all = true;
   for (int i = 0; i < kReadyWords; ++i) all = all && ready_word_at(word[i], e);
   return all;
 }
 /// The Windows an entry's words (every one written at the same epoch) carry.
-CCL_HD Windows ready_windows(const uint64_t* word) {
+GICL_HD Windows ready_windows(const uint64_t* word) {
   uint64_t v[kWindowFields] = {};
   for (int i = 0; i < kReadyWords; ++i) v[i / 4] |= (word[i] & 0xffff) << (16 * (i % 4));
   return Windows{v[0], v[1], v[2], v[3], v[4], v[5]};
@@ -130,7 +130,7 @@ struct P2pCounts {
 };
 
 /// A window address is a byte offset in the symmetric heap, or (top bit set) a byte offset in a
-/// registered buffer (ccl_comm_register): registration slot in bits 48..62, offset in 0..47.
+/// registered buffer (gicl_comm_register): registration slot in bits 48..62, offset in 0..47.
 /// Byte offsets may be added to either form.
 inline constexpr uint64_t kRegWindow = uint64_t{1} << 63;
 inline constexpr int kRegShift = 48;
@@ -139,10 +139,10 @@ constexpr uint64_t registered_window(int slot, uint64_t offset) {
   return kRegWindow | (static_cast<uint64_t>(slot) << kRegShift) | offset;
 }
 /// A registered window's slot and byte offset (the kernels' and the copy engines' reading).
-CCL_HD int registered_slot(uint64_t w) {
+GICL_HD int registered_slot(uint64_t w) {
   return static_cast<int>((w & ~kRegWindow) >> kRegShift);
 }
-CCL_HD uint64_t registered_offset(uint64_t w) {
+GICL_HD uint64_t registered_offset(uint64_t w) {
   return w & kRegOffsetMask;
 }
 
@@ -186,4 +186,4 @@ struct CollScratch {
   uint32_t* p2p_ll_read;    // local device [kMaxP2pOps]: blocks of a receive done reading
 };
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -7,16 +7,16 @@
 #include <cstring>
 #include <type_traits>
 
-#include "ccl/device.cuh"
 #include "collectives/common/coll_args.h"
 #include "collectives/common/dtypes.cuh"
 #include "collectives/schedule/step.hpp"
 #include "common/kernel_launch.cuh"
+#include "gicl/device.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// The communicator fields every collective kernel reads, as one read_before_wait argument.
-__device__ __forceinline__ uint64_t comm_fields(const ccl_device_comm_t& c) {
+__device__ __forceinline__ uint64_t comm_fields(const gicl_device_comm_t& c) {
   return param_xor(c.flags, c.rank, c.nranks, c.own_slot, c.slot_bytes, c.slots);
 }
 
@@ -34,16 +34,16 @@ __device__ __forceinline__ T load_cg(const T* p) {
 }
 
 /// Address of heap offset `off` in rank `j`'s slot, as this process sees it.
-__device__ __forceinline__ char* heap_at(const ccl_device_comm_t& c, int j, uint64_t off) {
-  const int64_t slot = (c.flags & CCL_DEVICE_FLAG_ALL_P2P) ? j : c.slots[j];
+__device__ __forceinline__ char* heap_at(const gicl_device_comm_t& c, int j, uint64_t off) {
+  const int64_t slot = (c.flags & GICL_DEVICE_FLAG_ALL_P2P) ? j : c.slots[j];
   return c.heap_base + slot * static_cast<int64_t>(c.slot_bytes) + static_cast<int64_t>(off);
 }
 
 /// Waits until *addr >= value, a word that rank `peer` writes here (acquire): bounded like every
 /// device wait, and a timeout report names the peer that never wrote it.
-__device__ __forceinline__ bool wait_for_peer(const ccl_device_comm_t& c, const uint64_t* addr,
+__device__ __forceinline__ bool wait_for_peer(const gicl_device_comm_t& c, const uint64_t* addr,
                                               uint64_t value, int peer,
-                                              uint32_t op = CCL_OP_WAIT_UNTIL) {
+                                              uint32_t op = GICL_OP_WAIT_UNTIL) {
   return dev::detail::wait(dev::detail::reporter(c), op, addr, dev::Cmp::kAtLeast, value, peer,
                            static_cast<uint64_t*>(nullptr));
 }
@@ -59,7 +59,8 @@ struct EpochPlan {
   bool peer_thread;      // t < nranks and t is not this rank
 };
 
-__device__ __forceinline__ EpochPlan plan_epochs(const ccl_device_comm_t& c, const CollScratch& s) {
+__device__ __forceinline__ EpochPlan plan_epochs(const gicl_device_comm_t& c,
+                                                 const CollScratch& s) {
   const int t = threadIdx.x;
   EpochPlan p;
   p.own = s.epoch + c.rank;
@@ -78,7 +79,7 @@ __device__ __forceinline__ EpochPlan plan_epochs(const ccl_device_comm_t& c, con
 /// here, so the loads are local. A lag of kNoEpochWait waits for nothing. *failed is true on every
 /// thread when a wait failed (reported).
 inline constexpr uint64_t kNoEpochWait = ~uint64_t{0};
-__device__ __forceinline__ uint64_t begin_epoch(const ccl_device_comm_t& c, const EpochPlan& p,
+__device__ __forceinline__ uint64_t begin_epoch(const gicl_device_comm_t& c, const EpochPlan& p,
                                                 uint64_t lag, bool* failed) {
   // The own epoch was written by this stream's previous kernel, ordered by the PDL wait: a plain
   // volatile load, which leaves the acquire load of the peer's in flight beside it (two acquire
@@ -126,7 +127,7 @@ inline constexpr uint64_t kPushedFirst = 1;
 /// Where this rank offers a swap window (`mine.swap_off`), `*all_swap` says on every thread
 /// whether every rank does; where it pushed first (kPushedFirst), `*all_pushed` whether every rank
 /// did. Every rank's windows are left in `table` (shared memory, nranks entries) for the block.
-__device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const CollScratch& s,
+__device__ __forceinline__ bool entry_barrier(const gicl_device_comm_t& c, const CollScratch& s,
                                               uint64_t e, const Windows& mine, bool ordered,
                                               Windows* table, int* fail, bool* all_swap,
                                               bool* all_pushed) {
@@ -151,8 +152,9 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
     for (uint32_t spin = 0;; ++spin) {
       load_ready(row + t, w);
       if (ready_at(w, e)) break;
-      if ((spin & 1023) == 1023 && deadline.expired(dev::detail::reporter(c), CCL_OP_WAIT_UNTIL, t,
-                                                    row[t].word, e, w[0] >> 16, CCL_CMP_AT_LEAST)) {
+      if ((spin & 1023) == 1023 &&
+          deadline.expired(dev::detail::reporter(c), GICL_OP_WAIT_UNTIL, t, row[t].word, e,
+                           w[0] >> 16, GICL_CMP_AT_LEAST)) {
         *fail = 1;
         break;
       }
@@ -166,9 +168,9 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
       if (pushed_first) not_pushed = !no_src || theirs.src_ld != kPushedFirst;
       if (theirs.count != mine.count) {
         // The expected value is this rank's count, the seen one the peer's.
-        dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
-                            CCL_OP_COLLECTIVE, t, row[t].word + kCountWord, mine.count,
-                            theirs.count, CCL_CMP_EQ);
+        dev::detail::report(dev::detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT,
+                            GICL_OP_COLLECTIVE, t, row[t].word + kCountWord, mine.count,
+                            theirs.count, GICL_CMP_EQ);
         *fail = 1;
       }
     }
@@ -183,8 +185,8 @@ __device__ __forceinline__ bool entry_barrier(const ccl_device_comm_t& c, const 
 /// (t < nranks, t != rank): the block's accesses of the peers so far are made complete (a system
 /// fence after the caller's block barrier), this rank's flag at t is raised to e, and t's here
 /// waited for.
-__device__ __forceinline__ void cross_flags(const ccl_device_comm_t& c, uint64_t* flags, uint64_t e,
-                                            int* fail) {
+__device__ __forceinline__ void cross_flags(const gicl_device_comm_t& c, uint64_t* flags,
+                                            uint64_t e, int* fail) {
   const int t = threadIdx.x, n = c.nranks, me = c.rank;
   uint64_t* row = flags + static_cast<size_t>(blockIdx.x) * n;
   if (t < n && t != me) {
@@ -196,7 +198,7 @@ __device__ __forceinline__ void cross_flags(const ccl_device_comm_t& c, uint64_t
 
 /// Block-wide barrier on one flag row: this block's reads of and writes to the peers so far are
 /// complete at every peer, and theirs at this rank.
-__device__ __forceinline__ void flag_barrier(const ccl_device_comm_t& c, uint64_t* flags,
+__device__ __forceinline__ void flag_barrier(const gicl_device_comm_t& c, uint64_t* flags,
                                              uint64_t e, int* fail) {
   __syncthreads();
   cross_flags(c, flags, e, fail);
@@ -204,7 +206,7 @@ __device__ __forceinline__ void flag_barrier(const ccl_device_comm_t& c, uint64_
 }
 
 /// Block-wide exit barrier: the block is done with its peers, and they with this rank.
-__device__ __forceinline__ void exit_barrier(const ccl_device_comm_t& c, const CollScratch& s,
+__device__ __forceinline__ void exit_barrier(const gicl_device_comm_t& c, const CollScratch& s,
                                              uint64_t e, int* fail) {
   flag_barrier(c, s.done, e, fail);
 }
@@ -246,7 +248,7 @@ __device__ __forceinline__ void publish_epoch(const CollScratch& s, const EpochP
 /// and consumed (stored) every value it read from them or from what they wrote, as the LL
 /// kernels do. The fence cost the last block a round trip of NVLink (its barrier flag's) before
 /// the epoch went out: 0.8-0.9 us a launch on 2 x H200.
-__device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const CollScratch& s,
+__device__ __forceinline__ void finish_epoch(const gicl_device_comm_t& c, const CollScratch& s,
                                              uint64_t e) {
   __syncthreads();
   publish_epoch(s, plan_epochs(c, s), e, false);
@@ -261,7 +263,7 @@ __device__ __forceinline__ void finish_epoch(const ccl_device_comm_t& c, const C
 /// block has done its last such read, and consumed it, before it counts; a block still waiting
 /// here waits on barrier flags that carry epochs, which only grow, so a peer that runs ahead
 /// cannot deceive it.
-__device__ __forceinline__ void exit_and_finish(const ccl_device_comm_t& c, const CollScratch& s,
+__device__ __forceinline__ void exit_and_finish(const gicl_device_comm_t& c, const CollScratch& s,
                                                 uint64_t e, int* fail) {
   __shared__ bool last;
   __syncthreads();
@@ -275,7 +277,7 @@ __device__ __forceinline__ void exit_and_finish(const ccl_device_comm_t& c, cons
 
 /// A window address published by rank j (heap or registered buffer), as a typed pointer here.
 template <typename T>
-__device__ __forceinline__ T* window(const ccl_device_comm_t& c, const CollScratch& s, int j,
+__device__ __forceinline__ T* window(const gicl_device_comm_t& c, const CollScratch& s, int j,
                                      uint64_t w) {
   if (w & kRegWindow) {
     const size_t slot = registered_slot(w);
@@ -288,7 +290,7 @@ __device__ __forceinline__ T* window(const ccl_device_comm_t& c, const CollScrat
 /// every o < nout. Accumulates in the accumulation type and rounds once, so the result is the
 /// canonical one whatever algorithm called it. `in` and `out` live in shared memory. Uses 16-byte
 /// packs when every pointer allows it.
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* const* in, int n,
                                              typename DType<D>::Storage* const* out, int nout,
                                              size_t len) {
@@ -434,4 +436,4 @@ __device__ __forceinline__ void fanout_copy(char* const* dst, int nd, const char
     for (int j = 0; j < nd; ++j) dst[j][i] = src[i];
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ccl/device.cuh"
 #include "collectives/schedule/ll_flag.hpp"
+#include "gicl/device.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// Whether the unit at byte `off` of `p` is one aligned 8-byte word within `bytes`.
 __device__ __forceinline__ bool whole_word(const char* p, size_t off, size_t bytes) {
@@ -63,7 +63,7 @@ static __device__ __noinline__ void ll_refresh_row(uint64_t* row, size_t from, s
 /// (fenced) on return, before this rank's epoch e lets a peer's next launch of the parity read.
 /// Inline, a plain store loop: an out-of-line call here made the LL128 kernels keep registers
 /// across it (fp16/bf16 spills 8 -> 52 bytes).
-__device__ __forceinline__ void refresh_own_ll_rows(const ccl_device_comm_t& c, uint64_t* ll,
+__device__ __forceinline__ void refresh_own_ll_rows(const gicl_device_comm_t& c, uint64_t* ll,
                                                     size_t ll_entries, uint64_t e) {
   const int n = c.nranks, me = c.rank;
   uint64_t* const mine = ll + ((e & 1) * n + me) * ll_entries;
@@ -79,7 +79,7 @@ __device__ __forceinline__ void refresh_own_ll_rows(const ccl_device_comm_t& c, 
 
 /// Spins until both entries of a unit carry `flag` (ll_store); false on timeout or abort
 /// (reported).
-__device__ inline bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, uint32_t flag,
+__device__ inline bool ll_wait(const gicl_device_comm_t& c, const uint64_t* e2, uint32_t flag,
                                int peer, uint64_t* out) {
   dev::detail::Deadline deadline;
   for (uint32_t spin = 0;; ++spin) {
@@ -92,10 +92,10 @@ __device__ inline bool ll_wait(const ccl_device_comm_t& c, const uint64_t* e2, u
       *out = (a & 0xffffffffull) | (b << 32);
       return true;
     }
-    if ((spin & 1023) == 1023 && deadline.expired(dev::detail::reporter(c), CCL_OP_SIGNAL_WAIT,
-                                                  peer, e2, flag, a >> 32, CCL_CMP_EQ))
+    if ((spin & 1023) == 1023 && deadline.expired(dev::detail::reporter(c), GICL_OP_SIGNAL_WAIT,
+                                                  peer, e2, flag, a >> 32, GICL_CMP_EQ))
       return false;
   }
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

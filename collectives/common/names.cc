@@ -1,7 +1,7 @@
 // Names of collectives and algorithms, for logs, error messages and the simulator's reports.
 #include "collectives/common/names.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 const char* collective_name(Collective c) {
   switch (c) {
@@ -45,4 +45,4 @@ const char* algorithm_name(Algorithm a) {
   return "?";
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

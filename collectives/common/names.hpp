@@ -1,11 +1,11 @@
-// Names of collectives and algorithms (logs, CCL_CHECK_MODE reports, the simulator).
+// Names of collectives and algorithms (logs, GICL_CHECK_MODE reports, the simulator).
 #pragma once
 
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 const char* collective_name(Collective c);
 const char* algorithm_name(Algorithm a);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -12,7 +12,7 @@
 #include "common/kernel_families.hpp"
 #include "common/kernel_launch.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 constexpr int kThreads = 512;
@@ -92,4 +92,4 @@ cudaError_t launch_copy(void* dst, const void* src, size_t bytes, const Launch& 
                        static_cast<int>(bytes % 16));
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

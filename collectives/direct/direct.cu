@@ -5,14 +5,14 @@
 #include "collectives/schedule/direct.hpp"
 #include "common/kernel_launch.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 constexpr int kThreads = 512;
 
 /// Before the PDL wait: the parameters the direct kernels read (common/kernel_launch.cuh).
-__device__ __forceinline__ void read_direct_params(const ccl_device_comm_t& c, const CollScratch& s,
-                                                   const DirectArgs& a) {
+__device__ __forceinline__ void read_direct_params(const gicl_device_comm_t& c,
+                                                   const CollScratch& s, const DirectArgs& a) {
   read_before_wait(comm_fields(c), c.heap_base, s.stage[0], s.stage[1], s.ready, s.done, s.epoch,
                    s.finished, s.regs, a.send, a.recv, a.count, a.send_ld, a.recv_ld, a.src_off,
                    a.src_ld, a.dst_off, a.dst_ld, a.swap_off, a.root, a.kind, a.stage_src,
@@ -28,7 +28,7 @@ __device__ __forceinline__ void my_slice(const DirectArgs& a, size_t len, size_t
 }
 
 /// Heap offset of this rank's staging buffer i.
-__device__ __forceinline__ uint64_t stage_off(const ccl_device_comm_t& c, const CollScratch& s,
+__device__ __forceinline__ uint64_t stage_off(const gicl_device_comm_t& c, const CollScratch& s,
                                               int i) {
   return static_cast<uint64_t>(s.stage[i] - heap_at(c, c.rank, 0));
 }
@@ -41,7 +41,7 @@ __device__ __forceinline__ size_t inbox_stride(const DirectArgs& a, int n, size_
 
 /// Push mode: slot `from` of rank `at`'s inbox, its staging buffer of epoch e (at the same heap
 /// offset on every rank), one slot per sender.
-__device__ __forceinline__ char* inbox_at(const ccl_device_comm_t& c, const CollScratch& s,
+__device__ __forceinline__ char* inbox_at(const gicl_device_comm_t& c, const CollScratch& s,
                                           const DirectArgs& a, uint64_t e, int at, int from,
                                           size_t esize) {
   return heap_at(c, at, stage_off(c, s, e & 1)) + from * inbox_stride(a, c.nranks, esize);
@@ -49,7 +49,7 @@ __device__ __forceinline__ char* inbox_at(const ccl_device_comm_t& c, const Coll
 
 /// Push mode: this block's slice of every peer's rank block, from the local send buffer into slot
 /// `me` of that peer's inbox.
-__device__ void push_copies(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
+__device__ void push_copies(const gicl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
                             uint64_t e, size_t esize) {
   const int n = c.nranks, me = c.rank;
   const char* send = static_cast<const char*>(a.send);
@@ -69,8 +69,9 @@ __device__ void push_copies(const ccl_device_comm_t& c, const CollScratch& s, co
 /// pushed first (the barrier's fence covered the pushes): this rank's pushes where it has yet to
 /// make them, then a barrier on the `pushed` flags (every peer's pushes into this rank's inbox are
 /// complete). False when a wait failed.
-__device__ bool finish_pushes(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
-                              uint64_t e, size_t esize, bool all_pushed, int* fail) {
+__device__ bool finish_pushes(const gicl_device_comm_t& c, const CollScratch& s,
+                              const DirectArgs& a, uint64_t e, size_t esize, bool all_pushed,
+                              int* fail) {
   if (all_pushed) return true;
   if (!a.push_first) push_copies(c, s, a, e, esize);
   flag_barrier(c, s.pushed, e, fail);
@@ -106,7 +107,7 @@ __device__ __forceinline__ uint64_t entry_lag(const DirectArgs& a) {
 /// the entry barrier, whose fence then covers them, so that where every rank pushed first
 /// (kPushedFirst published) the entry barrier is the `pushed` one too; otherwise the others push
 /// after it and all meet at the `pushed` flags as before.
-__device__ bool enter(const ccl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
+__device__ bool enter(const gicl_device_comm_t& c, const CollScratch& s, DirectArgs& a, uint64_t e,
                       size_t esize, Windows* peers, int* fail, bool* push, bool* swap,
                       bool* all_pushed) {
   const int n = c.nranks;
@@ -186,13 +187,13 @@ __device__ __forceinline__ void copy_block(char* to, const char* from, size_t by
 /// announced while it waits. A load has returned its bytes before the block barrier that
 /// precedes the announcement, so a peer's store can never reach them first. False when a wait
 /// failed.
-__device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
+__device__ bool swap_blocks(const gicl_device_comm_t& c, const CollScratch& s, const DirectArgs& a,
                             const Windows* peers, uint64_t e, size_t esize, size_t lo, size_t len,
                             SwapBuffers& buf, int* fail) {
   const int n = c.nranks, me = c.rank;
   const size_t bytes = len * esize;
   const uint64_t chunks = (bytes + kSwapChunk - 1) / kSwapChunk;
-  // A block's slice is far below 2^20 chunks (16 GiB), and epochs below 2^44 (CCL_EPOCH_BASE is
+  // A block's slice is far below 2^20 chunks (16 GiB), and epochs below 2^44 (GICL_EPOCH_BASE is
   // capped at 2^40), so the flag never wraps.
   const uint64_t base = e << 20;
   char* const buffer = static_cast<char*>(a.recv);
@@ -231,7 +232,7 @@ __device__ bool swap_blocks(const ccl_device_comm_t& c, const CollScratch& s, co
 /// the exit barrier and the epoch in one (exit_and_finish) and false, the kernel is done; else
 /// the exit barrier alone and whether it passed (the caller copies out of the staging, then
 /// finish_epoch).
-__device__ __forceinline__ bool exit_to_unstage(const ccl_device_comm_t& c, const CollScratch& s,
+__device__ __forceinline__ bool exit_to_unstage(const gicl_device_comm_t& c, const CollScratch& s,
                                                 const DirectArgs& a, uint64_t e, int* fail) {
   if (!a.unstage_dst) {
     exit_and_finish(c, s, e, fail);
@@ -243,15 +244,16 @@ __device__ __forceinline__ bool exit_to_unstage(const ccl_device_comm_t& c, cons
 
 /// NVLS windows are multicast addresses: every rank must use the same heap offsets. Checked
 /// against the peers' published windows (emulated and real alike), reported as a bad argument.
-__device__ bool nvls_same_windows(const ccl_device_comm_t& c, const CollScratch& s,
+__device__ bool nvls_same_windows(const gicl_device_comm_t& c, const CollScratch& s,
                                   const DirectArgs& a, const Windows* peers, int* fail) {
   const int t = threadIdx.x;
   if (t < c.nranks && t != c.rank) {
     const Windows& w = peers[t];
     const bool src_ok = a.kind != DirectKind::kNvlsAllReduce || w.src_off == a.src_off;
     if (!src_ok || w.dst_off != a.dst_off) {
-      dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT, CCL_OP_PEER_PTR,
-                          t, window<char>(c, s, c.rank, a.dst_off), a.dst_off, w.dst_off, 0);
+      dev::detail::report(dev::detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT,
+                          GICL_OP_PEER_PTR, t, window<char>(c, s, c.rank, a.dst_off), a.dst_off,
+                          w.dst_off, 0);
       *fail = 1;
     }
   }
@@ -261,33 +263,33 @@ __device__ bool nvls_same_windows(const ccl_device_comm_t& c, const CollScratch&
 
 /// Real multimem operations on 16-byte packs (float sum; half and bfloat16 sum, min, max):
 /// the NVSwitch reduces the ranks' copies and broadcasts the store.
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 struct Multimem {
-  static constexpr bool kSupported =
-      (D == ccl_float32 && Op == ccl_sum) || ((D == ccl_float16 || D == ccl_bfloat16) &&
-                                              (Op == ccl_sum || Op == ccl_min || Op == ccl_max));
+  static constexpr bool kSupported = (D == gicl_float32 && Op == gicl_sum) ||
+                                     ((D == gicl_float16 || D == gicl_bfloat16) &&
+                                      (Op == gicl_sum || Op == gicl_min || Op == gicl_max));
   __device__ static uint4 ld_reduce(const char* mc) {
     uint4 v{};
-#define CCL_LD_REDUCE(shape)                                                          \
+#define GICL_LD_REDUCE(shape)                                                         \
   asm volatile("multimem.ld_reduce.relaxed.sys.global." shape " {%0,%1,%2,%3}, [%4];" \
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)                           \
                : "l"(mc)                                                              \
                : "memory")
-    if constexpr (D == ccl_float32 && Op == ccl_sum)
-      CCL_LD_REDUCE("add.v4.f32");
-    else if constexpr (D == ccl_float16 && Op == ccl_sum)
-      CCL_LD_REDUCE("add.acc::f32.v4.f16x2");
-    else if constexpr (D == ccl_float16 && Op == ccl_min)
-      CCL_LD_REDUCE("min.v4.f16x2");
-    else if constexpr (D == ccl_float16 && Op == ccl_max)
-      CCL_LD_REDUCE("max.v4.f16x2");
-    else if constexpr (D == ccl_bfloat16 && Op == ccl_sum)
-      CCL_LD_REDUCE("add.acc::f32.v4.bf16x2");
-    else if constexpr (D == ccl_bfloat16 && Op == ccl_min)
-      CCL_LD_REDUCE("min.v4.bf16x2");
-    else if constexpr (D == ccl_bfloat16 && Op == ccl_max)
-      CCL_LD_REDUCE("max.v4.bf16x2");
-#undef CCL_LD_REDUCE
+    if constexpr (D == gicl_float32 && Op == gicl_sum)
+      GICL_LD_REDUCE("add.v4.f32");
+    else if constexpr (D == gicl_float16 && Op == gicl_sum)
+      GICL_LD_REDUCE("add.acc::f32.v4.f16x2");
+    else if constexpr (D == gicl_float16 && Op == gicl_min)
+      GICL_LD_REDUCE("min.v4.f16x2");
+    else if constexpr (D == gicl_float16 && Op == gicl_max)
+      GICL_LD_REDUCE("max.v4.f16x2");
+    else if constexpr (D == gicl_bfloat16 && Op == gicl_sum)
+      GICL_LD_REDUCE("add.acc::f32.v4.bf16x2");
+    else if constexpr (D == gicl_bfloat16 && Op == gicl_min)
+      GICL_LD_REDUCE("min.v4.bf16x2");
+    else if constexpr (D == gicl_bfloat16 && Op == gicl_max)
+      GICL_LD_REDUCE("max.v4.bf16x2");
+#undef GICL_LD_REDUCE
     return v;
   }
 };
@@ -298,8 +300,8 @@ __device__ __forceinline__ void multimem_st(char* mc, uint4 v) {
                : "memory");
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
-__device__ void nvls_allreduce(const ccl_device_comm_t& c, const CollScratch& s,
+template <gicl_datatype_t D, gicl_redop_t Op>
+__device__ void nvls_allreduce(const gicl_device_comm_t& c, const CollScratch& s,
                                const DirectArgs& a, size_t lo, size_t len) {
   using T = typename DType<D>::Storage;
   if (a.mc == nullptr) {
@@ -324,9 +326,9 @@ __device__ void nvls_allreduce(const ccl_device_comm_t& c, const CollScratch& s,
   }
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
-    reduce_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a) {
+    reduce_kernel(gicl_device_comm_t c, CollScratch s, DirectArgs a) {
   read_direct_params(c, s, a);
   const EpochPlan ep = plan_epochs(c, s);
   __shared__ int fail;
@@ -434,7 +436,7 @@ __global__ void __launch_bounds__(kThreads)
 /// kSwap: the variant with shared memory for swap_blocks, launched where this rank offers a swap.
 template <bool kSwap>
 __global__ void __launch_bounds__(kThreads)
-    copy_kernel(ccl_device_comm_t c, CollScratch s, DirectArgs a, int esize) {
+    copy_kernel(gicl_device_comm_t c, CollScratch s, DirectArgs a, int esize) {
   read_direct_params(c, s, a);
   const EpochPlan ep = plan_epochs(c, s);
   __shared__ int fail;
@@ -580,7 +582,7 @@ __global__ void __launch_bounds__(kThreads)
   finish_epoch(c, s, e);
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 struct ReduceKernel {
   static constexpr auto kernel = reduce_kernel<D, Op>;
 };
@@ -600,7 +602,7 @@ cudaError_t direct_blocks_per_sm(int* out) {
   return fewest_blocks_per_sm(copy_kernel<true>, kThreads, out);
 }
 
-cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+cudaError_t launch_direct(gicl_datatype_t dtype, gicl_redop_t op, const gicl_device_comm_t& c,
                           const CollScratch& s, const DirectArgs& a, int grid, const Launch& l) {
   switch (a.kind) {
     case DirectKind::kOneShot:
@@ -615,4 +617,4 @@ cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device
   }
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -10,13 +10,13 @@
 
 #include <cuda_runtime_api.h>
 
-#include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
 #include "collectives/schedule/copy_lists.hpp"
 #include "collectives/schedule/step.hpp"
 #include "common/kernel_launch.hpp"
+#include "gicl/gicl.h"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 enum class DirectKind : uint8_t {
   kOneShot,        // allreduce: every rank reduces the whole buffer from every peer
@@ -56,7 +56,7 @@ struct DirectArgs {
 };
 
 /// Launches one piece (kMaxBlocks blocks). Reducing kinds use (dtype, op); the others move bytes.
-cudaError_t launch_direct(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+cudaError_t launch_direct(gicl_datatype_t dtype, gicl_redop_t op, const gicl_device_comm_t& c,
                           const CollScratch& s, const DirectArgs& a, int grid, const Launch& l);
 
 /// The fewest blocks per multiprocessor of the kernels below (each lowers *out to its own):
@@ -76,11 +76,11 @@ struct LLArgs {
   int root;
   Collective coll;
 };
-cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+cudaError_t launch_ll(gicl_datatype_t dtype, gicl_redop_t op, const gicl_device_comm_t& c,
                       const CollScratch& s, const LLArgs& a, const Launch& l);
 /// The LL128 protocol (every rank block at most ll128_capacity(nranks)): the same calls with one
 /// flag per 128-byte line (collectives/schedule/ll128.hpp).
-cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+cudaError_t launch_ll128(gicl_datatype_t dtype, gicl_redop_t op, const gicl_device_comm_t& c,
                          const CollScratch& s, const LLArgs& a, const Launch& l);
 
 /// A local copy (collectives/host/local_copy.cc): `bytes` from `src` to `dst`, both 16-byte
@@ -91,4 +91,4 @@ cudaError_t launch_copy(void* dst, const void* src, size_t bytes, const Launch& 
 /// kMaxCopyList) of them, each copy_listable.
 cudaError_t launch_copy_list(const CopySpec* copies, int n, const Launch& l);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

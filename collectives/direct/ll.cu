@@ -4,7 +4,7 @@
 #include "collectives/direct/direct.cuh"
 #include "common/kernel_launch.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 constexpr int kThreads = kLLThreads;
@@ -21,7 +21,7 @@ __device__ __forceinline__ bool sends_to(Collective k, int root, int j) {
 
 /// This rank's row at every peer rewritten whole at epoch `e` (ll_refresh): the units past the
 /// call's where the call sent to that peer, all of them where it sent nothing there.
-__device__ __noinline__ void refresh_rows(ccl_device_comm_t c, CollScratch s, LLArgs a,
+__device__ __noinline__ void refresh_rows(gicl_device_comm_t c, CollScratch s, LLArgs a,
                                           uint64_t e) {
   const int n = c.nranks, me = c.rank;
   const size_t units = (a.block_bytes + 7) / 8, row_units = s.ll_entries / 2;
@@ -39,9 +39,9 @@ __device__ __noinline__ void refresh_rows(ccl_device_comm_t c, CollScratch s, LL
   dev::detail::fence_system();
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
-    ll_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {
+    ll_kernel(gicl_device_comm_t c, CollScratch s, LLArgs a) {
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
   constexpr int V = 8 / sizeof(T);
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kThreads)
   publish_epoch(s, ep, e, false);
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 struct LLKernel {
   static constexpr auto kernel = ll_kernel<D, Op>;
 };
@@ -179,11 +179,11 @@ cudaError_t ll_blocks_per_sm(int* out) {
   return fewest_blocks_per_sm<LLKernel>(kThreads, out);
 }
 
-cudaError_t launch_ll(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+cudaError_t launch_ll(gicl_datatype_t dtype, gicl_redop_t op, const gicl_device_comm_t& c,
                       const CollScratch& s, const LLArgs& a, const Launch& l) {
   const int grid = ll_blocks(a.block_bytes);
   return launch_kernel(byte_kernel_of<LLKernel>(is_reduction(a.coll), dtype, op), grid,
                        grid == 1 ? ll_threads(a.block_bytes, c.nranks) : kThreads, l, c, s, a);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -9,7 +9,7 @@
 #include "collectives/schedule/ll128.hpp"
 #include "common/kernel_launch.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 constexpr int kThreads = kLLThreads;
@@ -31,8 +31,8 @@ __device__ __forceinline__ void ll128_load(const char* p, uint64_t v[2]) {
 template <typename T>
 inline constexpr int kLL128Unroll = sizeof(T) >= 2 ? 2 : 1;
 
-template <ccl_datatype_t D, ccl_redop_t Op, int U>
-__device__ __forceinline__ void ll128_run(const ccl_device_comm_t& c, const CollScratch& s,
+template <gicl_datatype_t D, gicl_redop_t Op, int U>
+__device__ __forceinline__ void ll128_run(const gicl_device_comm_t& c, const CollScratch& s,
                                           const LLArgs& a) {
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
@@ -160,9 +160,9 @@ __device__ __forceinline__ void ll128_run(const ccl_device_comm_t& c, const Coll
             const int at = __shfl_sync(kWarp, first < U ? first : 0, from);
             int stop = 0;
             if (lane == 0)
-              stop = deadline.expired(dev::detail::reporter(c), CCL_OP_SIGNAL_WAIT, r,
+              stop = deadline.expired(dev::detail::reporter(c), GICL_OP_SIGNAL_WAIT, r,
                                       row + ll128_slot(g0 + at * warps, from).row_off + 8, flag,
-                                      seen, CCL_CMP_EQ);
+                                      seen, GICL_CMP_EQ);
             if (__shfl_sync(kWarp, stop, 0)) return false;
           }
 #pragma unroll
@@ -276,9 +276,9 @@ __device__ __forceinline__ void ll128_run(const ccl_device_comm_t& c, const Coll
   publish_epoch(s, ep, e, false);
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
-    ll128_kernel(ccl_device_comm_t c, CollScratch s, LLArgs a) {
+    ll128_kernel(gicl_device_comm_t c, CollScratch s, LLArgs a) {
   // What follows from the parameters alone is written before the PDL wait (as in the LL kernel).
   read_before_wait(comm_fields(c), s.epoch, s.ll128, s.ll128_row, s.finished, a.send, a.recv,
                    a.block_bytes, a.root, a.coll);
@@ -290,7 +290,7 @@ __global__ void __launch_bounds__(kThreads)
     ll128_run<D, Op, 1>(c, s, a);
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 struct LL128Kernel {
   static constexpr auto kernel = ll128_kernel<D, Op>;
 };
@@ -303,10 +303,10 @@ cudaError_t ll128_blocks_per_sm(int* out) {
   return fewest_blocks_per_sm<LL128Kernel>(kThreads, out);
 }
 
-cudaError_t launch_ll128(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+cudaError_t launch_ll128(gicl_datatype_t dtype, gicl_redop_t op, const gicl_device_comm_t& c,
                          const CollScratch& s, const LLArgs& a, const Launch& l) {
   return launch_kernel(byte_kernel_of<LL128Kernel>(is_reduction(a.coll), dtype, op),
                        ll128_blocks(a.block_bytes), kThreads, l, c, s, a);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

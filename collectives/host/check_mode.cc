@@ -12,7 +12,7 @@
 #include "core/comm.hpp"
 #include "core/host_exchange.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 std::string describe(const CallSignature& s) {
@@ -20,32 +20,32 @@ std::string describe(const CallSignature& s) {
   std::snprintf(
       buf, sizeof(buf), "call #%llu %s(count=%llu, %s, %s, root=%d)",
       static_cast<unsigned long long>(s.call), collective_name(static_cast<Collective>(s.coll)),
-      static_cast<unsigned long long>(s.count), dtype_name(static_cast<ccl_datatype_t>(s.dtype)),
-      s.op < 0 ? "-" : redop_name(static_cast<ccl_redop_t>(s.op)), s.root);
+      static_cast<unsigned long long>(s.count), dtype_name(static_cast<gicl_datatype_t>(s.dtype)),
+      s.op < 0 ? "-" : redop_name(static_cast<gicl_redop_t>(s.op)), s.root);
   return buf;
 }
 
 }  // namespace
 
-Status check_mode_on(ccl_comm* c, bool* on) {
+Status check_mode_on(gicl_comm* c, bool* on) {
   if (c->check_mode < 0) {
     // Read once per communicator: a getenv per call is measurable host overhead.
     int64_t setting = 0;
-    CCL_CHECK(setting_int(Setting::kCheckMode, &setting));
+    GICL_CHECK(setting_int(Setting::kCheckMode, &setting));
     c->check_mode = setting != 0;
   }
   *on = c->check_mode != 0;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-Status check_call(ccl_comm* c, CallSignature mine) {
+Status check_call(gicl_comm* c, CallSignature mine) {
   bool on = false;
-  CCL_CHECK(check_mode_on(c, &on));
-  if (!on) return CCL_SUCCESS;
+  GICL_CHECK(check_mode_on(c, &on));
+  if (!on) return GICL_SUCCESS;
   mine.call = ++c->coll_calls;
   std::vector<CallSignature> all(c->nranks);
   all[c->rank] = mine;
-  CCL_CHECK(host_allgather(c, all.data(), sizeof(CallSignature)));
+  GICL_CHECK(host_allgather(c, all.data(), sizeof(CallSignature)));
   // The call most ranks made is the reference: the odd ranks are the ones named.
   int ref = 0, best = 0;
   for (int r = 0; r < c->nranks; ++r) {
@@ -57,12 +57,13 @@ Status check_call(ccl_comm* c, CallSignature mine) {
   std::vector<int> differ;
   for (int r = 0; r < c->nranks; ++r)
     if (std::memcmp(&all[r], &all[ref], sizeof(CallSignature)) != 0) differ.push_back(r);
-  if (differ.empty()) return CCL_SUCCESS;
-  return CCL_FAIL(CCL_INVALID_USAGE,
-                  "CCL_CHECK_MODE: mismatched collective calls: ranks %s differ from rank %d's %s "
-                  "(rank %d made %s)",
-                  rank_list(differ).c_str(), ref, describe(all[ref]).c_str(), differ[0],
-                  describe(all[differ[0]]).c_str());
+  if (differ.empty()) return GICL_SUCCESS;
+  return GICL_FAIL(
+      GICL_INVALID_USAGE,
+      "GICL_CHECK_MODE: mismatched collective calls: ranks %s differ from rank %d's %s "
+      "(rank %d made %s)",
+      rank_list(differ).c_str(), ref, describe(all[ref]).c_str(), differ[0],
+      describe(all[differ[0]]).c_str());
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -9,17 +9,17 @@
 #include "common/settings.hpp"
 #include "core/comm.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 CollState::~CollState() {
   // The proxy first: its copies may still read or write the buffers below.
   p2p_proxy.reset();
   // The staging lives in the heap and goes with it; the local part is ours.
-  if (local) CCL_CUDA_WARN(cudaFree(local));
-  for (void* p : a2a_space) CCL_CUDA_WARN(cudaFree(p));
-  for (cudaStream_t s : ce_streams) CCL_CUDA_WARN(cudaStreamDestroy(s));
-  for (cudaEvent_t e : ce_join) CCL_CUDA_WARN(cudaEventDestroy(e));
-  if (ce_fork) CCL_CUDA_WARN(cudaEventDestroy(ce_fork));
+  if (local) GICL_CUDA_WARN(cudaFree(local));
+  for (void* p : a2a_space) GICL_CUDA_WARN(cudaFree(p));
+  for (cudaStream_t s : ce_streams) GICL_CUDA_WARN(cudaStreamDestroy(s));
+  for (cudaEvent_t e : ce_join) GICL_CUDA_WARN(cudaEventDestroy(e));
+  if (ce_fork) GICL_CUDA_WARN(cudaEventDestroy(ce_fork));
 }
 
 namespace {
@@ -58,57 +58,57 @@ bool all_pairs_nvlink(const std::vector<PeerInfo>& peers) {
     return ok && atomics != 0;
   });
 }
-/// CCL_EPOCH_BASE: every rank's completed epoch, this rank's LL operation counts with each peer
+/// GICL_EPOCH_BASE: every rank's completed epoch, this rank's LL operation counts with each peer
 /// and the credits of its LL rows start at the base, as if that many calls had run (each rank
 /// sets its own copies; every rank sets the same base).
 Status start_counters_at(const CollScratch& s, int nranks) {
   int64_t base = 0;
-  CCL_CHECK(setting_int(Setting::kEpochBase, &base));
-  if (base == 0) return CCL_SUCCESS;
+  GICL_CHECK(setting_int(Setting::kEpochBase, &base));
+  if (base == 0) return GICL_SUCCESS;
   const size_t n = static_cast<size_t>(nranks);
   const uint64_t b = static_cast<uint64_t>(base);
   const std::vector<uint64_t> epochs(n, b), credits(n * kP2pLLSlots, b);
   std::vector<P2pCounts> counts(n);
   for (P2pCounts& pc : counts) pc.ll_sent = pc.ll_rcvd = b;
-  CCL_CHECK(upload_device(s.epoch, epochs.data(), n * sizeof(uint64_t)));
-  CCL_CHECK(upload_device(s.p2p_ll_credit, credits.data(), credits.size() * sizeof(uint64_t)));
+  GICL_CHECK(upload_device(s.epoch, epochs.data(), n * sizeof(uint64_t)));
+  GICL_CHECK(upload_device(s.p2p_ll_credit, credits.data(), credits.size() * sizeof(uint64_t)));
   return upload_device(s.p2p, counts.data(), n * sizeof(P2pCounts));
 }
 }  // namespace
 
-CollScratch launch_scratch(const ccl_comm* comm, const CollState* st) {
+CollScratch launch_scratch(const gicl_comm* comm, const CollState* st) {
   CollScratch s = st->scratch;
   s.regs = comm->registry ? comm->registry->device_table() : nullptr;
   return s;
 }
 
-Status coll_state(ccl_comm* c, CollState** out) {
+Status coll_state(gicl_comm* c, CollState** out) {
   if (c->coll_state) {
     *out = static_cast<CollState*>(c->coll_state.get());
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   }
   // The first collective may be the first call captured into a graph: the set-up runs outside
   // the capture (host calls, allocations and zeroing on a private stream).
   RelaxedCapture relaxed;
-  ccl_device_comm_t dc;
-  CCL_CHECK(device_comm_handle(c, &dc));
+  gicl_device_comm_t dc;
+  GICL_CHECK(device_comm_handle(c, &dc));
   int64_t stage_setting = 0;
-  CCL_CHECK(setting_int(Setting::kCollScratchSize, &stage_setting));
+  GICL_CHECK(setting_int(Setting::kCollScratchSize, &stage_setting));
   const size_t n = static_cast<size_t>(c->nranks);
   const size_t stage = align_up(static_cast<size_t>(stage_setting), 4096);
   // The pipe FIFOs share the staging budget: one slot per (sender, channel, slot).
   size_t slot = stage / (n * kPipeChannels * kPipeSlots) / 256 * 256;
   if (slot < 4096) slot = 4096;
   auto st = std::make_shared<CollState>();
-  CCL_CHECK(load_tuner_config(&st->cfg));
+  GICL_CHECK(load_tuner_config(&st->cfg));
   // The tuner's LL128 range and a forced LL128 consult it; a forced LL or SIMPLE does not pay
   // the n^2 / 2 driver queries.
   st->all_nvlink = (st->cfg.proto == Proto::kAuto || st->cfg.proto == Proto::kLL128) &&
                    all_pairs_nvlink(c->peers);
-  CCL_CHECK(resident_blocks(c->peers, &st->resident_blocks));
+  GICL_CHECK(resident_blocks(c->peers, &st->resident_blocks));
   st->time_sliced = ranks_time_slice_a_gpu(c->peers);
   int64_t ce_share = 100;
-  CCL_CHECK(setting_int(Setting::kP2pCopyEngineShare, &ce_share));
+  GICL_CHECK(setting_int(Setting::kP2pCopyEngineShare, &ce_share));
   st->p2p_ce_share = static_cast<int>(ce_share);
   // Symmetric part, in one heap block: every rank carves the same offsets. The flags, LL rows
   // and LL128 lines are zeroed (one range); the FIFO slots after them need not be.
@@ -132,7 +132,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t p2p_credit_at = h.add(kP2pLLSlots * n * sizeof(uint64_t));
   const size_t p2p_sizes_at = h.add(n * kPipeChannels * kPipeSlots * sizeof(uint64_t));
   const size_t inbox_at = h.add(n * kPipeChannels * kPipeSlots * slot);
-  CCL_CHECK(c->heap->alloc(h.size(), &st->heap_block));
+  GICL_CHECK(c->heap->alloc(h.size(), &st->heap_block));
   device_resources_note_heap(c);
   char* p = static_cast<char*>(st->heap_block);
   CollScratch& s = st->scratch;
@@ -161,7 +161,7 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.slot_bytes = slot;
   // LL entries and LL128 lines carry their epoch as a flag, point-to-point LL entries their
   // operation's sequence number: zero (never either) until first written.
-  CCL_CHECK(zero_device(p + ready_at, inbox_at - ready_at));
+  GICL_CHECK(zero_device(p + ready_at, inbox_at - ready_at));
   // Local part: counters and sequence numbers (zeroed), then the work space.
   Layout lo;
   const size_t finished_at = lo.add(sizeof(uint32_t));
@@ -171,8 +171,8 @@ Status coll_state(ccl_comm* c, CollState** out) {
   const size_t seq_at = lo.add(n * kPipeChannels * 2 * sizeof(uint64_t));
   const size_t p2p_at = lo.add(n * sizeof(P2pCounts));
   const size_t temp_at = lo.add(stage);
-  CCL_CUDA_CHECK(cudaMalloc(&st->local, lo.size()));
-  CCL_CHECK(zero_device(st->local, temp_at));
+  GICL_CUDA_CHECK(cudaMalloc(&st->local, lo.size()));
+  GICL_CHECK(zero_device(st->local, temp_at));
   char* l = static_cast<char*>(st->local);
   s.finished = reinterpret_cast<uint32_t*>(l + finished_at);
   s.p2p_readers = reinterpret_cast<uint32_t*>(l + readers_at);
@@ -181,12 +181,12 @@ Status coll_state(ccl_comm* c, CollState** out) {
   s.seq = reinterpret_cast<uint64_t*>(l + seq_at);
   s.p2p = reinterpret_cast<P2pCounts*>(l + p2p_at);
   s.temp = l + temp_at;
-  CCL_CHECK(start_counters_at(s, c->nranks));
+  GICL_CHECK(start_counters_at(s, c->nranks));
   // No rank may signal into a peer's flags before that peer has zeroed them.
-  CCL_CHECK(c->bootstrap->barrier());
+  GICL_CHECK(c->bootstrap->barrier());
   c->coll_state = st;
   *out = st.get();
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

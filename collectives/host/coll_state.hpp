@@ -13,21 +13,21 @@
 #include "common/status.hpp"
 #include "proxy/copy_proxy.hpp"
 
-struct ccl_comm;
+struct gicl_comm;
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 struct CollState {
   CollScratch scratch{};
   void* heap_block = nullptr;  // staging, flags and FIFOs: one heap allocation
   void* local = nullptr;       // finished counter, pipe sequence numbers, temp (cudaMalloc)
   TunerConfig cfg;             // read once, at the first collective
-  bool all_nvlink = false;     // every GPU pair on NVLink; asked unless CCL_PROTO forces LL/SIMPLE
+  bool all_nvlink = false;     // every GPU pair on NVLink; asked unless GICL_PROTO forces LL/SIMPLE
   int resident_blocks = 0;     // most blocks per launch (residency.hpp); 0: no limit
   bool time_sliced = false;    // ranks take turns on a GPU: no chunk-by-chunk handshakes
-  char* mc_base = nullptr;     // NVLS: multicast address of heap offset 0 (CCL_NVLS_ENABLE=1)
+  char* mc_base = nullptr;     // NVLS: multicast address of heap offset 0 (GICL_NVLS_ENABLE=1)
   size_t mc_bytes = 0;         // heap bytes the multicast object covers
-  std::vector<uint64_t> logged;  // what was already reported at CCL_DEBUG=INFO (keys)
+  std::vector<uint64_t> logged;  // what was already reported at GICL_DEBUG=INFO (keys)
   // Sends to the rank itself that went through the p2p kernel, less such receives: group.cc
   // pairs them into local copies only while it is 0.
   int64_t self_sends_unmatched = 0;
@@ -48,7 +48,7 @@ struct CollState {
   ~CollState();
   /// Whether a launch of `blocks` keeps within resident_blocks.
   bool fits(int blocks) const { return resident_blocks == 0 || blocks <= resident_blocks; }
-  /// True the first time `key` is asked for (one CCL_DEBUG=INFO report per key).
+  /// True the first time `key` is asked for (one GICL_DEBUG=INFO report per key).
   bool first_report(uint64_t key) {
     if (std::find(logged.begin(), logged.end(), key) != logged.end()) return false;
     logged.push_back(key);
@@ -57,11 +57,11 @@ struct CollState {
 };
 
 /// The scratch a kernel launch receives: the state's, with the registered-buffer table as it is
-/// now (the registry is made by the first ccl_comm_register, possibly after the state).
-CollScratch launch_scratch(const ccl_comm* comm, const CollState* st);
+/// now (the registry is made by the first gicl_comm_register, possibly after the state).
+CollScratch launch_scratch(const gicl_comm* comm, const CollState* st);
 
 /// The communicator's state, created on first use (collective; outside any graph capture in
 /// progress on the calling thread).
-Status coll_state(ccl_comm* comm, CollState** out);
+Status coll_state(gicl_comm* comm, CollState** out);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

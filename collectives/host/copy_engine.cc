@@ -11,7 +11,7 @@
 #include "core/host_exchange.hpp"
 #include "core/stream_kernels.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 /// What a rank tells the others before the copies.
@@ -30,24 +30,24 @@ enum Unable : int32_t { kAble, kNoRecvWindow, kInPlaceAllToAll };
 constexpr int kMaxSideStreams = 8;
 
 Status make_side_streams(CollState* st, int want) {
-  if (static_cast<int>(st->ce_streams.size()) >= want) return CCL_SUCCESS;
+  if (static_cast<int>(st->ce_streams.size()) >= want) return GICL_SUCCESS;
   // Not part of a capture in progress: stream and event creation are set-up.
   RelaxedCapture relaxed;
   if (st->ce_fork == nullptr)
-    CCL_CUDA_CHECK(cudaEventCreateWithFlags(&st->ce_fork, cudaEventDisableTiming));
+    GICL_CUDA_CHECK(cudaEventCreateWithFlags(&st->ce_fork, cudaEventDisableTiming));
   while (static_cast<int>(st->ce_streams.size()) < want) {
     cudaStream_t s = nullptr;
-    CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    GICL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     st->ce_streams.push_back(s);
     cudaEvent_t e = nullptr;
-    CCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    GICL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     st->ce_join.push_back(e);
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 /// Where this process writes into rank j's window `w`.
-char* peer_window(ccl_comm* comm, uint64_t w, int j) {
+char* peer_window(gicl_comm* comm, uint64_t w, int j) {
   if (w & kRegWindow) {
     if (!comm->registry) return nullptr;
     char* base = comm->registry->peer_address(registered_slot(w), j);
@@ -63,7 +63,7 @@ struct Copy {
 
 }  // namespace
 
-Status run_copy_engine(ccl_comm* comm, CollState* st, const CollCall& k, bool* ran) {
+Status run_copy_engine(gicl_comm* comm, CollState* st, const CollCall& k, bool* ran) {
   *ran = false;
   const int n = comm->nranks, me = comm->rank;
   const bool bcast = k.coll == Collective::kBroadcast;
@@ -79,28 +79,28 @@ Status run_copy_engine(ccl_comm* comm, CollState* st, const CollCall& k, bool* r
     mine.unable = kNoRecvWindow;
   else if (receives)
     mine.window = w;
-  CCL_CHECK(host_allgather(comm, all.data(), sizeof(CeOffer)));
+  GICL_CHECK(host_allgather(comm, all.data(), sizeof(CeOffer)));
   for (int r = 0; r < n; ++r)
     if (all[r].coll != mine.coll || all[r].block != mine.block || all[r].root != mine.root)
-      return CCL_FAIL(CCL_INVALID_USAGE,
-                      "%s (copy_engine): rank %d called %s of %llu bytes per block (root %d), "
-                      "rank %d %s of %llu (root %d)",
-                      collective_name(k.coll), me, collective_name(k.coll),
-                      static_cast<unsigned long long>(block), mine.root, r,
-                      collective_name(static_cast<Collective>(all[r].coll)),
-                      static_cast<unsigned long long>(all[r].block), all[r].root);
+      return GICL_FAIL(GICL_INVALID_USAGE,
+                       "%s (copy_engine): rank %d called %s of %llu bytes per block (root %d), "
+                       "rank %d %s of %llu (root %d)",
+                       collective_name(k.coll), me, collective_name(k.coll),
+                       static_cast<unsigned long long>(block), mine.root, r,
+                       collective_name(static_cast<Collective>(all[r].coll)),
+                       static_cast<unsigned long long>(all[r].block), all[r].root);
   for (int r = 0; r < n; ++r)
     if (all[r].unable != kAble) {
-      // Once per collective and reason at CCL_DEBUG=INFO (bit 63: apart from run.cc's keys).
+      // Once per collective and reason at GICL_DEBUG=INFO (bit 63: apart from run.cc's keys).
       const uint64_t key = (uint64_t{1} << 63) | (static_cast<uint64_t>(k.coll) << 8) |
                            static_cast<uint64_t>(all[r].unable);
       if (log_enabled(LogLevel::kInfo, kSubsysColl) && st->first_report(key))
-        CCL_INFO(kSubsysColl, "%s (copy_engine): %s; the SM kernels run it",
-                 collective_name(k.coll),
-                 all[r].unable == kInPlaceAllToAll
-                     ? "an in-place alltoall"
-                     : "a receive buffer is neither symmetric nor registered");
-      return CCL_SUCCESS;
+        GICL_INFO(kSubsysColl, "%s (copy_engine): %s; the SM kernels run it",
+                  collective_name(k.coll),
+                  all[r].unable == kInPlaceAllToAll
+                      ? "an in-place alltoall"
+                      : "a receive buffer is neither symmetric nor registered");
+      return GICL_SUCCESS;
     }
   // Every rank pushes its blocks into the peers' windows; its own block is a local copy.
   const char* send = static_cast<const char*>(k.send);
@@ -111,8 +111,8 @@ Status run_copy_engine(ccl_comm* comm, CollState* st, const CollCall& k, bool* r
     if (bcast && me != k.root) break;
     char* dst = peer_window(comm, all[j].window, j);
     if (dst == nullptr)
-      return CCL_FAIL(CCL_INTERNAL_ERROR, "%s (copy_engine): rank %d's window is not mapped here",
-                      collective_name(k.coll), j);
+      return GICL_FAIL(GICL_INTERNAL_ERROR, "%s (copy_engine): rank %d's window is not mapped here",
+                       collective_name(k.coll), j);
     if (bcast)
       pushes.push_back({dst, send});
     else if (k.coll == Collective::kAllGather)
@@ -127,28 +127,28 @@ Status run_copy_engine(ccl_comm* comm, CollState* st, const CollCall& k, bool* r
   if (k.coll == Collective::kAllToAll) local = {recv + me * block, send + me * block};
 
   const int sides = std::min(static_cast<int>(pushes.size()), kMaxSideStreams);
-  CCL_CHECK(make_side_streams(st, sides));
+  GICL_CHECK(make_side_streams(st, sides));
   const Launch l{k.stream, comm->pdl};
-  const ccl_device_comm_t& dc = comm->dev->handle;
+  const gicl_device_comm_t& dc = comm->dev->handle;
   // Entry: every peer's stream has reached this call, so its window may be written.
-  CCL_CUDA_CHECK(launch_barrier(dc, l));
-  if (sides > 0) CCL_CUDA_CHECK(cudaEventRecord(st->ce_fork, k.stream));
+  GICL_CUDA_CHECK(launch_barrier(dc, l));
+  if (sides > 0) GICL_CUDA_CHECK(cudaEventRecord(st->ce_fork, k.stream));
   for (int i = 0; i < sides; ++i)
-    CCL_CUDA_CHECK(cudaStreamWaitEvent(st->ce_streams[i], st->ce_fork));
+    GICL_CUDA_CHECK(cudaStreamWaitEvent(st->ce_streams[i], st->ce_fork));
   for (size_t i = 0; i < pushes.size(); ++i)
-    CCL_CUDA_CHECK(cudaMemcpyAsync(pushes[i].dst, pushes[i].src, block, cudaMemcpyDefault,
-                                   st->ce_streams[i % sides]));
+    GICL_CUDA_CHECK(cudaMemcpyAsync(pushes[i].dst, pushes[i].src, block, cudaMemcpyDefault,
+                                    st->ce_streams[i % sides]));
   if (local.dst != nullptr)
-    CCL_CUDA_CHECK(
+    GICL_CUDA_CHECK(
         cudaMemcpyAsync(local.dst, local.src, block, cudaMemcpyDeviceToDevice, k.stream));
   for (int i = 0; i < sides; ++i) {
-    CCL_CUDA_CHECK(cudaEventRecord(st->ce_join[i], st->ce_streams[i]));
-    CCL_CUDA_CHECK(cudaStreamWaitEvent(k.stream, st->ce_join[i]));
+    GICL_CUDA_CHECK(cudaEventRecord(st->ce_join[i], st->ce_streams[i]));
+    GICL_CUDA_CHECK(cudaStreamWaitEvent(k.stream, st->ce_join[i]));
   }
   // Exit: every rank's pushes are complete (each joined its copies before arriving).
-  CCL_CUDA_CHECK(launch_barrier(dc, l));
+  GICL_CUDA_CHECK(launch_barrier(dc, l));
   *ran = true;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

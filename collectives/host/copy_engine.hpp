@@ -1,5 +1,5 @@
 // The copy-engine path of the collectives that only move bytes (allgather, broadcast, alltoall;
-// CCL_ALGO=copy_engine): every block a rank sends is one cudaMemcpyAsync into the receiver's
+// GICL_ALGO=copy_engine): every block a rank sends is one cudaMemcpyAsync into the receiver's
 // window, on side streams so that the copies to different peers and of the own block run on
 // several copy engines at once, between two barriers of the communicator (no SMs move data).
 // The host needs the receivers' windows when it enqueues, and ranks may pass buffers at
@@ -10,12 +10,12 @@
 #include "collectives/host/coll_state.hpp"
 #include "collectives/host/run.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// Runs the call through the copy engines when every rank can (each receiver's buffer is a
 /// window, symmetric or registered, and an alltoall is out of place) and sets `*ran`; else
 /// enqueues nothing and leaves `*ran` false. Ranks whose calls differ (collective, block size,
-/// root) all fail with CCL_INVALID_USAGE naming them, before anything is enqueued.
-Status run_copy_engine(ccl_comm* comm, CollState* st, const CollCall& k, bool* ran);
+/// root) all fail with GICL_INVALID_USAGE naming them, before anything is enqueued.
+Status run_copy_engine(gicl_comm* comm, CollState* st, const CollCall& k, bool* ran);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -14,11 +14,11 @@
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 struct Pending {
-  ccl_comm* comm;
+  gicl_comm* comm;
   cudaStream_t stream;
   std::function<Status()> fn;  // a collective; empty for a point-to-point op
   P2pOp op;
@@ -28,13 +28,13 @@ thread_local int g_depth = 0;
 thread_local std::vector<Pending> g_pending;
 
 /// A communicator's sends and receives of one group (or one lone operation).
-Status run_p2p(ccl_comm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
+Status run_p2p(gicl_comm* comm, cudaStream_t stream, const std::vector<P2pOp>& ops) {
   std::lock_guard<std::mutex> lock(comm->op_mutex);
   DeviceScope device(comm->device);
   CommOp guard(comm);
-  CCL_CHECK(guard.check());
+  GICL_CHECK(guard.check());
   CollState* st = nullptr;
-  CCL_CHECK(coll_state(comm, &st));
+  GICL_CHECK(coll_state(comm, &st));
   return issue_p2p(comm, st, stream, ops);
 }
 
@@ -60,22 +60,22 @@ Status run_concurrently(size_t n, Job job) {
   for (auto& t : threads) t.join();
   for (const FirstFailure& r : results)
     if (!r.code.ok()) return r.get();
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 /// The first collective of a communicator allocates its scratch collectively; when one thread
-/// drives several communicators (ccl_comm_init_all) they must do so concurrently, for their
+/// drives several communicators (gicl_comm_init_all) they must do so concurrently, for their
 /// collectives and their sends and receives alike. Communicators without a GPU have no state to
 /// make (their calls fail, or do nothing at count 0).
 Status prepare_states(const std::vector<Pending>& q) {
-  std::vector<ccl_comm*> todo;
+  std::vector<gicl_comm*> todo;
   for (const Pending& p : q)
     if (p.comm->heap && !p.comm->coll_state &&
         std::find(todo.begin(), todo.end(), p.comm) == todo.end())
       todo.push_back(p.comm);
-  if (todo.size() <= 1) return CCL_SUCCESS;  // the call itself creates it
+  if (todo.size() <= 1) return GICL_SUCCESS;  // the call itself creates it
   return run_concurrently(todo.size(), [&](size_t i) -> Status {
-    CCL_CUDA_CHECK(cudaSetDevice(todo[i]->device));
+    GICL_CUDA_CHECK(cudaSetDevice(todo[i]->device));
     std::lock_guard<std::mutex> lock(todo[i]->op_mutex);
     CollState* st = nullptr;
     return coll_state(todo[i], &st);
@@ -88,14 +88,14 @@ Status prepare_states(const std::vector<Pending>& q) {
 /// calls then run in a thread of their own. Otherwise in this thread (no thread's start-up cost
 /// on every group). A failed call does not stop the ones after it, as outside a group.
 Status run_collectives(const std::vector<Pending>& q) {
-  std::vector<ccl_comm*> comms;
+  std::vector<gicl_comm*> comms;
   for (const Pending& p : q)
     if (p.fn && std::find(comms.begin(), comms.end(), p.comm) == comms.end())
       comms.push_back(p.comm);
   bool meet = false;
   for (size_t i = 0; comms.size() > 1 && i < comms.size() && !meet; ++i)
-    CCL_CHECK(meets_on_host(comms[i], &meet));
-  auto run_for = [&](ccl_comm* c) {
+    GICL_CHECK(meets_on_host(comms[i], &meet));
+  auto run_for = [&](gicl_comm* c) {
     FirstFailure first;
     for (const Pending& p : q)
       if (p.fn && (c == nullptr || p.comm == c)) first.note(p.fn());
@@ -109,25 +109,25 @@ Status run_collectives(const std::vector<Pending>& q) {
 
 Status group_start() {
   ++g_depth;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status group_end() {
   if (g_depth == 0)
-    return CCL_FAIL(CCL_INVALID_USAGE, "ccl_group_end without a matching ccl_group_start");
-  if (--g_depth > 0) return CCL_SUCCESS;
+    return GICL_FAIL(GICL_INVALID_USAGE, "gicl_group_end without a matching gicl_group_start");
+  if (--g_depth > 0) return GICL_SUCCESS;
   std::vector<Pending> q;
   q.swap(g_pending);
-  CCL_CHECK(prepare_states(q));
+  GICL_CHECK(prepare_states(q));
   FirstFailure first;
   first.note(run_collectives(q));
   // Point-to-point: each communicator's group as one or more launches, in the order the comms
   // first appeared.
-  std::vector<ccl_comm*> comms;
+  std::vector<gicl_comm*> comms;
   for (const Pending& p : q)
     if (!p.fn && std::find(comms.begin(), comms.end(), p.comm) == comms.end())
       comms.push_back(p.comm);
-  for (ccl_comm* c : comms) {
+  for (gicl_comm* c : comms) {
     std::vector<P2pOp> ops;
     cudaStream_t stream = nullptr;
     bool mixed = false;
@@ -138,8 +138,9 @@ Status group_end() {
         ops.push_back(p.op);
       }
     if (mixed) {
-      first.note(CCL_FAIL(CCL_INVALID_USAGE,
-                          "sends and receives of one communicator in a group must use one stream"));
+      first.note(
+          GICL_FAIL(GICL_INVALID_USAGE,
+                    "sends and receives of one communicator in a group must use one stream"));
       continue;
     }
     first.note(run_p2p(c, stream, ops));
@@ -151,16 +152,16 @@ bool in_group() {
   return g_depth > 0;
 }
 
-Status run_or_queue(ccl_comm* comm, cudaStream_t stream, std::function<Status()> fn) {
+Status run_or_queue(gicl_comm* comm, cudaStream_t stream, std::function<Status()> fn) {
   if (g_depth == 0) return fn();
   g_pending.push_back({comm, stream, std::move(fn), {}});
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-Status p2p(ccl_comm* comm, const P2pOp& op, cudaStream_t stream) {
+Status p2p(gicl_comm* comm, const P2pOp& op, cudaStream_t stream) {
   if (g_depth == 0) return run_p2p(comm, stream, {op});
   g_pending.push_back({comm, stream, {}, op});
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

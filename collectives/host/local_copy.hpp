@@ -11,20 +11,20 @@
 
 #include "common/status.hpp"
 
-struct ccl_comm;
+struct gicl_comm;
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// `bytes` from `src` to `dst` on `stream` (nothing when they are the same address): a kernel
 /// with both 16-byte aligned below 48 MiB eagerly (it enqueues faster than the copy engine and
 /// copies up to 46 MiB faster) and below 32 MiB in a graph with PDL (its edge beats a memcpy
 /// node), else cudaMemcpyAsync (docs/collectives.md "One rank" has the numbers).
-Status local_copy(ccl_comm* comm, void* dst, const void* src, size_t bytes, cudaStream_t stream);
+Status local_copy(gicl_comm* comm, void* dst, const void* src, size_t bytes, cudaStream_t stream);
 
 /// Several copies on `stream`, in as few launches as copy_lists allows: a list of small aligned
 /// copies is one kernel (eagerly or in a graph: one node beats a memcpy node a copy), the rest
 /// local_copy each. The copies run in no particular order, so no copy may write what another
 /// reads or writes (a group's receives are distinct buffers, as in NCCL).
-Status local_copies(ccl_comm* comm, const std::vector<CopySpec>& copies, cudaStream_t stream);
+Status local_copies(gicl_comm* comm, const std::vector<CopySpec>& copies, cudaStream_t stream);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

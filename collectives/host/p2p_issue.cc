@@ -14,7 +14,7 @@
 #include "common/settings.hpp"
 #include "core/comm.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 /// Sends to and receives from the rank itself pair up in order (NCCL's matching per peer), and a
@@ -32,7 +32,7 @@ namespace {
 /// window then stays in the kernel, whose multiprocessors copy it while the copy engine carries
 /// the peer's bytes, or, beside a send the SMs copy from p2p_self_beside's size, on blocks of its
 /// own (launch_p2p's self blocks, only where launches have no block limit).
-void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
+void pair_self_ops(gicl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
                    std::vector<CopySpec>* copies, std::vector<P2pOp>* rest) {
   std::vector<const P2pOp*> sends, recvs;
   bool beside = false;  // a send to a peer that the self pair's copy can run beside
@@ -71,10 +71,10 @@ void pair_self_ops(ccl_comm* comm, CollState* st, const std::vector<P2pOp>& ops,
       rest->push_back(op);
 }
 
-/// Marks the sends the copy-engine proxy copies (CCL_P2P_COPY_ENGINE) and gives the launch its
+/// Marks the sends the copy-engine proxy copies (GICL_P2P_COPY_ENGINE) and gives the launch its
 /// queue, starting the proxy with the first such send. A proxy that cannot start is reported
 /// once and those sends, then and later, go through the SMs.
-void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
+void mark_copy_engine_sends(gicl_comm* comm, CollState* st, P2pArgs* a) {
   if (st->cfg.p2p_ce_from == 0) return;
   bool any = false;
   for (int i = 0; i < a->nops; ++i) {
@@ -92,13 +92,13 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
     SettingSource asked = SettingSource::kDefault;
     if (st->p2p_proxy_failed) setting_raw(Setting::kP2pCopyEngine, &asked);
     if (st->p2p_proxy_failed && asked == SettingSource::kEnvironment)
-      CCL_WARN(kSubsysProxy, "CCL_P2P_COPY_ENGINE: no copy-engine proxy (%s); the SMs copy",
-               last_error());
+      GICL_WARN(kSubsysProxy, "GICL_P2P_COPY_ENGINE: no copy-engine proxy (%s); the SMs copy",
+                last_error());
     else if (st->p2p_proxy_failed)
-      CCL_INFO(kSubsysProxy, "no copy-engine proxy (%s); the SMs copy large sends", last_error());
+      GICL_INFO(kSubsysProxy, "no copy-engine proxy (%s); the SMs copy large sends", last_error());
     else
-      CCL_INFO(kSubsysProxy, "rank %d: copy-engine proxy started for sends of %zu bytes and more",
-               comm->rank, std::max(st->cfg.p2p_ce_from, kP2pRendezvousFrom));
+      GICL_INFO(kSubsysProxy, "rank %d: copy-engine proxy started for sends of %zu bytes and more",
+                comm->rank, std::max(st->cfg.p2p_ce_from, kP2pRendezvousFrom));
   }
   if (!st->p2p_proxy) {
     for (int i = 0; i < a->nops; ++i) a->ops[i].copy_engine = 0;
@@ -110,11 +110,11 @@ void mark_copy_engine_sends(ccl_comm* comm, CollState* st, P2pArgs* a) {
 }
 
 /// One launch of at most kMaxP2pOps operations (a part of a group p2p_plan made, or all of it).
-Status launch_part(ccl_comm* comm, CollState* st, cudaStream_t stream,
+Status launch_part(gicl_comm* comm, CollState* st, cudaStream_t stream,
                    const std::vector<P2pOp>& ops) {
   if (ops.size() > static_cast<size_t>(kMaxP2pOps))
-    return CCL_FAIL(CCL_INTERNAL_ERROR, "a point-to-point launch of %zu operations; at most %d",
-                    ops.size(), kMaxP2pOps);
+    return GICL_FAIL(GICL_INTERNAL_ERROR, "a point-to-point launch of %zu operations; at most %d",
+                     ops.size(), kMaxP2pOps);
   P2pArgs a{};
   a.nops = static_cast<int>(ops.size());
   std::copy(ops.begin(), ops.end(), a.ops);
@@ -127,16 +127,16 @@ Status launch_part(ccl_comm* comm, CollState* st, cudaStream_t stream,
     op.win = offer ? w : kNoWindow;
   }
   mark_copy_engine_sends(comm, st, &a);
-  CCL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, {stream, comm->pdl},
-                            st->resident_blocks));
-  return CCL_SUCCESS;
+  GICL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, {stream, comm->pdl},
+                             st->resident_blocks));
+  return GICL_SUCCESS;
 }
 
 /// The operations for the kernel (with other ranks, and pairs with itself kept there): one launch
 /// where they form one batch, else the launches of their plan (p2p_plan.hpp).
-Status launch_rest(ccl_comm* comm, CollState* st, cudaStream_t stream,
+Status launch_rest(gicl_comm* comm, CollState* st, cudaStream_t stream,
                    const std::vector<P2pOp>& rest) {
-  if (rest.empty()) return CCL_SUCCESS;
+  if (rest.empty()) return GICL_SUCCESS;
   // A group of one batch is one launch as it stands (no plan to allocate on the common path).
   std::vector<int> batch = p2p_batches(rest, comm->nranks, comm->rank);
   if (rest.size() <= static_cast<size_t>(kMaxP2pOps) && p2p_one_batch(batch))
@@ -149,37 +149,37 @@ Status launch_rest(ccl_comm* comm, CollState* st, cudaStream_t stream,
       part.push_back(rest[static_cast<size_t>(i)]);
       part.back().batch = plan.place[static_cast<size_t>(i)];
     }
-    CCL_CHECK(launch_part(comm, st, stream, part));  // the later parts' partners wait on this one
+    GICL_CHECK(launch_part(comm, st, stream, part));  // the later parts' partners wait on this one
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 }  // namespace
 
-Status issue_p2p(ccl_comm* comm, CollState* st, cudaStream_t stream,
+Status issue_p2p(gicl_comm* comm, CollState* st, cudaStream_t stream,
                  const std::vector<P2pOp>& ops) {
-  if (!(comm->dev->handle.flags & CCL_DEVICE_FLAG_ALL_P2P))
-    return CCL_FAIL(CCL_UNSUPPORTED,
-                    "send/recv need every rank reachable over NVLink/PCIe peer mappings in this "
-                    "build");
+  if (!(comm->dev->handle.flags & GICL_DEVICE_FLAG_ALL_P2P))
+    return GICL_FAIL(GICL_UNSUPPORTED,
+                     "send/recv need every rank reachable over NVLink/PCIe peer mappings in this "
+                     "build");
   // Too many ranks at once on one GPU (MPS, or one process) for every rank's 16 FIFO channel blocks
   // to be resident together: refused, before anything is enqueued, rather than left to stall (both
   // sides of an operation decide alike, by its size).
   if (!fifo_channels_fit(st->resident_blocks))
     for (const P2pOp& op : ops)
       if (op.peer != comm->rank && !p2p_ll(op.bytes, p2p_ll_capacity(comm->nranks)))
-        return CCL_FAIL(CCL_INVALID_USAGE,
-                        "ccl_%s of %zu bytes with rank %d: ranks share a GPU at once (MPS, or "
-                        "one process) so that each launch keeps to %d blocks, fewer than the %d "
-                        "FIFO channels operations above %zu bytes need (fewer ranks per GPU run "
-                        "them)",
-                        op.is_send ? "send" : "recv", op.bytes, op.peer, st->resident_blocks,
-                        kPipeChannels, p2p_ll_capacity(comm->nranks));
+        return GICL_FAIL(GICL_INVALID_USAGE,
+                         "gicl_%s of %zu bytes with rank %d: ranks share a GPU at once (MPS, or "
+                         "one process) so that each launch keeps to %d blocks, fewer than the %d "
+                         "FIFO channels operations above %zu bytes need (fewer ranks per GPU run "
+                         "them)",
+                         op.is_send ? "send" : "recv", op.bytes, op.peer, st->resident_blocks,
+                         kPipeChannels, p2p_ll_capacity(comm->nranks));
   std::vector<CopySpec> copies;
   std::vector<P2pOp> rest;
   pair_self_ops(comm, st, ops, &copies, &rest);
-  if (!copies.empty()) CCL_CHECK(local_copies(comm, copies, stream));
+  if (!copies.empty()) GICL_CHECK(local_copies(comm, copies, stream));
   return launch_rest(comm, st, stream, rest);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -1,6 +1,6 @@
 // A communicator's sends and receives, from a checked list to kernel launches: the pairs with
 // the rank itself copied, the rest in batches agreed with every partner (p2p_plan.hpp), the
-// large sends marked for the copy-engine proxy. Used by groups and lone ccl_send/ccl_recv
+// large sends marked for the copy-engine proxy. Used by groups and lone gicl_send/gicl_recv
 // (group.cc) and by the collectives that run as send/recv (send_recv_path.cc).
 #pragma once
 
@@ -12,12 +12,13 @@
 #include "collectives/pipe/p2p.cuh"
 #include "common/status.hpp"
 
-struct ccl_comm;
+struct gicl_comm;
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// Enqueues `ops` on `stream`. The caller holds the communicator's operation lock, has its
 /// device current and has checked every operation.
-Status issue_p2p(ccl_comm* comm, CollState* st, cudaStream_t stream, const std::vector<P2pOp>& ops);
+Status issue_p2p(gicl_comm* comm, CollState* st, cudaStream_t stream,
+                 const std::vector<P2pOp>& ops);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -11,7 +11,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 // Shares up to this many multiprocessors may be MPS's floor rather than the percentage (8 on an
 // H200, measured; twice that for other parts).
@@ -46,33 +46,33 @@ int co_resident_cap(const std::vector<PeerInfo>& peers, int blocks_per_sm) {
 
 Status resident_blocks(const std::vector<PeerInfo>& peers, int* out) {
   int64_t setting = -1;
-  CCL_CHECK(setting_int(Setting::kResidentBlocks, &setting));
+  GICL_CHECK(setting_int(Setting::kResidentBlocks, &setting));
   if (setting > 0 && setting < kPipeChannels)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "CCL_RESIDENT_BLOCKS=%lld: at least %d (the FIFO channels of a "
-                    "point-to-point launch), 0 for no limit or -1 for the automatic one",
-                    static_cast<long long>(setting), kPipeChannels);
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "GICL_RESIDENT_BLOCKS=%lld: at least %d (the FIFO channels of a "
+                     "point-to-point launch), 0 for no limit or -1 for the automatic one",
+                     static_cast<long long>(setting), kPipeChannels);
   if (setting >= 0) {
     *out = static_cast<int>(setting);
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   }
   *out = 0;
   // Only where ranks share a GPU at once: the occupancy queries of every instantiation.
-  if (!ranks_share_a_gpu_at_once(peers)) return CCL_SUCCESS;
+  if (!ranks_share_a_gpu_at_once(peers)) return GICL_SUCCESS;
   int per_sm = INT_MAX;
-  CCL_CUDA_CHECK(direct_blocks_per_sm(&per_sm));
-  CCL_CUDA_CHECK(ll_blocks_per_sm(&per_sm));
-  CCL_CUDA_CHECK(ll128_blocks_per_sm(&per_sm));
-  CCL_CUDA_CHECK(pipe_blocks_per_sm(&per_sm));
-  CCL_CUDA_CHECK(p2p_blocks_per_sm(&per_sm));
+  GICL_CUDA_CHECK(direct_blocks_per_sm(&per_sm));
+  GICL_CUDA_CHECK(ll_blocks_per_sm(&per_sm));
+  GICL_CUDA_CHECK(ll128_blocks_per_sm(&per_sm));
+  GICL_CUDA_CHECK(pipe_blocks_per_sm(&per_sm));
+  GICL_CUDA_CHECK(p2p_blocks_per_sm(&per_sm));
   *out = co_resident_cap(peers, std::max(per_sm, 1));
-  CCL_INFO(kSubsysColl,
-           "ranks share a GPU at once (MPS, or one process): every collective launch keeps to %d "
-           "blocks (%d per "
-           "multiprocessor) so that all sharers' grids are resident together%s",
-           *out, per_sm,
-           *out < kPipeChannels ? "; send/recv above the LL size (16 FIFO channels) refused" : "");
-  return CCL_SUCCESS;
+  GICL_INFO(kSubsysColl,
+            "ranks share a GPU at once (MPS, or one process): every collective launch keeps to %d "
+            "blocks (%d per "
+            "multiprocessor) so that all sharers' grids are resident together%s",
+            *out, per_sm,
+            *out < kPipeChannels ? "; send/recv above the LL size (16 FIFO channels) refused" : "");
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -11,7 +11,7 @@
 #include "common/status.hpp"
 #include "topology/peer_info.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// Most blocks one launch may have so that the grids of all ranks sharing a GPU at once (under
 /// MPS, or ranks of one process: run_at_once) are resident together: per GPU with k >= 2 such
@@ -29,8 +29,8 @@ inline bool fifo_channels_fit(int resident) {
   return resident == 0 || resident >= kPipeChannels;
 }
 
-/// CCL_RESIDENT_BLOCKS, or (-1) co_resident_cap with the fewest blocks per multiprocessor of
+/// GICL_RESIDENT_BLOCKS, or (-1) co_resident_cap with the fewest blocks per multiprocessor of
 /// any collective kernel (occupancy queries, only where a GPU is shared at once).
 Status resident_blocks(const std::vector<PeerInfo>& peers, int* out);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

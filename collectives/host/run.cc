@@ -19,7 +19,7 @@
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 bool has_root(Collective c) {
@@ -44,13 +44,13 @@ void buffer_elems(const CollCall& k, int n, size_t* send, size_t* recv) {
 }
 
 /// Heap offset of [p, p + bytes) when all of it is in the mapped symmetric heap.
-bool symmetric(ccl_comm* comm, const void* p, size_t bytes, uint64_t* off) {
+bool symmetric(gicl_comm* comm, const void* p, size_t bytes, uint64_t* off) {
   return comm->heap && comm->heap->offset_of(p, off) && comm->heap->mapped_bytes() - *off >= bytes;
 }
 
 }  // namespace
 
-bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uint64_t* w) {
+bool window_of(gicl_comm* comm, const void* p, size_t bytes, bool registered, uint64_t* w) {
   if (symmetric(comm, p, bytes, w)) return true;
   int slot = 0;
   uint64_t off = 0;
@@ -60,26 +60,27 @@ bool window_of(ccl_comm* comm, const void* p, size_t bytes, bool registered, uin
 }
 
 /// A buffer must be device memory of this process holding `bytes` from `p`.
-Status check_buffer(ccl_comm* comm, const void* p, size_t bytes, const char* fn, const char* name) {
+Status check_buffer(gicl_comm* comm, const void* p, size_t bytes, const char* fn,
+                    const char* name) {
   uint64_t off;
-  if (symmetric(comm, p, bytes, &off)) return CCL_SUCCESS;
+  if (symmetric(comm, p, bytes, &off)) return GICL_SUCCESS;
   // The driver finds a cudaMalloc range only from its own device's context, and one thread may
   // queue calls of communicators on other GPUs (a group driving several).
   DeviceScope device(comm->device);
   const DriverApi* cu = nullptr;
-  CCL_CHECK(driver_api(&cu));
+  GICL_CHECK(driver_api(&cu));
   CUdeviceptr base = 0;
   size_t size = 0;
   if (cu->cuMemGetAddressRange(&base, &size, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "%s: %s=%p is not device memory (cudaMalloc, ccl_mem_alloc or VMM)", fn, name,
-                    p);
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "%s: %s=%p is not device memory (cudaMalloc, gicl_mem_alloc or VMM)", fn, name,
+                     p);
   const size_t left = static_cast<size_t>(base + size - reinterpret_cast<CUdeviceptr>(p));
   if (left < bytes)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "%s: %s=%p needs %zu bytes but its allocation ends %zu bytes after it", fn,
-                    name, p, bytes, left);
-  return CCL_SUCCESS;
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "%s: %s=%p needs %zu bytes but its allocation ends %zu bytes after it", fn,
+                     name, p, bytes, left);
+  return GICL_SUCCESS;
 }
 
 namespace {
@@ -95,16 +96,16 @@ void log_choice(CollState* st, const CollCall& k, size_t bytes, const Choice& ch
       (static_cast<uint64_t>(ch.blocks) << 8) | static_cast<uint64_t>(lg);
   if (!st->first_report(key)) return;
   if (ch.algo == Algorithm::kSendRecv) {  // the send/recv kernel sizes its own grid
-    CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): send_recv%s", collective_name(k.coll),
-             bytes, lg, ch.forced ? " (CCL_ALGO)" : "");
+    GICL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): send_recv%s",
+              collective_name(k.coll), bytes, lg, ch.forced ? " (GICL_ALGO)" : "");
     return;
   }
-  CCL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s%s",
-           collective_name(k.coll), bytes, lg, algorithm_name(ch.algo),
-           ch.proto == Proto::kLL      ? "/LL"
-           : ch.proto == Proto::kLL128 ? "/LL128"
-                                       : "/SIMPLE",
-           ch.blocks, ch.forced ? " (CCL_ALGO)" : "", ch.push_first ? ", pushed first" : "");
+  GICL_INFO(kSubsysColl, "%s of %zu bytes (size class 2^%d): %s%s, %d blocks%s%s",
+            collective_name(k.coll), bytes, lg, algorithm_name(ch.algo),
+            ch.proto == Proto::kLL      ? "/LL"
+            : ch.proto == Proto::kLL128 ? "/LL128"
+                                        : "/SIMPLE",
+            ch.blocks, ch.forced ? " (GICL_ALGO)" : "", ch.push_first ? ", pushed first" : "");
 }
 
 DirectKind direct_kind(Collective c, Algorithm a) {
@@ -135,11 +136,11 @@ constexpr int kLocalBlocks = 16;
 constexpr size_t kLocalBlocksFrom = size_t{1} << 20;
 
 /// Direct kernels, in pieces of what the staging holds when a buffer has to be staged.
-Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
+Status run_direct(gicl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
   const int n = comm->nranks, me = comm->rank;
   const size_t E = dtype_size(k.dtype);
   const CollScratch s = launch_scratch(comm, st);
-  const ccl_device_comm_t& dc = comm->dev->handle;
+  const gicl_device_comm_t& dc = comm->dev->handle;
   const Launch l{k.stream, comm->pdl};
   DirectArgs a{};
   a.kind = direct_kind(k.coll, ch.algo);
@@ -151,9 +152,9 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
   // size) fits their rows.
   if (ch.proto == Proto::kLL || ch.proto == Proto::kLL128) {
     const LLArgs ll{k.send, k.recv, k.count * E, k.root, k.coll};
-    CCL_CUDA_CHECK(ch.proto == Proto::kLL ? launch_ll(k.dtype, k.op, dc, s, ll, l)
-                                          : launch_ll128(k.dtype, k.op, dc, s, ll, l));
-    return CCL_SUCCESS;
+    GICL_CUDA_CHECK(ch.proto == Proto::kLL ? launch_ll(k.dtype, k.op, dc, s, ll, l)
+                                           : launch_ll128(k.dtype, k.op, dc, s, ll, l));
+    return GICL_SUCCESS;
   }
   size_t send_elems, recv_elems;
   buffer_elems(k, n, &send_elems, &recv_elems);
@@ -227,8 +228,8 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
           : 0;
   a.local_blocks = local_blocks;
   if (piece == 0)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "CCL_COLL_SCRATCH_SIZE is too small to stage one element per rank");
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "GICL_COLL_SCRATCH_SIZE is too small to stage one element per rank");
   for (size_t done = 0; done < k.count; done += piece) {
     const size_t len = std::min(piece, k.count - done);
     a.count = len;
@@ -247,22 +248,22 @@ Status run_direct(ccl_comm* comm, CollState* st, const CollCall& k, const Choice
     if (a.kind == DirectKind::kNvlsAllGather) a.stage_src = false;
     // Non-roots of a broadcast have nothing to publish or stage.
     if (a.kind == DirectKind::kBroadcast && me != k.root) a.stage_src = false;
-    CCL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + local_blocks, l));
+    GICL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + local_blocks, l));
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
+Status run_pipe(gicl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
   const int n = comm->nranks;
   const size_t E = dtype_size(k.dtype);
   const CollScratch& s = st->scratch;
   if (n > kMaxDirectRanks)
-    return CCL_FAIL(CCL_UNSUPPORTED, "pipe algorithms support at most %d ranks", kMaxDirectRanks);
+    return GICL_FAIL(GICL_UNSUPPORTED, "pipe algorithms support at most %d ranks", kMaxDirectRanks);
   PipeArgs a{};
   a.coll = k.coll;
   a.algo = ch.algo;
   a.root = k.root;
-  a.canonical = st->cfg.deterministic || k.op == ccl_avg;
+  a.canonical = st->cfg.deterministic || k.op == gicl_avg;
   const size_t per_block = k.count / std::max(ch.blocks, 1) * E;
   a.chunks = static_cast<int>(std::clamp<size_t>(per_block / s.slot_bytes, 1, 64));
   // Reduce-scatter works in the local temp buffer: pieces of what it holds.
@@ -274,138 +275,138 @@ Status run_pipe(ccl_comm* comm, CollState* st, const CollCall& k, const Choice& 
     a.send_ld = k.count;
     a.send = static_cast<const char*>(k.send) + done * E;
     a.recv = static_cast<char*>(k.recv) + done * E;
-    CCL_CUDA_CHECK(
+    GICL_CUDA_CHECK(
         launch_pipe(k.dtype, k.op, comm->dev->handle, s, a, ch.blocks, {k.stream, comm->pdl}));
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 /// One rank: every collective's result is its input (the sum, product, minimum, maximum and
 /// average of one value are the value), so the call is a copy, or nothing in place, as in NCCL.
-Status run_alone(ccl_comm* comm, CollState* st, const CollCall& k, size_t bytes) {
+Status run_alone(gicl_comm* comm, CollState* st, const CollCall& k, size_t bytes) {
   // Keys of log_choice never set bit 62.
   if (log_enabled(LogLevel::kInfo, kSubsysColl) && st->first_report(uint64_t{1} << 62))
-    CCL_INFO(kSubsysColl,
-             "one rank: collectives are copies (nothing in place) unless CCL_ALGO "
-             "forces an algorithm");
+    GICL_INFO(kSubsysColl,
+              "one rank: collectives are copies (nothing in place) unless GICL_ALGO "
+              "forces an algorithm");
   return local_copy(comm, k.recv, k.send, bytes, k.stream);
 }
 
 /// NVLS: the emulated mode needs nothing; the real one maps the heap's multicast object on first
 /// use and runs only where multimem has the type and operation and every slice is 16-byte
 /// aligned, else the same data movement over unicast (two-shot, direct) with a log line.
-Status prepare_nvls(ccl_comm* comm, CollState* st, const CollCall& k, Choice* ch) {
-  if (st->cfg.nvls_emulate) return CCL_SUCCESS;
+Status prepare_nvls(gicl_comm* comm, CollState* st, const CollCall& k, Choice* ch) {
+  if (st->cfg.nvls_emulate) return GICL_SUCCESS;
   if (!st->cfg.nvls_real)
-    return CCL_FAIL(CCL_INVALID_USAGE,
-                    "%s: the nvls algorithm needs CCL_NVLS_ENABLE=1 (NVLink multicast) or "
-                    "CCL_NVLS_EMULATE=1",
-                    collective_name(k.coll));
+    return GICL_FAIL(GICL_INVALID_USAGE,
+                     "%s: the nvls algorithm needs GICL_NVLS_ENABLE=1 (NVLink multicast) or "
+                     "GICL_NVLS_EMULATE=1",
+                     collective_name(k.coll));
   if (st->mc_base == nullptr) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    CCL_CUDA_CHECK(cudaStreamIsCapturing(k.stream, &capture));
+    GICL_CUDA_CHECK(cudaStreamIsCapturing(k.stream, &capture));
     if (capture != cudaStreamCaptureStatusNone)
-      return CCL_FAIL(CCL_INVALID_USAGE,
-                      "the first nvls collective maps the multicast object: not under capture");
+      return GICL_FAIL(GICL_INVALID_USAGE,
+                       "the first nvls collective maps the multicast object: not under capture");
     CUdeviceptr va = 0;
-    CCL_CHECK(comm->heap->map_multicast(&va, &st->mc_bytes));
+    GICL_CHECK(comm->heap->map_multicast(&va, &st->mc_bytes));
     st->mc_base = reinterpret_cast<char*>(va);
   }
   const size_t E = dtype_size(k.dtype);
   const bool types = k.coll == Collective::kAllGather ||
-                     (k.dtype == ccl_float32 && k.op == ccl_sum) ||
-                     ((k.dtype == ccl_float16 || k.dtype == ccl_bfloat16) &&
-                      (k.op == ccl_sum || k.op == ccl_min || k.op == ccl_max));
+                     (k.dtype == gicl_float32 && k.op == gicl_sum) ||
+                     ((k.dtype == gicl_float16 || k.dtype == gicl_bfloat16) &&
+                      (k.op == gicl_sum || k.op == gicl_min || k.op == gicl_max));
   const size_t unit = 16 / E * static_cast<size_t>(comm->nranks) * kNvlsBlocks;
   uint64_t off = 0;
   const bool inside =
       symmetric(comm, k.recv, k.count * E, &off) && off + k.count * E <= st->mc_bytes;
   if (!types || k.count % unit != 0 || !inside || st->cfg.deterministic || !st->fits(kNvlsBlocks)) {
-    CCL_INFO(kSubsysColl,
-             "%s: multimem cannot run this call (type/op, alignment, buffer outside "
-             "the multicast range, CCL_DETERMINISTIC, or CCL_RESIDENT_BLOCKS); unicast instead",
-             collective_name(k.coll));
+    GICL_INFO(kSubsysColl,
+              "%s: multimem cannot run this call (type/op, alignment, buffer outside "
+              "the multicast range, GICL_DETERMINISTIC, or GICL_RESIDENT_BLOCKS); unicast instead",
+              collective_name(k.coll));
     ch->algo = k.coll == Collective::kAllReduce ? Algorithm::kTwoShot : Algorithm::kDirect;
   } else {
     ch->blocks = kNvlsBlocks;
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 }  // namespace
 
-Status check_collective(ccl_comm* comm, const CollCall& k, const char* fn) {
-  CCL_ARG_CHECK(comm != nullptr, "%s: comm must not be NULL", fn);
-  CCL_ARG_CHECK(k.dtype >= 0 && k.dtype < ccl_num_datatypes,
-                "%s: datatype=%d is not a ccl_datatype_t", fn, static_cast<int>(k.dtype));
+Status check_collective(gicl_comm* comm, const CollCall& k, const char* fn) {
+  GICL_ARG_CHECK(comm != nullptr, "%s: comm must not be NULL", fn);
+  GICL_ARG_CHECK(k.dtype >= 0 && k.dtype < gicl_num_datatypes,
+                 "%s: datatype=%d is not a gicl_datatype_t", fn, static_cast<int>(k.dtype));
   if (is_reduction(k.coll))
-    CCL_ARG_CHECK(k.op >= 0 && k.op < ccl_num_redops, "%s: op=%d is not a ccl_redop_t", fn,
-                  static_cast<int>(k.op));
+    GICL_ARG_CHECK(k.op >= 0 && k.op < gicl_num_redops, "%s: op=%d is not a gicl_redop_t", fn,
+                   static_cast<int>(k.op));
   const int n = comm->nranks;
   if (has_root(k.coll))
-    CCL_ARG_CHECK(k.root >= 0 && k.root < n, "%s: root=%d is out of range [0, %d)", fn, k.root, n);
+    GICL_ARG_CHECK(k.root >= 0 && k.root < n, "%s: root=%d is out of range [0, %d)", fn, k.root, n);
   const size_t E = dtype_size(k.dtype);
   const bool blocked = k.coll == Collective::kReduceScatter || k.coll == Collective::kAllGather ||
                        k.coll == Collective::kAllToAll;
-  CCL_ARG_CHECK(k.count <= SIZE_MAX / E / (blocked ? n : 1),
-                "%s: count=%zu overflows the byte size of the %s buffers", fn, k.count,
-                dtype_name(k.dtype));
-  if (k.count == 0) return CCL_SUCCESS;
+  GICL_ARG_CHECK(k.count <= SIZE_MAX / E / (blocked ? n : 1),
+                 "%s: count=%zu overflows the byte size of the %s buffers", fn, k.count,
+                 dtype_name(k.dtype));
+  if (k.count == 0) return GICL_SUCCESS;
   const bool root_only_recv = k.coll == Collective::kReduce && comm->rank != k.root;
-  CCL_ARG_CHECK(k.send != nullptr || (k.coll == Collective::kBroadcast && comm->rank != k.root),
-                "%s: sendbuff must not be NULL", fn);
-  CCL_ARG_CHECK(k.recv != nullptr || root_only_recv, "%s: recvbuff must not be NULL", fn);
-  return CCL_SUCCESS;
+  GICL_ARG_CHECK(k.send != nullptr || (k.coll == Collective::kBroadcast && comm->rank != k.root),
+                 "%s: sendbuff must not be NULL", fn);
+  GICL_ARG_CHECK(k.recv != nullptr || root_only_recv, "%s: recvbuff must not be NULL", fn);
+  return GICL_SUCCESS;
 }
 
-Status check_buffers(ccl_comm* comm, const CollCall& k, const char* fn) {
-  if (k.count == 0) return CCL_SUCCESS;
-  if (!comm->heap) return CCL_FAIL(CCL_UNSUPPORTED, "%s: the communicator has no GPU", fn);
+Status check_buffers(gicl_comm* comm, const CollCall& k, const char* fn) {
+  if (k.count == 0) return GICL_SUCCESS;
+  if (!comm->heap) return GICL_FAIL(GICL_UNSUPPORTED, "%s: the communicator has no GPU", fn);
   const size_t E = dtype_size(k.dtype);
   size_t send_elems, recv_elems;
   buffer_elems(k, comm->nranks, &send_elems, &recv_elems);
   const bool root_only_recv = k.coll == Collective::kReduce && comm->rank != k.root;
   if (k.send != nullptr && !(k.coll == Collective::kBroadcast && comm->rank != k.root))
-    CCL_CHECK(check_buffer(comm, k.send, send_elems * E, fn, "sendbuff"));
+    GICL_CHECK(check_buffer(comm, k.send, send_elems * E, fn, "sendbuff"));
   if (k.recv != nullptr && !root_only_recv)
-    CCL_CHECK(check_buffer(comm, k.recv, recv_elems * E, fn, "recvbuff"));
-  return CCL_SUCCESS;
+    GICL_CHECK(check_buffer(comm, k.recv, recv_elems * E, fn, "recvbuff"));
+  return GICL_SUCCESS;
 }
 
-Status meets_on_host(ccl_comm* comm, bool* meets) {
+Status meets_on_host(gicl_comm* comm, bool* meets) {
   std::lock_guard<std::mutex> lock(comm->op_mutex);
-  CCL_CHECK(check_mode_on(comm, meets));
-  // The tuner never picks the copy engines by itself: only CCL_ALGO does.
+  GICL_CHECK(check_mode_on(comm, meets));
+  // The tuner never picks the copy engines by itself: only GICL_ALGO does.
   if (const auto* st = static_cast<const CollState*>(comm->coll_state.get()); st != nullptr)
     for (int c = 0; c < kNumCollectives; ++c)
       *meets |= st->cfg.forced[c] && st->cfg.algo[c] == Algorithm::kCopyEngine;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-Status run_collective(ccl_comm* comm, const CollCall& k) {
+Status run_collective(gicl_comm* comm, const CollCall& k) {
   std::lock_guard<std::mutex> lock(comm->op_mutex);
   DeviceScope device(comm->device);
   CommOp guard(comm);
-  CCL_CHECK(guard.check());
-  CCL_CHECK(check_call(comm, {0, k.count, static_cast<int32_t>(k.coll), k.dtype,
-                              is_reduction(k.coll) ? k.op : -1, has_root(k.coll) ? k.root : -1}));
-  if (k.count == 0) return CCL_SUCCESS;
-  CCL_CHECK(check_buffers(comm, k, collective_name(k.coll)));
+  GICL_CHECK(guard.check());
+  GICL_CHECK(check_call(comm, {0, k.count, static_cast<int32_t>(k.coll), k.dtype,
+                               is_reduction(k.coll) ? k.op : -1, has_root(k.coll) ? k.root : -1}));
+  if (k.count == 0) return GICL_SUCCESS;
+  GICL_CHECK(check_buffers(comm, k, collective_name(k.coll)));
   CollState* st = nullptr;
-  CCL_CHECK(coll_state(comm, &st));
-  const ccl_device_comm_t& dc = comm->dev->handle;
+  GICL_CHECK(coll_state(comm, &st));
+  const gicl_device_comm_t& dc = comm->dev->handle;
   const size_t E = dtype_size(k.dtype);
   size_t send_elems, recv_elems;
   buffer_elems(k, comm->nranks, &send_elems, &recv_elems);
   const size_t bytes = std::max(send_elems, recv_elems) * E;
   const TunerInput in{k.coll,         bytes,
-                      comm->nranks,   (dc.flags & CCL_DEVICE_FLAG_ALL_P2P) != 0,
+                      comm->nranks,   (dc.flags & GICL_DEVICE_FLAG_ALL_P2P) != 0,
                       st->all_nvlink, st->resident_blocks};
   Choice ch = choose(st->cfg, in);
-  if (!(dc.flags & CCL_DEVICE_FLAG_ALL_P2P))
-    return CCL_FAIL(CCL_UNSUPPORTED,
-                    "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",
-                    collective_name(k.coll));
+  if (!(dc.flags & GICL_DEVICE_FLAG_ALL_P2P))
+    return GICL_FAIL(GICL_UNSUPPORTED,
+                     "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",
+                     collective_name(k.coll));
   if (comm->nranks == 1 && !ch.forced) return run_alone(comm, st, k, bytes);
   if (ch.algo == Algorithm::kSendRecv) {
     log_choice(st, k, bytes, ch);
@@ -414,17 +415,17 @@ Status run_collective(ccl_comm* comm, const CollCall& k) {
   if (ch.algo == Algorithm::kCopyEngine) {
     log_choice(st, k, bytes, ch);
     bool ran = false;
-    CCL_CHECK(run_copy_engine(comm, st, k, &ran));
-    if (ran) return CCL_SUCCESS;
+    GICL_CHECK(run_copy_engine(comm, st, k, &ran));
+    if (ran) return GICL_SUCCESS;
     // Some rank cannot take pushes: every rank runs what the table picks instead.
     TunerConfig unforced = st->cfg;
     unforced.forced[static_cast<int>(k.coll)] = false;
     ch = choose(unforced, in);
   }
-  if (ch.algo == Algorithm::kNvls) CCL_CHECK(prepare_nvls(comm, st, k, &ch));
+  if (ch.algo == Algorithm::kNvls) GICL_CHECK(prepare_nvls(comm, st, k, &ch));
   log_choice(st, k, bytes, ch);
   if (is_pipe(ch.algo)) return run_pipe(comm, st, k, ch);
   return run_direct(comm, st, k, ch);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

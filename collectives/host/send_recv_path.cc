@@ -9,7 +9,7 @@
 #include "common/cuda.hpp"
 #include "core/comm.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 /// A private buffer of at least `bytes` for an in-place alltoall's outgoing blocks. It only grows;
@@ -18,20 +18,20 @@ Status alltoall_copy_space(CollState* st, size_t bytes, char** out) {
   if (st->a2a_space.empty() || st->a2a_space_bytes < bytes) {
     RelaxedCapture relaxed;  // cudaMalloc while the caller's stream is being captured
     void* p = nullptr;
-    CCL_CUDA_CHECK(cudaMalloc(&p, bytes));
+    GICL_CUDA_CHECK(cudaMalloc(&p, bytes));
     st->a2a_space.push_back(p);
     st->a2a_space_bytes = bytes;
   }
   *out = static_cast<char*>(st->a2a_space.back());
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 }  // namespace
 
-Status run_send_recv(ccl_comm* comm, CollState* st, const CollCall& k) {
+Status run_send_recv(gicl_comm* comm, CollState* st, const CollCall& k) {
   if (k.coll != Collective::kBroadcast && k.coll != Collective::kAllGather &&
       k.coll != Collective::kAllToAll)
-    return CCL_FAIL(CCL_INTERNAL_ERROR, "%s has no send_recv algorithm", collective_name(k.coll));
+    return GICL_FAIL(GICL_INTERNAL_ERROR, "%s has no send_recv algorithm", collective_name(k.coll));
   const int n = comm->nranks, me = comm->rank;
   const size_t block = k.count * dtype_size(k.dtype);
   std::vector<P2pOp> ops;
@@ -57,7 +57,7 @@ Status run_send_recv(ccl_comm* comm, CollState* st, const CollCall& k) {
     const char* out = send;
     if (a2a && send == recv) {
       char* space = nullptr;
-      CCL_CHECK(alltoall_copy_space(st, static_cast<size_t>(n) * block, &space));
+      GICL_CHECK(alltoall_copy_space(st, static_cast<size_t>(n) * block, &space));
       std::vector<CopySpec> aside;
       if (me > 0)
         aside.push_back({reinterpret_cast<uintptr_t>(space), reinterpret_cast<uintptr_t>(send),
@@ -66,7 +66,7 @@ Status run_send_recv(ccl_comm* comm, CollState* st, const CollCall& k) {
         aside.push_back({reinterpret_cast<uintptr_t>(at(space, me + 1)),
                          reinterpret_cast<uintptr_t>(at(send, me + 1)),
                          static_cast<size_t>(n - me - 1) * block});
-      CCL_CHECK(local_copies(comm, aside, k.stream));
+      GICL_CHECK(local_copies(comm, aside, k.stream));
       out = space;
     }
     // Peers in the order of a ring's steps: every rank sends to me + s while it receives from
@@ -84,4 +84,4 @@ Status run_send_recv(ccl_comm* comm, CollState* st, const CollCall& k) {
   return issue_p2p(comm, st, k.stream, ops);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

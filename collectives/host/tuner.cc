@@ -11,7 +11,7 @@
 #include "collectives/schedule/schedule.hpp"
 #include "common/settings.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 constexpr Collective kAll[kNumCollectives] = {Collective::kAllReduce, Collective::kReduceScatter,
@@ -95,7 +95,7 @@ int blocks_for(Algorithm a, const TunerInput& in) {
 }  // namespace
 
 Status parse_algo_setting(const std::string& text, TunerConfig* cfg) {
-  if (text.empty()) return CCL_SUCCESS;
+  if (text.empty()) return GICL_SUCCESS;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find(',', pos);
@@ -107,10 +107,10 @@ Status parse_algo_setting(const std::string& text, TunerConfig* cfg) {
     Algorithm a;
     const std::string an = colon == std::string::npos ? item : item.substr(colon + 1);
     if (!algo_from_name(an, &a))
-      return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                      "CCL_ALGO=%s: unknown algorithm '%s' (one_shot, two_shot, ring, "
-                      "recursive_doubling, rabenseifner, direct, nvls, copy_engine)",
-                      text.c_str(), an.c_str());
+      return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                       "GICL_ALGO=%s: unknown algorithm '%s' (one_shot, two_shot, ring, "
+                       "recursive_doubling, rabenseifner, direct, nvls, copy_engine)",
+                       text.c_str(), an.c_str());
     if (colon == std::string::npos) {
       bool any = false;
       for (Collective c : kAll)
@@ -120,56 +120,57 @@ Status parse_algo_setting(const std::string& text, TunerConfig* cfg) {
           any = true;
         }
       if (!any)
-        return CCL_FAIL(CCL_INVALID_ARGUMENT, "CCL_ALGO=%s: no collective has it", text.c_str());
+        return GICL_FAIL(GICL_INVALID_ARGUMENT, "GICL_ALGO=%s: no collective has it", text.c_str());
       continue;
     }
     Collective c;
     const std::string cn = item.substr(0, colon);
     if (!coll_from_name(cn, &c))
-      return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                      "CCL_ALGO=%s: unknown collective '%s' (allreduce, reduce_scatter, allgather, "
-                      "broadcast, reduce, alltoall)",
-                      text.c_str(), cn.c_str());
+      return GICL_FAIL(
+          GICL_INVALID_ARGUMENT,
+          "GICL_ALGO=%s: unknown collective '%s' (allreduce, reduce_scatter, allgather, "
+          "broadcast, reduce, alltoall)",
+          text.c_str(), cn.c_str());
     if (!supported(c, a))
-      return CCL_FAIL(CCL_INVALID_ARGUMENT, "CCL_ALGO=%s: %s has no algorithm %s", text.c_str(),
-                      cn.c_str(), an.c_str());
+      return GICL_FAIL(GICL_INVALID_ARGUMENT, "GICL_ALGO=%s: %s has no algorithm %s", text.c_str(),
+                       cn.c_str(), an.c_str());
     cfg->forced[static_cast<int>(c)] = true;
     cfg->algo[static_cast<int>(c)] = a;
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status load_tuner_config(TunerConfig* cfg) {
   *cfg = TunerConfig{};
   std::string algo;
-  CCL_CHECK(setting_string(Setting::kAlgo, &algo));
-  CCL_CHECK(parse_algo_setting(algo, cfg));
+  GICL_CHECK(setting_string(Setting::kAlgo, &algo));
+  GICL_CHECK(parse_algo_setting(algo, cfg));
   int64_t v = 0;
-  CCL_CHECK(setting_int(Setting::kProto, &v));
+  GICL_CHECK(setting_int(Setting::kProto, &v));
   cfg->proto = static_cast<Proto>(v);
-  CCL_CHECK(setting_int(Setting::kNChannels, &v));
+  GICL_CHECK(setting_int(Setting::kNChannels, &v));
   cfg->nchannels = static_cast<int>(v);
-  CCL_CHECK(setting_int(Setting::kDeterministic, &v));
+  GICL_CHECK(setting_int(Setting::kDeterministic, &v));
   cfg->deterministic = v != 0;
-  CCL_CHECK(setting_int(Setting::kP2pCopyEngine, &v));
+  GICL_CHECK(setting_int(Setting::kP2pCopyEngine, &v));
   cfg->p2p_ce_from = static_cast<size_t>(v);
-  CCL_CHECK(setting_int(Setting::kNvlsEmulate, &v));
+  GICL_CHECK(setting_int(Setting::kNvlsEmulate, &v));
   cfg->nvls_emulate = v != 0;
-  CCL_CHECK(setting_int(Setting::kNvlsEnable, &v));
+  GICL_CHECK(setting_int(Setting::kNvlsEnable, &v));
   if (v != 0) {
     // Peer libraries' switches win: a job that turned multicast off for NCCL or NVSHMEM has a
     // reason (a shared machine whose fabric manager must not be disturbed).
     const char* nccl = std::getenv("NCCL_NVLS_ENABLE");
     const char* nvshmem = std::getenv("NVSHMEM_DISABLE_NVLS");
     if (nccl != nullptr && std::strcmp(nccl, "0") == 0)
-      return CCL_FAIL(CCL_INVALID_USAGE,
-                      "CCL_NVLS_ENABLE=1 is refused because NCCL_NVLS_ENABLE=0 is set");
+      return GICL_FAIL(GICL_INVALID_USAGE,
+                       "GICL_NVLS_ENABLE=1 is refused because NCCL_NVLS_ENABLE=0 is set");
     if (nvshmem != nullptr && std::strcmp(nvshmem, "1") == 0)
-      return CCL_FAIL(CCL_INVALID_USAGE,
-                      "CCL_NVLS_ENABLE=1 is refused because NVSHMEM_DISABLE_NVLS=1 is set");
+      return GICL_FAIL(GICL_INVALID_USAGE,
+                       "GICL_NVLS_ENABLE=1 is refused because NVSHMEM_DISABLE_NVLS=1 is set");
     cfg->nvls_real = true;
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 namespace {
@@ -343,11 +344,11 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
     ch.blocks = std::min(ch.blocks, in.resident);
   }
   // The LL kernels size their grid by the rank block (one thread per unit, one warp per line
-  // group) whatever CCL_NCHANNELS says: report the grid that runs.
+  // group) whatever GICL_NCHANNELS says: report the grid that runs.
   if (ch.proto == Proto::kLL) ch.blocks = ll_blocks(block_bytes(in));
   if (ch.proto == Proto::kLL128) ch.blocks = ll128_blocks(block_bytes(in));
   ch.push_first = push_first_wins(in, ch);
   return ch;
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -1,20 +1,20 @@
 // The tuner: which algorithm, protocol and block count a collective call runs with. A table of
 // crossover points measured on the GPU machine (docs/collectives.md, perf/results), overridden
-// by CCL_ALGO, CCL_PROTO and CCL_NCHANNELS. Pure functions of its inputs: unit-tested.
+// by GICL_ALGO, GICL_PROTO and GICL_NCHANNELS. Pure functions of its inputs: unit-tested.
 #pragma once
 
 #include <cstddef>
 #include <string>
 
-#include "ccl/types.h"
 #include "collectives/schedule/step.hpp"
 #include "common/status.hpp"
+#include "gicl/types.h"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 inline constexpr int kNumCollectives = 6;
 
-/// Order as CCL_PROTO's names (settings.def): AUTO, LL, SIMPLE, LL128.
+/// Order as GICL_PROTO's names (settings.def): AUTO, LL, SIMPLE, LL128.
 enum class Proto : uint8_t { kAuto, kLL, kSimple, kLL128 };
 
 /// The settings a communicator reads once, at its first collective.
@@ -24,15 +24,15 @@ struct TunerConfig {
   Proto proto = Proto::kAuto;
   int nchannels = 0;
   bool deterministic = false;
-  bool nvls_real = false;     // CCL_NVLS_ENABLE=1 and no peer library forbids multicast
-  bool nvls_emulate = false;  // CCL_NVLS_EMULATE=1
-  size_t p2p_ce_from = 0;     // CCL_P2P_COPY_ENGINE: sends the copy-engine proxy takes; 0: none
+  bool nvls_real = false;     // GICL_NVLS_ENABLE=1 and no peer library forbids multicast
+  bool nvls_emulate = false;  // GICL_NVLS_EMULATE=1
+  size_t p2p_ce_from = 0;     // GICL_P2P_COPY_ENGINE: sends the copy-engine proxy takes; 0: none
 };
 
-/// Parses CCL_ALGO's text ("ring", "allreduce:two_shot,allgather:ring"): unknown names and
-/// algorithms a collective lacks are CCL_INVALID_ARGUMENT naming them.
+/// Parses GICL_ALGO's text ("ring", "allreduce:two_shot,allgather:ring"): unknown names and
+/// algorithms a collective lacks are GICL_INVALID_ARGUMENT naming them.
 Status parse_algo_setting(const std::string& text, TunerConfig* cfg);
-/// Reads CCL_ALGO, CCL_PROTO, CCL_NCHANNELS, CCL_DETERMINISTIC and the NVLS gates.
+/// Reads GICL_ALGO, GICL_PROTO, GICL_NCHANNELS, GICL_DETERMINISTIC and the NVLS gates.
 Status load_tuner_config(TunerConfig* cfg);
 
 struct TunerInput {
@@ -49,7 +49,7 @@ struct Choice {
   Algorithm algo;
   Proto proto;  // kLL, kLL128 or kSimple (one-shot and direct kernels)
   int blocks;   // grid of the kernel
-  bool forced;  // from CCL_ALGO
+  bool forced;  // from GICL_ALGO
   // Two-shot allreduce in its measured range: push the peers' blocks before the entry barrier
   // (collectives/direct/direct.cu; reduce-scatter measured slower pushed first, so never here).
   // Every rank decides alike from the same inputs.
@@ -62,11 +62,11 @@ Choice table_choice(const TunerInput& in);
 /// broadcasts, allgathers and alltoalls the copy-engine proxy takes (send_recv_wins).
 Choice choose(const TunerConfig& cfg, const TunerInput& in);
 /// Whether a two-rank broadcast, or a two-rank allgather's or alltoall's block, moves at least
-/// CCL_P2P_COPY_ENGINE, so that its send/recv form goes through the copy engines, ahead of the
-/// SM kernel there. Every input is alike on every rank (the setting too, as CCL_ALGO must be),
+/// GICL_P2P_COPY_ENGINE, so that its send/recv form goes through the copy engines, ahead of the
+/// SM kernel there. Every input is alike on every rank (the setting too, as GICL_ALGO must be),
 /// so the ranks agree.
 bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in);
 /// Whether the algorithm runs in a pipe kernel (its own block limit) or a direct kernel.
 bool is_pipe(Algorithm a);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -8,7 +8,7 @@
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/pipe/pipe.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// Threads of a pipe or point-to-point block (the primitives below are block-wide).
 constexpr int kPipeThreads = 512;
@@ -26,7 +26,7 @@ struct Fifo {
 /// only those, leaving the other side's to the block that moved them.
 enum FifoSide : int { kFifoSends = 1, kFifoRecvs = 2, kFifoBoth = 3 };
 
-__device__ inline void fifo_load(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
+__device__ inline void fifo_load(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
                                  int ch = blockIdx.x) {
   if (threadIdx.x == 0) f.fail = 0, f.ch = ch;
   for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
@@ -36,7 +36,7 @@ __device__ inline void fifo_load(const ccl_device_comm_t& c, const CollScratch& 
   __syncthreads();
 }
 
-__device__ inline void fifo_store(const ccl_device_comm_t& c, const CollScratch& s, const Fifo& f,
+__device__ inline void fifo_store(const gicl_device_comm_t& c, const CollScratch& s, const Fifo& f,
                                   int sides = kFifoBoth) {
   __syncthreads();
   for (int j = threadIdx.x; j < c.nranks; j += blockDim.x) {
@@ -66,7 +66,7 @@ __device__ __forceinline__ uint64_t* size_of_slot(const CollScratch& s, const Fi
 
 /// Block-wide: waits for a free slot at `peer`, returns its address (this rank's symmetric view
 /// of the peer's inbox) or nullptr when the wait failed.
-__device__ inline char* send_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
+__device__ inline char* send_begin(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
                                    int peer, uint64_t* m) {
   // Thread 0 advanced the count at the end of the previous message: read it after a barrier.
   __syncthreads();
@@ -83,8 +83,8 @@ __device__ inline char* send_begin(const ccl_device_comm_t& c, const CollScratch
 /// Block-wide: the message's payload is written; signal it.
 /// `size` (point-to-point, an operation's first message on the channel): the operation's size,
 /// stored beside the slot before the signal (0: none).
-__device__ inline void send_end(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
-                                uint64_t m, uint64_t size = 0) {
+__device__ inline void send_end(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
+                                int peer, uint64_t m, uint64_t size = 0) {
   __syncthreads();
   if (threadIdx.x == 0) {
     if (size != 0) dev::p(c, size_of_slot(s, f, c.rank, m), size, peer);
@@ -99,20 +99,20 @@ __device__ inline void send_end(const ccl_device_comm_t& c, const CollScratch& s
 /// (point-to-point, an operation's first message on the channel): the receive's size, which the
 /// sender's must equal, or the receive fails before storing a byte (reported, naming the sender
 /// and both sizes): a larger send would hand its extra messages to the pair's next receives.
-__device__ inline const char* recv_begin(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
+__device__ inline const char* recv_begin(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
                                          int peer, uint64_t* m, uint64_t size = 0) {
   __syncthreads();
   *m = f.rcvd[peer] + 1;
   if (threadIdx.x == 0) {
     if (!wait_for_peer(c, s.head + static_cast<size_t>(peer) * kPipeChannels + f.ch, *m, peer,
-                       CCL_OP_SIGNAL_WAIT)) {
+                       GICL_OP_SIGNAL_WAIT)) {
       f.fail = 1;
     } else if (size != 0) {
       const uint64_t* at = size_of_slot(s, f, peer, *m);
       const uint64_t sent = __ldcg(at);
       if (sent != size) {
-        dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
-                            CCL_OP_COLLECTIVE, peer, at, size, sent, 0);
+        dev::detail::report(dev::detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT,
+                            GICL_OP_COLLECTIVE, peer, at, size, sent, 0);
         f.fail = 1;
       }
     }
@@ -123,8 +123,8 @@ __device__ inline const char* recv_begin(const ccl_device_comm_t& c, const CollS
 }
 
 /// Block-wide: the slot is consumed (its contents are stored); give it back to the sender.
-__device__ inline void recv_end(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, int peer,
-                                uint64_t m) {
+__device__ inline void recv_end(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
+                                int peer, uint64_t m) {
   __syncthreads();
   if (threadIdx.x == 0) {
     dev::signal(c, s.tail + static_cast<size_t>(c.rank) * kPipeChannels + f.ch, m,
@@ -133,4 +133,4 @@ __device__ inline void recv_end(const ccl_device_comm_t& c, const CollScratch& s
   }
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

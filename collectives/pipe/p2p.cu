@@ -10,7 +10,7 @@
 #include "common/kernel_launch.cuh"
 #include "proxy/copy_queue.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 constexpr int kThreads = kPipeThreads;
@@ -33,7 +33,7 @@ __device__ __forceinline__ bool zero_copy_recv(const P2pOp& op) {
 
 /// Block 0, one thread: offers every rendezvous receive's window to its sender (a ring of
 /// kMaxP2pOps per pair at the sender, freed as the sender reports offers read).
-__device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
+__device__ bool post_offers(const gicl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
     if (op.is_send || !p2p_rendezvous(op.bytes)) continue;
@@ -55,7 +55,7 @@ __device__ bool post_offers(const ccl_device_comm_t& c, const CollScratch& s, co
 /// both sizes) before a byte is written: a larger send would write past the window, or past the
 /// FIFO messages the receiver takes.
 template <bool kBatches>
-__device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+__device__ bool read_offers(const gicl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
                             int lo, int hi, uint64_t* win) {
   bool any = false;
   for (int i = lo; i < hi; ++i) {
@@ -65,12 +65,12 @@ __device__ bool read_offers(const ccl_device_comm_t& c, const CollScratch& s, co
     any = true;
     const uint64_t q = s.p2p[op.peer].offers_read + p2p_rendezvous_before(a.ops, i) + 1;
     const P2pOffer* o = s.offers + static_cast<size_t>(op.peer) * kMaxP2pOps + p2p_offer_slot(q);
-    if (!wait_for_peer(c, &o->seq, q, op.peer, CCL_OP_SIGNAL_WAIT)) return false;
+    if (!wait_for_peer(c, &o->seq, q, op.peer, GICL_OP_SIGNAL_WAIT)) return false;
     win[i] = __ldcg(&o->win);
     const uint64_t offered = __ldcg(&o->bytes);
     if (offered != op.bytes)
-      return dev::detail::report(dev::detail::reporter(c), CCL_DEVICE_ERROR_BAD_ARGUMENT,
-                                 CCL_OP_COLLECTIVE, op.peer, &o->bytes, op.bytes, offered, 0);
+      return dev::detail::report(dev::detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT,
+                                 GICL_OP_COLLECTIVE, op.peer, &o->bytes, op.bytes, offered, 0);
   }
   if (!any) return true;
   __threadfence();
@@ -124,7 +124,7 @@ __device__ __forceinline__ size_t copy_engine_bytes(const P2pArgs& a, int i, uin
 /// Block 0, one thread, after read_offers: hands the copy engine's part of each send of ops
 /// [lo, hi) to the proxy; *last becomes the number of the last copy posted (left as it was when
 /// none is), *peer its receiver (for reports).
-__device__ bool post_copies(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+__device__ bool post_copies(const gicl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
                             int lo, int hi, const uint64_t* win, uint64_t* last, int* peer) {
   for (int i = lo; i < hi; ++i) {
     const P2pOp& op = a.ops[i];
@@ -140,7 +140,7 @@ __device__ bool post_copies(const ccl_device_comm_t& c, const CollScratch& s, co
 
 /// Block 0, one thread: waits for the proxy to complete copies up to `last`, then adds each
 /// copy-engine part to its receiver's tally, as the blocks do for the shares they copy.
-__device__ bool await_copies(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+__device__ bool await_copies(const gicl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
                              const uint64_t* win, uint64_t last, int peer) {
   if (!copy_wait(dev::detail::reporter(c), a.ce, last, peer)) return false;
   dev::detail::fence_system();  // the copies (seen complete) before the tallies
@@ -152,8 +152,8 @@ __device__ bool await_copies(const ccl_device_comm_t& c, const CollScratch& s, c
 
 /// Block 0, one thread, after every other part: waits until each sender has written all the
 /// bytes of this group's zero-copy receives (its running tally at this rank). A failed wait has
-/// reported itself (ccl_comm_get_async_error).
-__device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s,
+/// reported itself (gicl_comm_get_async_error).
+__device__ void await_zero_copy(const gicl_device_comm_t& c, const CollScratch& s,
                                 const P2pArgs& a) {
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
@@ -164,7 +164,7 @@ __device__ void await_zero_copy(const ccl_device_comm_t& c, const CollScratch& s
     uint64_t& due = s.p2p[op.peer].bytes_due;
     for (int j = i; j < a.nops; ++j)
       if (zero_copy_recv(a.ops[j]) && a.ops[j].peer == op.peer) due += a.ops[j].bytes;
-    if (!wait_for_peer(c, s.zc_bytes + op.peer, due, op.peer, CCL_OP_SIGNAL_WAIT)) return;
+    if (!wait_for_peer(c, s.zc_bytes + op.peer, due, op.peer, GICL_OP_SIGNAL_WAIT)) return;
   }
 }
 
@@ -179,7 +179,7 @@ __device__ __forceinline__ uint64_t ll_seq(const CollScratch& s, const P2pArgs& 
 /// stores each 8 bytes as two (data, sequence) entries into its row at the receiver once the
 /// receiver has credited the row's previous use; a receive polls its row and stores the data,
 /// and its last block to finish credits the sender. False when a wait failed (reported).
-__device__ bool ll_op(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a, int i,
+__device__ bool ll_op(const gicl_device_comm_t& c, const CollScratch& s, const P2pArgs& a, int i,
                       uint64_t q, int part, int parts) {
   const int n = c.nranks, me = c.rank;
   const P2pOp& op = a.ops[i];
@@ -224,7 +224,7 @@ __device__ bool ll_op(const ccl_device_comm_t& c, const CollScratch& s, const P2
 /// several whole operations in p2p_ll_precedes order. The last LL block of the launch advances
 /// the pairs' counts for the next launch.
 template <bool kLooped>
-__device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
+__device__ void p2p_ll_block(const gicl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
   const size_t cap = p2p_ll_cap(s);
   const int k = static_cast<int>(blockIdx.x) - ll_first(a);
   if constexpr (!kLooped) {
@@ -278,7 +278,7 @@ __device__ void p2p_ll_block(const ccl_device_comm_t& c, const CollScratch& s, c
 /// operation each or several (kLooped, p2p_ll_looped).
 template <bool kBatches, bool kLooped>
 __global__ void __launch_bounds__(kThreads)
-    p2p_kernel(ccl_device_comm_t c, CollScratch s, const __grid_constant__ P2pArgs a) {
+    p2p_kernel(gicl_device_comm_t c, CollScratch s, const __grid_constant__ P2pArgs a) {
   // __grid_constant__: the helpers below take `a` by reference, which without it copies the
   // whole parameter (2.6 KiB with its operations) into every thread's stack.
   // Before the PDL wait: the parameters every call reads, and its first operation.
@@ -445,7 +445,7 @@ cudaError_t p2p_blocks_per_sm(int* out) {
   return cudaSuccess;
 }
 
-cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& args,
+cudaError_t launch_p2p(const gicl_device_comm_t& c, const CollScratch& s, const P2pArgs& args,
                        const Launch& l, int most_blocks) {
   P2pArgs a = args;
   const size_t cap = p2p_ll_cap(s);
@@ -496,4 +496,4 @@ cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P
   return launch_kernel(kernel, grid, threads, l, c, s, a);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -1,4 +1,4 @@
-// Point-to-point groups (ccl_send / ccl_recv between ccl_group_start and ccl_group_end) as one
+// Point-to-point groups (gicl_send / gicl_recv between gicl_group_start and gicl_group_end) as one
 // or more launches of batches (collectives/schedule/p2p_plan.hpp): operations up to the LL size
 // through LL rows, rendezvous-sized sends written straight
 // into the receiver's offered window (or by the copy-engine proxy), the rest through the pipe
@@ -7,12 +7,12 @@
 
 #include <cuda_runtime_api.h>
 
-#include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
 #include "common/kernel_launch.hpp"
+#include "gicl/gicl.h"
 #include "proxy/copy_queue.h"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// One point-to-point operation of a group.
 struct P2pOp {
@@ -22,7 +22,7 @@ struct P2pOp {
   int is_send;
   uint64_t win;     // a rendezvous receive: the window of buf, or kNoWindow
   int copy_engine;  // a rendezvous send the copy-engine proxy copies when the receiver offers
-                    // a window (CCL_P2P_COPY_ENGINE)
+                    // a window (GICL_P2P_COPY_ENGINE)
   int batch = 0;    // its batch's place in the launch (p2p_plan.hpp); operations sorted by it
 };
 struct P2pArgs {
@@ -46,7 +46,7 @@ cudaError_t p2p_blocks_per_sm(int* out);
 
 /// `most_blocks`: the grid's limit where ranks share a GPU (0: none; never below kPipeChannels,
 /// the FIFO channels every peer's launch meets).
-cudaError_t launch_p2p(const ccl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
+cudaError_t launch_p2p(const gicl_device_comm_t& c, const CollScratch& s, const P2pArgs& a,
                        const Launch& l, int most_blocks);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

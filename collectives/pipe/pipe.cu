@@ -4,7 +4,7 @@
 #include "collectives/schedule/schedule.hpp"
 #include "common/kernel_launch.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 constexpr int kThreads = kPipeThreads;
@@ -31,7 +31,7 @@ struct Map {
 };
 
 /// Block-wide dst[i] = dst[i] (op) src[i] in the storage type.
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 __device__ void reduce_into(char* dst_b, const char* src_b, size_t len) {
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
@@ -63,8 +63,8 @@ __device__ void reduce_into(char* dst_b, const char* src_b, size_t len) {
 /// Sends schedule range [o, o + len) of `w` to `peer` as messages of at most one slot.
 /// Receives likewise; the two are interleaved message by message, sends first, so that no pair
 /// of ranks waits on each other (see docs/collectives.md, "pipe").
-template <ccl_datatype_t D, ccl_redop_t Op>
-__device__ bool run_step(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f, const Map& w,
+template <gicl_datatype_t D, gicl_redop_t Op>
+__device__ bool run_step(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f, const Map& w,
                          const Step& st) {
   const size_t per = s.slot_bytes / w.esize;
   const size_t ns = st.send.peer >= 0 ? (st.send.count + per - 1) / per : 0;
@@ -107,8 +107,8 @@ __device__ bool run_step(const ccl_device_comm_t& c, const CollScratch& s, Fifo&
 /// Canonical reduce-scatter over the schedule space of `w` (block j = partition(count, n, j)):
 /// every rank sends block j to rank j, and each rank reduces its block from all n inputs at once
 /// in rank order 0..n-1 with one rounding, so the result does not depend on the algorithm.
-template <ccl_datatype_t D, ccl_redop_t Op>
-__device__ bool canonical_reduce_scatter(const ccl_device_comm_t& c, const CollScratch& s, Fifo& f,
+template <gicl_datatype_t D, gicl_redop_t Op>
+__device__ bool canonical_reduce_scatter(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
                                          const Map& w, size_t count) {
   using T = typename DType<D>::Storage;
   const int n = c.nranks, me = c.rank;
@@ -164,9 +164,9 @@ __device__ bool canonical_reduce_scatter(const ccl_device_comm_t& c, const CollS
   return true;
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 __global__ void __launch_bounds__(kThreads)
-    pipe_kernel(ccl_device_comm_t c, CollScratch s, PipeArgs a) {
+    pipe_kernel(gicl_device_comm_t c, CollScratch s, PipeArgs a) {
   // Before the PDL wait: every parameter the kernel reads (common/kernel_launch.cuh).
   read_before_wait(comm_fields(c), s.inbox, s.slot_bytes, s.head, s.tail, s.seq, s.temp, a.coll,
                    a.algo, a.root, a.chunks, a.canonical, a.send, a.recv, a.count, a.send_ld);
@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(kThreads)
   fifo_store(c, s, f);
 }
 
-template <ccl_datatype_t D, ccl_redop_t Op>
+template <gicl_datatype_t D, gicl_redop_t Op>
 struct PipeKernel {
   static constexpr auto kernel = pipe_kernel<D, Op>;
 };
@@ -240,11 +240,11 @@ cudaError_t pipe_blocks_per_sm(int* out) {
   return fewest_blocks_per_sm<PipeKernel>(kThreads, out);
 }
 
-cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+cudaError_t launch_pipe(gicl_datatype_t dtype, gicl_redop_t op, const gicl_device_comm_t& c,
                         const CollScratch& s, const PipeArgs& a, int grid, const Launch& l) {
   // Copy-only collectives do not depend on the operation: one instantiation per type.
-  return launch_kernel(kernel_of<PipeKernel>(dtype, is_reduction(a.coll) ? op : ccl_sum), grid,
+  return launch_kernel(kernel_of<PipeKernel>(dtype, is_reduction(a.coll) ? op : gicl_sum), grid,
                        kThreads, l, c, s, a);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

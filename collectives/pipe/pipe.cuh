@@ -7,19 +7,19 @@
 
 #include <cuda_runtime_api.h>
 
-#include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
 #include "collectives/schedule/step.hpp"
 #include "common/kernel_launch.hpp"
+#include "gicl/gicl.h"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 struct PipeArgs {
   Collective coll;  // kAllReduce, kAllGather, kBroadcast or kReduceScatter
   Algorithm algo;
   int root;
   int chunks;      // pipeline depth of a ring broadcast
-  bool canonical;  // reduce in rank order (CCL_DETERMINISTIC, avg): canonical reduce-scatter
+  bool canonical;  // reduce in rank order (GICL_DETERMINISTIC, avg): canonical reduce-scatter
                    // first, then the algorithm's allgather
   const void* send;
   void* recv;
@@ -30,7 +30,7 @@ struct PipeArgs {
 /// Lowers *out to the fewest blocks per multiprocessor of the pipe kernels.
 cudaError_t pipe_blocks_per_sm(int* out);
 
-cudaError_t launch_pipe(ccl_datatype_t dtype, ccl_redop_t op, const ccl_device_comm_t& c,
+cudaError_t launch_pipe(gicl_datatype_t dtype, gicl_redop_t op, const gicl_device_comm_t& c,
                         const CollScratch& s, const PipeArgs& a, int grid, const Launch& l);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

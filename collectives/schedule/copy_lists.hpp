@@ -9,7 +9,7 @@
 
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// The most copies one list kernel takes: its parameters hold them all (24 bytes a copy).
 inline constexpr int kMaxCopyList = 64;
@@ -77,15 +77,15 @@ inline void copy_list_layout(const CopySpec* copies, int n, size_t* end, uint8_t
 
 /// The list kernel sees its copies as one range of 16-byte words, copy c holding words
 /// [copy_list_begin(end, c), end[c]).
-CCL_HD size_t copy_list_begin(const size_t* end, int c) {
+GICL_HD size_t copy_list_begin(const size_t* end, int c) {
   return c == 0 ? 0 : end[c - 1];
 }
 
 /// Where word i lies: advances *c to the copy holding it (a thread's words only grow, so its copy
 /// only moves forward) and returns the word's place there.
-CCL_HD size_t copy_list_word(const size_t* end, int* c, size_t i) {
+GICL_HD size_t copy_list_word(const size_t* end, int* c, size_t i) {
   while (i >= end[*c]) ++*c;
   return i - copy_list_begin(end, *c);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -4,14 +4,14 @@
 
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::coll::direct {
+namespace gicl::coll::direct {
 
-CCL_HD int steps(int n) {
+GICL_HD int steps(int n) {
   return n - 1;
 }
 
 /// One-shot allreduce: every rank gets every peer's whole input and reduces.
-CCL_HD Step one_shot_allreduce(int r, int n, size_t count, int s) {
+GICL_HD Step one_shot_allreduce(int r, int n, size_t count, int s) {
   Step st;
   st.send = whole(mod(r + s + 1, n), count);
   st.recv = whole(mod(r - s - 1, n), count);
@@ -20,7 +20,7 @@ CCL_HD Step one_shot_allreduce(int r, int n, size_t count, int s) {
 }
 
 /// Reduce-scatter: block j goes to rank j, which reduces it.
-CCL_HD Step reduce_scatter(int r, int n, size_t count, int s) {
+GICL_HD Step reduce_scatter(int r, int n, size_t count, int s) {
   Step st;
   const int to = mod(r + s + 1, n), from = mod(r - s - 1, n);
   st.send = block(to, count, n, to);
@@ -30,7 +30,7 @@ CCL_HD Step reduce_scatter(int r, int n, size_t count, int s) {
 }
 
 /// Allgather: rank r's block r goes to everyone.
-CCL_HD Step allgather(int r, int n, size_t count, int s) {
+GICL_HD Step allgather(int r, int n, size_t count, int s) {
   Step st;
   const int to = mod(r + s + 1, n), from = mod(r - s - 1, n);
   st.send = block(to, count, n, r);
@@ -42,11 +42,11 @@ CCL_HD Step allgather(int r, int n, size_t count, int s) {
 /// Push mode (two-shot, reduce-scatter with a staged buffer): each rank's staging is its inbox,
 /// one slot per sender holding that sender's part of the rank's block. Slots are the launch's
 /// largest rank block rounded to 16 bytes, so each starts aligned.
-CCL_HD size_t inbox_stride(size_t block_elems, size_t esize) {
+GICL_HD size_t inbox_stride(size_t block_elems, size_t esize) {
   return (block_elems * esize + 15) / 16 * 16;
 }
 /// Largest rank block (elements) whose n inbox slots fit a staging buffer of `stage_bytes`.
-CCL_HD size_t inbox_block_limit(size_t stage_bytes, int n, size_t esize) {
+GICL_HD size_t inbox_block_limit(size_t stage_bytes, int n, size_t esize) {
   return stage_bytes / static_cast<size_t>(n) / 16 * 16 / esize;
 }
 
@@ -54,19 +54,19 @@ CCL_HD size_t inbox_block_limit(size_t stage_bytes, int n, size_t esize) {
 /// (k - r) mod n, whose partner at step k is r again, so every step is a matching and no rank
 /// waits for one busy with a third. Each rank meets every other once and itself once (it sits
 /// that step out).
-CCL_HD int swap_partner(int k, int r, int n) {
+GICL_HD int swap_partner(int k, int r, int n) {
   return mod(k - r, n);
 }
 
 /// Two-shot allreduce: reduce-scatter, then allgather of the reduced blocks.
-CCL_HD int two_shot_steps(int n) {
+GICL_HD int two_shot_steps(int n) {
   return 2 * (n - 1);
 }
 
 /// Rank j's block of a two-shot or NVLS allreduce of `count` elements of `esize` bytes: whole
 /// 16-byte packs (partition_packs), so no rank's copies start mid-pack; the kernels cut with it.
 /// esize 0: element-wise (partition), the type-agnostic shape.
-CCL_HD Transfer two_shot_block(int peer, size_t count, int n, int j, size_t esize) {
+GICL_HD Transfer two_shot_block(int peer, size_t count, int n, int j, size_t esize) {
   Transfer t;
   t.peer = peer;
   if (esize == 0)
@@ -76,7 +76,7 @@ CCL_HD Transfer two_shot_block(int peer, size_t count, int n, int j, size_t esiz
   return t;
 }
 
-CCL_HD Step two_shot_allreduce(int r, int n, size_t count, size_t esize, int s) {
+GICL_HD Step two_shot_allreduce(int r, int n, size_t count, size_t esize, int s) {
   Step st;
   if (s < n - 1) {  // reduce-scatter: block j goes to rank j, which reduces it
     const int to = mod(r + s + 1, n), from = mod(r - s - 1, n);
@@ -94,7 +94,7 @@ CCL_HD Step two_shot_allreduce(int r, int n, size_t count, size_t esize, int s) 
 }
 
 /// Broadcast: the root sends the whole buffer to root+s+1 at step s.
-CCL_HD Step broadcast(int r, int n, size_t count, int root, int s) {
+GICL_HD Step broadcast(int r, int n, size_t count, int root, int s) {
   Step st;
   const int target = mod(root + s + 1, n);
   if (r == root) st.send = whole(target, count);
@@ -106,7 +106,7 @@ CCL_HD Step broadcast(int r, int n, size_t count, int root, int s) {
 }
 
 /// Reduce: rank root+s+1 sends its whole buffer to the root at step s, which reduces it.
-CCL_HD Step reduce(int r, int n, size_t count, int root, int s) {
+GICL_HD Step reduce(int r, int n, size_t count, int root, int s) {
   Step st;
   const int source = mod(root + s + 1, n);
   if (r == source) st.send = whole(root, count);
@@ -119,7 +119,7 @@ CCL_HD Step reduce(int r, int n, size_t count, int root, int s) {
 
 /// Alltoall (separate input and output): input block j goes to rank j; output block i comes from
 /// rank i. Offsets: the send offset is in the input, the receive offset in the output.
-CCL_HD Step alltoall(int r, int n, size_t count, int s) {
+GICL_HD Step alltoall(int r, int n, size_t count, int s) {
   Step st;
   const int to = mod(r + s + 1, n), from = mod(r - s - 1, n);
   st.send = block(to, count, n, to);
@@ -128,4 +128,4 @@ CCL_HD Step alltoall(int r, int n, size_t count, int s) {
   return st;
 }
 
-}  // namespace ccl::coll::direct
+}  // namespace gicl::coll::direct

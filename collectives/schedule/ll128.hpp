@@ -12,7 +12,7 @@
 #include "collectives/common/coll_args.h"
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 inline constexpr size_t kLL128LineBytes = 128;
 inline constexpr size_t kLL128LineUnits = 15;  // data units per line
@@ -27,7 +27,7 @@ struct LL128Slot {
   bool flag_lane;  // the lane whose second word is the flag
 };
 
-CCL_HD LL128Slot ll128_slot(size_t group, int lane) {
+GICL_HD LL128Slot ll128_slot(size_t group, int lane) {
   const int q = lane % 8;
   LL128Slot s;
   s.line = group * kLL128LinesPerWarp + static_cast<size_t>(lane / 8);
@@ -39,12 +39,12 @@ CCL_HD LL128Slot ll128_slot(size_t group, int lane) {
 }
 
 /// Lines of a rank block of `bytes`.
-CCL_HD size_t ll128_lines(size_t bytes) {
+GICL_HD size_t ll128_lines(size_t bytes) {
   return ((bytes + 7) / 8 + kLL128LineUnits - 1) / kLL128LineUnits;
 }
 
 /// Line groups (warp iterations) of a rank block of `bytes`.
-CCL_HD size_t ll128_groups(size_t bytes) {
+GICL_HD size_t ll128_groups(size_t bytes) {
   return (ll128_lines(bytes) + kLL128LinesPerWarp - 1) / kLL128LinesPerWarp;
 }
 
@@ -55,10 +55,10 @@ CCL_HD size_t ll128_groups(size_t bytes) {
 /// SM, 132 SMs). Keeping the next loads in flight at 64 blocks (own input beside a peer's lines,
 /// next groups while storing) or four groups a warp did not help (2026-11-27).
 inline constexpr int kMaxLL128Blocks = 96;
-CCL_HD int ll128_blocks(size_t bytes) {
+GICL_HD int ll128_blocks(size_t bytes) {
   const size_t per_block = kLLThreads / 32;
   const size_t b = (ll128_groups(bytes) + per_block - 1) / per_block;
   return b < 1 ? 1 : b > kMaxLL128Blocks ? kMaxLL128Blocks : static_cast<int>(b);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

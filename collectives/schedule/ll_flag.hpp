@@ -11,9 +11,9 @@
 
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
-CCL_HD uint32_t ll_flag(uint64_t q) {
+GICL_HD uint32_t ll_flag(uint64_t q) {
   return static_cast<uint32_t>(q % 0xffffffffull) + 1;
 }
 
@@ -23,8 +23,8 @@ CCL_HD uint32_t ll_flag(uint64_t q) {
 /// calls, which start near 0). A unit is then never older than 2^31 + rows numbers, far from the
 /// rows x (2^32 - 1) at which a row's flag repeats. The senders write the units the call leaves
 /// out with data 0 and the call's flag, which no later call of the row waits for.
-CCL_HD bool ll_refresh(uint64_t q, unsigned rows) {
+GICL_HD bool ll_refresh(uint64_t q, unsigned rows) {
   return (q & 0x7fffffffull) - 0x40000000ull < rows;  // unsigned: below 2^30 wraps high
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

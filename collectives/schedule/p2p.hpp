@@ -12,7 +12,7 @@
 // operation takes that path when both sides can tell from its size alone (the sender learns
 // only from the offer whether the receiver has a window; without one both sides fall back to
 // the FIFOs). The offers are posted before any round, so a rendezvous never waits on a round.
-// With CCL_P2P_COPY_ENGINE the sender's block 0 hands such a copy to the copy-engine proxy
+// With GICL_P2P_COPY_ENGINE the sender's block 0 hands such a copy to the copy-engine proxy
 // (src/proxy) instead and adds the bytes to the tally once the proxy reports it complete; the
 // receiver cannot tell the two apart.
 //
@@ -27,7 +27,7 @@
 #include "collectives/common/coll_args.h"
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// A group's operations fall into batches, each at most kMaxP2pOps operations on any rank; a
 /// launch runs one or more consecutive batches (p2p_plan.hpp). Both ranks of a (peer, direction)
@@ -45,20 +45,20 @@ namespace ccl::coll {
 /// every distance (peer) is in every batch, as many operations a stream as keep the batch to
 /// kMaxP2pOps with every stream full (self included); beyond, one operation a stream and the
 /// distances in groups of kMaxP2pOps / 2.
-CCL_HD int p2p_batch_ops(int nranks) {
+GICL_HD int p2p_batch_ops(int nranks) {
   const int q = kMaxP2pOps / 2 / (nranks < 1 ? 1 : nranks);
   return q < 1 ? 1 : q;
 }
 
 /// Distance from this rank to the peer of an operation, the same number on both ranks of a pair
 /// (a send's receiver is as far ahead as the receive's sender is behind).
-CCL_HD int p2p_distance(int rank, int peer, bool is_send, int nranks) {
+GICL_HD int p2p_distance(int rank, int peer, bool is_send, int nranks) {
   return is_send ? (peer - rank + nranks) % nranks : (rank - peer + nranks) % nranks;
 }
 
 /// The batch of an operation with `before` earlier operations in its stream and its peer at
 /// distance d.
-CCL_HD int p2p_batch(int before, int d, int nranks) {
+GICL_HD int p2p_batch(int before, int d, int nranks) {
   constexpr int kDistances = kMaxP2pOps / 2;
   const int groups = nranks > kDistances ? (nranks + kDistances - 1) / kDistances : 1;
   return before / p2p_batch_ops(nranks) * groups + (groups > 1 ? d / kDistances : 0);
@@ -66,7 +66,7 @@ CCL_HD int p2p_batch(int before, int d, int nranks) {
 
 /// The batch of operation i of a group (in group order) on `rank` of `nranks`.
 template <typename Op>
-CCL_HD int p2p_batch_of(const Op* ops, int i, int nranks, int rank) {
+GICL_HD int p2p_batch_of(const Op* ops, int i, int nranks, int rank) {
   int before = 0;
   for (int j = 0; j < i; ++j)
     before += ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0);
@@ -90,17 +90,17 @@ inline constexpr int kP2pSelfBlocks = 16;
 /// 17.7 / 17.8 against 15.3 / 13.2 us, 8 MiB 26.0 / 26.0 against 24.5 / 24.9, 16 MiB 37.7 / 38.0
 /// against 38.7 / 38.2, 64 MiB 108.8 against 123.4, 256 MiB 391.4 against 455.8.
 inline constexpr size_t kP2pSelfBesideFrom = size_t{8} << 20;
-CCL_HD bool p2p_self_beside(size_t peer_send_bytes) {
+GICL_HD bool p2p_self_beside(size_t peer_send_bytes) {
   return peer_send_bytes >= kP2pSelfBesideFrom;
 }
 
-CCL_HD bool p2p_rendezvous(size_t bytes) {
+GICL_HD bool p2p_rendezvous(size_t bytes) {
   return bytes >= kP2pRendezvousFrom;
 }
 
 /// Whether a send of `bytes` to another rank is the copy-engine proxy's under
-/// CCL_P2P_COPY_ENGINE=`ce_from` (0: none): a rendezvous send of at least that size.
-CCL_HD bool p2p_copy_engine(size_t bytes, size_t ce_from) {
+/// GICL_P2P_COPY_ENGINE=`ce_from` (0: none): a rendezvous send of at least that size.
+GICL_HD bool p2p_copy_engine(size_t bytes, size_t ce_from) {
   return ce_from != 0 && p2p_rendezvous(bytes) && bytes >= ce_from;
 }
 
@@ -112,7 +112,7 @@ inline constexpr int kP2pLLSlots = kPipeSlots;
 /// Largest operation carried LL-style (below). Its rows are one per (slot, sender) at every
 /// receiver, 2 x capacity bytes each (8 x nranks x capacity of heap in all): 64 KiB up to 16
 /// ranks, never below 8 KiB.
-CCL_HD constexpr size_t p2p_ll_capacity(int nranks) {
+GICL_HD constexpr size_t p2p_ll_capacity(int nranks) {
   const size_t share = (size_t{1} << 20) / static_cast<size_t>(nranks < 1 ? 1 : nranks) / 256 * 256;
   return share > (64 << 10) ? (64 << 10) : share < (8 << 10) ? (8 << 10) : share;
 }
@@ -127,23 +127,23 @@ CCL_HD constexpr size_t p2p_ll_capacity(int nranks) {
 /// credit ahead of unread ones (the model in tests/unit/coll_p2p_ll_test.cc found it), so empty
 /// operations take the FIFO path, where they move nothing. Both sides tell from the size alone.
 static_assert(p2p_ll_capacity(1) < kP2pRendezvousFrom, "an operation takes one path");
-CCL_HD bool p2p_ll(size_t bytes, size_t cap) {
+GICL_HD bool p2p_ll(size_t bytes, size_t cap) {
   return bytes > 0 && bytes <= cap;
 }
 
 /// Row slot of LL operation q, and the credit (the receiver's last completed operation in that
 /// slot) its sender must see first: 0 for the first kP2pLLSlots operations.
-CCL_HD int p2p_ll_slot(uint64_t q) {
+GICL_HD int p2p_ll_slot(uint64_t q) {
   return static_cast<int>(q % kP2pLLSlots);
 }
-CCL_HD uint64_t p2p_ll_credit_needed(uint64_t q) {
+GICL_HD uint64_t p2p_ll_credit_needed(uint64_t q) {
   return q > kP2pLLSlots ? q - kP2pLLSlots : 0;
 }
 
 /// LL operations before operation i in the group with the same peer and direction: operation i
 /// is the pair's LL operation number (count so far) + this + 1.
 template <typename Op>
-CCL_HD uint64_t p2p_ll_before(const Op* ops, int i, size_t cap) {
+GICL_HD uint64_t p2p_ll_before(const Op* ops, int i, size_t cap) {
   uint64_t k = 0;
   for (int j = 0; j < i; ++j)
     k += ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0) &&
@@ -156,7 +156,7 @@ inline constexpr int kP2pLLBlocks = 32;
 
 /// LL operations of a group.
 template <typename Op>
-CCL_HD int p2p_ll_count(const Op* ops, int nops, size_t cap) {
+GICL_HD int p2p_ll_count(const Op* ops, int nops, size_t cap) {
   int nll = 0;
   for (int i = 0; i < nops; ++i) nll += p2p_ll(ops[i].bytes, cap);
   return nll;
@@ -164,14 +164,14 @@ CCL_HD int p2p_ll_count(const Op* ops, int nops, size_t cap) {
 
 /// Blocks each of `nll` LL operations may take when they have `budget` blocks together (fewer
 /// than kP2pLLBlocks where ranks share a GPU: collectives/host/residency.cc).
-CCL_HD int p2p_ll_most(int nll, int budget = kP2pLLBlocks) {
+GICL_HD int p2p_ll_most(int nll, int budget = kP2pLLBlocks) {
   return nll > 0 && budget / nll > 1 ? budget / nll : 1;
 }
 
 /// Blocks of one LL operation of `bytes` (at most the capacity: 32-bit arithmetic) with
 /// `threads` per block: a thread per 8-byte unit (a receiver polls its units in turn, so units
 /// per thread are latency), at most `most`, at least one.
-CCL_HD int p2p_ll_blocks(size_t bytes, int threads, int most) {
+GICL_HD int p2p_ll_blocks(size_t bytes, int threads, int most) {
   const uint32_t units = static_cast<uint32_t>((bytes + 7) / 8), t = static_cast<uint32_t>(threads);
   const uint32_t want = (units + t - 1) / t;
   return want < 1 ? 1 : want > static_cast<uint32_t>(most) ? most : static_cast<int>(want);
@@ -180,8 +180,8 @@ CCL_HD int p2p_ll_blocks(size_t bytes, int threads, int most) {
 /// Which LL operation the launch's k-th LL block runs (its index in ops, or -1), which of that
 /// operation's blocks it is (*part) and how many it has (*blocks); unless p2p_ll_looped.
 template <typename Op>
-CCL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, int* part,
-                     int* blocks, int budget = kP2pLLBlocks) {
+GICL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, int* part,
+                      int* blocks, int budget = kP2pLLBlocks) {
   const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap), budget);
   for (int i = 0; i < nops; ++i) {
     if (!p2p_ll(ops[i].bytes, cap)) continue;
@@ -200,7 +200,7 @@ CCL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, in
 /// (`limit`; 0: no limit): then `limit` blocks each run several of them in turn, one block an
 /// operation, in the order p2p_ll_precedes gives (a block per operation would overrun what the
 /// sharers may keep resident together, and a spin-waiting grid must be resident).
-CCL_HD bool p2p_ll_looped(int nll, int limit) {
+GICL_HD bool p2p_ll_looped(int nll, int limit) {
   return limit > 0 && nll > limit;
 }
 
@@ -211,7 +211,7 @@ CCL_HD bool p2p_ll_looped(int nll, int limit) {
 /// that take theirs in this order never wait on one another in a circle (for blocks that hold
 /// every wait it is the same order as the batches' and rounds').
 template <typename Op>
-CCL_HD bool p2p_ll_precedes(const Op* ops, const uint64_t* q, int j, int i) {
+GICL_HD bool p2p_ll_precedes(const Op* ops, const uint64_t* q, int j, int i) {
   if (ops[j].batch != ops[i].batch) return ops[j].batch < ops[i].batch;
   const uint64_t rj = (q[j] - 1) / kP2pLLSlots, ri = (q[i] - 1) / kP2pLLSlots;
   if (rj != ri) return rj < ri;
@@ -221,8 +221,8 @@ CCL_HD bool p2p_ll_precedes(const Op* ops, const uint64_t* q, int j, int i) {
 
 /// Blocks of all the LL operations of a launch.
 template <typename Op>
-CCL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap, int budget = kP2pLLBlocks,
-                       int limit = 0) {
+GICL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap, int budget = kP2pLLBlocks,
+                        int limit = 0) {
   if (p2p_ll_looped(p2p_ll_count(ops, nops, cap), limit)) return limit;
   const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap), budget);
   int grid = 0;
@@ -237,7 +237,7 @@ CCL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap, int bud
 /// barriers, so a small call on 512 threads waits for 16 warps at each step (one H200, a rank to
 /// itself, 8 B through the FIFOs in a graph: 5.67 us a call on 512 threads, 5.36 on 32).
 template <typename Op>
-CCL_HD int p2p_threads(const Op* ops, int nops, int most, size_t cap) {
+GICL_HD int p2p_threads(const Op* ops, int nops, int most, size_t cap) {
   size_t need = 0;
   for (int i = 0; i < nops; ++i) {
     const size_t b = ops[i].bytes;
@@ -253,7 +253,7 @@ CCL_HD int p2p_threads(const Op* ops, int nops, int most, size_t cap) {
 /// its message k - p2p_stream_offset(...) when that is in [0, msgs[i]). `ops` is one batch (a
 /// launch runs its batches' rounds one batch after another).
 template <typename Op>
-CCL_HD size_t p2p_stream_offset(const Op* ops, const size_t* msgs, int i) {
+GICL_HD size_t p2p_stream_offset(const Op* ops, const size_t* msgs, int i) {
   size_t off = 0;
   for (int j = 0; j < i; ++j)
     if (ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0))
@@ -263,7 +263,7 @@ CCL_HD size_t p2p_stream_offset(const Op* ops, const size_t* msgs, int i) {
 
 /// Rendezvous operations of ops[0..nops) with `peer` in one direction.
 template <typename Op>
-CCL_HD uint64_t p2p_rendezvous_count(const Op* ops, int nops, int peer, bool is_send) {
+GICL_HD uint64_t p2p_rendezvous_count(const Op* ops, int nops, int peer, bool is_send) {
   uint64_t k = 0;
   for (int j = 0; j < nops; ++j)
     k += ops[j].peer == peer && (ops[j].is_send != 0) == is_send && p2p_rendezvous(ops[j].bytes);
@@ -273,14 +273,14 @@ CCL_HD uint64_t p2p_rendezvous_count(const Op* ops, int nops, int peer, bool is_
 /// Rendezvous operations before operation i in its (peer, direction) stream: operation i's offer
 /// is the pair's offers so far plus this plus one.
 template <typename Op>
-CCL_HD uint64_t p2p_rendezvous_before(const Op* ops, int i) {
+GICL_HD uint64_t p2p_rendezvous_before(const Op* ops, int i) {
   return p2p_rendezvous_count(ops, i, ops[i].peer, ops[i].is_send != 0);
 }
 
 /// Part `part` of `parts` of an operation of `bytes` bytes: whole 16-byte units, balanced, and
 /// the last part also takes the bytes past the last whole unit. Blocks split rendezvous copies
 /// and channels split FIFO operations this way, so every copy but one stays 16-byte aligned.
-CCL_HD void p2p_share(size_t bytes, int parts, int part, size_t* lo, size_t* len) {
+GICL_HD void p2p_share(size_t bytes, int parts, int part, size_t* lo, size_t* len) {
   partition(bytes / 16, parts, part, lo, len);
   *lo *= 16;
   *len *= 16;
@@ -288,20 +288,20 @@ CCL_HD void p2p_share(size_t bytes, int parts, int part, size_t* lo, size_t* len
 }
 
 /// Bytes of a copy-engine send of `bytes` that the copy engine copies when it takes `share`
-/// percent (CCL_P2P_COPY_ENGINE_SHARE): the tail, whole 16-byte units (all of it at 100 %); the
+/// percent (GICL_P2P_COPY_ENGINE_SHARE): the tail, whole 16-byte units (all of it at 100 %); the
 /// sender's blocks copy the head, bytes - that.
-CCL_HD size_t p2p_ce_bytes(size_t bytes, int share) {
+GICL_HD size_t p2p_ce_bytes(size_t bytes, int share) {
   if (share >= 100) return bytes;
   return share <= 0 ? 0 : bytes / 100 * static_cast<size_t>(share) / 16 * 16;
 }
 
 /// Offers of one pair form a ring of kMaxP2pOps at the sender: offer q (1-based) goes to this
 /// slot, once the sender has read offer q - kMaxP2pOps (the count below; 0: nothing to wait for).
-CCL_HD size_t p2p_offer_slot(uint64_t q) {
+GICL_HD size_t p2p_offer_slot(uint64_t q) {
   return static_cast<size_t>((q - 1) % kMaxP2pOps);
 }
-CCL_HD uint64_t p2p_offers_read_before(uint64_t q) {
+GICL_HD uint64_t p2p_offers_read_before(uint64_t q) {
   return q > kMaxP2pOps ? q - kMaxP2pOps : 0;
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -12,7 +12,7 @@
 
 #include "collectives/schedule/p2p.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 struct P2pPlan {
   std::vector<int> batch;                  // per operation: p2p_batch_of
@@ -71,4 +71,4 @@ P2pPlan p2p_plan(const std::vector<Op>& ops, int nranks, int rank, int most = kM
   return p2p_plan(p2p_batches(ops, nranks, rank), most);
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

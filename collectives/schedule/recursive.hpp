@@ -5,7 +5,7 @@
 
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::coll::recursive {
+namespace gicl::coll::recursive {
 
 struct Fold {
   int p;    // largest power of two <= n
@@ -13,7 +13,7 @@ struct Fold {
   int log2p;
 };
 
-CCL_HD Fold fold_of(int n) {
+GICL_HD Fold fold_of(int n) {
   Fold f{1, 0, 0};
   while (f.p * 2 <= n) f.p *= 2, ++f.log2p;
   f.rem = n - f.p;
@@ -21,21 +21,21 @@ CCL_HD Fold fold_of(int n) {
 }
 
 /// Virtual rank of original rank r, or -1 for a folded-out (even, r < 2 rem) rank.
-CCL_HD int vrank(int r, const Fold& f) {
+GICL_HD int vrank(int r, const Fold& f) {
   if (r < 2 * f.rem) return (r % 2) ? r / 2 : -1;
   return r - f.rem;
 }
 /// Original rank of virtual rank v.
-CCL_HD int orig(int v, const Fold& f) {
+GICL_HD int orig(int v, const Fold& f) {
   return v < f.rem ? 2 * v + 1 : v + f.rem;
 }
 /// First original rank whose block belongs to virtual rank v's group (v's own lowest block).
-CCL_HD int orig_lo(int v, const Fold& f) {
+GICL_HD int orig_lo(int v, const Fold& f) {
   return v < f.rem ? 2 * v : v + f.rem;
 }
 
 /// Elements of the original-rank blocks [i, j) of an n-block partition.
-CCL_HD Transfer blocks(int peer, size_t count, int n, int i, int j) {
+GICL_HD Transfer blocks(int peer, size_t count, int n, int i, int j) {
   size_t lo, hi, len;
   partition(count, n, i, &lo, &len);
   if (j >= n)
@@ -50,16 +50,16 @@ CCL_HD Transfer blocks(int peer, size_t count, int n, int i, int j) {
 }
 
 /// Elements of the p-chunk partition's chunks [a, b).
-CCL_HD Transfer chunks(int peer, size_t count, int p, int a, int b) {
+GICL_HD Transfer chunks(int peer, size_t count, int p, int a, int b) {
   return blocks(peer, count, p, a, b);
 }
 
-CCL_HD int fold_steps(const Fold& f) {
+GICL_HD int fold_steps(const Fold& f) {
   return f.rem > 0 ? 1 : 0;
 }
 
 /// The fold-in step (whole buffer, or for allgather only the folded rank's own block).
-CCL_HD Step fold_in(int r, const Fold& f, size_t count, bool allgather, int n) {
+GICL_HD Step fold_in(int r, const Fold& f, size_t count, bool allgather, int n) {
   Step st;
   if (r >= 2 * f.rem) return st;
   if (r % 2 == 0)
@@ -72,7 +72,7 @@ CCL_HD Step fold_in(int r, const Fold& f, size_t count, bool allgather, int n) {
 }
 
 /// The fold-out step: the result goes back to the folded-out rank.
-CCL_HD Step fold_out(int r, const Fold& f, size_t count) {
+GICL_HD Step fold_out(int r, const Fold& f, size_t count) {
   Step st;
   if (r >= 2 * f.rem) return st;
   if (r % 2 == 1)
@@ -85,11 +85,11 @@ CCL_HD Step fold_out(int r, const Fold& f, size_t count) {
 }
 
 /// Allreduce by recursive doubling: fold in, log2 p full-buffer exchanges, fold out.
-CCL_HD int doubling_allreduce_steps(int n) {
+GICL_HD int doubling_allreduce_steps(int n) {
   const Fold f = fold_of(n);
   return f.log2p + 2 * fold_steps(f);
 }
-CCL_HD Step doubling_allreduce(int r, int n, size_t count, int s) {
+GICL_HD Step doubling_allreduce(int r, int n, size_t count, int s) {
   const Fold f = fold_of(n);
   if (f.rem > 0) {
     if (s == 0) return fold_in(r, f, count, false, n);
@@ -108,10 +108,10 @@ CCL_HD Step doubling_allreduce(int r, int n, size_t count, int s) {
 
 /// Allgather by recursive doubling: rank r starts with block r of n. Fold in (block only),
 /// log2 p exchanges of growing groups, fold out (whole buffer).
-CCL_HD int doubling_allgather_steps(int n) {
+GICL_HD int doubling_allgather_steps(int n) {
   return doubling_allreduce_steps(n);
 }
-CCL_HD Step doubling_allgather(int r, int n, size_t count, int s) {
+GICL_HD Step doubling_allgather(int r, int n, size_t count, int s) {
   const Fold f = fold_of(n);
   if (f.rem > 0) {
     if (s == 0) return fold_in(r, f, count, true, n);
@@ -133,11 +133,11 @@ CCL_HD Step doubling_allgather(int r, int n, size_t count, int s) {
 
 /// Rabenseifner allreduce: fold in; recursive halving reduce-scatter over p chunks (after it,
 /// virtual rank v holds chunk v reduced); recursive doubling allgather of the chunks; fold out.
-CCL_HD int rabenseifner_steps(int n) {
+GICL_HD int rabenseifner_steps(int n) {
   const Fold f = fold_of(n);
   return 2 * f.log2p + 2 * fold_steps(f);
 }
-CCL_HD Step rabenseifner(int r, int n, size_t count, int s) {
+GICL_HD Step rabenseifner(int r, int n, size_t count, int s) {
   const Fold f = fold_of(n);
   if (f.rem > 0) {
     if (s == 0) return fold_in(r, f, count, false, n);
@@ -168,4 +168,4 @@ CCL_HD Step rabenseifner(int r, int n, size_t count, int s) {
   return st;
 }
 
-}  // namespace ccl::coll::recursive
+}  // namespace gicl::coll::recursive

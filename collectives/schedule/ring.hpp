@@ -4,14 +4,14 @@
 
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::coll::ring {
+namespace gicl::coll::ring {
 
 /// Reduce-scatter: after n-1 steps rank r holds block r fully reduced.
 /// Step s: send block r-s-1, receive block r-s-2 and reduce into it.
-CCL_HD int reduce_scatter_steps(int n) {
+GICL_HD int reduce_scatter_steps(int n) {
   return n - 1;
 }
-CCL_HD Step reduce_scatter(int r, int n, size_t count, int s) {
+GICL_HD Step reduce_scatter(int r, int n, size_t count, int s) {
   Step st;
   st.send = block(mod(r + 1, n), count, n, mod(r - s - 1, n));
   st.recv = block(mod(r - 1, n), count, n, mod(r - s - 2, n));
@@ -20,10 +20,10 @@ CCL_HD Step reduce_scatter(int r, int n, size_t count, int s) {
 }
 
 /// Allgather: rank r starts with block r. Step s: send block r-s, receive block r-s-1.
-CCL_HD int allgather_steps(int n) {
+GICL_HD int allgather_steps(int n) {
   return n - 1;
 }
-CCL_HD Step allgather(int r, int n, size_t count, int s) {
+GICL_HD Step allgather(int r, int n, size_t count, int s) {
   Step st;
   st.send = block(mod(r + 1, n), count, n, mod(r - s, n));
   st.recv = block(mod(r - 1, n), count, n, mod(r - s - 1, n));
@@ -32,19 +32,19 @@ CCL_HD Step allgather(int r, int n, size_t count, int s) {
 }
 
 /// Allreduce: reduce-scatter, then allgather of the reduced blocks.
-CCL_HD int allreduce_steps(int n) {
+GICL_HD int allreduce_steps(int n) {
   return 2 * (n - 1);
 }
-CCL_HD Step allreduce(int r, int n, size_t count, int s) {
+GICL_HD Step allreduce(int r, int n, size_t count, int s) {
   return s < n - 1 ? reduce_scatter(r, n, count, s) : allgather(r, n, count, s - (n - 1));
 }
 
 /// Broadcast as a pipelined chain root -> root+1 -> ... -> root-1 of `chunks` pieces: the rank at
 /// distance d from the root forwards piece s-d at step s (and receives piece s-d+1... from d-1).
-CCL_HD int broadcast_steps(int n, int chunks) {
+GICL_HD int broadcast_steps(int n, int chunks) {
   return n > 1 ? chunks + n - 2 : 0;
 }
-CCL_HD Step broadcast(int r, int n, size_t count, int root, int chunks, int s) {
+GICL_HD Step broadcast(int r, int n, size_t count, int root, int chunks, int s) {
   Step st;
   const int d = mod(r - root, n);
   const int send_piece = s - d, recv_piece = s - d + 1;
@@ -57,4 +57,4 @@ CCL_HD Step broadcast(int r, int n, size_t count, int root, int chunks, int s) {
   return st;
 }
 
-}  // namespace ccl::coll::ring
+}  // namespace gicl::coll::ring

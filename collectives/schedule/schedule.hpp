@@ -5,7 +5,7 @@
 #include "collectives/schedule/recursive.hpp"
 #include "collectives/schedule/ring.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 /// Shape of one collective call. `count` is the element count of the whole buffer: allreduce,
 /// broadcast, reduce: count; reduce-scatter and allgather: per-rank count x n; alltoall:
@@ -22,7 +22,7 @@ struct Shape {
   size_t esize = 0;
 };
 
-CCL_HD bool supported(Collective c, Algorithm a) {
+GICL_HD bool supported(Collective c, Algorithm a) {
   switch (c) {
     case Collective::kAllReduce:
       return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
@@ -45,7 +45,7 @@ CCL_HD bool supported(Collective c, Algorithm a) {
   return false;
 }
 
-CCL_HD int num_steps(const Shape& sh) {
+GICL_HD int num_steps(const Shape& sh) {
   const int n = sh.nranks;
   if (n <= 1) return 0;
   switch (sh.algo) {
@@ -71,7 +71,7 @@ CCL_HD int num_steps(const Shape& sh) {
   return 0;
 }
 
-CCL_HD Step make_step(const Shape& sh, int r, int s) {
+GICL_HD Step make_step(const Shape& sh, int r, int s) {
   const int n = sh.nranks;
   const size_t c = sh.count;
   switch (sh.coll) {
@@ -111,4 +111,4 @@ CCL_HD Step make_step(const Shape& sh, int r, int s) {
   return Step{};
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -9,12 +9,12 @@
 #include <cstdint>
 
 #if defined(__CUDACC__)
-#define CCL_HD __host__ __device__ __forceinline__
+#define GICL_HD __host__ __device__ __forceinline__
 #else
-#define CCL_HD inline
+#define GICL_HD inline
 #endif
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 enum class Collective : uint8_t {
   kAllReduce,
@@ -27,7 +27,7 @@ enum class Collective : uint8_t {
 
 /// Whether the collective combines values with a reduction operation (the others only move
 /// bytes, so their kernels need one instantiation per type, or one for all types).
-CCL_HD bool is_reduction(Collective c) {
+GICL_HD bool is_reduction(Collective c) {
   return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
 }
 
@@ -43,7 +43,7 @@ enum class Algorithm : uint8_t {
   kCopyEngine,         // allgather, broadcast, alltoall: direct's data movement, each block
                        // pushed by a copy engine into the receiver's window (no SMs)
   kSendRecv,           // allgather, broadcast, alltoall: direct's data movement as
-                       // ccl_send/ccl_recv (the copy-engine proxy takes the large sends, with
+                       // gicl_send/gicl_recv (the copy-engine proxy takes the large sends, with
                        // no host exchange)
 };
 inline constexpr int kNumAlgorithms = 9;
@@ -68,7 +68,7 @@ struct Step {
 
 /// Balanced partition of `count` elements into `parts` ranges: the first count % parts ranges get
 /// one more element. Ranges are empty when count < parts.
-CCL_HD void partition(size_t count, int parts, int i, size_t* offset, size_t* n) {
+GICL_HD void partition(size_t count, int parts, int i, size_t* offset, size_t* n) {
   const size_t base = count / static_cast<size_t>(parts),
                extra = count % static_cast<size_t>(parts);
   const size_t ui = static_cast<size_t>(i);
@@ -78,8 +78,8 @@ CCL_HD void partition(size_t count, int parts, int i, size_t* offset, size_t* n)
 
 /// partition() in whole units of `unit` elements: every part starts on a unit boundary, the
 /// last non-empty one takes the ragged end. Kernels whose blocks copy 16-byte packs slice with it.
-CCL_HD void partition_units(size_t count, int parts, int i, size_t unit, size_t* offset,
-                            size_t* n) {
+GICL_HD void partition_units(size_t count, int parts, int i, size_t unit, size_t* offset,
+                             size_t* n) {
   size_t ulo, un;
   partition((count + unit - 1) / unit, parts, i, &ulo, &un);
   const size_t lo = ulo * unit, hi = (ulo + un) * unit;
@@ -92,27 +92,27 @@ CCL_HD void partition_units(size_t count, int parts, int i, size_t unit, size_t*
 /// starting mid-pack would put every copy of it on the byte path). A rank block so cut is never
 /// larger than the inbox slot of ceil(count / parts) elements: ceil(ceil(count E / 16) / parts)
 /// packs.
-CCL_HD void partition_packs(size_t count, int parts, int i, size_t esize, size_t* offset,
-                            size_t* n) {
+GICL_HD void partition_packs(size_t count, int parts, int i, size_t esize, size_t* offset,
+                             size_t* n) {
   partition_units(count, parts, i, esize < 16 ? 16 / esize : 1, offset, n);
 }
 
-CCL_HD int mod(int a, int n) {
+GICL_HD int mod(int a, int n) {
   return ((a % n) + n) % n;
 }
 
-CCL_HD Transfer block(int peer, size_t count, int parts, int i) {
+GICL_HD Transfer block(int peer, size_t count, int parts, int i) {
   Transfer t;
   t.peer = peer;
   partition(count, parts, i, &t.offset, &t.count);
   return t;
 }
 
-CCL_HD Transfer whole(int peer, size_t count) {
+GICL_HD Transfer whole(int peer, size_t count) {
   Transfer t;
   t.peer = peer;
   t.count = count;
   return t;
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 namespace {
 
@@ -170,4 +170,4 @@ SimResult simulate(const Shape& sh, uint64_t seed) {
   return res;
 }
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -9,7 +9,7 @@
 #include "collectives/common/names.hpp"
 #include "collectives/schedule/schedule.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 
 struct SimResult {
   bool ok = true;
@@ -21,4 +21,4 @@ struct SimResult {
 /// Runs the schedule of `shape` on random inputs from `seed` and checks the result.
 SimResult simulate(const Shape& shape, uint64_t seed);
 
-}  // namespace ccl::coll
+}  // namespace gicl::coll

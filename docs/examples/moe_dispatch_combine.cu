@@ -6,7 +6,7 @@
 // the token's home slot; a counter signal tells the home rank how many results have arrived.
 #include "example_util.cuh"
 
-using namespace ccl::dev;
+using namespace gicl::dev;
 
 constexpr int kTokens = 2048;
 constexpr int kHidden = 512;
@@ -97,11 +97,12 @@ int main() {
   int *expert_tokens, *cursor, *counts, *seen, *ok;
   uint64_t* sigs;
   const size_t recv_bytes = sizeof(Slot) * kTokens * e.n;
-  EX_CCL(ccl_mem_alloc(e.comm, recv_bytes, reinterpret_cast<void**>(&recv)));
-  EX_CCL(ccl_mem_alloc(e.comm, sizeof(float) * kTokens * kHidden, reinterpret_cast<void**>(&out)));
-  EX_CCL(ccl_mem_alloc(e.comm, sizeof(int) * kExpertsPerRank,
-                       reinterpret_cast<void**>(&expert_tokens)));
-  EX_CCL(ccl_mem_alloc(e.comm, 2 * sizeof(uint64_t), reinterpret_cast<void**>(&sigs)));
+  EX_GICL(gicl_mem_alloc(e.comm, recv_bytes, reinterpret_cast<void**>(&recv)));
+  EX_GICL(
+      gicl_mem_alloc(e.comm, sizeof(float) * kTokens * kHidden, reinterpret_cast<void**>(&out)));
+  EX_GICL(gicl_mem_alloc(e.comm, sizeof(int) * kExpertsPerRank,
+                         reinterpret_cast<void**>(&expert_tokens)));
+  EX_GICL(gicl_mem_alloc(e.comm, 2 * sizeof(uint64_t), reinterpret_cast<void**>(&sigs)));
   EX_CUDA(cudaMalloc(&tokens, sizeof(float) * kTokens * kHidden));
   EX_CUDA(cudaMallocManaged(&cursor, sizeof(int) * e.n));
   EX_CUDA(cudaMallocManaged(&counts, sizeof(int) * experts));
@@ -119,7 +120,7 @@ int main() {
   EX_CUDA(cudaMemset(counts, 0, sizeof(int) * experts));
   EX_CUDA(cudaMemset(seen, 0, sizeof(int) * kExpertsPerRank));
   EX_CUDA(cudaDeviceSynchronize());
-  EX_CCL(ccl_barrier_on_stream(e.comm, e.s));
+  EX_GICL(gicl_barrier_on_stream(e.comm, e.s));
   dispatch<<<kTokens / 8, 256, 0, e.s>>>(e.dc, recv, tokens, cursor, counts);
   publish<<<1, 1, 0, e.s>>>(e.dc, counts, expert_tokens, sigs);
   experts_and_combine<<<32, 256, 0, e.s>>>(e.dc, recv, out, sigs, sigs + 1, seen);

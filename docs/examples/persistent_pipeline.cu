@@ -1,11 +1,11 @@
 // A persistent kernel that computes tiles and streams each finished tile to a peer while it
 // computes the next: in every block, warps 1.. compute tile s into one half of a double buffer
 // while warp 0 sends tile s-1 from the other half with a warp put_signal. Launched with
-// ccl::dev::launch_collective, which refuses grids that cannot all be resident at once (the blocks
+// gicl::dev::launch_collective, which refuses grids that cannot all be resident at once (the blocks
 // wait for their peers' tiles at the end).
 #include "example_util.cuh"
 
-using namespace ccl::dev;
+using namespace gicl::dev;
 
 constexpr int kTiles = 512;
 constexpr int kTileFloats = 8192;
@@ -59,19 +59,19 @@ int main() {
   int sms = 0;
   EX_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int blocks = sms;  // one persistent block per SM
-  EX_CCL(ccl_mem_alloc(e.comm, static_cast<size_t>(kTiles) * kTileFloats * sizeof(float),
-                       reinterpret_cast<void**>(&recv)));
-  EX_CCL(ccl_mem_alloc(e.comm, kTiles * sizeof(uint64_t), reinterpret_cast<void**>(&flags)));
+  EX_GICL(gicl_mem_alloc(e.comm, static_cast<size_t>(kTiles) * kTileFloats * sizeof(float),
+                         reinterpret_cast<void**>(&recv)));
+  EX_GICL(gicl_mem_alloc(e.comm, kTiles * sizeof(uint64_t), reinterpret_cast<void**>(&flags)));
   EX_CUDA(cudaMalloc(&staging, static_cast<size_t>(blocks) * 2 * kTileFloats * sizeof(float)));
   EX_CUDA(cudaMallocManaged(&wrong, sizeof(*wrong)));
   *wrong = 0;
   EX_CUDA(cudaMemset(flags, 0, kTiles * sizeof(uint64_t)));
   EX_CUDA(cudaMemset(recv, 0xff, static_cast<size_t>(kTiles) * kTileFloats * sizeof(float)));
   EX_CUDA(cudaDeviceSynchronize());
-  EX_CCL(ccl_barrier_on_stream(e.comm, e.s));
+  EX_GICL(gicl_barrier_on_stream(e.comm, e.s));
   void* args[] = {&e.dc, &recv, &flags, &staging};
-  EX_CCL(ccl::dev::launch_collective(reinterpret_cast<const void*>(pipeline), dim3(blocks),
-                                     dim3(256), args, 0, e.s));
+  EX_GICL(gicl::dev::launch_collective(reinterpret_cast<const void*>(pipeline), dim3(blocks),
+                                       dim3(256), args, 0, e.s));
   verify<<<blocks, 256, 0, e.s>>>(recv, (e.rank + e.n - 1) % e.n, wrong);
   EX_CUDA(cudaStreamSynchronize(e.s));
   return example_finish(e, static_cast<long long>(*wrong), "persistent compute + stream pipeline");

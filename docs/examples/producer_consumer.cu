@@ -3,7 +3,7 @@
 // free again", so the producer never overwrites a chunk the consumer has not read.
 #include "example_util.cuh"
 
-using namespace ccl::dev;
+using namespace gicl::dev;
 
 constexpr int kSlots = 4;
 constexpr int kChunks = 1000;
@@ -49,15 +49,15 @@ int main() {
   int *slots, *staging;
   uint64_t* sigs;
   unsigned long long* wrong;
-  EX_CCL(
-      ccl_mem_alloc(e.comm, kSlots * kChunkInts * sizeof(int), reinterpret_cast<void**>(&slots)));
-  EX_CCL(ccl_mem_alloc(e.comm, (kSlots + 1) * sizeof(uint64_t), reinterpret_cast<void**>(&sigs)));
+  EX_GICL(
+      gicl_mem_alloc(e.comm, kSlots * kChunkInts * sizeof(int), reinterpret_cast<void**>(&slots)));
+  EX_GICL(gicl_mem_alloc(e.comm, (kSlots + 1) * sizeof(uint64_t), reinterpret_cast<void**>(&sigs)));
   EX_CUDA(cudaMalloc(&staging, kSlots * kChunkInts * sizeof(int)));
   EX_CUDA(cudaMallocManaged(&wrong, sizeof(*wrong)));
   *wrong = 0;
   EX_CUDA(cudaMemset(sigs, 0, (kSlots + 1) * sizeof(uint64_t)));
   EX_CUDA(cudaDeviceSynchronize());
-  EX_CCL(ccl_barrier_on_stream(e.comm, e.s));
+  EX_GICL(gicl_barrier_on_stream(e.comm, e.s));
   stream<<<2, 512, 0, e.s>>>(e.dc, slots, sigs, sigs + kSlots, staging, wrong);
   EX_CUDA(cudaStreamSynchronize(e.s));
   return example_finish(e, static_cast<long long>(*wrong), "producer/consumer, 1000 chunks");

@@ -2,7 +2,7 @@
 // waits for the array of the previous rank. The smallest complete use of the device API.
 #include "example_util.cuh"
 
-using namespace ccl::dev;
+using namespace gicl::dev;
 
 __global__ void ring_shift(DeviceComm c, int* recv, const int* send, size_t n, uint64_t* arrived) {
   const int next = (c.rank + 1) % c.nranks;
@@ -17,8 +17,8 @@ int main() {
   const size_t n = 1 << 20;
   int *recv, *send;
   uint64_t* arrived;
-  EX_CCL(ccl_mem_alloc(e.comm, n * sizeof(int), reinterpret_cast<void**>(&recv)));
-  EX_CCL(ccl_mem_alloc(e.comm, sizeof(uint64_t), reinterpret_cast<void**>(&arrived)));
+  EX_GICL(gicl_mem_alloc(e.comm, n * sizeof(int), reinterpret_cast<void**>(&recv)));
+  EX_GICL(gicl_mem_alloc(e.comm, sizeof(uint64_t), reinterpret_cast<void**>(&arrived)));
   EX_CUDA(cudaMalloc(&send, n * sizeof(int)));
   std::vector<int> h(n);
   for (size_t i = 0; i < n; ++i) h[i] = e.rank * 1000003 + static_cast<int>(i);
@@ -26,7 +26,7 @@ int main() {
   EX_CUDA(cudaMemset(recv, 0xff, n * sizeof(int)));
   EX_CUDA(cudaMemset(arrived, 0, sizeof(uint64_t)));
   EX_CUDA(cudaDeviceSynchronize());
-  EX_CCL(ccl_barrier_on_stream(e.comm, e.s));  // everyone has cleared its flag
+  EX_GICL(gicl_barrier_on_stream(e.comm, e.s));  // everyone has cleared its flag
   ring_shift<<<1, 1024, 0, e.s>>>(e.dc, recv, send, n, arrived);
   EX_CUDA(cudaStreamSynchronize(e.s));
   EX_CUDA(cudaMemcpy(h.data(), recv, n * sizeof(int), cudaMemcpyDeviceToHost));

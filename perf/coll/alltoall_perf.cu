@@ -1,14 +1,14 @@
-// alltoall_perf: ccl_alltoall beside NCCL's alltoall, run both ways NCCL offers where it has
+// alltoall_perf: gicl_alltoall beside NCCL's alltoall, run both ways NCCL offers where it has
 // them: a group of ncclSend/ncclRecv with every rank (as nccl-tests runs it) and ncclAlltoAll
-// (NCCL 2.28 and later); each size reports the faster. `--p2p` makes ccl's side the same grouped
-// send/recv (ccl_send / ccl_recv), as a framework's alltoall of them would.
+// (NCCL 2.28 and later); each size reports the faster. `--p2p` makes gicl's side the same grouped
+// send/recv (gicl_send / gicl_recv), as a framework's alltoall of them would.
 #include "driver.hpp"
 #include "values.hpp"
 
 namespace {
 
-int nccl_grouped(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d,
-                 ccl_redop_t, int, void* c, cudaStream_t st) {
+int nccl_grouped(const perf::Nccl& x, const void* s, void* r, size_t n, gicl_datatype_t d,
+                 gicl_redop_t, int, void* c, cudaStream_t st) {
   const int nranks = perf::nccl_ranks();
   const size_t es = perf::esize(d);
   int rc = x.group_start();
@@ -20,40 +20,41 @@ int nccl_grouped(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_data
   return rc ? rc : rc2;
 }
 
-/// --p2p: the same pattern from ccl_send / ccl_recv in one group (with every rank, itself
+/// --p2p: the same pattern from gicl_send / gicl_recv in one group (with every rank, itself
 /// included: one group of 2 x nranks operations).
-ccl_result_t ccl_grouped(const void* s, void* r, size_t n, ccl_datatype_t d, ccl_redop_t, int,
-                         ccl_comm_t c, cudaStream_t st) {
+gicl_result_t gicl_grouped(const void* s, void* r, size_t n, gicl_datatype_t d, gicl_redop_t, int,
+                           gicl_comm_t c, cudaStream_t st) {
   int nranks = 1;
-  ccl_comm_size(c, &nranks);
+  gicl_comm_size(c, &nranks);
   const size_t es = perf::esize(d);
-  ccl_result_t rc = ccl_group_start();
-  for (int q = 0; q < nranks && rc == CCL_SUCCESS; ++q) {
-    rc = ccl_send(static_cast<const char*>(s) + q * n * es, n, d, q, c, st);
-    if (rc == CCL_SUCCESS) rc = ccl_recv(static_cast<char*>(r) + q * n * es, n, d, q, c, st);
+  gicl_result_t rc = gicl_group_start();
+  for (int q = 0; q < nranks && rc == GICL_SUCCESS; ++q) {
+    rc = gicl_send(static_cast<const char*>(s) + q * n * es, n, d, q, c, st);
+    if (rc == GICL_SUCCESS) rc = gicl_recv(static_cast<char*>(r) + q * n * es, n, d, q, c, st);
   }
-  const ccl_result_t rc2 = ccl_group_end();
-  return rc != CCL_SUCCESS ? rc : rc2;
+  const gicl_result_t rc2 = gicl_group_end();
+  return rc != GICL_SUCCESS ? rc : rc2;
 }
 
-int nccl_native(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d,
-                ccl_redop_t, int, void* c, cudaStream_t st) {
+int nccl_native(const perf::Nccl& x, const void* s, void* r, size_t n, gicl_datatype_t d,
+                gicl_redop_t, int, void* c, cudaStream_t st) {
   return x.alltoall(s, r, n, d, c, st);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  perf::CollDesc desc{"alltoall",
-                      perf::Kind::kAllToAll,
-                      false,
-                      false,
-                      [](const void* s, void* r, size_t n, ccl_datatype_t d, ccl_redop_t, int,
-                         ccl_comm_t c, cudaStream_t st) { return ccl_alltoall(s, r, n, d, c, st); },
-                      nccl_grouped};
+  perf::CollDesc desc{
+      "alltoall",
+      perf::Kind::kAllToAll,
+      false,
+      false,
+      [](const void* s, void* r, size_t n, gicl_datatype_t d, gicl_redop_t, int, gicl_comm_t c,
+         cudaStream_t st) { return gicl_alltoall(s, r, n, d, c, st); },
+      nccl_grouped};
   desc.run_nccl_alt = nccl_native;
   desc.nccl_alt_ready = [](const perf::Nccl& x) { return x.has_alltoall(); };
   desc.nccl_ways = "grouped ncclSend/ncclRecv and ncclAlltoAll";
-  desc.run_p2p = ccl_grouped;
+  desc.run_p2p = gicl_grouped;
   return perf::run_driver(argc, argv, desc);
 }

@@ -1,13 +1,13 @@
-// comm_init_perf: what making and ending a communicator costs, ccl beside NCCL in the same
-// processes (--compare-nccl). One process per GPU: ccl-run -n N -- comm_init_perf.
+// comm_init_perf: what making and ending a communicator costs, gicl beside NCCL in the same
+// processes (--compare-nccl). One process per GPU: gicl-run -n N -- comm_init_perf.
 //
-// Each process makes its CUDA context first, so neither library's figure includes it. Then ccl's
-// first init in the process (ccl_comm_init_env, its one-time set-up included: the kernel preload),
+// Each process makes its CUDA context first, so neither library's figure includes it. Then gicl's
+// first init in the process (gicl_comm_init_env, its one-time set-up included: the kernel preload),
 // NCCL's first (ncclCommInitRank, its own one-time set-up), and R rounds of init, destroy, and a
 // split of the first communicator (one color) with its destroy, for each library, alternated.
-// Every timed step starts on all ranks together: a barrier through the first ccl communicator
+// Every timed step starts on all ranks together: a barrier through the first gicl communicator
 // that each rank waits for on the host. Times are the slowest rank's: per rank the median of the
-// rounds, then the maximum over ranks. The first ccl init also waits for the other processes to
+// rounds, then the maximum over ranks. The first gicl init also waits for the other processes to
 // start (nothing can line them up before a communicator exists): with several ranks it is an
 // upper bound. Usage: comm_init_perf [-r ROUNDS] [--compare-nccl]
 #include <algorithm>
@@ -66,23 +66,23 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-/// The first ccl communicator: it lines the ranks up and carries rank 0's ids to the others.
+/// The first gicl communicator: it lines the ranks up and carries rank 0's ids to the others.
 struct Job {
-  ccl_comm_t comm = nullptr;
+  gicl_comm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   int rank = 0, nranks = 0;
   void* sym = nullptr;
   static constexpr size_t kSymBytes = 64 << 10;
 
   void start() {
-    PERF_CCL(ccl_comm_rank(comm, &rank));
-    PERF_CCL(ccl_comm_size(comm, &nranks));
+    PERF_GICL(gicl_comm_rank(comm, &rank));
+    PERF_GICL(gicl_comm_size(comm, &nranks));
     PERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    PERF_CCL(ccl_mem_alloc(comm, kSymBytes, &sym));
+    PERF_GICL(gicl_mem_alloc(comm, kSymBytes, &sym));
   }
   /// Returns on every rank within a few microseconds of the others.
   void sync() {
-    PERF_CCL(ccl_barrier_on_stream(comm, stream));
+    PERF_GICL(gicl_barrier_on_stream(comm, stream));
     PERF_CUDA(cudaStreamSynchronize(stream));
   }
   /// Rank 0's `bytes` at `data` to every rank.
@@ -94,7 +94,7 @@ struct Job {
     if (rank == 0)
       for (int q = 0; q < nranks; ++q) {
         void* dst = nullptr;
-        PERF_CCL(ccl_mem_peer_ptr(comm, sym, q, &dst));
+        PERF_GICL(gicl_mem_peer_ptr(comm, sym, q, &dst));
         PERF_CUDA(cudaMemcpy(dst, data, bytes, cudaMemcpyHostToDevice));
       }
     sync();  // orders rank 0's stores before every rank's read
@@ -103,7 +103,7 @@ struct Job {
   /// Each of v[0..n) becomes its maximum over the ranks.
   void max_over_ranks(double* v, int n) {
     PERF_CUDA(cudaMemcpy(sym, v, n * sizeof(double), cudaMemcpyHostToDevice));
-    PERF_CCL(ccl_allreduce(sym, sym, n, ccl_float64, ccl_max, comm, stream));
+    PERF_GICL(gicl_allreduce(sym, sym, n, gicl_float64, gicl_max, comm, stream));
     PERF_CUDA(cudaStreamSynchronize(stream));
     PERF_CUDA(cudaMemcpy(v, sym, n * sizeof(double), cudaMemcpyDeviceToHost));
   }
@@ -123,18 +123,18 @@ const char* const kRowNames[kRows] = {"first init in the process", "init", "dest
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  // The device ccl_comm_init_env will pick, with its context made before anything is timed.
+  // The device gicl_comm_init_env will pick, with its context made before anything is timed.
   int ndev = 0;
   PERF_CUDA(cudaGetDeviceCount(&ndev));
-  const int local = env_int("CCL_LOCAL_RANK", env_int("CCL_RANK", 0));
+  const int local = env_int("GICL_LOCAL_RANK", env_int("GICL_RANK", 0));
   PERF_CUDA(cudaSetDevice(local % ndev));
   PERF_CUDA(cudaFree(nullptr));
 
   Job job;
-  double ccl_ms[kRows] = {}, nccl_ms[kRows] = {};
+  double gicl_ms[kRows] = {}, nccl_ms[kRows] = {};
   const Clock::time_point t_first = Clock::now();
-  PERF_CCL(ccl_comm_init_env(&job.comm));
-  ccl_ms[kFirst] = ms_since(t_first);
+  PERF_GICL(gicl_comm_init_env(&job.comm));
+  gicl_ms[kFirst] = ms_since(t_first);
   job.start();
 
   perf::Nccl nccl;
@@ -145,11 +145,11 @@ int main(int argc, char** argv) {
       return 5;
     }
   }
-  // Every round's ids, made by rank 0 (ccl's each start a bootstrap root in this process).
-  std::vector<ccl_unique_id_t> cids(o.rounds);
+  // Every round's ids, made by rank 0 (gicl's each start a bootstrap root in this process).
+  std::vector<gicl_unique_id_t> cids(o.rounds);
   std::vector<perf::NcclUniqueId> nids(o.compare ? o.rounds + 1 : 0);
   if (job.rank == 0) {
-    for (auto& id : cids) PERF_CCL(ccl_get_unique_id(&id));
+    for (auto& id : cids) PERF_GICL(gicl_get_unique_id(&id));
     for (auto& id : nids) check_nccl(nccl, nccl.get_unique_id(&id), "ncclGetUniqueId");
   }
   job.share(cids.data(), cids.size() * sizeof(cids[0]));
@@ -163,22 +163,22 @@ int main(int argc, char** argv) {
     nccl_ms[kFirst] = ms_since(t0);
   }
 
-  std::vector<double> ccl_rounds[kRows], nccl_rounds[kRows];
+  std::vector<double> gicl_rounds[kRows], nccl_rounds[kRows];
   for (int i = 0; i < o.rounds; ++i) {
-    ccl_comm_t c = nullptr;
+    gicl_comm_t c = nullptr;
     job.sync();
     Clock::time_point t0 = Clock::now();
-    PERF_CCL(ccl_comm_init_rank(&c, job.nranks, cids[i], job.rank));
-    ccl_rounds[kInit].push_back(ms_since(t0));
+    PERF_GICL(gicl_comm_init_rank(&c, job.nranks, cids[i], job.rank));
+    gicl_rounds[kInit].push_back(ms_since(t0));
     job.sync();
     t0 = Clock::now();
-    PERF_CCL(ccl_comm_destroy(c));
-    ccl_rounds[kDestroy].push_back(ms_since(t0));
+    PERF_GICL(gicl_comm_destroy(c));
+    gicl_rounds[kDestroy].push_back(ms_since(t0));
     job.sync();
     t0 = Clock::now();
-    PERF_CCL(ccl_comm_split(job.comm, 0, job.rank, &c));
-    ccl_rounds[kSplit].push_back(ms_since(t0));
-    PERF_CCL(ccl_comm_destroy(c));
+    PERF_GICL(gicl_comm_split(job.comm, 0, job.rank, &c));
+    gicl_rounds[kSplit].push_back(ms_since(t0));
+    PERF_GICL(gicl_comm_destroy(c));
     if (!o.compare) continue;
 
     void* nc = nullptr;
@@ -197,35 +197,35 @@ int main(int argc, char** argv) {
     check_nccl(nccl, nccl.destroy(nc), "ncclCommDestroy");
   }
   for (int r = kInit; r < kRows; ++r) {
-    ccl_ms[r] = median(ccl_rounds[r]);
+    gicl_ms[r] = median(gicl_rounds[r]);
     nccl_ms[r] = median(nccl_rounds[r]);
   }
-  job.max_over_ranks(ccl_ms, kRows);
+  job.max_over_ranks(gicl_ms, kRows);
   job.max_over_ranks(nccl_ms, kRows);
 
   if (job.rank == 0) {
     int version = 0;
-    PERF_CCL(ccl_get_version(&version));
+    PERF_GICL(gicl_get_version(&version));
     std::printf(
         "# comm_init_perf: %d rank(s), one process per GPU, %d rounds; ms, the slowest "
         "rank's median\n",
         job.nranks, o.rounds);
-    std::printf("# ccl %d", version);
+    std::printf("# gicl %d", version);
     if (o.compare)
       std::printf(", NCCL %d (ncclCommInitRank, ncclCommSplit; default configuration)",
                   nccl.version());
-    std::printf("\n# %-28s %10s", "step", "ccl(ms)");
+    std::printf("\n# %-28s %10s", "step", "gicl(ms)");
     if (o.compare) std::printf(" %10s %8s", "nccl(ms)", "ratio");
     std::printf("\n");
     for (int r = 0; r < kRows; ++r) {
-      std::printf("  %-28s %10.2f", kRowNames[r], ccl_ms[r]);
-      if (o.compare) std::printf(" %10.2f %8.2f", nccl_ms[r], nccl_ms[r] / ccl_ms[r]);
+      std::printf("  %-28s %10.2f", kRowNames[r], gicl_ms[r]);
+      if (o.compare) std::printf(" %10.2f %8.2f", nccl_ms[r], nccl_ms[r] / gicl_ms[r]);
       std::printf("\n");
     }
   }
   if (o.compare) check_nccl(nccl, nccl.destroy(nparent), "ncclCommDestroy");
-  PERF_CCL(ccl_mem_free(job.comm, job.sym));
-  PERF_CCL(ccl_comm_destroy(job.comm));
+  PERF_GICL(gicl_mem_free(job.comm, job.sym));
+  PERF_GICL(gicl_comm_destroy(job.comm));
   PERF_CUDA(cudaStreamDestroy(job.stream));
   return 0;
 }

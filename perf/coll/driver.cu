@@ -28,7 +28,7 @@ bool per_rank(Kind k) {
 
 struct Rank {
   int rank = 0, device = 0;
-  ccl_comm_t comm = nullptr;
+  gicl_comm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   void *send = nullptr, *recv = nullptr;
   void *reg_s = nullptr, *reg_r = nullptr;  // -R 1
@@ -39,8 +39,8 @@ struct Rank {
 
 /// The type, reduction and root of the sweep running (one of -d/-o/-r's).
 struct Combo {
-  ccl_datatype_t dtype;
-  ccl_redop_t op;
+  gicl_datatype_t dtype;
+  gicl_redop_t op;
   int root;
 };
 
@@ -58,12 +58,12 @@ class Driver {
     setup();
     if (leader()) header();
     // nccl-tests' order: a whole size sweep per type, reduction and root (-d/-o/-r all).
-    const std::vector<ccl_redop_t> ops = desc_.has_op ? o_.ops : std::vector{ccl_sum};
+    const std::vector<gicl_redop_t> ops = desc_.has_op ? o_.ops : std::vector{gicl_sum};
     std::vector<int> roots{o_.root};
     if (desc_.has_root && o_.all_roots)
       for (int r = 1; r < nranks_; ++r) roots.push_back(r);
-    for (ccl_datatype_t d : o_.dtypes)
-      for (ccl_redop_t op : ops)
+    for (gicl_datatype_t d : o_.dtypes)
+      for (gicl_redop_t op : ops)
         for (int root : roots) {
           cur_ = {d, op, root};
           const size_t es = esize(d);
@@ -82,8 +82,8 @@ class Driver {
     int ndev = 0;
     PERF_CUDA(cudaGetDeviceCount(&ndev));
     if (o_.gpus > 1) {
-      // Several GPUs in this process: one communicator per GPU (ccl_comm_init_all). More ranks
-      // than GPUs share them round robin, as ccl-run places ranks (rank g on GPU g % ndev).
+      // Several GPUs in this process: one communicator per GPU (gicl_comm_init_all). More ranks
+      // than GPUs share them round robin, as gicl-run places ranks (rank g on GPU g % ndev).
       if (ndev < 1) {
         std::fprintf(stderr, "-g %d: no GPU\n", o_.gpus);
         std::exit(2);
@@ -92,15 +92,15 @@ class Driver {
       for (int g = 0; g < o_.gpus; ++g) devs[g] = g % ndev;
       if (o_.gpus > ndev) {
         // Asking for more ranks than GPUs asks for threads sharing one: allowed here, said so.
-        setenv("CCL_SHARED_GPU_THREADS", "1", 0);
+        setenv("GICL_SHARED_GPU_THREADS", "1", 0);
         std::printf(
             "# -g %d on %d GPU(s): ranks share them (rank g on GPU g %% %d) as threads of this "
-            "process (CCL_SHARED_GPU_THREADS=%s; CUDA does not promise that their kernels all "
+            "process (GICL_SHARED_GPU_THREADS=%s; CUDA does not promise that their kernels all "
             "start, docs/collectives.md)\n",
-            o_.gpus, ndev, ndev, std::getenv("CCL_SHARED_GPU_THREADS"));
+            o_.gpus, ndev, ndev, std::getenv("GICL_SHARED_GPU_THREADS"));
       }
-      std::vector<ccl_comm_t> comms(o_.gpus);
-      PERF_CCL(ccl_comm_init_all(comms.data(), o_.gpus, devs.data()));
+      std::vector<gicl_comm_t> comms(o_.gpus);
+      PERF_GICL(gicl_comm_init_all(comms.data(), o_.gpus, devs.data()));
       // Allocation and registration are collective: every rank of this process at once.
       ranks_.resize(o_.gpus);
       std::vector<std::thread> t;
@@ -109,21 +109,21 @@ class Driver {
       for (auto& th : t) th.join();
       nranks_ = o_.gpus;
     } else {
-      ccl_comm_t c;
-      PERF_CCL(ccl_comm_init_env(&c));
+      gicl_comm_t c;
+      PERF_GICL(gicl_comm_init_env(&c));
       int dev = 0;
-      PERF_CCL(ccl_comm_device(c, &dev));
+      PERF_GICL(gicl_comm_device(c, &dev));
       ranks_.push_back(make_rank(c, dev));
-      PERF_CCL(ccl_comm_size(c, &nranks_));
+      PERF_GICL(gicl_comm_size(c, &nranks_));
     }
     if (o_.compare_nccl) setup_nccl();
   }
 
-  Rank make_rank(ccl_comm_t c, int dev) {
+  Rank make_rank(gicl_comm_t c, int dev) {
     Rank r;
     r.comm = c;
     r.device = dev;
-    PERF_CCL(ccl_comm_rank(c, &r.rank));
+    PERF_GICL(gicl_comm_rank(c, &r.rank));
     PERF_CUDA(cudaSetDevice(dev));
     PERF_CUDA(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
     // The stream's first launch, alone: ranks of this process sharing a GPU whose fresh streams
@@ -135,25 +135,25 @@ class Driver {
     PERF_CUDA(cudaEventCreate(&r.start));
     PERF_CUDA(cudaEventCreate(&r.stop));
     if (o_.registration == 2) {
-      PERF_CCL(ccl_mem_alloc(c, o_.max_bytes, &r.send));
-      PERF_CCL(ccl_mem_alloc(c, o_.max_bytes, &r.recv));
+      PERF_GICL(gicl_mem_alloc(c, o_.max_bytes, &r.send));
+      PERF_GICL(gicl_mem_alloc(c, o_.max_bytes, &r.recv));
     } else {
       PERF_CUDA(cudaMalloc(&r.send, o_.max_bytes));
       PERF_CUDA(cudaMalloc(&r.recv, o_.max_bytes));
     }
     if (o_.registration == 1) {
-      PERF_CCL(ccl_comm_register(c, r.send, o_.max_bytes, &r.reg_s));
-      PERF_CCL(ccl_comm_register(c, r.recv, o_.max_bytes, &r.reg_r));
+      PERF_GICL(gicl_comm_register(c, r.send, o_.max_bytes, &r.reg_s));
+      PERF_GICL(gicl_comm_register(c, r.recv, o_.max_bytes, &r.reg_r));
     }
     return r;
   }
 
   // NCCL in its best configuration: ncclMemAlloc buffers registered as symmetric windows. The
-  // unique id travels through ccl's symmetric memory (rank 0 stores it into every peer's copy).
+  // unique id travels through gicl's symmetric memory (rank 0 stores it into every peer's copy).
   void setup_nccl() {
     if (ranks_.size() != 1) {
       std::fprintf(stderr,
-                   "--compare-nccl runs one GPU per process (launch with ccl-run or mpirun)\n");
+                   "--compare-nccl runs one GPU per process (launch with gicl-run or mpirun)\n");
       std::exit(2);
     }
     std::string err;
@@ -164,7 +164,7 @@ class Driver {
     Rank& r = ranks_[0];
     NcclUniqueId id{};
     void* sym = nullptr;
-    PERF_CCL(ccl_mem_alloc(r.comm, sizeof(id), &sym));
+    PERF_GICL(gicl_mem_alloc(r.comm, sizeof(id), &sym));
     if (r.rank == 0) {
       if (nccl_.get_unique_id(&id) != 0) {
         std::fprintf(stderr, "ncclGetUniqueId failed\n");
@@ -172,11 +172,11 @@ class Driver {
       }
       for (int q = 0; q < nranks_; ++q) {
         void* dst = nullptr;
-        PERF_CCL(ccl_mem_peer_ptr(r.comm, sym, q, &dst));
+        PERF_GICL(gicl_mem_peer_ptr(r.comm, sym, q, &dst));
         PERF_CUDA(cudaMemcpy(dst, &id, sizeof(id), cudaMemcpyHostToDevice));
       }
     }
-    PERF_CCL(ccl_barrier_on_stream(r.comm, r.stream));  // completes rank 0's stores everywhere
+    PERF_GICL(gicl_barrier_on_stream(r.comm, r.stream));  // completes rank 0's stores everywhere
     PERF_CUDA(cudaStreamSynchronize(r.stream));
     PERF_CUDA(cudaMemcpy(&id, sym, sizeof(id), cudaMemcpyDeviceToHost));
     g_rank = r.rank;
@@ -198,17 +198,17 @@ class Driver {
 
   void header() const {
     std::printf(
-        "# ccl %s_perf: %d ranks, type %s, op %s, root %s, iters %d, agg %d, warmup %d, "
+        "# gicl %s_perf: %d ranks, type %s, op %s, root %s, iters %d, agg %d, warmup %d, "
         "graph %d, check %d, buffers %s%s%s\n",
         desc_.name, nranks_, o_.dtypes.size() > 1 ? "all" : dtype_label(o_.dtypes[0]),
         o_.ops.size() > 1 ? "all" : op_label(o_.ops[0]),
         o_.all_roots ? "all" : std::to_string(o_.root).c_str(), o_.iters, o_.agg_iters, o_.warmup,
         o_.graph_iters, o_.check,
-        o_.registration == 2   ? "symmetric (ccl_mem_alloc)"
-        : o_.registration == 1 ? "cudaMalloc + ccl_comm_register"
+        o_.registration == 2   ? "symmetric (gicl_mem_alloc)"
+        : o_.registration == 1 ? "cudaMalloc + gicl_comm_register"
                                : "cudaMalloc",
         o_.compare_nccl ? ", NCCL: ncclMemAlloc + symmetric windows" : "",
-        o_.p2p ? ", ccl: grouped ccl_send/ccl_recv" : "");
+        o_.p2p ? ", gicl: grouped gicl_send/gicl_recv" : "");
     if (nccl_alt_) std::printf("# NCCL time: the faster of %s, per size\n", desc_.nccl_ways);
     std::printf("#%11s %12s %8s %6s %5s   %9s %8s %8s %7s   %9s %8s %8s %7s", "size", "count",
                 "type", "redop", "root", "time(us)", "algbw", "busbw", "#wrong", "time(us)",
@@ -274,8 +274,8 @@ class Driver {
     Result res;
     auto call = [&](Rank& r) {
       const Buffers b = buffers(r, count, in_place);
-      PERF_CCL((o_.p2p ? desc_.run_p2p : desc_.run)(b.send, b.recv, count, cur_.dtype, cur_.op,
-                                                    cur_.root, r.comm, r.stream));
+      PERF_GICL((o_.p2p ? desc_.run_p2p : desc_.run)(b.send, b.recv, count, cur_.dtype, cur_.op,
+                                                     cur_.root, r.comm, r.stream));
     };
     auto prepare = [&] {
       each([&](Rank& r) {
@@ -301,10 +301,10 @@ class Driver {
   // differently) leaves the outputs and times meaningless: stop with its report, not a row.
   void stop_on_device_error() {
     each([](Rank& r) {
-      ccl_result_t async = CCL_SUCCESS;
+      gicl_result_t async = GICL_SUCCESS;
       const char* msg = nullptr;
-      PERF_CCL(ccl_comm_get_async_error(r.comm, &async, &msg));
-      if (async != CCL_SUCCESS) {
+      PERF_GICL(gicl_comm_get_async_error(r.comm, &async, &msg));
+      if (async != GICL_SUCCESS) {
         std::fprintf(stderr, "rank %d: the communicator is in error (%d): %s\n", r.rank, async,
                      msg != nullptr ? msg : "");
         std::exit(3);
@@ -321,15 +321,15 @@ class Driver {
     }
   }
 
-  // One call on every local rank. Several local ranks (-g) make it one ccl group, as nccl-tests
+  // One call on every local rank. Several local ranks (-g) make it one gicl group, as nccl-tests
   // does: a thread that drives several GPUs must group their calls, or a call that meets its
-  // peers before it is enqueued (CCL_CHECK_MODE, the copy-engine exchange) waits for a partner
+  // peers before it is enqueued (GICL_CHECK_MODE, the copy-engine exchange) waits for a partner
   // call this thread has not made yet. (NCCL always runs one local rank: setup_nccl.)
   void round(const std::function<void(Rank&)>& op) {
     if (ranks_.size() == 1) return each(op);
-    PERF_CCL(ccl_group_start());
+    PERF_GICL(gicl_group_start());
     each(op);
-    PERF_CCL(ccl_group_end());
+    PERF_GICL(gicl_group_end());
   }
 
   void check_nccl(int rc) {
@@ -345,12 +345,12 @@ class Driver {
     if (nccl)
       check_nccl(nccl_.group_start());
     else
-      PERF_CCL(ccl_group_start());
+      PERF_GICL(gicl_group_start());
     for (int a = 0; a < o_.agg_iters; ++a) round(one);
     if (nccl)
       check_nccl(nccl_.group_end());
     else
-      PERF_CCL(ccl_group_end());
+      PERF_GICL(gicl_group_end());
   }
 
   /// Time per call (us): warm-up, then -n iterations eager or captured in a graph (-G).
@@ -376,7 +376,7 @@ class Driver {
         PERF_CUDA(cudaGraphDestroy(g[k]));
       }
     }
-    for (auto& r : ranks_) PERF_CCL(ccl_barrier_on_stream(r.comm, r.stream));
+    for (auto& r : ranks_) PERF_GICL(gicl_barrier_on_stream(r.comm, r.stream));
     each([](Rank& r) { PERF_CUDA(cudaEventRecord(r.start, r.stream)); });
     if (o_.graph_iters > 0) {
       for (int g = 0; g < o_.graph_iters; ++g)
@@ -414,19 +414,19 @@ class Driver {
                                           : total / ranks_.size());
   }
 
-  /// The sum of `local` over the ranks of every process, through ccl itself (exact: a float64 sum
+  /// The sum of `local` over the ranks of every process, through gicl itself (exact: a float64 sum
   /// of integers below 2^53).
   long long sum_over_ranks(long long local) {
     if (o_.gpus > 1) return local;  // every rank is in this process
-    return static_cast<long long>(reduce_over_ranks(static_cast<double>(local), ccl_sum));
+    return static_cast<long long>(reduce_over_ranks(static_cast<double>(local), gicl_sum));
   }
 
-  double reduce_over_ranks(double local, ccl_redop_t op) {
+  double reduce_over_ranks(double local, gicl_redop_t op) {
     double* d = nullptr;
     Rank& r = ranks_[0];
     PERF_CUDA(cudaMalloc(&d, sizeof(double)));
     PERF_CUDA(cudaMemcpy(d, &local, sizeof(double), cudaMemcpyHostToDevice));
-    PERF_CCL(ccl_allreduce(d, d, 1, ccl_float64, op, r.comm, r.stream));
+    PERF_GICL(gicl_allreduce(d, d, 1, gicl_float64, op, r.comm, r.stream));
     PERF_CUDA(cudaStreamSynchronize(r.stream));
     double v = 0;
     PERF_CUDA(cudaMemcpy(&v, d, sizeof(double), cudaMemcpyDeviceToHost));
@@ -434,10 +434,10 @@ class Driver {
     return v;
   }
 
-  // -a: average (or min / max, or rank 0's) over all ranks of every process, through ccl itself.
+  // -a: average (or min / max, or rank 0's) over all ranks of every process, through gicl itself.
   double across_ranks(double local) {
     if (o_.gpus > 1) return local;  // every rank is in this process
-    const ccl_redop_t op = o_.average == 2 ? ccl_min : o_.average == 3 ? ccl_max : ccl_sum;
+    const gicl_redop_t op = o_.average == 2 ? gicl_min : o_.average == 3 ? gicl_max : gicl_sum;
     const double v = reduce_over_ranks(local, op);
     return o_.average == 1 ? v / nranks_ : v;
   }
@@ -452,7 +452,7 @@ class Driver {
     // (sendrecv_perf, and alltoall_perf --p2p).
     const Result ip =
         desc_.kind != Kind::kSendRecv && !o_.p2p ? measure(bytes, count, true) : Result{};
-    const ccl_redop_t op = cur_.op;
+    const gicl_redop_t op = cur_.op;
     const int root = cur_.root;
     const double factor = busbw_factor(desc_.name, nranks_);
     double nccl_us = 0;
@@ -542,21 +542,21 @@ class Driver {
       nccl_.mem_free(r.nrecv);
       nccl_.destroy(r.ncomm);
     }
-    for (auto& r : ranks_) PERF_CCL(ccl_barrier_on_stream(r.comm, r.stream));
+    for (auto& r : ranks_) PERF_GICL(gicl_barrier_on_stream(r.comm, r.stream));
     each([](Rank& r) { PERF_CUDA(cudaStreamSynchronize(r.stream)); });
     // Deregistration and destroy are collective: every rank of this process at once.
     const int reg = o_.registration;
     auto finish = [reg](Rank& r) {
       PERF_CUDA(cudaSetDevice(r.device));
       if (reg == 1) {
-        PERF_CCL(ccl_comm_deregister(r.comm, r.reg_s));
-        PERF_CCL(ccl_comm_deregister(r.comm, r.reg_r));
+        PERF_GICL(gicl_comm_deregister(r.comm, r.reg_s));
+        PERF_GICL(gicl_comm_deregister(r.comm, r.reg_r));
       }
       if (reg != 2) {
         cudaFree(r.send);
         cudaFree(r.recv);
       }
-      PERF_CCL(ccl_comm_destroy(r.comm));
+      PERF_GICL(gicl_comm_destroy(r.comm));
     };
     if (ranks_.size() == 1) {
       finish(ranks_[0]);
@@ -609,9 +609,9 @@ int run_driver(int argc, char** argv, const CollDesc& desc) {
                  argv[0]);
     return 2;
   }
-  // --algo NAME: CCL_ALGO for this run (the communicator reads it at its first collective; an
+  // --algo NAME: GICL_ALGO for this run (the communicator reads it at its first collective; an
   // unknown name or one the collective lacks fails there with a message naming it).
-  if (!o.algo.empty()) setenv("CCL_ALGO", o.algo.c_str(), 1);
+  if (!o.algo.empty()) setenv("GICL_ALGO", o.algo.c_str(), 1);
   Driver d(desc, o);
   return d.main();
 }

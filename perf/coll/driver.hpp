@@ -1,14 +1,14 @@
 // The shared driver of the collective benchmarks (the nccl-tests src/common.cu model): each
-// *_perf.cu fills a CollDesc; the driver sets up ranks (one process per GPU under ccl-run /
+// *_perf.cu fills a CollDesc; the driver sets up ranks (one process per GPU under gicl-run /
 // mpirun / srun, or -g GPUs in one process), sweeps sizes, checks results, times out-of-place and
 // in-place runs with CUDA events (optionally inside a CUDA graph), runs NCCL side by side with
-// --compare-nccl, and prints the nccl-tests table (+ NCCL columns, the ratio and ccl's host
+// --compare-nccl, and prints the nccl-tests table (+ NCCL columns, the ratio and gicl's host
 // enqueue time per call).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include "ccl/ccl.h"
+#include "gicl/gicl.h"
 #include "nccl_loader.hpp"
 
 namespace perf {
@@ -30,16 +30,17 @@ struct CollDesc {
   Kind kind;
   bool has_op;
   bool has_root;
-  ccl_result_t (*run)(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
-                      int root, ccl_comm_t comm, cudaStream_t s);
-  int (*run_nccl)(const Nccl& nccl, const void* send, void* recv, size_t count, ccl_datatype_t d,
-                  ccl_redop_t op, int root, void* comm, cudaStream_t s);
+  gicl_result_t (*run)(const void* send, void* recv, size_t count, gicl_datatype_t d,
+                       gicl_redop_t op, int root, gicl_comm_t comm, cudaStream_t s);
+  int (*run_nccl)(const Nccl& nccl, const void* send, void* recv, size_t count, gicl_datatype_t d,
+                  gicl_redop_t op, int root, void* comm, cudaStream_t s);
   /// A second way NCCL runs the same call where the loaded NCCL has it (`nccl_alt_ready`); each
   /// size reports the faster of the two, NCCL's best. `nccl_ways` names them for the header.
   decltype(run_nccl) run_nccl_alt = nullptr;
   bool (*nccl_alt_ready)(const Nccl& nccl) = nullptr;
   const char* nccl_ways = nullptr;
-  /// --p2p: ccl's call made of grouped ccl_send / ccl_recv, as nccl-tests makes NCCL's (alltoall).
+  /// --p2p: gicl's call made of grouped gicl_send / gicl_recv, as nccl-tests makes NCCL's
+  /// (alltoall).
   decltype(run) run_p2p = nullptr;
 };
 

@@ -1,5 +1,5 @@
 // launch_floor_perf: what one call can cost at least on this machine. An empty kernel launched
-// back to back (host time per launch, GPU time per kernel) beside a one-rank ccl_allreduce of 8
+// back to back (host time per launch, GPU time per kernel) beside a one-rank gicl_allreduce of 8
 // bytes through the LL one-shot kernel (forced: one rank alone only copies), and ncclAllReduce
 // with --compare-nccl on a registered window: the per-call work of the
 // library above the CUDA launch itself. Then the same calls captured 200 to a CUDA graph and
@@ -253,20 +253,20 @@ int main(int argc, char** argv) {
   PERF_CUDA(cudaFree(probe_mem));
 
   // The LL one-shot kernel, what the probes take apart: a one-rank call otherwise only copies
-  // (collectives/host/run.cc). A CCL_ALGO or CCL_PROTO already set wins.
-  setenv("CCL_ALGO", "allreduce:one_shot", 0);
-  setenv("CCL_PROTO", "LL", 0);
-  ccl_unique_id_t id;
-  PERF_CCL(ccl_get_unique_id(&id));
-  ccl_comm_t comm;
-  PERF_CCL(ccl_comm_init_rank(&comm, 1, id, 0));
+  // (collectives/host/run.cc). A GICL_ALGO or GICL_PROTO already set wins.
+  setenv("GICL_ALGO", "allreduce:one_shot", 0);
+  setenv("GICL_PROTO", "LL", 0);
+  gicl_unique_id_t id;
+  PERF_GICL(gicl_get_unique_id(&id));
+  gicl_comm_t comm;
+  PERF_GICL(gicl_comm_init_rank(&comm, 1, id, 0));
   void* sym = nullptr;
-  PERF_CCL(ccl_mem_alloc(comm, 1 << 20, &sym));
+  PERF_GICL(gicl_mem_alloc(comm, 1 << 20, &sym));
   char* out = static_cast<char*>(sym) + 4096;
-  const Cost ccl = measure(s, [&] {
-    if (ccl_allreduce(sym, out, 2, ccl_float32, ccl_sum, comm, s) != CCL_SUCCESS) std::exit(4);
+  const Cost gicl = measure(s, [&] {
+    if (gicl_allreduce(sym, out, 2, gicl_float32, gicl_sum, comm, s) != GICL_SUCCESS) std::exit(4);
   });
-  row("ccl_allreduce 8 B (symmetric)", ccl, floor1);
+  row("gicl_allreduce 8 B (symmetric)", gicl, floor1);
   // The same steps on symmetric-heap memory (where the collectives' counters live).
   auto* heap_probe = static_cast<uint64_t*>(sym) + 16384;
   PERF_CUDA(cudaMemset(heap_probe, 0, 16384));
@@ -274,8 +274,8 @@ int main(int argc, char** argv) {
       graph_us(s, [&] { launch_pdl(probe_kernel<kCounterStore>, s, heap_probe, args); });
   const double g_heap_all =
       graph_us(s, [&] { launch_pdl(probe_kernel<kThreeBarriers>, s, heap_probe, args); });
-  const double g_ccl = graph_us(s, [&] {
-    if (ccl_allreduce(sym, out, 2, ccl_float32, ccl_sum, comm, s) != CCL_SUCCESS) std::exit(4);
+  const double g_gicl = graph_us(s, [&] {
+    if (gicl_allreduce(sym, out, 2, gicl_float32, gicl_sum, comm, s) != GICL_SUCCESS) std::exit(4);
   });
   double g_nccl = 0;
 
@@ -297,13 +297,14 @@ int main(int argc, char** argv) {
     }
     char* nout = static_cast<char*>(buf) + 4096;
     const Cost n = measure(s, [&] {
-      if (nccl.allreduce(buf, nout, 2, ccl_float32, ccl_sum, ncomm, s) != 0) std::exit(5);
+      if (nccl.allreduce(buf, nout, 2, gicl_float32, gicl_sum, ncomm, s) != 0) std::exit(5);
     });
     row("ncclAllReduce 8 B (window)", n, floor1);
     g_nccl = graph_us(s, [&] {
-      if (nccl.allreduce(buf, nout, 2, ccl_float32, ccl_sum, ncomm, s) != 0) std::exit(5);
+      if (nccl.allreduce(buf, nout, 2, gicl_float32, gicl_sum, ncomm, s) != 0) std::exit(5);
     });
-    std::printf("# NCCL %d; host time NCCL / ccl: %.2f\n", nccl.version(), n.host_us / ccl.host_us);
+    std::printf("# NCCL %d; host time NCCL / gicl: %.2f\n", nccl.version(),
+                n.host_us / gicl.host_us);
     if (nccl.window_deregister(ncomm, win) || nccl.mem_free(buf) || nccl.destroy(ncomm)) {
       std::fprintf(stderr, "NCCL tear-down failed\n");
       return 5;
@@ -327,9 +328,9 @@ int main(int argc, char** argv) {
     std::printf("# %d lines: first pass %.2f us, second %.2f us\n", lines[i],
                 g_code[i][0] - g_code0, g_code[i][1] - g_code[i][0]);
   }
-  graph_row("ccl_allreduce 8 B (symmetric)", g_ccl, g_floor);
+  graph_row("gicl_allreduce 8 B (symmetric)", g_gicl, g_floor);
   if (compare) graph_row("ncclAllReduce 8 B (window)", g_nccl, g_floor);
-  PERF_CCL(ccl_mem_free(comm, sym));
-  PERF_CCL(ccl_comm_destroy(comm));
+  PERF_GICL(gicl_mem_free(comm, sym));
+  PERF_GICL(gicl_comm_destroy(comm));
   return 0;
 }

@@ -47,14 +47,14 @@ const char* kNames[kCount] = {"ncclGetVersion",
                               "ncclGroupEnd",
                               "ncclCommSplit"};
 
-// NCCL's enums (nccl.h), which order min and max differently from ccl.
-int nccl_type(ccl_datatype_t d) {
+// NCCL's enums (nccl.h), which order min and max differently from gicl.
+int nccl_type(gicl_datatype_t d) {
   static const int kMap[] = {0 /*int8*/,  1,          2,          3,           4,
                              5,           6 /*half*/, 9 /*bf16*/, 7 /*float*/, 8 /*double*/,
                              10 /*e4m3*/, 11 /*e5m2*/};
   return kMap[d];
 }
-int nccl_op(ccl_redop_t op) {
+int nccl_op(gicl_redop_t op) {
   static const int kMap[] = {0 /*sum*/, 1 /*prod*/, 3 /*min*/, 2 /*max*/, 4 /*avg*/};
   return kMap[op];
 }
@@ -108,37 +108,37 @@ int Nccl::window_register(void* comm, void* buf, size_t bytes, void** win) const
 int Nccl::window_deregister(void* comm, void* win) const {
   return reinterpret_cast<int (*)(void*, void*)>(fn_[kWinDereg])(comm, win);
 }
-int Nccl::allreduce(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
+int Nccl::allreduce(const void* send, void* recv, size_t count, gicl_datatype_t d, gicl_redop_t op,
                     void* comm, cudaStream_t s) const {
   return reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
       fn_[kAllReduce])(send, recv, count, nccl_type(d), nccl_op(op), comm, s);
 }
-int Nccl::reduce_scatter(const void* send, void* recv, size_t count, ccl_datatype_t d,
-                         ccl_redop_t op, void* comm, cudaStream_t s) const {
+int Nccl::reduce_scatter(const void* send, void* recv, size_t count, gicl_datatype_t d,
+                         gicl_redop_t op, void* comm, cudaStream_t s) const {
   return reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
       fn_[kReduceScatter])(send, recv, count, nccl_type(d), nccl_op(op), comm, s);
 }
-int Nccl::allgather(const void* send, void* recv, size_t count, ccl_datatype_t d, void* comm,
+int Nccl::allgather(const void* send, void* recv, size_t count, gicl_datatype_t d, void* comm,
                     cudaStream_t s) const {
   return reinterpret_cast<int (*)(const void*, void*, size_t, int, void*, cudaStream_t)>(
       fn_[kAllGather])(send, recv, count, nccl_type(d), comm, s);
 }
-int Nccl::broadcast(const void* send, void* recv, size_t count, ccl_datatype_t d, int root,
+int Nccl::broadcast(const void* send, void* recv, size_t count, gicl_datatype_t d, int root,
                     void* comm, cudaStream_t s) const {
   return reinterpret_cast<int (*)(const void*, void*, size_t, int, int, void*, cudaStream_t)>(
       fn_[kBroadcast])(send, recv, count, nccl_type(d), root, comm, s);
 }
-int Nccl::reduce(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
+int Nccl::reduce(const void* send, void* recv, size_t count, gicl_datatype_t d, gicl_redop_t op,
                  int root, void* comm, cudaStream_t s) const {
   return reinterpret_cast<int (*)(const void*, void*, size_t, int, int, int, void*, cudaStream_t)>(
       fn_[kReduce])(send, recv, count, nccl_type(d), nccl_op(op), root, comm, s);
 }
-int Nccl::send(const void* buf, size_t count, ccl_datatype_t d, int peer, void* comm,
+int Nccl::send(const void* buf, size_t count, gicl_datatype_t d, int peer, void* comm,
                cudaStream_t s) const {
   return reinterpret_cast<int (*)(const void*, size_t, int, int, void*, cudaStream_t)>(fn_[kSend])(
       buf, count, nccl_type(d), peer, comm, s);
 }
-int Nccl::recv(void* buf, size_t count, ccl_datatype_t d, int peer, void* comm,
+int Nccl::recv(void* buf, size_t count, gicl_datatype_t d, int peer, void* comm,
                cudaStream_t s) const {
   return reinterpret_cast<int (*)(void*, size_t, int, int, void*, cudaStream_t)>(fn_[kRecv])(
       buf, count, nccl_type(d), peer, comm, s);
@@ -149,7 +149,7 @@ int Nccl::group_start() const {
 int Nccl::group_end() const {
   return reinterpret_cast<int (*)()>(fn_[kGroupEnd])();
 }
-int Nccl::alltoall(const void* send, void* recv, size_t count, ccl_datatype_t d, void* comm,
+int Nccl::alltoall(const void* send, void* recv, size_t count, gicl_datatype_t d, void* comm,
                    cudaStream_t s) const {
   return reinterpret_cast<int (*)(const void*, void*, size_t, int, void*, cudaStream_t)>(alltoall_)(
       send, recv, count, nccl_type(d), comm, s);

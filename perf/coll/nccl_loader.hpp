@@ -1,5 +1,5 @@
 // NCCL loaded at run time (dlopen libnccl.so.2) for --compare-nccl: the harness needs no NCCL
-// headers or library at build time, as a machine without NCCL still runs the ccl columns.
+// headers or library at build time, as a machine without NCCL still runs the gicl columns.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string>
 
-#include "ccl/types.h"
+#include "gicl/types.h"
 
 namespace perf {
 
@@ -32,24 +32,24 @@ class Nccl {
   /// Symmetric window registration (NCCL_WIN_COLL_SYMMETRIC): NCCL's best configuration.
   int window_register(void* comm, void* buf, size_t bytes, void** win) const;
   int window_deregister(void* comm, void* win) const;
-  int allreduce(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
+  int allreduce(const void* send, void* recv, size_t count, gicl_datatype_t d, gicl_redop_t op,
                 void* comm, cudaStream_t s) const;
-  int reduce_scatter(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op,
+  int reduce_scatter(const void* send, void* recv, size_t count, gicl_datatype_t d, gicl_redop_t op,
                      void* comm, cudaStream_t s) const;
-  int allgather(const void* send, void* recv, size_t count, ccl_datatype_t d, void* comm,
+  int allgather(const void* send, void* recv, size_t count, gicl_datatype_t d, void* comm,
                 cudaStream_t s) const;
-  int broadcast(const void* send, void* recv, size_t count, ccl_datatype_t d, int root, void* comm,
+  int broadcast(const void* send, void* recv, size_t count, gicl_datatype_t d, int root, void* comm,
                 cudaStream_t s) const;
-  int reduce(const void* send, void* recv, size_t count, ccl_datatype_t d, ccl_redop_t op, int root,
-             void* comm, cudaStream_t s) const;
-  int send(const void* buf, size_t count, ccl_datatype_t d, int peer, void* comm,
+  int reduce(const void* send, void* recv, size_t count, gicl_datatype_t d, gicl_redop_t op,
+             int root, void* comm, cudaStream_t s) const;
+  int send(const void* buf, size_t count, gicl_datatype_t d, int peer, void* comm,
            cudaStream_t s) const;
-  int recv(void* buf, size_t count, ccl_datatype_t d, int peer, void* comm, cudaStream_t s) const;
+  int recv(void* buf, size_t count, gicl_datatype_t d, int peer, void* comm, cudaStream_t s) const;
   int group_start() const;
   int group_end() const;
   /// ncclAlltoAll (NCCL 2.28 and later; nullptr-safe): false when this NCCL lacks it.
   bool has_alltoall() const { return alltoall_ != nullptr; }
-  int alltoall(const void* send, void* recv, size_t count, ccl_datatype_t d, void* comm,
+  int alltoall(const void* send, void* recv, size_t count, gicl_datatype_t d, void* comm,
                cudaStream_t s) const;
   const char* error_string(int result) const;
 

@@ -46,17 +46,21 @@ bool parse_int(const char* s, int lo, int hi, int* out) {
 
 constexpr struct {
   const char* name;
-  ccl_datatype_t d;
-} kTypes[] = {{"int8", ccl_int8},       {"uint8", ccl_uint8},        {"int32", ccl_int32},
-              {"uint32", ccl_uint32},   {"int64", ccl_int64},        {"uint64", ccl_uint64},
-              {"half", ccl_float16},    {"float16", ccl_float16},    {"bfloat16", ccl_bfloat16},
-              {"float", ccl_float32},   {"float32", ccl_float32},    {"double", ccl_float64},
-              {"float64", ccl_float64}, {"f8e4m3", ccl_float8_e4m3}, {"f8e5m2", ccl_float8_e5m2}};
+  gicl_datatype_t d;
+} kTypes[] = {
+    {"int8", gicl_int8},       {"uint8", gicl_uint8},        {"int32", gicl_int32},
+    {"uint32", gicl_uint32},   {"int64", gicl_int64},        {"uint64", gicl_uint64},
+    {"half", gicl_float16},    {"float16", gicl_float16},    {"bfloat16", gicl_bfloat16},
+    {"float", gicl_float32},   {"float32", gicl_float32},    {"double", gicl_float64},
+    {"float64", gicl_float64}, {"f8e4m3", gicl_float8_e4m3}, {"f8e5m2", gicl_float8_e5m2}};
 constexpr struct {
   const char* name;
-  ccl_redop_t op;
-} kOps[] = {
-    {"sum", ccl_sum}, {"prod", ccl_prod}, {"min", ccl_min}, {"max", ccl_max}, {"avg", ccl_avg}};
+  gicl_redop_t op;
+} kOps[] = {{"sum", gicl_sum},
+            {"prod", gicl_prod},
+            {"min", gicl_min},
+            {"max", gicl_max},
+            {"avg", gicl_avg}};
 
 /// nccl-tests' long flags, as the short ones they stand for.
 constexpr struct {
@@ -77,26 +81,26 @@ std::string short_flag(const std::string& flag) {
 
 }  // namespace
 
-bool parse_dtype(const std::string& s, ccl_datatype_t* d) {
+bool parse_dtype(const std::string& s, gicl_datatype_t* d) {
   for (const auto& t : kTypes)
     if (s == t.name) return *d = t.d, true;
   return false;
 }
 
-bool parse_op(const std::string& s, ccl_redop_t* op) {
+bool parse_op(const std::string& s, gicl_redop_t* op) {
   for (const auto& o : kOps)
     if (s == o.name) return *op = o.op, true;
   return false;
 }
 
-const char* dtype_label(ccl_datatype_t d) {
+const char* dtype_label(gicl_datatype_t d) {
   static const char* kLabels[] = {"int8", "uint8",    "int32", "uint32", "int64",  "uint64",
                                   "half", "bfloat16", "float", "double", "f8e4m3", "f8e5m2"};
-  return d >= 0 && d < ccl_num_datatypes ? kLabels[d] : "?";
+  return d >= 0 && d < gicl_num_datatypes ? kLabels[d] : "?";
 }
 
-const char* op_label(ccl_redop_t op) {
-  return op >= 0 && op < ccl_num_redops ? kOps[op].name : "?";
+const char* op_label(gicl_redop_t op) {
+  return op >= 0 && op < gicl_num_redops ? kOps[op].name : "?";
 }
 
 bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* error) {
@@ -129,7 +133,7 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
     } else if (flag == "-i") {
       if (!parse_bytes(v, &o->increment)) return bad("not a size");
     } else if (flag == "-t") {
-      // nccl-tests' threads per process: ccl drives a process's GPUs from one thread (-g).
+      // nccl-tests' threads per process: gicl drives a process's GPUs from one thread (-g).
       if (!parse_int(v, 1, 1, &n)) return bad("only 1: use -g N for several GPUs in a process");
     } else if (flag == "-g") {
       if (!parse_int(v, 1, 64, &o->gpus)) return bad("must be 1..64");
@@ -144,8 +148,8 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
     } else if (flag == "-d") {
       o->dtypes.clear();
       if (std::strcmp(v, "all") == 0) {
-        for (int d = 0; d < ccl_num_datatypes; ++d)
-          o->dtypes.push_back(static_cast<ccl_datatype_t>(d));
+        for (int d = 0; d < gicl_num_datatypes; ++d)
+          o->dtypes.push_back(static_cast<gicl_datatype_t>(d));
       } else {
         o->dtypes.resize(1);
         if (!parse_dtype(v, &o->dtypes[0])) return bad("unknown type");
@@ -153,7 +157,7 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
     } else if (flag == "-o") {
       o->ops.clear();
       if (std::strcmp(v, "all") == 0) {
-        for (int r = 0; r < ccl_num_redops; ++r) o->ops.push_back(static_cast<ccl_redop_t>(r));
+        for (int r = 0; r < gicl_num_redops; ++r) o->ops.push_back(static_cast<gicl_redop_t>(r));
       } else {
         o->ops.resize(1);
         if (!parse_op(v, &o->ops[0])) return bad("unknown op");

@@ -1,4 +1,4 @@
-// Command line of the collective benchmarks: the nccl-tests flags plus ccl's extras. Pure host
+// Command line of the collective benchmarks: the nccl-tests flags plus gicl's extras. Pure host
 // code (unit-tested in tests/unit/perf_options_test.cc).
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ccl/types.h"
+#include "gicl/types.h"
 
 namespace perf {
 
@@ -18,18 +18,18 @@ struct CollOptions {
   int iters = 20, warmup = 5;
   int agg_iters = 1;  // -m: calls per iteration, grouped (nccl-tests' aggregation)
   int check = 1;      // -c: checked calls per size and layout (0: none)
-  std::vector<ccl_datatype_t> dtypes{ccl_float32};  // -d (all: every type, each its own sweep)
-  std::vector<ccl_redop_t> ops{ccl_sum};            // -o (all: every reduction)
-  int root = 0;                                     // -r
-  bool all_roots = false;                           // -r all: every rank in turn
-  bool blocking = false;                            // -z: synchronize after every operation
+  std::vector<gicl_datatype_t> dtypes{gicl_float32};  // -d (all: every type, each its own sweep)
+  std::vector<gicl_redop_t> ops{gicl_sum};            // -o (all: every reduction)
+  int root = 0;                                       // -r
+  bool all_roots = false;                             // -r all: every rank in turn
+  bool blocking = false;                              // -z: synchronize after every operation
   int graph_iters = 0;  // -G: capture -n operations in a CUDA graph, replay it
   int average = 1;      // -a: 0 rank 0, 1 average, 2 min, 3 max over ranks
-  // -R (as nccl-tests): 0 cudaMalloc buffers (staged), 1 cudaMalloc + ccl_comm_register,
-  // 2 symmetric buffers from ccl_mem_alloc.
+  // -R (as nccl-tests): 0 cudaMalloc buffers (staged), 1 cudaMalloc + gicl_comm_register,
+  // 2 symmetric buffers from gicl_mem_alloc.
   int registration = 0;
   std::string algo;           // --algo
-  bool p2p = false;           // --p2p: ccl's call as grouped ccl_send / ccl_recv (alltoall)
+  bool p2p = false;           // --p2p: gicl's call as grouped gicl_send / gicl_recv (alltoall)
   bool compare_nccl = false;  // --compare-nccl
   std::string json;           // --json FILE
 };
@@ -41,9 +41,9 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
 std::vector<size_t> sweep(const CollOptions& o, size_t element_bytes);
 /// nccl-tests' bus-bandwidth factor of a collective for n ranks.
 double busbw_factor(const std::string& collective, int n);
-bool parse_dtype(const std::string& s, ccl_datatype_t* d);
-bool parse_op(const std::string& s, ccl_redop_t* op);
-const char* dtype_label(ccl_datatype_t d);
-const char* op_label(ccl_redop_t op);
+bool parse_dtype(const std::string& s, gicl_datatype_t* d);
+bool parse_op(const std::string& s, gicl_redop_t* op);
+const char* dtype_label(gicl_datatype_t d);
+const char* op_label(gicl_redop_t op);
 
 }  // namespace perf

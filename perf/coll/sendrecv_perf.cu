@@ -1,23 +1,23 @@
-// sendrecv_perf: every rank sends to rank+1 and receives from rank-1 in one group (ccl_send /
-// ccl_recv beside ncclSend / ncclRecv), as nccl-tests' sendrecv_perf.
+// sendrecv_perf: every rank sends to rank+1 and receives from rank-1 in one group (gicl_send /
+// gicl_recv beside ncclSend / ncclRecv), as nccl-tests' sendrecv_perf.
 #include "driver.hpp"
 
 namespace {
 
-ccl_result_t ccl_sendrecv(const void* s, void* r, size_t n, ccl_datatype_t d, ccl_redop_t, int,
-                          ccl_comm_t c, cudaStream_t st) {
+gicl_result_t gicl_sendrecv(const void* s, void* r, size_t n, gicl_datatype_t d, gicl_redop_t, int,
+                            gicl_comm_t c, cudaStream_t st) {
   int rank = 0, nranks = 1;
-  ccl_comm_rank(c, &rank);
-  ccl_comm_size(c, &nranks);
-  ccl_result_t rc = ccl_group_start();
-  if (rc == CCL_SUCCESS) rc = ccl_send(s, n, d, (rank + 1) % nranks, c, st);
-  if (rc == CCL_SUCCESS) rc = ccl_recv(r, n, d, (rank + nranks - 1) % nranks, c, st);
-  const ccl_result_t rc2 = ccl_group_end();
-  return rc != CCL_SUCCESS ? rc : rc2;
+  gicl_comm_rank(c, &rank);
+  gicl_comm_size(c, &nranks);
+  gicl_result_t rc = gicl_group_start();
+  if (rc == GICL_SUCCESS) rc = gicl_send(s, n, d, (rank + 1) % nranks, c, st);
+  if (rc == GICL_SUCCESS) rc = gicl_recv(r, n, d, (rank + nranks - 1) % nranks, c, st);
+  const gicl_result_t rc2 = gicl_group_end();
+  return rc != GICL_SUCCESS ? rc : rc2;
 }
 
-int nccl_sendrecv(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_datatype_t d,
-                  ccl_redop_t, int, void* c, cudaStream_t st) {
+int nccl_sendrecv(const perf::Nccl& x, const void* s, void* r, size_t n, gicl_datatype_t d,
+                  gicl_redop_t, int, void* c, cudaStream_t st) {
   const int rank = perf::nccl_rank(), nranks = perf::nccl_ranks();
   int rc = x.group_start();
   if (rc == 0) rc = x.send(s, n, d, (rank + 1) % nranks, c, st);
@@ -30,5 +30,5 @@ int nccl_sendrecv(const perf::Nccl& x, const void* s, void* r, size_t n, ccl_dat
 
 int main(int argc, char** argv) {
   return perf::run_driver(
-      argc, argv, {"sendrecv", perf::Kind::kSendRecv, false, false, ccl_sendrecv, nccl_sendrecv});
+      argc, argv, {"sendrecv", perf::Kind::kSendRecv, false, false, gicl_sendrecv, nccl_sendrecv});
 }

@@ -9,32 +9,32 @@
 
 namespace perf {
 
-size_t esize(ccl_datatype_t d) {
+size_t esize(gicl_datatype_t d) {
   static const size_t k[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
   return k[d];
 }
 
 namespace {
 
-double reduce_inputs(int n, size_t i, ccl_redop_t op, bool uns) {
+double reduce_inputs(int n, size_t i, gicl_redop_t op, bool uns) {
   double acc = input_value(0, i, uns);
   for (int q = 1; q < n; ++q) {
     const double v = input_value(q, i, uns);
-    if (op == ccl_sum || op == ccl_avg)
+    if (op == gicl_sum || op == gicl_avg)
       acc += v;
-    else if (op == ccl_prod)
+    else if (op == gicl_prod)
       acc *= v;
-    else if (op == ccl_min)
+    else if (op == gicl_min)
       acc = v < acc ? v : acc;
     else
       acc = v > acc ? v : acc;
   }
-  return op == ccl_avg ? acc / n : acc;
+  return op == gicl_avg ? acc / n : acc;
 }
 
 }  // namespace
 
-double expected_value(Kind k, int rank, int n, size_t i, size_t count, ccl_redop_t op, int root,
+double expected_value(Kind k, int rank, int n, size_t i, size_t count, gicl_redop_t op, int root,
                       bool uns) {
   switch (k) {
     case Kind::kAllReduce:
@@ -54,67 +54,67 @@ double expected_value(Kind k, int rank, int n, size_t i, size_t count, ccl_redop
   return 0;
 }
 
-bool is_unsigned(ccl_datatype_t d) {
-  return d == ccl_uint8 || d == ccl_uint32 || d == ccl_uint64;
+bool is_unsigned(gicl_datatype_t d) {
+  return d == gicl_uint8 || d == gicl_uint32 || d == gicl_uint64;
 }
 
-void store_as(ccl_datatype_t d, double v, void* base, size_t i) {
+void store_as(gicl_datatype_t d, double v, void* base, size_t i) {
   char* p = static_cast<char*>(base) + i * esize(d);
   switch (d) {
-    case ccl_int8: {
+    case gicl_int8: {
       int8_t x = static_cast<int8_t>(static_cast<int64_t>(v));
       std::memcpy(p, &x, 1);
       break;
     }
-    case ccl_uint8: {
+    case gicl_uint8: {
       uint8_t x = static_cast<uint8_t>(static_cast<int64_t>(v));
       std::memcpy(p, &x, 1);
       break;
     }
-    case ccl_int32: {
+    case gicl_int32: {
       int32_t x = static_cast<int32_t>(v);
       std::memcpy(p, &x, 4);
       break;
     }
-    case ccl_uint32: {
+    case gicl_uint32: {
       uint32_t x = static_cast<uint32_t>(static_cast<int64_t>(v));
       std::memcpy(p, &x, 4);
       break;
     }
-    case ccl_int64: {
+    case gicl_int64: {
       int64_t x = static_cast<int64_t>(v);
       std::memcpy(p, &x, 8);
       break;
     }
-    case ccl_uint64: {
+    case gicl_uint64: {
       uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(v));
       std::memcpy(p, &x, 8);
       break;
     }
-    case ccl_float16: {
+    case gicl_float16: {
       __half x = __float2half_rn(static_cast<float>(v));
       std::memcpy(p, &x, 2);
       break;
     }
-    case ccl_bfloat16: {
+    case gicl_bfloat16: {
       __nv_bfloat16 x = __float2bfloat16_rn(static_cast<float>(v));
       std::memcpy(p, &x, 2);
       break;
     }
-    case ccl_float32: {
+    case gicl_float32: {
       float x = static_cast<float>(v);
       std::memcpy(p, &x, 4);
       break;
     }
-    case ccl_float64:
+    case gicl_float64:
       std::memcpy(p, &v, 8);
       break;
-    case ccl_float8_e4m3: {
+    case gicl_float8_e4m3: {
       __nv_fp8_e4m3 x(static_cast<float>(v));
       std::memcpy(p, &x, 1);
       break;
     }
-    case ccl_float8_e5m2: {
+    case gicl_float8_e5m2: {
       __nv_fp8_e5m2 x(static_cast<float>(v));
       std::memcpy(p, &x, 1);
       break;

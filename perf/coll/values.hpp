@@ -5,14 +5,14 @@
 
 #include <cstddef>
 
-#include "ccl/ccl.h"
 #include "driver.hpp"
+#include "gicl/gicl.h"
 
 namespace perf {
 
 /// Bytes of one element of `d`.
-size_t esize(ccl_datatype_t d);
-bool is_unsigned(ccl_datatype_t d);
+size_t esize(gicl_datatype_t d);
+bool is_unsigned(gicl_datatype_t d);
 
 /// Input element i of rank q: small integers, exact in every type (unsigned: 0 or 1).
 inline double input_value(int q, size_t i, bool is_unsigned) {
@@ -21,11 +21,11 @@ inline double input_value(int q, size_t i, bool is_unsigned) {
 }
 
 /// Expected element i of `rank`'s receive buffer for a call of `count` on n ranks.
-double expected_value(Kind k, int rank, int n, size_t i, size_t count, ccl_redop_t op, int root,
+double expected_value(Kind k, int rank, int n, size_t i, size_t count, gicl_redop_t op, int root,
                       bool uns);
 
 /// Writes v as element i of a `d` array, converting like the library does (through fp32 for the
 /// low-precision floats).
-void store_as(ccl_datatype_t d, double v, void* base, size_t i);
+void store_as(gicl_datatype_t d, double v, void* base, size_t i);
 
 }  // namespace perf

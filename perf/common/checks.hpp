@@ -1,4 +1,4 @@
-// Check macros of every benchmark binary: a failed CUDA or ccl call prints where and why, then
+// Check macros of every benchmark binary: a failed CUDA or gicl call prints where and why, then
 // exits (a benchmark has nothing sensible to continue with).
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "ccl/ccl.h"
+#include "gicl/gicl.h"
 
 #define PERF_CUDA(x)                                                                          \
   do {                                                                                        \
@@ -17,11 +17,11 @@
       std::exit(3);                                                                           \
     }                                                                                         \
   } while (0)
-#define PERF_CCL(x)                                                                         \
-  do {                                                                                      \
-    ccl_result_t r_ = (x);                                                                  \
-    if (r_ != CCL_SUCCESS) {                                                                \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ccl_get_last_error()); \
-      std::exit(4);                                                                         \
-    }                                                                                       \
+#define PERF_GICL(x)                                                                         \
+  do {                                                                                       \
+    gicl_result_t r_ = (x);                                                                  \
+    if (r_ != GICL_SUCCESS) {                                                                \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, gicl_get_last_error()); \
+      std::exit(4);                                                                          \
+    }                                                                                        \
   } while (0)

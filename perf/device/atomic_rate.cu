@@ -6,22 +6,22 @@
 namespace perf {
 
 template <bool kFetch>
-__global__ void ccl_atomic_kernel(ccl_device_comm_t c, uint64_t* ctr, size_t ops, int peer,
-                                  uint64_t* sink) {
+__global__ void gicl_atomic_kernel(gicl_device_comm_t c, uint64_t* ctr, size_t ops, int peer,
+                                   uint64_t* sink) {
   const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t nth = static_cast<size_t>(gridDim.x) * blockDim.x;
   uint64_t acc = 0;
   for (size_t i = tid; i < ops; i += nth) {
     if (kFetch)
-      acc += ccl::dev::atomic_fetch_add(c, ctr + tid, uint64_t{1}, peer);
+      acc += gicl::dev::atomic_fetch_add(c, ctr + tid, uint64_t{1}, peer);
     else
-      ccl::dev::atomic_add(c, ctr + tid, uint64_t{1}, peer);
+      gicl::dev::atomic_add(c, ctr + tid, uint64_t{1}, peer);
   }
   if (kFetch && acc == 1) *sink = acc;
-  if (threadIdx.x == 0) ccl::dev::quiet(c);
+  if (threadIdx.x == 0) gicl::dev::quiet(c);
 }
 
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
 template <bool kFetch>
 __global__ void nvshmem_atomic_kernel(uint64_t* ctr, size_t ops, int peer, uint64_t* sink) {
   const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
@@ -47,12 +47,12 @@ void run(Env& env, const Options& o, uint64_t* ctr, uint64_t* nctr, uint64_t* si
   t.print_header(env);
   for (size_t ops : sizes(o)) {
     Row r{ops, 0, 0};
-    r.ccl_us = time_us(env, o, [&](cudaStream_t s) {
+    r.gicl_us = time_us(env, o, [&](cudaStream_t s) {
       if (active)
-        ccl_atomic_kernel<kFetch><<<o.ctas, o.threads, 0, s>>>(env.dc, ctr, ops, peer, sink);
+        gicl_atomic_kernel<kFetch><<<o.ctas, o.threads, 0, s>>>(env.dc, ctr, ops, peer, sink);
     });
-    r.ccl_value = ops / r.ccl_us;
-#ifdef CCL_PERF_NVSHMEM
+    r.gicl_value = ops / r.gicl_us;
+#ifdef GICL_PERF_NVSHMEM
     r.ref_us = time_us(env, o, [&](cudaStream_t s) {
       if (active) nvshmem_atomic_kernel<kFetch><<<o.ctas, o.threads, 0, s>>>(nctr, ops, peer, sink);
     });
@@ -78,9 +78,9 @@ int main(int argc, char** argv) {
   uint64_t* ctr = nullptr;
   uint64_t* sink = nullptr;
   uint64_t* nctr = nullptr;
-  PERF_CCL(ccl_mem_alloc(env.comm, words * 8, reinterpret_cast<void**>(&ctr)));
+  PERF_GICL(gicl_mem_alloc(env.comm, words * 8, reinterpret_cast<void**>(&ctr)));
   PERF_CUDA(cudaMalloc(&sink, 8));
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   nctr = static_cast<uint64_t*>(nvshmem_malloc(words * 8));
 #endif
   run<false>(env, o, ctr, nctr, sink);

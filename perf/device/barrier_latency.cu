@@ -4,11 +4,11 @@
 
 namespace perf {
 
-__global__ void ccl_barrier_kernel(ccl_device_comm_t c, int inner) {
-  for (int i = 0; i < inner; ++i) ccl::dev::barrier(c);
+__global__ void gicl_barrier_kernel(gicl_device_comm_t c, int inner) {
+  for (int i = 0; i < inner; ++i) gicl::dev::barrier(c);
 }
 
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
 __global__ void nvshmem_barrier_kernel(int inner) {
   for (int i = 0; i < inner; ++i) nvshmem_barrier_all();
 }
@@ -27,11 +27,11 @@ int main(int argc, char** argv) {
   Table t{"barrier_latency", "us", false};
   t.print_header(env);
   Row r{0, 0, 0};
-  r.ccl_us =
-      time_us(env, o, [&](cudaStream_t s) { ccl_barrier_kernel<<<1, 1, 0, s>>>(env.dc, inner); }) /
+  r.gicl_us =
+      time_us(env, o, [&](cudaStream_t s) { gicl_barrier_kernel<<<1, 1, 0, s>>>(env.dc, inner); }) /
       inner;
-  r.ccl_value = r.ccl_us;
-#ifdef CCL_PERF_NVSHMEM
+  r.gicl_value = r.gicl_us;
+#ifdef GICL_PERF_NVSHMEM
   r.ref_us = time_us(env, o,
                      [&](cudaStream_t s) {
                        void* args[] = {const_cast<int*>(&inner)};

@@ -4,8 +4,8 @@
 //
 // Flags: -b minbytes -e maxbytes -f stepfactor -n iters -w warmup -r repetitions (median)
 //        -c ctas -t threads --scope thread|warp|block --bidir --json FILE
-//        --local (broadcast, fcollect, alltoall: ccl's Completion::kLocal, NVSHMEM's contract)
-// Run with two ranks: ccl-run -n 2 ./put_bw -b 1M -e 1G
+//        --local (broadcast, fcollect, alltoall: gicl's Completion::kLocal, NVSHMEM's contract)
+// Run with two ranks: gicl-run -n 2 ./put_bw -b 1M -e 1G
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "ccl/ccl.h"
-#include "ccl/device.cuh"
 #include "common/checks.hpp"
+#include "gicl/device.cuh"
+#include "gicl/gicl.h"
 
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
 #include <nvshmem.h>
 #include <nvshmemx.h>
 #endif
@@ -116,17 +116,17 @@ inline Options parse(int argc, char** argv, Options o) {
   return o;
 }
 
-/// The environment a benchmark runs in: a ccl communicator (and NVSHMEM when built with it).
+/// The environment a benchmark runs in: a gicl communicator (and NVSHMEM when built with it).
 struct Env {
-  ccl_comm_t comm = nullptr;
-  ccl_device_comm_t dc{};
+  gicl_comm_t comm = nullptr;
+  gicl_device_comm_t dc{};
   int rank = 0, n = 0;
   cudaStream_t stream = nullptr;
   bool nvshmem = false;
 };
 
 inline void sync_all(Env& env) {
-  PERF_CCL(ccl_barrier_on_stream(env.comm, env.stream));
+  PERF_GICL(gicl_barrier_on_stream(env.comm, env.stream));
   PERF_CUDA(cudaStreamSynchronize(env.stream));
 }
 
@@ -151,22 +151,22 @@ inline Env start(int argc, char** argv) {
   (void)argc;
   (void)argv;
   Env env;
-  PERF_CCL(ccl_comm_init_env(&env.comm));
-  PERF_CCL(ccl_comm_rank(env.comm, &env.rank));
-  PERF_CCL(ccl_comm_size(env.comm, &env.n));
-  PERF_CCL(ccl_comm_get_device_comm(env.comm, &env.dc));
+  PERF_GICL(gicl_comm_init_env(&env.comm));
+  PERF_GICL(gicl_comm_rank(env.comm, &env.rank));
+  PERF_GICL(gicl_comm_size(env.comm, &env.n));
+  PERF_GICL(gicl_comm_get_device_comm(env.comm, &env.dc));
   PERF_CUDA(cudaStreamCreateWithFlags(&env.stream, cudaStreamNonBlocking));
-#ifdef CCL_PERF_NVSHMEM
-  // The NVSHMEM unique id travels through ccl's own symmetric memory: rank 0 stores it into every
-  // peer's copy, then a ccl barrier.
+#ifdef GICL_PERF_NVSHMEM
+  // The NVSHMEM unique id travels through gicl's own symmetric memory: rank 0 stores it into every
+  // peer's copy, then a gicl barrier.
   nvshmemx_uniqueid_t uid = NVSHMEMX_UNIQUEID_INITIALIZER;
   char* sym = nullptr;
-  PERF_CCL(ccl_mem_alloc(env.comm, sizeof(uid), reinterpret_cast<void**>(&sym)));
+  PERF_GICL(gicl_mem_alloc(env.comm, sizeof(uid), reinterpret_cast<void**>(&sym)));
   if (env.rank == 0) {
     nvshmemx_get_uniqueid(&uid);
     for (int p = 0; p < env.n; ++p) {
       void* dst = nullptr;
-      PERF_CCL(ccl_mem_peer_ptr(env.comm, sym, p, &dst));
+      PERF_GICL(gicl_mem_peer_ptr(env.comm, sym, p, &dst));
       PERF_CUDA(cudaMemcpy(dst, &uid, sizeof(uid), cudaMemcpyHostToDevice));
     }
   }
@@ -185,11 +185,11 @@ inline Env start(int argc, char** argv) {
 }
 
 inline void finish(Env& env) {
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   nvshmem_finalize();
 #endif
   sync_all(env);
-  PERF_CCL(ccl_comm_destroy(env.comm));
+  PERF_GICL(gicl_comm_destroy(env.comm));
 }
 
 /// Median over `reps` of the time of `iters` calls of `launch` (after `warmup` calls), per call,
@@ -217,10 +217,10 @@ inline double time_us(Env& env, const Options& o, const std::function<void(cudaS
   return t[t.size() / 2];
 }
 
-/// One table row: ccl and NVSHMEM figures of the same measurement and their ratio.
+/// One table row: gicl and NVSHMEM figures of the same measurement and their ratio.
 struct Row {
   size_t bytes;
-  double ccl_us, ccl_value;
+  double gicl_us, gicl_value;
   double ref_us = 0, ref_value = 0;  // NVSHMEM; 0 when not built with it
 };
 
@@ -231,19 +231,19 @@ struct Table {
 
   void print_header(const Env& env) const {
     if (env.rank != 0) return;
-    std::printf("# %s: %d ranks; value in %s; ratio = ccl / NVSHMEM%s\n", name.c_str(), env.n,
+    std::printf("# %s: %d ranks; value in %s; ratio = gicl / NVSHMEM%s\n", name.c_str(), env.n,
                 unit.c_str(), higher_is_better ? "" : " (lower is better)");
-    std::printf("%12s %12s %12s %12s %12s %8s\n", "bytes", "ccl_us", ("ccl_" + unit).c_str(),
+    std::printf("%12s %12s %12s %12s %12s %8s\n", "bytes", "gicl_us", ("gicl_" + unit).c_str(),
                 "nvshmem_us", ("nvsh_" + unit).c_str(), "ratio");
   }
   void add(const Env& env, Row r) {
     rows.push_back(r);
     if (env.rank != 0) return;
     if (r.ref_us > 0)
-      std::printf("%12zu %12.2f %12.2f %12.2f %12.2f %8.3f\n", r.bytes, r.ccl_us, r.ccl_value,
-                  r.ref_us, r.ref_value, r.ccl_value / r.ref_value);
+      std::printf("%12zu %12.2f %12.2f %12.2f %12.2f %8.3f\n", r.bytes, r.gicl_us, r.gicl_value,
+                  r.ref_us, r.ref_value, r.gicl_value / r.ref_value);
     else
-      std::printf("%12zu %12.2f %12.2f %12s %12s %8s\n", r.bytes, r.ccl_us, r.ccl_value, "n/a",
+      std::printf("%12zu %12.2f %12.2f %12s %12s %8s\n", r.bytes, r.gicl_us, r.gicl_value, "n/a",
                   "n/a", "n/a");
     std::fflush(stdout);
   }
@@ -258,8 +258,9 @@ struct Table {
                  o.bidir ? "true" : "false");
     for (size_t i = 0; i < rows.size(); ++i)
       std::fprintf(
-          f, "%s{\"bytes\":%zu,\"ccl_us\":%.3f,\"ccl\":%.3f,\"nvshmem_us\":%.3f,\"nvshmem\":%.3f}",
-          i ? "," : "", rows[i].bytes, rows[i].ccl_us, rows[i].ccl_value, rows[i].ref_us,
+          f,
+          "%s{\"bytes\":%zu,\"gicl_us\":%.3f,\"gicl\":%.3f,\"nvshmem_us\":%.3f,\"nvshmem\":%.3f}",
+          i ? "," : "", rows[i].bytes, rows[i].gicl_us, rows[i].gicl_value, rows[i].ref_us,
           rows[i].ref_value);
     std::fprintf(f, "]}\n");
     std::fclose(f);

@@ -9,9 +9,9 @@ namespace perf {
 
 // Signals count up forever (base + i): no reset between launches, waits use "at least".
 template <bool kPayload>
-__global__ void ccl_pingpong(ccl_device_comm_t c, char* data, const char* src, size_t bytes,
-                             uint64_t* sig, uint64_t base, int inner, int peer) {
-  using namespace ccl::dev;
+__global__ void gicl_pingpong(gicl_device_comm_t c, char* data, const char* src, size_t bytes,
+                              uint64_t* sig, uint64_t base, int inner, int peer) {
+  using namespace gicl::dev;
   for (int i = 1; i <= inner; ++i) {
     const uint64_t v = base + i;
     if (c.rank == 0) {
@@ -32,7 +32,7 @@ __global__ void ccl_pingpong(ccl_device_comm_t c, char* data, const char* src, s
   }
 }
 
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
 template <bool kPayload>
 __global__ void nvshmem_pingpong(char* data, const char* src, size_t bytes, uint64_t* sig,
                                  uint64_t base, int inner, int me, int peer) {
@@ -73,12 +73,12 @@ int pingpong_main(int argc, char** argv) {
   char* data = nullptr;
   char* src = nullptr;
   uint64_t* sig = nullptr;
-  PERF_CCL(ccl_mem_alloc(env.comm, o.max_bytes, reinterpret_cast<void**>(&data)));
-  PERF_CCL(ccl_mem_alloc(env.comm, 64, reinterpret_cast<void**>(&sig)));
+  PERF_GICL(gicl_mem_alloc(env.comm, o.max_bytes, reinterpret_cast<void**>(&data)));
+  PERF_GICL(gicl_mem_alloc(env.comm, 64, reinterpret_cast<void**>(&sig)));
   PERF_CUDA(cudaMalloc(&src, o.max_bytes));
   PERF_CUDA(cudaMemset(src, 7, o.max_bytes));
   PERF_CUDA(cudaMemset(sig, 0, 64));
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   char* ndata = static_cast<char*>(nvshmem_malloc(o.max_bytes));
   uint64_t* nsig = static_cast<uint64_t*>(nvshmem_malloc(64));
   PERF_CUDA(cudaMemset(nsig, 0, 64));
@@ -91,21 +91,21 @@ int pingpong_main(int argc, char** argv) {
           "us", false};
   t.print_header(env);
   uint64_t base = 0;
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   uint64_t nbase = 0;
 #endif
   for (size_t bytes : sizes(o)) {
     Row r{bytes, 0, 0};
-    r.ccl_us = time_us(env, o,
-                       [&](cudaStream_t s) {
-                         if (active)
-                           ccl_pingpong<kPayload>
-                               <<<1, 32, 0, s>>>(env.dc, data, src, bytes, sig, base, inner, peer);
-                         base += inner;
-                       }) /
-               inner / 2;
-    r.ccl_value = r.ccl_us;
-#ifdef CCL_PERF_NVSHMEM
+    r.gicl_us = time_us(env, o,
+                        [&](cudaStream_t s) {
+                          if (active)
+                            gicl_pingpong<kPayload>
+                                <<<1, 32, 0, s>>>(env.dc, data, src, bytes, sig, base, inner, peer);
+                          base += inner;
+                        }) /
+                inner / 2;
+    r.gicl_value = r.gicl_us;
+#ifdef GICL_PERF_NVSHMEM
     r.ref_us = time_us(env, o,
                        [&](cudaStream_t s) {
                          if (active)
@@ -120,9 +120,9 @@ int pingpong_main(int argc, char** argv) {
     t.add(env, r);
   }
   t.write_json(env, o);
-  ccl_result_t async;
-  PERF_CCL(ccl_comm_get_async_error(env.comm, &async, nullptr));
-  if (async != CCL_SUCCESS) {
+  gicl_result_t async;
+  PERF_GICL(gicl_comm_get_async_error(env.comm, &async, nullptr));
+  if (async != GICL_SUCCESS) {
     std::fprintf(stderr, "device error during the benchmark\n");
     return 6;
   }

@@ -29,33 +29,33 @@ __device__ __forceinline__ void unit_of(int scope, size_t* unit, size_t* units) 
     *unit = blockIdx.x, *units = gridDim.x;
 }
 
-template <bool kGet, ccl::dev::Scope S>
-__device__ __forceinline__ void ccl_rma(const ccl_device_comm_t& c, char* sym, char* local,
-                                        size_t lo, size_t n, int peer) {
+template <bool kGet, gicl::dev::Scope S>
+__device__ __forceinline__ void gicl_rma(const gicl_device_comm_t& c, char* sym, char* local,
+                                         size_t lo, size_t n, int peer) {
   if (kGet)
-    ccl::dev::get<S>(c, local + lo, sym + lo, n, peer);
+    gicl::dev::get<S>(c, local + lo, sym + lo, n, peer);
   else
-    ccl::dev::put<S>(c, sym + lo, local + lo, n, peer);
+    gicl::dev::put<S>(c, sym + lo, local + lo, n, peer);
 }
 
 template <bool kGet>
-__global__ void ccl_rma_kernel(ccl_device_comm_t c, char* sym, char* local, size_t bytes, int peer,
-                               int scope) {
+__global__ void gicl_rma_kernel(gicl_device_comm_t c, char* sym, char* local, size_t bytes,
+                                int peer, int scope) {
   size_t unit, units, lo, n;
   unit_of(scope, &unit, &units);
   slice(bytes, unit, units, &lo, &n);
   if (n) {
     if (scope == 0)
-      ccl_rma<kGet, ccl::dev::Scope::kThread>(c, sym, local, lo, n, peer);
+      gicl_rma<kGet, gicl::dev::Scope::kThread>(c, sym, local, lo, n, peer);
     else if (scope == 1)
-      ccl_rma<kGet, ccl::dev::Scope::kWarp>(c, sym, local, lo, n, peer);
+      gicl_rma<kGet, gicl::dev::Scope::kWarp>(c, sym, local, lo, n, peer);
     else
-      ccl_rma<kGet, ccl::dev::Scope::kBlock>(c, sym, local, lo, n, peer);
+      gicl_rma<kGet, gicl::dev::Scope::kBlock>(c, sym, local, lo, n, peer);
   }
-  if (threadIdx.x == 0) ccl::dev::quiet(c);
+  if (threadIdx.x == 0) gicl::dev::quiet(c);
 }
 
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
 template <bool kGet>
 __global__ void nvshmem_rma_kernel(char* sym, char* local, size_t bytes, int peer, int scope) {
   size_t unit, units, lo, n;
@@ -86,11 +86,11 @@ int rma_bw_main(int argc, char** argv) {
   const size_t cap = o.max_bytes;
   char* sym = nullptr;
   char* local = nullptr;
-  PERF_CCL(ccl_mem_alloc(env.comm, cap, reinterpret_cast<void**>(&sym)));
+  PERF_GICL(gicl_mem_alloc(env.comm, cap, reinterpret_cast<void**>(&sym)));
   PERF_CUDA(cudaMalloc(&local, cap));
   PERF_CUDA(cudaMemset(local, env.rank + 1, cap));  // real data, never zeros
   PERF_CUDA(cudaMemset(sym, env.rank + 3, cap));
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   char* nsym = static_cast<char*>(nvshmem_malloc(cap));
   PERF_CUDA(cudaMemset(nsym, env.rank + 5, cap));
 #endif
@@ -103,12 +103,13 @@ int rma_bw_main(int argc, char** argv) {
   t.print_header(env);
   for (size_t bytes : sizes(o)) {
     Row r{bytes, 0, 0};
-    r.ccl_us = time_us(env, o, [&](cudaStream_t s) {
+    r.gicl_us = time_us(env, o, [&](cudaStream_t s) {
       if (active)
-        ccl_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(env.dc, sym, local, bytes, peer, o.scope);
+        gicl_rma_kernel<kGet>
+            <<<o.ctas, o.threads, 0, s>>>(env.dc, sym, local, bytes, peer, o.scope);
     });
-    r.ccl_value = bytes / r.ccl_us / 1e3;
-#ifdef CCL_PERF_NVSHMEM
+    r.gicl_value = bytes / r.gicl_us / 1e3;
+#ifdef GICL_PERF_NVSHMEM
     r.ref_us = time_us(env, o, [&](cudaStream_t s) {
       if (active)
         nvshmem_rma_kernel<kGet><<<o.ctas, o.threads, 0, s>>>(nsym, local, bytes, peer, o.scope);
@@ -119,11 +120,11 @@ int rma_bw_main(int argc, char** argv) {
     t.add(env, r);
   }
   t.write_json(env, o);
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   nvshmem_free(nsym);
 #endif
   PERF_CUDA(cudaFree(local));
-  PERF_CCL(ccl_mem_free(env.comm, sym));
+  PERF_GICL(gicl_mem_free(env.comm, sym));
   finish(env);
   return 0;
 }

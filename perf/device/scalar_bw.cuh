@@ -7,22 +7,22 @@
 namespace perf {
 
 template <bool kG>
-__global__ void ccl_scalar_kernel(ccl_device_comm_t c, int* sym, int* sink, size_t count,
-                                  int peer) {
+__global__ void gicl_scalar_kernel(gicl_device_comm_t c, int* sym, int* sink, size_t count,
+                                   int peer) {
   int acc = 0;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
        i += stride) {
     if (kG)
-      acc += ccl::dev::g(c, sym + i, peer);
+      acc += gicl::dev::g(c, sym + i, peer);
     else
-      ccl::dev::p(c, sym + i, static_cast<int>(i), peer);
+      gicl::dev::p(c, sym + i, static_cast<int>(i), peer);
   }
   if (kG && acc == 0x7fffffff) *sink = acc;  // keeps the loads alive
-  if (!kG && threadIdx.x == 0) ccl::dev::quiet(c);
+  if (!kG && threadIdx.x == 0) gicl::dev::quiet(c);
 }
 
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
 template <bool kG>
 __global__ void nvshmem_scalar_kernel(int* sym, int* sink, size_t count, int peer) {
   int acc = 0;
@@ -49,10 +49,10 @@ int scalar_bw_main(int argc, char** argv) {
   Env env = start(argc, argv);
   int* sym = nullptr;
   int* sink = nullptr;
-  PERF_CCL(ccl_mem_alloc(env.comm, o.max_bytes, reinterpret_cast<void**>(&sym)));
+  PERF_GICL(gicl_mem_alloc(env.comm, o.max_bytes, reinterpret_cast<void**>(&sym)));
   PERF_CUDA(cudaMalloc(&sink, sizeof(int)));
   PERF_CUDA(cudaMemset(sym, 1, o.max_bytes));
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   int* nsym = static_cast<int*>(nvshmem_malloc(o.max_bytes));
   PERF_CUDA(cudaMemset(nsym, 1, o.max_bytes));
 #endif
@@ -64,12 +64,12 @@ int scalar_bw_main(int argc, char** argv) {
   for (size_t bytes : sizes(o)) {
     const size_t count = bytes / 4;
     Row r{bytes, 0, 0};
-    r.ccl_us = time_us(env, o, [&](cudaStream_t s) {
+    r.gicl_us = time_us(env, o, [&](cudaStream_t s) {
       if (active)
-        ccl_scalar_kernel<kG><<<o.ctas, o.threads, 0, s>>>(env.dc, sym, sink, count, peer);
+        gicl_scalar_kernel<kG><<<o.ctas, o.threads, 0, s>>>(env.dc, sym, sink, count, peer);
     });
-    r.ccl_value = count / r.ccl_us;
-#ifdef CCL_PERF_NVSHMEM
+    r.gicl_value = count / r.gicl_us;
+#ifdef GICL_PERF_NVSHMEM
     r.ref_us = time_us(env, o, [&](cudaStream_t s) {
       if (active) nvshmem_scalar_kernel<kG><<<o.ctas, o.threads, 0, s>>>(nsym, sink, count, peer);
     });
@@ -79,10 +79,10 @@ int scalar_bw_main(int argc, char** argv) {
     t.add(env, r);
   }
   t.write_json(env, o);
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   nvshmem_free(nsym);
 #endif
-  PERF_CCL(ccl_mem_free(env.comm, sym));
+  PERF_GICL(gicl_mem_free(env.comm, sym));
   finish(env);
   return 0;
 }

@@ -1,11 +1,11 @@
-// Device-side team collectives (ccl/device/coll.cuh) beside NVSHMEM's (nvshmem[x]_float_*): one
+// Device-side team collectives (gicl/device/coll.cuh) beside NVSHMEM's (nvshmem[x]_float_*): one
 // CTA calls the collective `inner` times in one kernel over the whole communicator (NVSHMEM:
 // NVSHMEM_TEAM_WORLD), float32, sum for the reductions; time per call and bandwidth. --scope
 // picks the caller: one thread, one warp, or (default) a block of -t threads. "bytes" is the
 // count each call takes x 4: a member's block for fcollect, alltoall and reduce-scatter, the
 // whole buffer for broadcast and allreduce. After each size every rank checks its result
 // (source = rank + 1 everywhere), for both libraries: a wrong result stops the benchmark.
-// Run with several ranks: ccl-run -n 2 ./reduction_latency -b 8 -e 1M
+// Run with several ranks: gicl-run -n 2 ./reduction_latency -b 8 -e 1M
 #pragma once
 
 #include "bench.cuh"
@@ -22,13 +22,13 @@ __global__ void fill_kernel(float* p, size_t n, float v) {
     p[i] = v;
 }
 
-template <TeamColl K, ccl::dev::Scope S, ccl::dev::Completion C>
-__device__ __forceinline__ bool ccl_team_call(const ccl_device_comm_t& c, float* dst,
-                                              const float* src, size_t count) {
-  namespace dev = ccl::dev;
-  if constexpr (K == TeamColl::kAllreduce) return dev::allreduce<ccl_sum, S>(c, dst, src, count);
+template <TeamColl K, gicl::dev::Scope S, gicl::dev::Completion C>
+__device__ __forceinline__ bool gicl_team_call(const gicl_device_comm_t& c, float* dst,
+                                               const float* src, size_t count) {
+  namespace dev = gicl::dev;
+  if constexpr (K == TeamColl::kAllreduce) return dev::allreduce<gicl_sum, S>(c, dst, src, count);
   if constexpr (K == TeamColl::kReduceScatter)
-    return dev::reduce_scatter<ccl_sum, S>(c, dst, src, count);
+    return dev::reduce_scatter<gicl_sum, S>(c, dst, src, count);
   if constexpr (K == TeamColl::kFcollect) return dev::fcollect<S, C>(c, dst, src, count);
   if constexpr (K == TeamColl::kBroadcast) return dev::broadcast<S, C>(c, dst, src, count, 0);
   if constexpr (K == TeamColl::kAlltoall) return dev::alltoall<S, C>(c, dst, src, count);
@@ -37,17 +37,17 @@ __device__ __forceinline__ bool ccl_team_call(const ccl_device_comm_t& c, float*
 
 /// Back-to-back calls into the same dst: with Completion::kLocal a member may write the next
 /// call's data into a peer still in the last call, which is harmless here (the same data).
-template <TeamColl K, ccl::dev::Scope S, ccl::dev::Completion C>
-__global__ void ccl_team_kernel(ccl_device_comm_t c, float* dst, const float* src, size_t count,
-                                int* failed) {
+template <TeamColl K, gicl::dev::Scope S, gicl::dev::Completion C>
+__global__ void gicl_team_kernel(gicl_device_comm_t c, float* dst, const float* src, size_t count,
+                                 int* failed) {
   for (int i = 0; i < kInner; ++i)
-    if (!ccl_team_call<K, S, C>(c, dst, src, count)) {
+    if (!gicl_team_call<K, S, C>(c, dst, src, count)) {
       if (threadIdx.x == 0) *failed = 1;
       return;
     }
 }
 
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
 // NVSHMEM's thread (0), warp (1) and block (2) variants of the same call.
 template <TeamColl K, int S>
 __device__ __forceinline__ void nvshmem_team_call(float* dst, const float* src, size_t count) {
@@ -99,8 +99,8 @@ size_t check_result(const float* host, size_t count, int n) {
 
 template <TeamColl K>
 int team_coll_main(const char* name, int argc, char** argv) {
-  using ccl::dev::Completion;
-  using ccl::dev::Scope;
+  using gicl::dev::Completion;
+  using gicl::dev::Scope;
   Options defaults;
   defaults.min_bytes = 8;
   defaults.max_bytes = 1 << 20;
@@ -117,21 +117,21 @@ int team_coll_main(const char* name, int argc, char** argv) {
   int threads = o.scope == 0 ? 1 : o.scope == 1 ? 32 : o.threads;
   if (o.scope == 2) {
     cudaFuncAttributes a;
-    PERF_CUDA(cudaFuncGetAttributes(&a, ccl_team_kernel<K, Scope::kBlock, Completion::kAll>));
+    PERF_CUDA(cudaFuncGetAttributes(&a, gicl_team_kernel<K, Scope::kBlock, Completion::kAll>));
     threads = std::min(threads, a.maxThreadsPerBlock);
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
     PERF_CUDA(cudaFuncGetAttributes(&a, nvshmem_team_kernel<K, 2>));
     threads = std::min(threads, a.maxThreadsPerBlock);
 #endif
   }
   const size_t max_elems = o.max_bytes / sizeof(float) * n;
   float *src = nullptr, *dst = nullptr;
-  PERF_CCL(ccl_mem_alloc(env.comm, max_elems * sizeof(float), reinterpret_cast<void**>(&src)));
-  PERF_CCL(ccl_mem_alloc(env.comm, max_elems * sizeof(float), reinterpret_cast<void**>(&dst)));
+  PERF_GICL(gicl_mem_alloc(env.comm, max_elems * sizeof(float), reinterpret_cast<void**>(&src)));
+  PERF_GICL(gicl_mem_alloc(env.comm, max_elems * sizeof(float), reinterpret_cast<void**>(&dst)));
   int* failed = nullptr;
   PERF_CUDA(cudaMalloc(&failed, sizeof(int)));
   PERF_CUDA(cudaMemset(failed, 0, sizeof(int)));
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   auto* nsrc = static_cast<float*>(nvshmem_malloc(max_elems * sizeof(float)));
   auto* ndst = static_cast<float*>(nvshmem_malloc(max_elems * sizeof(float)));
   if (nsrc == nullptr || ndst == nullptr) {
@@ -154,7 +154,7 @@ int team_coll_main(const char* name, int argc, char** argv) {
   Table t{name, "GB/s", true};
   if (env.rank == 0)
     std::printf(
-        "# one CTA of %d thread(s) calls it %d times a kernel; float32, sum; ccl's "
+        "# one CTA of %d thread(s) calls it %d times a kernel; float32, sum; gicl's "
         "completion: %s\n",
         threads, kInner, o.local ? "local (as NVSHMEM's)" : "at every member");
   t.print_header(env);
@@ -165,30 +165,31 @@ int team_coll_main(const char* name, int argc, char** argv) {
     PERF_CUDA(cudaMemsetAsync(dst, 0, max_elems * sizeof(float), env.stream));
     auto launch = [&]<Completion C>(cudaStream_t s) {
       if (o.scope == 0)
-        ccl_team_kernel<K, Scope::kThread, C><<<1, 1, 0, s>>>(env.dc, dst, src, count, failed);
+        gicl_team_kernel<K, Scope::kThread, C><<<1, 1, 0, s>>>(env.dc, dst, src, count, failed);
       else if (o.scope == 1)
-        ccl_team_kernel<K, Scope::kWarp, C><<<1, 32, 0, s>>>(env.dc, dst, src, count, failed);
+        gicl_team_kernel<K, Scope::kWarp, C><<<1, 32, 0, s>>>(env.dc, dst, src, count, failed);
       else
-        ccl_team_kernel<K, Scope::kBlock, C><<<1, threads, 0, s>>>(env.dc, dst, src, count, failed);
+        gicl_team_kernel<K, Scope::kBlock, C>
+            <<<1, threads, 0, s>>>(env.dc, dst, src, count, failed);
     };
-    const double ccl_us = time_us(env, o,
-                                  [&](cudaStream_t s) {
-                                    if (o.local)
-                                      launch.template operator()<Completion::kLocal>(s);
-                                    else
-                                      launch.template operator()<Completion::kAll>(s);
-                                  }) /
-                          kInner;
+    const double gicl_us = time_us(env, o,
+                                   [&](cudaStream_t s) {
+                                     if (o.local)
+                                       launch.template operator()<Completion::kLocal>(s);
+                                     else
+                                       launch.template operator()<Completion::kAll>(s);
+                                   }) /
+                           kInner;
     int bad = 0;
     PERF_CUDA(cudaMemcpy(&bad, failed, sizeof(int), cudaMemcpyDeviceToHost));
     if (bad) {
-      std::fprintf(stderr, "%s: a ccl team collective failed (count %zu): %s\n", name, count,
-                   ccl_get_last_error());
+      std::fprintf(stderr, "%s: a gicl team collective failed (count %zu): %s\n", name, count,
+                   gicl_get_last_error());
       return 6;
     }
-    check(dst, count, "ccl");
-    Row r{count * sizeof(float), ccl_us, count * sizeof(float) / ccl_us / 1e3};
-#ifdef CCL_PERF_NVSHMEM
+    check(dst, count, "gicl");
+    Row r{count * sizeof(float), gicl_us, count * sizeof(float) / gicl_us / 1e3};
+#ifdef GICL_PERF_NVSHMEM
     fill_kernel<<<64, 256, 0, env.stream>>>(nsrc, max_elems, static_cast<float>(env.rank + 1));
     PERF_CUDA(cudaMemsetAsync(ndst, 0, max_elems * sizeof(float), env.stream));
     PERF_CUDA(cudaStreamSynchronize(env.stream));
@@ -210,13 +211,13 @@ int team_coll_main(const char* name, int argc, char** argv) {
     t.add(env, r);
   }
   t.write_json(env, o);
-#ifdef CCL_PERF_NVSHMEM
+#ifdef GICL_PERF_NVSHMEM
   nvshmem_free(nsrc);
   nvshmem_free(ndst);
 #endif
   PERF_CUDA(cudaFree(failed));
-  PERF_CCL(ccl_mem_free(env.comm, src));
-  PERF_CCL(ccl_mem_free(env.comm, dst));
+  PERF_GICL(gicl_mem_free(env.comm, src));
+  PERF_GICL(gicl_mem_free(env.comm, dst));
   finish(env);
   return 0;
 }

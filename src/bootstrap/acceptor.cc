@@ -10,7 +10,7 @@
 
 #include "common/log.hpp"
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 
 namespace {
 constexpr size_t kMaxPending = 1024;
@@ -26,7 +26,7 @@ Acceptor::~Acceptor() {
 }
 
 void Acceptor::reject(size_t index, const char* why) {
-  CCL_INFO(kSubsysBootstrap, "bootstrap: dropped a connection: %s", why);
+  GICL_INFO(kSubsysBootstrap, "bootstrap: dropped a connection: %s", why);
   ::close(pending_[index].fd);
   pending_.erase(pending_.begin() + static_cast<long>(index));
   ++rejected_;
@@ -70,7 +70,7 @@ bool Acceptor::advance(size_t i, int* fd, Hello* hello) {
 Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello) {
   std::vector<pollfd> fds;
   for (;;) {
-    if (cancelled(cancel)) return CCL_FAIL(CCL_ABORTED, "aborted while accepting connections");
+    if (cancelled(cancel)) return GICL_FAIL(GICL_ABORTED, "aborted while accepting connections");
     // Expire connections that have not said hello in time.
     const auto now = Clock::now();
     for (size_t i = pending_.size(); i-- > 0;) {
@@ -81,12 +81,12 @@ Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd
     fds.push_back({listen_fd_, POLLIN, 0});
     for (auto& p : pending_) fds.push_back({p.fd, POLLIN, 0});
     int n = ::poll(fds.data(), fds.size(), deadline.poll_ms(50));
-    if (n < 0 && errno != EINTR) CCL_SYSCHECK(-1, "poll");
+    if (n < 0 && errno != EINTR) GICL_SYSCHECK(-1, "poll");
     if (n > 0) {
       // Pending connections first: indices shift when one completes or is rejected.
       for (size_t i = fds.size() - 1; i >= 1; --i) {
         if (fds[i].revents == 0) continue;
-        if (advance(i - 1, fd, hello)) return CCL_SUCCESS;
+        if (advance(i - 1, fd, hello)) return GICL_SUCCESS;
       }
       if (fds[0].revents & POLLIN) {
         for (;;) {
@@ -109,8 +109,8 @@ Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd
         }
       }
     }
-    if (deadline.expired()) return CCL_FAIL(CCL_TIMEOUT, "timed out waiting for connections");
+    if (deadline.expired()) return GICL_FAIL(GICL_TIMEOUT, "timed out waiting for connections");
   }
 }
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

@@ -6,7 +6,7 @@
 
 #include "bootstrap/wire.hpp"
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 
 class Acceptor {
  public:
@@ -42,4 +42,4 @@ class Acceptor {
   std::vector<Pending> pending_;
 };
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

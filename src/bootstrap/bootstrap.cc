@@ -10,7 +10,7 @@
 #include "bootstrap/acceptor.hpp"
 #include "common/log.hpp"
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 
 namespace {
 
@@ -27,7 +27,7 @@ Hello make_hello(const uint8_t* secret, int rank, int nranks, const SockAddr& li
 Status send_hello(int fd, MsgType type, const Hello& hello, Deadline d, const CancelFlag* c,
                   const char* peer) {
   WireHeader h{static_cast<uint32_t>(type), 0, sizeof(Hello)};
-  CCL_CHECK(send_all(fd, &h, sizeof(h), d, c, peer));
+  GICL_CHECK(send_all(fd, &h, sizeof(h), d, c, peer));
   return send_all(fd, &hello, sizeof(hello), d, c, peer);
 }
 
@@ -44,15 +44,15 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
 
   SockAddr root;
   if (id.version != kWireVersion || !from_wire(id.root, &root))
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "id is not a unique id made by ccl_get_unique_id of this ccl version");
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "id is not a unique id made by gicl_get_unique_id of this gicl version");
   SockAddr local, bound;
   std::string ifname;
-  CCL_CHECK(find_interface_address(&local, &ifname));
-  CCL_CHECK(listen_on(local, 1024, &b->listen_fd_, &bound));
+  GICL_CHECK(find_interface_address(&local, &ifname));
+  GICL_CHECK(listen_on(local, 1024, &b->listen_fd_, &bound));
   b->acceptor_ = std::make_unique<Acceptor>(b->listen_fd_, b->secret_, MsgType::kPeerHello, nranks);
-  CCL_INFO(kSubsysBootstrap, "bootstrap: rank %d/%d listens on %s (%s), root %s", rank, nranks,
-           bound.str().c_str(), ifname.c_str(), root.str().c_str());
+  GICL_INFO(kSubsysBootstrap, "bootstrap: rank %d/%d listens on %s (%s), root %s", rank, nranks,
+            bound.str().c_str(), ifname.c_str(), root.str().c_str());
 
   // Root round: our address in, everybody's addresses (or the reason for failing) out. A root
   // under a connection flood may drop us before it reads our hello: then we connect again, until
@@ -62,14 +62,14 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
   std::vector<WireAddr> table(nranks);
   for (;;) {
     int fd = -1;
-    CCL_CHECK(connect_to(root, deadline, cancel, "the bootstrap root", &fd));
+    GICL_CHECK(connect_to(root, deadline, cancel, "the bootstrap root", &fd));
     WireHeader h{};
     Status s = send_hello(fd, MsgType::kRootHello, hello, deadline, cancel, "the bootstrap root");
     if (s.ok()) s = recv_all(fd, &h, sizeof(h), deadline, cancel, "the bootstrap root");
-    if (s.code() == CCL_REMOTE_ERROR && !deadline.expired()) {
+    if (s.code() == GICL_REMOTE_ERROR && !deadline.expired()) {
       ::close(fd);
-      CCL_INFO(kSubsysBootstrap, "rank %d: the bootstrap root dropped our connection; retrying",
-               rank);
+      GICL_INFO(kSubsysBootstrap, "rank %d: the bootstrap root dropped our connection; retrying",
+                rank);
       ::usleep(10000);
       continue;
     }
@@ -82,29 +82,29 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
       s = recv_all(fd, text.data(), text.size(), deadline, cancel, "the bootstrap root");
       ::close(fd);
       if (!s.ok()) return s;
-      return CCL_FAIL(CCL_TIMEOUT, "rank %d: %s", rank, text.c_str());
+      return GICL_FAIL(GICL_TIMEOUT, "rank %d: %s", rank, text.c_str());
     }
     if (h.type != static_cast<uint32_t>(MsgType::kRootTable) ||
         h.length != static_cast<uint64_t>(nranks) * sizeof(WireAddr)) {
       ::close(fd);
-      return CCL_FAIL(CCL_REMOTE_ERROR,
-                      "rank %d: malformed reply from the bootstrap root (type %u, %llu bytes)",
-                      rank, h.type, static_cast<unsigned long long>(h.length));
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "rank %d: malformed reply from the bootstrap root (type %u, %llu bytes)",
+                       rank, h.type, static_cast<unsigned long long>(h.length));
     }
     s = recv_all(fd, table.data(), h.length, deadline, cancel, "the bootstrap root");
     ::close(fd);
-    CCL_CHECK(s);
+    GICL_CHECK(s);
     break;
   }
   b->peers_.resize(nranks);
   for (int r = 0; r < nranks; ++r) {
     if (!from_wire(table[r], &b->peers_[r]))
-      return CCL_FAIL(CCL_REMOTE_ERROR, "bootstrap root sent an invalid address for rank %d", r);
+      return GICL_FAIL(GICL_REMOTE_ERROR, "bootstrap root sent an invalid address for rank %d", r);
   }
   b->out_fds_.assign(nranks, -1);
   b->in_.resize(nranks);
   *out = std::move(b);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Bootstrap::~Bootstrap() {
@@ -130,7 +130,7 @@ Status Bootstrap::out_conn(int peer, int* fd) {
     const Deadline d = Deadline::after_ms(timeout_ms_);
     const std::string name = peer_name(peer);
     int s = -1;
-    CCL_CHECK(connect_to(peers_[peer], d, cancel_, name.c_str(), &s));
+    GICL_CHECK(connect_to(peers_[peer], d, cancel_, name.c_str(), &s));
     Status st = send_hello(s, MsgType::kPeerHello, make_hello(secret_, rank_, nranks_, SockAddr{}),
                            d, cancel_, name.c_str());
     if (!st.ok()) {
@@ -140,7 +140,7 @@ Status Bootstrap::out_conn(int peer, int* fd) {
     out_fds_[peer] = s;
   }
   *fd = out_fds_[peer];
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status Bootstrap::in_conn(int peer) {
@@ -149,19 +149,19 @@ Status Bootstrap::in_conn(int peer) {
     int fd = -1;
     Hello hello{};
     Status s = acceptor_->accept_one(d, cancel_, &fd, &hello);
-    if (s.code() == CCL_TIMEOUT)
-      return CCL_FAIL(CCL_TIMEOUT, "rank %d: rank %d did not connect within %lld ms", rank_, peer,
-                      static_cast<long long>(timeout_ms_));
-    CCL_CHECK(s);
+    if (s.code() == GICL_TIMEOUT)
+      return GICL_FAIL(GICL_TIMEOUT, "rank %d: rank %d did not connect within %lld ms", rank_, peer,
+                       static_cast<long long>(timeout_ms_));
+    GICL_CHECK(s);
     if (in_[hello.rank].fd >= 0) {
-      CCL_WARN(kSubsysBootstrap, "rank %d: second connection claiming rank %d dropped", rank_,
-               hello.rank);
+      GICL_WARN(kSubsysBootstrap, "rank %d: second connection claiming rank %d dropped", rank_,
+                hello.rank);
       ::close(fd);
       continue;
     }
     in_[hello.rank].fd = fd;
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status Bootstrap::pump(int peer) {
@@ -184,16 +184,16 @@ Status Bootstrap::pump(int peer) {
     WireHeader h;
     std::memcpy(&h, c.rx.data() + off, sizeof(h));
     if (h.type != static_cast<uint32_t>(MsgType::kData) || h.length > kMaxMessageBytes)
-      return CCL_FAIL(CCL_REMOTE_ERROR,
-                      "rank %d: rank %d sent a malformed message (type %u, %llu bytes)", rank_,
-                      peer, h.type, static_cast<unsigned long long>(h.length));
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "rank %d: rank %d sent a malformed message (type %u, %llu bytes)", rank_,
+                       peer, h.type, static_cast<unsigned long long>(h.length));
     if (c.rx.size() - off - sizeof(h) < h.length) break;
     const char* p = c.rx.data() + off + sizeof(h);
     c.ready.push_back({h.tag, std::vector<char>(p, p + h.length)});
     off += sizeof(h) + h.length;
   }
   c.rx.erase(c.rx.begin(), c.rx.begin() + static_cast<long>(off));
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 bool Bootstrap::take(int peer, uint32_t tag, Message* m) {
@@ -210,14 +210,14 @@ bool Bootstrap::take(int peer, uint32_t tag, Message* m) {
 
 Status Bootstrap::exchange(int to, uint32_t tag, const void* sdata, size_t sbytes, int from,
                            void* rdata, size_t rbytes) {
-  if (cancelled(cancel_)) return CCL_FAIL(CCL_ABORTED, "rank %d: aborted", rank_);
+  if (cancelled(cancel_)) return GICL_FAIL(GICL_ABORTED, "rank %d: aborted", rank_);
   const bool do_send = to >= 0, do_recv = from >= 0;
   if (do_send && sbytes > kMaxMessageBytes)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT, "bootstrap message of %zu bytes exceeds the limit",
-                    sbytes);
+    return GICL_FAIL(GICL_INVALID_ARGUMENT, "bootstrap message of %zu bytes exceeds the limit",
+                     sbytes);
   int ofd = -1;
-  if (do_send) CCL_CHECK(out_conn(to, &ofd));
-  if (do_recv) CCL_CHECK(in_conn(from));
+  if (do_send) GICL_CHECK(out_conn(to, &ofd));
+  if (do_recv) GICL_CHECK(in_conn(from));
   std::vector<char> tx;
   if (do_send) {
     WireHeader h{static_cast<uint32_t>(MsgType::kData), tag, sbytes};
@@ -236,43 +236,43 @@ Status Bootstrap::exchange(int to, uint32_t tag, const void* sdata, size_t sbyte
         continue;
       }
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
-      if (cancelled(cancel_)) return CCL_FAIL(CCL_ABORTED, "rank %d: aborted", rank_);
-      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d: sending to rank %d failed: %s", rank_, to,
-                      strerror(errno));
+      if (cancelled(cancel_)) return GICL_FAIL(GICL_ABORTED, "rank %d: aborted", rank_);
+      return GICL_FAIL(GICL_REMOTE_ERROR, "rank %d: sending to rank %d failed: %s", rank_, to,
+                       strerror(errno));
     }
     if (!received) {
       Message m;
       if (take(from, tag, &m)) {
         if (m.payload.size() != rbytes)
-          return CCL_FAIL(CCL_REMOTE_ERROR,
-                          "rank %d: rank %d sent %zu bytes with tag %u, expected %zu (mismatched "
-                          "calls?)",
-                          rank_, from, m.payload.size(), tag, rbytes);
+          return GICL_FAIL(GICL_REMOTE_ERROR,
+                           "rank %d: rank %d sent %zu bytes with tag %u, expected %zu (mismatched "
+                           "calls?)",
+                           rank_, from, m.payload.size(), tag, rbytes);
         if (rbytes) std::memcpy(rdata, m.payload.data(), rbytes);
         received = true;
       }
     }
-    if (sent == tx.size() && received) return CCL_SUCCESS;
-    if (cancelled(cancel_)) return CCL_FAIL(CCL_ABORTED, "rank %d: aborted", rank_);
+    if (sent == tx.size() && received) return GICL_SUCCESS;
+    if (cancelled(cancel_)) return GICL_FAIL(GICL_ABORTED, "rank %d: aborted", rank_);
     if (!received && in_[from].closed)
-      return CCL_FAIL(CCL_REMOTE_ERROR,
-                      "rank %d: rank %d closed its connection before sending tag %u (it exited "
-                      "or aborted)",
-                      rank_, from, tag);
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "rank %d: rank %d closed its connection before sending tag %u (it exited "
+                       "or aborted)",
+                       rank_, from, tag);
     if (d.expired()) {
       if (!received)
-        return CCL_FAIL(CCL_TIMEOUT, "rank %d: no message from rank %d (tag %u) within %lld ms",
-                        rank_, from, tag, static_cast<long long>(timeout_ms_));
-      return CCL_FAIL(CCL_TIMEOUT, "rank %d: rank %d did not take our message within %lld ms",
-                      rank_, to, static_cast<long long>(timeout_ms_));
+        return GICL_FAIL(GICL_TIMEOUT, "rank %d: no message from rank %d (tag %u) within %lld ms",
+                         rank_, from, tag, static_cast<long long>(timeout_ms_));
+      return GICL_FAIL(GICL_TIMEOUT, "rank %d: rank %d did not take our message within %lld ms",
+                       rank_, to, static_cast<long long>(timeout_ms_));
     }
     pollfd p[2];
     int n = 0;
     if (sent < tx.size()) p[n++] = {ofd, POLLOUT, 0};
     if (!received) p[n++] = {in_[from].fd, POLLIN, 0};
     int rc = ::poll(p, n, d.poll_ms());
-    if (rc < 0 && errno != EINTR) CCL_SYSCHECK(-1, "poll");
-    if (!received) CCL_CHECK(pump(from));
+    if (rc < 0 && errno != EINTR) GICL_SYSCHECK(-1, "poll");
+    if (!received) GICL_CHECK(pump(from));
   }
 }
 
@@ -291,17 +291,17 @@ Status Bootstrap::allgather(void* data, size_t bytes) {
   for (int s = 0; s < nranks_ - 1; ++s) {
     const int send_block = (rank_ - s + nranks_) % nranks_;
     const int recv_block = (rank_ - s - 1 + nranks_) % nranks_;
-    CCL_CHECK(exchange(next, kTagAllgather, base + send_block * bytes, bytes, prev,
-                       base + recv_block * bytes, bytes));
+    GICL_CHECK(exchange(next, kTagAllgather, base + send_block * bytes, bytes, prev,
+                        base + recv_block * bytes, bytes));
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status Bootstrap::broadcast(void* data, size_t bytes, int root) {
   if (rank_ == root) {
     for (int r = 0; r < nranks_; ++r)
-      if (r != root) CCL_CHECK(send(r, kTagBroadcast, data, bytes));
-    return CCL_SUCCESS;
+      if (r != root) GICL_CHECK(send(r, kTagBroadcast, data, bytes));
+    return GICL_SUCCESS;
   }
   return recv(root, kTagBroadcast, data, bytes);
 }
@@ -309,21 +309,21 @@ Status Bootstrap::broadcast(void* data, size_t bytes, int root) {
 Status Bootstrap::agree(Status local, const char* what) {
   std::vector<int32_t> codes(nranks_);
   codes[rank_] = local.code();
-  CCL_CHECK(allgather(codes.data(), sizeof(int32_t)));
+  GICL_CHECK(allgather(codes.data(), sizeof(int32_t)));
   if (!local.ok()) return local;
   for (int r = 0; r < nranks_; ++r)
-    if (codes[r] != CCL_SUCCESS)
-      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d failed to %s (%s)", r, what,
-                      ccl_get_error_string(static_cast<ccl_result_t>(codes[r])));
-  return CCL_SUCCESS;
+    if (codes[r] != GICL_SUCCESS)
+      return GICL_FAIL(GICL_REMOTE_ERROR, "rank %d failed to %s (%s)", r, what,
+                       gicl_get_error_string(static_cast<gicl_result_t>(codes[r])));
+  return GICL_SUCCESS;
 }
 
 Status Bootstrap::barrier() {
   for (int dist = 1; dist < nranks_; dist <<= 1) {
-    CCL_CHECK(exchange((rank_ + dist) % nranks_, kTagBarrier, nullptr, 0,
-                       (rank_ - dist + nranks_) % nranks_, nullptr, 0));
+    GICL_CHECK(exchange((rank_ + dist) % nranks_, kTagBarrier, nullptr, 0,
+                        (rank_ - dist + nranks_) % nranks_, nullptr, 0));
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

@@ -1,6 +1,6 @@
 // Out-of-band host messaging between the ranks of one job: authenticated TCP connections made
 // on first use, and the collectives init needs (allgather, broadcast, barrier) built on tagged
-// point-to-point messages. Every wait is bounded by CCL_BOOTSTRAP_TIMEOUT and names the rank it
+// point-to-point messages. Every wait is bounded by GICL_BOOTSTRAP_TIMEOUT and names the rank it
 // waited for.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 #include "bootstrap/wire.hpp"
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 
 /// Tags below kUserTagBase belong to the bootstrap's own collectives.
 enum : uint32_t {
@@ -40,7 +40,7 @@ class Bootstrap {
   /// Dissemination barrier, ceil(log2 n) rounds.
   Status barrier();
   /// Every rank learns whether any rank's `local` step failed: a failure here returns `local`,
-  /// elsewhere CCL_REMOTE_ERROR naming the first failed rank and `what` it failed to do.
+  /// elsewhere GICL_REMOTE_ERROR naming the first failed rank and `what` it failed to do.
   Status agree(Status local, const char* what);
   Status send(int peer, uint32_t tag, const void* data, size_t bytes);
   /// Receives exactly `bytes`; a message of another length is an error naming the peer.
@@ -83,4 +83,4 @@ class Bootstrap {
   std::unique_ptr<class Acceptor> acceptor_;
 };
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

@@ -17,7 +17,7 @@
 #include "common/log.hpp"
 #include "common/rank_list.hpp"
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 namespace {
 
 struct Root {
@@ -97,8 +97,8 @@ void serve(Root* root) {
       table.assign(nranks, WireAddr{});
     }
     if (fds[hello.rank] >= 0) {
-      CCL_WARN(kSubsysBootstrap, "bootstrap root: rank %d connected twice; dropping the second",
-               hello.rank);
+      GICL_WARN(kSubsysBootstrap, "bootstrap root: rank %d connected twice; dropping the second",
+                hello.rank);
       ::close(fd);
       continue;
     }
@@ -109,7 +109,7 @@ void serve(Root* root) {
   if (nranks > 0 && arrived == nranks) {
     for (int r = 0; r < nranks; ++r)
       send_to(fds[r], MsgType::kRootTable, table.data(), table.size() * sizeof(WireAddr));
-    CCL_INFO(kSubsysBootstrap, "bootstrap root: %d ranks connected", nranks);
+    GICL_INFO(kSubsysBootstrap, "bootstrap root: %d ranks connected", nranks);
   } else if (nranks > 0) {
     std::vector<int> missing;
     for (int r = 0; r < nranks; ++r)
@@ -121,7 +121,7 @@ void serve(Root* root) {
                   static_cast<long long>(root->timeout_ms));
     std::string text = buf;
     if (root->stop.load()) text = "the bootstrap root was stopped";
-    CCL_WARN(kSubsysBootstrap, "bootstrap root: %s", text.c_str());
+    GICL_WARN(kSubsysBootstrap, "bootstrap root: %s", text.c_str());
     for (int fd : fds)
       if (fd >= 0) send_to(fd, MsgType::kRootAbort, text.data(), text.size());
   }
@@ -137,7 +137,7 @@ Status start_root(const SockAddr& bind_addr, const uint8_t* secret, int64_t time
                   SockAddr* bound) {
   reap_roots(false);
   auto root = std::make_unique<Root>();
-  CCL_CHECK(listen_on(bind_addr, 1024, &root->listen_fd, bound));
+  GICL_CHECK(listen_on(bind_addr, 1024, &root->listen_fd, bound));
   std::memcpy(root->secret, secret, kSecretBytes);
   root->timeout_ms = timeout_ms;
   Root* raw = root.get();
@@ -145,11 +145,11 @@ Status start_root(const SockAddr& bind_addr, const uint8_t* secret, int64_t time
     raw->thread = std::thread(serve, raw);
   } catch (const std::system_error& e) {
     ::close(raw->listen_fd);
-    return CCL_FAIL(CCL_SYSTEM_ERROR, "cannot start the bootstrap root thread: %s", e.what());
+    return GICL_FAIL(GICL_SYSTEM_ERROR, "cannot start the bootstrap root thread: %s", e.what());
   }
   std::lock_guard<std::mutex> lock(registry().mutex);
   registry().roots.push_back(std::move(root));
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 void reap_roots(bool wait_all) {
@@ -172,4 +172,4 @@ int live_roots() {
   return n;
 }
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

@@ -7,7 +7,7 @@
 
 #include "bootstrap/wire.hpp"
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 
 /// Starts a root listening on `bind_addr` (port 0: ephemeral); `bound` receives its address.
 Status start_root(const SockAddr& bind_addr, const uint8_t* secret, int64_t timeout_ms,
@@ -17,4 +17,4 @@ void reap_roots(bool wait_all);
 /// Number of root threads alive in this process.
 int live_roots();
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

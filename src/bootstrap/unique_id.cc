@@ -10,33 +10,33 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 
 Status random_secret(uint8_t* secret) {
   size_t got = 0;
   while (got < kSecretBytes) {
     ssize_t k = getrandom(secret + got, kSecretBytes - got, 0);
     if (k < 0 && errno == EINTR) continue;
-    CCL_SYSCHECK(k < 0 ? -1 : 0, "getrandom");
+    GICL_SYSCHECK(k < 0 ? -1 : 0, "getrandom");
     got += static_cast<size_t>(k);
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status make_unique_id(UniqueIdData* id) {
   *id = UniqueIdData{};
   id->version = kWireVersion;
-  CCL_CHECK(random_secret(id->secret));
+  GICL_CHECK(random_secret(id->secret));
   SockAddr local, bound;
   std::string ifname;
-  CCL_CHECK(find_interface_address(&local, &ifname));
+  GICL_CHECK(find_interface_address(&local, &ifname));
   int64_t timeout = 0;
-  CCL_CHECK(setting_int(Setting::kBootstrapTimeout, &timeout));
-  CCL_CHECK(start_root(local, id->secret, timeout, &bound));
+  GICL_CHECK(setting_int(Setting::kBootstrapTimeout, &timeout));
+  GICL_CHECK(start_root(local, id->secret, timeout, &bound));
   id->root = to_wire(bound);
-  CCL_INFO(kSubsysBootstrap, "bootstrap: root listening on %s (%s)", bound.str().c_str(),
-           ifname.c_str());
-  return CCL_SUCCESS;
+  GICL_INFO(kSubsysBootstrap, "bootstrap: root listening on %s (%s)", bound.str().c_str(),
+            ifname.c_str());
+  return GICL_SUCCESS;
 }
 
 namespace {
@@ -86,36 +86,36 @@ const char* first_env(std::initializer_list<const char*> names, const char** whi
 Status env_int(const char* name, const char* text, int* out) {
   int64_t v = 0;
   if (!parse_int64(text, &v) || v < 0 || v > (1 << 24))
-    return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' is not a valid rank or size", name, text);
+    return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s='%s' is not a valid rank or size", name, text);
   *out = static_cast<int>(v);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 }  // namespace
 
 Status launcher_ranks(int* rank, int* size, int* local_rank) {
   int64_t r = -1, n = -1, lr = -1;
-  CCL_CHECK(setting_int(Setting::kRank, &r));
-  CCL_CHECK(setting_int(Setting::kWorldSize, &n));
-  CCL_CHECK(setting_int(Setting::kLocalRank, &lr));
+  GICL_CHECK(setting_int(Setting::kRank, &r));
+  GICL_CHECK(setting_int(Setting::kWorldSize, &n));
+  GICL_CHECK(setting_int(Setting::kLocalRank, &lr));
   const char* name = nullptr;
   if (r < 0) {
     const char* v =
         first_env({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, &name);
     if (v == nullptr)
-      return CCL_FAIL(CCL_INVALID_USAGE,
-                      "no rank in the environment: set CCL_RANK (ccl-run does) or start under "
-                      "mpirun / srun");
+      return GICL_FAIL(GICL_INVALID_USAGE,
+                       "no rank in the environment: set GICL_RANK (gicl-run does) or start under "
+                       "mpirun / srun");
     int x = 0;
-    CCL_CHECK(env_int(name, v, &x));
+    GICL_CHECK(env_int(name, v, &x));
     r = x;
   }
   if (n < 0) {
     const char* v = first_env({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, &name);
     if (v == nullptr)
-      return CCL_FAIL(CCL_INVALID_USAGE, "no world size in the environment: set CCL_WORLD_SIZE");
+      return GICL_FAIL(GICL_INVALID_USAGE, "no world size in the environment: set GICL_WORLD_SIZE");
     int x = 0;
-    CCL_CHECK(env_int(name, v, &x));
+    GICL_CHECK(env_int(name, v, &x));
     n = x;
   }
   if (lr < 0) {
@@ -123,51 +123,52 @@ Status launcher_ranks(int* rank, int* size, int* local_rank) {
         first_env({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, &name);
     if (v != nullptr) {
       int x = 0;
-      CCL_CHECK(env_int(name, v, &x));
+      GICL_CHECK(env_int(name, v, &x));
       lr = x;
     }
   }
   if (n < 1 || r >= n)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT, "launcher rank %lld is out of range for world size %lld",
-                    static_cast<long long>(r), static_cast<long long>(n));
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "launcher rank %lld is out of range for world size %lld",
+                     static_cast<long long>(r), static_cast<long long>(n));
   *rank = static_cast<int>(r);
   *size = static_cast<int>(n);
   *local_rank = static_cast<int>(lr);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status launcher_unique_id(int rank, UniqueIdData* id) {
   *id = UniqueIdData{};
   id->version = kWireVersion;
   std::string root_text, secret_text;
-  CCL_CHECK(setting_string(Setting::kRootAddr, &root_text));
-  CCL_CHECK(setting_string(Setting::kBootstrapSecret, &secret_text));
+  GICL_CHECK(setting_string(Setting::kRootAddr, &root_text));
+  GICL_CHECK(setting_string(Setting::kBootstrapSecret, &secret_text));
   if (root_text.empty())
-    return CCL_FAIL(CCL_INVALID_USAGE,
-                    "CCL_ROOT_ADDR is not set: launch with ccl-run, or set it "
-                    "to host:port of rank 0");
+    return GICL_FAIL(GICL_INVALID_USAGE,
+                     "GICL_ROOT_ADDR is not set: launch with gicl-run, or set it "
+                     "to host:port of rank 0");
   SockAddr root;
-  CCL_CHECK(parse_host_port(root_text.c_str(), "CCL_ROOT_ADDR", &root));
+  GICL_CHECK(parse_host_port(root_text.c_str(), "GICL_ROOT_ADDR", &root));
   if (!secret_text.empty()) {
     if (!hex_secret(secret_text, id->secret))
-      return CCL_FAIL(CCL_INVALID_ARGUMENT, "CCL_BOOTSTRAP_SECRET must be 32 hex digits");
+      return GICL_FAIL(GICL_INVALID_ARGUMENT, "GICL_BOOTSTRAP_SECRET must be 32 hex digits");
   } else {
     const char* job = first_env(
         {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"}, nullptr);
-    CCL_WARN(kSubsysBootstrap,
-             "CCL_BOOTSTRAP_SECRET is not set; deriving the job secret from %s, which guards "
-             "against accidents, not attackers",
-             job ? "the launcher's job id" : "CCL_ROOT_ADDR");
+    GICL_WARN(kSubsysBootstrap,
+              "GICL_BOOTSTRAP_SECRET is not set; deriving the job secret from %s, which guards "
+              "against accidents, not attackers",
+              job ? "the launcher's job id" : "GICL_ROOT_ADDR");
     derive_secret(std::string(job ? job : "") + "|" + root_text, id->secret);
   }
   if (rank == 0) {
     int64_t timeout = 0;
-    CCL_CHECK(setting_int(Setting::kBootstrapTimeout, &timeout));
+    GICL_CHECK(setting_int(Setting::kBootstrapTimeout, &timeout));
     SockAddr bound;
-    CCL_CHECK(start_root(root, id->secret, timeout, &bound));
+    GICL_CHECK(start_root(root, id->secret, timeout, &bound));
   }
   id->root = to_wire(root);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

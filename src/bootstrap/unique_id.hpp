@@ -1,22 +1,22 @@
-// Making unique ids: a fresh one with an in-process root (ccl_get_unique_id), or the one a
-// launcher describes through the environment (CCL_ROOT_ADDR + CCL_BOOTSTRAP_SECRET).
+// Making unique ids: a fresh one with an in-process root (gicl_get_unique_id), or the one a
+// launcher describes through the environment (GICL_ROOT_ADDR + GICL_BOOTSTRAP_SECRET).
 #pragma once
 
 #include "bootstrap/wire.hpp"
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 
 /// Fresh random secret, root started in this process on the bootstrap interface.
 Status make_unique_id(UniqueIdData* id);
 
-/// The id of a launcher-started job. Rank 0 also starts the root on CCL_ROOT_ADDR.
+/// The id of a launcher-started job. Rank 0 also starts the root on GICL_ROOT_ADDR.
 Status launcher_unique_id(int rank, UniqueIdData* id);
 
-/// Rank, size and node-local rank from CCL_RANK / CCL_WORLD_SIZE / CCL_LOCAL_RANK, else from
+/// Rank, size and node-local rank from GICL_RANK / GICL_WORLD_SIZE / GICL_LOCAL_RANK, else from
 /// Open MPI, PMIx, PMI or Slurm variables. local_rank is -1 when no launcher sets it.
 Status launcher_ranks(int* rank, int* size, int* local_rank);
 
 /// Fills `secret` from the OS's random source.
 Status random_secret(uint8_t* secret);
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

@@ -2,7 +2,7 @@
 
 #include <netinet/in.h>
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 
 WireAddr to_wire(const SockAddr& a) {
   WireAddr w{};
@@ -38,4 +38,4 @@ bool from_wire(const WireAddr& w, SockAddr* out) {
   return true;
 }
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

@@ -7,7 +7,7 @@
 
 #include "common/socket.hpp"
 
-namespace ccl::bootstrap {
+namespace gicl::bootstrap {
 
 inline constexpr uint32_t kWireVersion = 1;
 inline constexpr size_t kSecretBytes = 16;
@@ -66,7 +66,7 @@ inline bool secret_equal(const uint8_t* a, const uint8_t* b) {
   return diff == 0;
 }
 
-/// Contents of ccl_unique_id_t.
+/// Contents of gicl_unique_id_t.
 struct UniqueIdData {
   uint32_t version;
   uint32_t pad;
@@ -75,4 +75,4 @@ struct UniqueIdData {
 };
 static_assert(sizeof(UniqueIdData) <= 128);
 
-}  // namespace ccl::bootstrap
+}  // namespace gicl::bootstrap

@@ -5,7 +5,7 @@
 
 #include "common/log.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 DriverApi g_api{};
@@ -67,23 +67,23 @@ std::once_flag g_once;
 Status driver_api(const DriverApi** api) {
   std::call_once(g_once, load_all);
   if (g_load_error != cudaSuccess)
-    return CCL_FAIL(CCL_UNSUPPORTED, "no usable CUDA driver: %s%s%s",
-                    cudaGetErrorString(g_load_error), g_missing ? ", missing " : "",
-                    g_missing ? g_missing : "");
+    return GICL_FAIL(GICL_UNSUPPORTED, "no usable CUDA driver: %s%s%s",
+                     cudaGetErrorString(g_load_error), g_missing ? ", missing " : "",
+                     g_missing ? g_missing : "");
   *api = &g_api;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status context_id(int device, uint64_t* id) {
-  CCL_CUDA_CHECK(cudaSetDevice(device));  // makes the primary context current (CUDA 12+)
+  GICL_CUDA_CHECK(cudaSetDevice(device));  // makes the primary context current (CUDA 12+)
   const DriverApi* api = nullptr;
-  CCL_CHECK(driver_api(&api));
+  GICL_CHECK(driver_api(&api));
   CUcontext ctx = nullptr;
   unsigned long long value = 0;
-  CCL_CU_CHECK(api->cuCtxGetCurrent(&ctx));
-  CCL_CU_CHECK(api->cuCtxGetId(ctx, &value));
+  GICL_CU_CHECK(api->cuCtxGetCurrent(&ctx));
+  GICL_CU_CHECK(api->cuCtxGetId(ctx, &value));
   *id = value;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 int cuda_device_count() {
@@ -99,16 +99,16 @@ Status enable_peer_access(int peer_device) {
   const cudaError_t e = cudaDeviceEnablePeerAccess(peer_device, 0);
   if (e == cudaErrorPeerAccessAlreadyEnabled) {
     cudaGetLastError();
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   }
-  CCL_CUDA_CHECK(e);
-  return CCL_SUCCESS;
+  GICL_CUDA_CHECK(e);
+  return GICL_SUCCESS;
 }
 
 namespace {
 // One set-up stream per context, made at the first set-up of the process and kept. A fresh stream
 // per copy would make a first launch each time; first launches from several threads at once can
-// land behind another stream's kernel that waits for this thread (reproduced without ccl:
+// land behind another stream's kernel that waits for this thread (reproduced without gicl:
 // perf/results/2026-11-25_h100_one_process_flake.md), and ranks' first calls run set-up at once.
 // Keyed by context: after cudaDeviceReset the old stream is gone with its context.
 std::mutex g_setup_mutex;
@@ -119,19 +119,19 @@ std::map<uint64_t, cudaStream_t> g_setup_streams;
 template <typename Issue>
 Status on_setup_stream(Issue issue) {
   int device = -1;
-  CCL_CUDA_CHECK(cudaGetDevice(&device));
+  GICL_CUDA_CHECK(cudaGetDevice(&device));
   uint64_t ctx = 0;
-  CCL_CHECK(context_id(device, &ctx));
+  GICL_CHECK(context_id(device, &ctx));
   cudaStream_t s = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_setup_mutex);
     cudaStream_t& kept = g_setup_streams[ctx];
-    if (kept == nullptr) CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&kept, cudaStreamNonBlocking));
+    if (kept == nullptr) GICL_CUDA_CHECK(cudaStreamCreateWithFlags(&kept, cudaStreamNonBlocking));
     s = kept;
   }
-  CCL_CUDA_CHECK(issue(s));
-  CCL_CUDA_CHECK(cudaStreamSynchronize(s));
-  return CCL_SUCCESS;
+  GICL_CUDA_CHECK(issue(s));
+  GICL_CUDA_CHECK(cudaStreamSynchronize(s));
+  return GICL_SUCCESS;
 }
 }  // namespace
 
@@ -151,28 +151,28 @@ Status download_device(void* dst, const void* src, size_t bytes) {
 
 Status cuda_fail(cudaError_t err, const char* expr, const char* file, int line) {
   cudaGetLastError();
-  return fail(CCL_UNHANDLED_CUDA_ERROR, file, line, "%s failed: %s (%s)", expr,
+  return fail(GICL_UNHANDLED_CUDA_ERROR, file, line, "%s failed: %s (%s)", expr,
               cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
 Status cu_fail(CUresult err, const char* expr, const char* file, int line) {
   const char* text = "unknown";
   if (g_api.cuGetErrorString) g_api.cuGetErrorString(err, &text);
-  return fail(CCL_UNHANDLED_CUDA_ERROR, file, line, "%s failed: CUresult %d (%s)", expr,
+  return fail(GICL_UNHANDLED_CUDA_ERROR, file, line, "%s failed: CUresult %d (%s)", expr,
               static_cast<int>(err), text);
 }
 
 void cuda_warn(cudaError_t err, const char* expr, const char* file, int line) {
   cudaGetLastError();
-  CCL_WARN(kSubsysInit, "%s:%d: %s failed: %s (%s)", file, line, expr, cudaGetErrorName(err),
-           cudaGetErrorString(err));
+  GICL_WARN(kSubsysInit, "%s:%d: %s failed: %s (%s)", file, line, expr, cudaGetErrorName(err),
+            cudaGetErrorString(err));
 }
 
 void cu_warn(CUresult err, const char* expr, const char* file, int line) {
   const char* text = "unknown";
   if (g_api.cuGetErrorString) g_api.cuGetErrorString(err, &text);
-  CCL_WARN(kSubsysInit, "%s:%d: %s failed: CUresult %d (%s)", file, line, expr,
-           static_cast<int>(err), text);
+  GICL_WARN(kSubsysInit, "%s:%d: %s failed: CUresult %d (%s)", file, line, expr,
+            static_cast<int>(err), text);
 }
 
-}  // namespace ccl
+}  // namespace gicl

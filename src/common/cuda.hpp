@@ -1,5 +1,5 @@
 // CUDA helpers for host code: checked runtime calls and the driver entry points that VMM needs.
-// libccl links the static CUDA runtime and finds the driver at run time, so it loads (and
+// libgicl links the static CUDA runtime and finds the driver at run time, so it loads (and
 // bootstraps) on machines with no GPU driver at all.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "common/status.hpp"
 
-namespace ccl {
+namespace gicl {
 
 /// Driver functions resolved through cudaGetDriverEntryPointByVersion.
 struct DriverApi {
@@ -29,7 +29,7 @@ struct DriverApi {
   PFN_cuCtxGetCurrent_v4000 cuCtxGetCurrent;  // with cuCtxGetId: context_id
   PFN_cuCtxGetId_v12000 cuCtxGetId;
   // NVLink multicast (NVLS); null where the driver lacks it. Only the NVLS path behind
-  // CCL_NVLS_ENABLE=1 calls them.
+  // GICL_NVLS_ENABLE=1 calls them.
   PFN_cuMulticastCreate_v12010 cuMulticastCreate;
   PFN_cuMulticastAddDevice_v12010 cuMulticastAddDevice;
   PFN_cuMulticastBindMem_v12010 cuMulticastBindMem;
@@ -39,7 +39,7 @@ struct DriverApi {
   PFN_cuStreamWriteValue64_v11070 cuStreamWriteValue64;
 };
 
-/// The driver API, or CCL_UNSUPPORTED when no usable driver is installed.
+/// The driver API, or GICL_UNSUPPORTED when no usable driver is installed.
 Status driver_api(const DriverApi** api);
 
 /// The id of `device`'s primary context, unique for the process's lifetime (a context made again
@@ -106,31 +106,32 @@ Status cu_fail(CUresult err, const char* expr, const char* file, int line);
 void cuda_warn(cudaError_t err, const char* expr, const char* file, int line);
 void cu_warn(CUresult err, const char* expr, const char* file, int line);
 
-}  // namespace ccl
+}  // namespace gicl
 
-#define CCL_CUDA_CHECK(expr)                                             \
-  do {                                                                   \
-    cudaError_t ccl_cuda_err_ = (expr);                                  \
-    if (ccl_cuda_err_ != cudaSuccess)                                    \
-      return ::ccl::cuda_fail(ccl_cuda_err_, #expr, __FILE__, __LINE__); \
+#define GICL_CUDA_CHECK(expr)                                              \
+  do {                                                                     \
+    cudaError_t gicl_cuda_err_ = (expr);                                   \
+    if (gicl_cuda_err_ != cudaSuccess)                                     \
+      return ::gicl::cuda_fail(gicl_cuda_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-#define CCL_CU_CHECK(expr)                                           \
-  do {                                                               \
-    CUresult ccl_cu_err_ = (expr);                                   \
-    if (ccl_cu_err_ != CUDA_SUCCESS)                                 \
-      return ::ccl::cu_fail(ccl_cu_err_, #expr, __FILE__, __LINE__); \
+#define GICL_CU_CHECK(expr)                                            \
+  do {                                                                 \
+    CUresult gicl_cu_err_ = (expr);                                    \
+    if (gicl_cu_err_ != CUDA_SUCCESS)                                  \
+      return ::gicl::cu_fail(gicl_cu_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 /// For destructors and other teardown: a failure is logged (WARN), not returned.
-#define CCL_CUDA_WARN(expr)                                                                       \
-  do {                                                                                            \
-    cudaError_t ccl_cuda_err_ = (expr);                                                           \
-    if (ccl_cuda_err_ != cudaSuccess) ::ccl::cuda_warn(ccl_cuda_err_, #expr, __FILE__, __LINE__); \
+#define GICL_CUDA_WARN(expr)                                        \
+  do {                                                              \
+    cudaError_t gicl_cuda_err_ = (expr);                            \
+    if (gicl_cuda_err_ != cudaSuccess)                              \
+      ::gicl::cuda_warn(gicl_cuda_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-#define CCL_CU_WARN(expr)                                                                    \
-  do {                                                                                       \
-    CUresult ccl_cu_err_ = (expr);                                                           \
-    if (ccl_cu_err_ != CUDA_SUCCESS) ::ccl::cu_warn(ccl_cu_err_, #expr, __FILE__, __LINE__); \
+#define GICL_CU_WARN(expr)                                                                      \
+  do {                                                                                          \
+    CUresult gicl_cu_err_ = (expr);                                                             \
+    if (gicl_cu_err_ != CUDA_SUCCESS) ::gicl::cu_warn(gicl_cu_err_, #expr, __FILE__, __LINE__); \
   } while (0)

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace ccl {
+namespace gicl {
 
 using Clock = std::chrono::steady_clock;
 
@@ -30,11 +30,11 @@ class Deadline {
   Clock::time_point t_;
 };
 
-/// Set by ccl_comm_abort; every blocking host loop polls it at least every 100 ms.
+/// Set by gicl_comm_abort; every blocking host loop polls it at least every 100 ms.
 using CancelFlag = std::atomic<bool>;
 
 inline bool cancelled(const CancelFlag* c) {
   return c != nullptr && c->load(std::memory_order_acquire);
 }
 
-}  // namespace ccl
+}  // namespace gicl

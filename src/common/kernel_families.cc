@@ -11,7 +11,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 struct Registry {
@@ -42,32 +42,33 @@ KernelFamily::KernelFamily(const char* name, KernelLoader load) {
 
 Status load_kernel_families(int device) {
   int64_t preload = 1;
-  CCL_CHECK(setting_int(Setting::kPreloadKernels, &preload));
-  if (preload == 0 || device < 0) return CCL_SUCCESS;
+  GICL_CHECK(setting_int(Setting::kPreloadKernels, &preload));
+  if (preload == 0 || device < 0) return GICL_SUCCESS;
   uint64_t ctx = 0;
-  CCL_CHECK(context_id(device, &ctx));
+  GICL_CHECK(context_id(device, &ctx));
   Registry& r = registry();
   // Held while loading: a second rank of this process on the device waits for the first.
   std::lock_guard<std::mutex> lock(r.m);
-  if (r.loaded.count(ctx) != 0) return CCL_SUCCESS;
+  if (r.loaded.count(ctx) != 0) return GICL_SUCCESS;
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& [name, load] : r.families) {
     const cudaError_t e = load();
     if (e != cudaSuccess) {
       cudaGetLastError();
-      return CCL_FAIL(CCL_UNHANDLED_CUDA_ERROR,
-                      "loading the library's %s kernels on device %d: %s (%s)", name, device,
-                      cudaGetErrorName(e), cudaGetErrorString(e));
+      return GICL_FAIL(GICL_UNHANDLED_CUDA_ERROR,
+                       "loading the library's %s kernels on device %d: %s (%s)", name, device,
+                       cudaGetErrorName(e), cudaGetErrorString(e));
     }
   }
   r.loaded.insert(ctx);
-  CCL_INFO(kSubsysInit,
-           "device %d: %zu kernel families loaded in %.1f ms (at most %zu bytes of local memory "
-           "a thread)",
-           device, r.families.size(),
-           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
-           r.most_local);
-  return CCL_SUCCESS;
+  GICL_INFO(
+      kSubsysInit,
+      "device %d: %zu kernel families loaded in %.1f ms (at most %zu bytes of local memory "
+      "a thread)",
+      device, r.families.size(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+      r.most_local);
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -3,14 +3,14 @@
 // Why: under lazy module loading (CUDA's default) a kernel is loaded at its first launch, and
 // that load waits for every kernel running in the context. A first launch that a running kernel
 // of the same context waits for (a stream waiting for a signal this process sends next on
-// another stream; ranks of one process on one GPU) would then stall until CCL_WAIT_TIMEOUT.
+// another stream; ranks of one process on one GPU) would then stall until GICL_WAIT_TIMEOUT.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "common/status.hpp"
 
-namespace ccl {
+namespace gicl {
 
 using KernelLoader = cudaError_t (*)();
 
@@ -41,8 +41,8 @@ cudaError_t load_kernels(Kernels... kernels) {
 }
 
 /// Runs every registered loader on `device` (the current device), once per context of the
-/// process: again after cudaDeviceReset (CCL_PRELOAD_KERNELS=0: never). The error names the
+/// process: again after cudaDeviceReset (GICL_PRELOAD_KERNELS=0: never). The error names the
 /// family whose kernels did not load.
 Status load_kernel_families(int device);
 
-}  // namespace ccl
+}  // namespace gicl

@@ -14,7 +14,7 @@
 
 #include "common/kernel_launch.hpp"
 
-namespace ccl {
+namespace gicl {
 
 /// First statement of every kernel launched through launch_kernel(). The wait returns once the
 /// previous grid of the stream has completed and its writes are visible (at once for a launch
@@ -105,4 +105,4 @@ cudaError_t launch_kernel(void (*kernel)(Params...), int grid, int block, const 
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
-}  // namespace ccl
+}  // namespace gicl

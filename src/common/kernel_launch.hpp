@@ -3,11 +3,11 @@
 
 #include <cuda_runtime_api.h>
 
-namespace ccl {
+namespace gicl {
 
 struct Launch {
   cudaStream_t stream;
-  bool pdl;  // programmatic dependent launch (ccl_comm::pdl): see kernel_launch.cuh
+  bool pdl;  // programmatic dependent launch (gicl_comm::pdl): see kernel_launch.cuh
 };
 
-}  // namespace ccl
+}  // namespace gicl

@@ -14,7 +14,7 @@
 
 #include "common/settings.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 constexpr struct {
@@ -88,7 +88,7 @@ void load_locked() {
   g_mask.store(mask, std::memory_order_relaxed);
   g_level.store(level, std::memory_order_release);
   if (idx < 0)
-    std::fprintf(g_file, "%s:%d CCL WARN CCL_DEBUG='%s' is not one of %s; using WARN\n", g_host,
+    std::fprintf(g_file, "%s:%d GICL WARN GICL_DEBUG='%s' is not one of %s; using WARN\n", g_host,
                  getpid(), lv.c_str(), setting_def(Setting::kDebug).choices);
 }
 
@@ -150,10 +150,10 @@ void log_message(LogLevel level, uint32_t subsys, const char* file, int line, co
   base = base ? base + 1 : file;
   std::lock_guard<std::mutex> lock(g_mutex);
   if (level == LogLevel::kTrace)
-    std::fprintf(g_file, "%s:%d:%ld CCL %s %s:%d %s\n", g_host, getpid(),
+    std::fprintf(g_file, "%s:%d:%ld GICL %s %s:%d %s\n", g_host, getpid(),
                  static_cast<long>(syscall(SYS_gettid)), level_name(level), base, line, msg);
   else
-    std::fprintf(g_file, "%s:%d:%ld CCL %s %s\n", g_host, getpid(),
+    std::fprintf(g_file, "%s:%d:%ld GICL %s %s\n", g_host, getpid(),
                  static_cast<long>(syscall(SYS_gettid)), level_name(level), msg);
   std::fflush(g_file);
 }
@@ -163,4 +163,4 @@ void log_reload() {
   load_locked();
 }
 
-}  // namespace ccl
+}  // namespace gicl

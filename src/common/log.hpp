@@ -1,13 +1,13 @@
-// Leveled, per-subsystem logging (CCL_DEBUG, CCL_DEBUG_SUBSYS, CCL_DEBUG_FILE).
+// Leveled, per-subsystem logging (GICL_DEBUG, GICL_DEBUG_SUBSYS, GICL_DEBUG_FILE).
 #pragma once
 
 #include <cstdint>
 
-namespace ccl {
+namespace gicl {
 
 enum class LogLevel : int { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 
-/// Subsystems, selectable with CCL_DEBUG_SUBSYS (names as in kSubsysNames).
+/// Subsystems, selectable with GICL_DEBUG_SUBSYS (names as in kSubsysNames).
 enum Subsys : uint32_t {
   kSubsysInit = 1u << 0,
   kSubsysBootstrap = 1u << 1,
@@ -20,23 +20,23 @@ enum Subsys : uint32_t {
   kSubsysAll = ~0u,
 };
 
-/// Parses a CCL_DEBUG_SUBSYS value ("INIT,MEM", "^TOPO", "ALL"); false if a name is unknown.
+/// Parses a GICL_DEBUG_SUBSYS value ("INIT,MEM", "^TOPO", "ALL"); false if a name is unknown.
 bool parse_subsys_mask(const char* text, uint32_t* mask);
 
 /// True when a message of this level and subsystem would be written (cheap: two loads).
 bool log_enabled(LogLevel level, uint32_t subsys);
 void log_message(LogLevel level, uint32_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
-/// Re-reads the CCL_DEBUG* settings (tests change them between cases).
+/// Re-reads the GICL_DEBUG* settings (tests change them between cases).
 void log_reload();
 
-}  // namespace ccl
+}  // namespace gicl
 
-#define CCL_LOG_AT(level, subsys, ...)                                        \
-  do {                                                                        \
-    if (::ccl::log_enabled((level), (subsys)))                                \
-      ::ccl::log_message((level), (subsys), __FILE__, __LINE__, __VA_ARGS__); \
+#define GICL_LOG_AT(level, subsys, ...)                                        \
+  do {                                                                         \
+    if (::gicl::log_enabled((level), (subsys)))                                \
+      ::gicl::log_message((level), (subsys), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
-#define CCL_WARN(subsys, ...) CCL_LOG_AT(::ccl::LogLevel::kWarn, (subsys), __VA_ARGS__)
-#define CCL_INFO(subsys, ...) CCL_LOG_AT(::ccl::LogLevel::kInfo, (subsys), __VA_ARGS__)
-#define CCL_TRACE(subsys, ...) CCL_LOG_AT(::ccl::LogLevel::kTrace, (subsys), __VA_ARGS__)
+#define GICL_WARN(subsys, ...) GICL_LOG_AT(::gicl::LogLevel::kWarn, (subsys), __VA_ARGS__)
+#define GICL_INFO(subsys, ...) GICL_LOG_AT(::gicl::LogLevel::kInfo, (subsys), __VA_ARGS__)
+#define GICL_TRACE(subsys, ...) GICL_LOG_AT(::gicl::LogLevel::kTrace, (subsys), __VA_ARGS__)

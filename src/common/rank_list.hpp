@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace ccl {
+namespace gicl {
 
 /// Joins up to `limit` ranks with commas, then ",..." if there are more.
 inline std::string rank_list(const std::vector<int>& ranks, size_t limit = 32) {
@@ -17,4 +17,4 @@ inline std::string rank_list(const std::vector<int>& ranks, size_t limit = 32) {
   return s;
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -8,14 +8,14 @@
 
 #include "common/log.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 constexpr SettingDef kDefs[] = {
-#define CCL_SETTING(id, name, type, def, doc, lo, hi, choices) \
+#define GICL_SETTING(id, name, type, def, doc, lo, hi, choices) \
   {name, SettingType::type, def, doc, lo, hi, choices},
 #include "common/settings.def"
-#undef CCL_SETTING
+#undef GICL_SETTING
 };
 static_assert(sizeof(kDefs) / sizeof(kDefs[0]) == static_cast<size_t>(Setting::kCount));
 
@@ -140,61 +140,62 @@ Status setting_int(Setting s, int64_t* value, SettingSource* source) {
     case SettingType::kBool: {
       bool b = false;
       if (!parse_bool(text, &b))
-        return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' is not a boolean (use 0/1, true/false)",
-                        d.name, text);
+        return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s='%s' is not a boolean (use 0/1, true/false)",
+                         d.name, text);
       *value = b ? 1 : 0;
-      return CCL_SUCCESS;
+      return GICL_SUCCESS;
     }
     case SettingType::kInt:
     case SettingType::kDuration:
       if (!parse_int64(text, &v))
-        return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' is not an integer", d.name, text);
+        return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s='%s' is not an integer", d.name, text);
       break;
     case SettingType::kSize:
       if (!parse_size(text, &v))
-        return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                        "%s='%s' is not a size (a number with an optional K, M, G or T suffix)",
-                        d.name, text);
+        return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                         "%s='%s' is not a size (a number with an optional K, M, G or T suffix)",
+                         d.name, text);
       break;
     case SettingType::kEnum: {
       int idx = parse_choice(d.choices, text);
       if (idx < 0)
-        return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' is not one of %s", d.name, text, d.choices);
+        return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s='%s' is not one of %s", d.name, text,
+                         d.choices);
       *value = idx;
-      return CCL_SUCCESS;
+      return GICL_SUCCESS;
     }
     case SettingType::kString:
-      return CCL_FAIL(CCL_INTERNAL_ERROR, "%s is a string setting, read as an integer", d.name);
+      return GICL_FAIL(GICL_INTERNAL_ERROR, "%s is a string setting, read as an integer", d.name);
   }
   if (v < d.min || v > d.max)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s=%s is out of range [%lld, %lld]", d.name, text,
-                    static_cast<long long>(d.min), static_cast<long long>(d.max));
+    return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s=%s is out of range [%lld, %lld]", d.name, text,
+                     static_cast<long long>(d.min), static_cast<long long>(d.max));
   *value = v;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status setting_string(Setting s, std::string* value, SettingSource* source) {
   const SettingDef& d = setting_def(s);
   if (d.type == SettingType::kEnum) {
     int64_t idx = 0;
-    CCL_CHECK(setting_int(s, &idx, source));
+    GICL_CHECK(setting_int(s, &idx, source));
     const char* p = d.choices;
     for (int64_t i = 0; i < idx; ++i) p = std::strchr(p, '|') + 1;
     const char* bar = std::strchr(p, '|');
     *value = bar ? std::string(p, bar) : std::string(p);
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   }
   if (d.type != SettingType::kString)
-    return CCL_FAIL(CCL_INTERNAL_ERROR, "%s is not a string setting", d.name);
+    return GICL_FAIL(GICL_INTERNAL_ERROR, "%s is not a string setting", d.name);
   const char* text = raw_value(d, source);
   uint32_t mask = 0;
   if (s == Setting::kDebugSubsys && !parse_subsys_mask(text, &mask))
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "%s='%s' names an unknown subsystem (use INIT,BOOTSTRAP,TOPO,MEM,NET,PROXY,"
-                    "COLL,ENV,ALL)",
-                    d.name, text);
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "%s='%s' names an unknown subsystem (use INIT,BOOTSTRAP,TOPO,MEM,NET,PROXY,"
+                     "COLL,ENV,ALL)",
+                     d.name, text);
   *value = text;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl
+}  // namespace gicl

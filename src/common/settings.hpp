@@ -1,4 +1,4 @@
-// The typed registry of CCL_* settings (rows in settings.def). Values are read from the
+// The typed registry of GICL_* settings (rows in settings.def). Values are read from the
 // environment at each access so that a communicator sees the environment of its creation.
 #pragma once
 
@@ -7,14 +7,14 @@
 
 #include "common/status.hpp"
 
-namespace ccl {
+namespace gicl {
 
 enum class SettingType { kBool, kInt, kSize, kDuration, kString, kEnum };
 
 enum class Setting : int {
-#define CCL_SETTING(id, name, type, def, doc, lo, hi, choices) id,
+#define GICL_SETTING(id, name, type, def, doc, lo, hi, choices) id,
 #include "common/settings.def"
-#undef CCL_SETTING
+#undef GICL_SETTING
   kCount
 };
 
@@ -36,7 +36,7 @@ const char* setting_type_name(SettingType t);
 enum class SettingSource { kDefault, kEnvironment };
 
 /// Integer-valued settings (kBool, kInt, kSize, kDuration; kEnum gives the choice's index).
-/// A malformed or out-of-range value is CCL_INVALID_ARGUMENT naming the variable.
+/// A malformed or out-of-range value is GICL_INVALID_ARGUMENT naming the variable.
 Status setting_int(Setting s, int64_t* value, SettingSource* source = nullptr);
 /// String-valued settings (kString, and kEnum's canonical upper-case spelling).
 Status setting_string(Setting s, std::string* value, SettingSource* source = nullptr);
@@ -50,4 +50,4 @@ bool parse_bool(const char* text, bool* out);
 /// Index of `text` in a '|'-separated choice list, case-insensitive; -1 if absent.
 int parse_choice(const char* choices, const char* text);
 
-}  // namespace ccl
+}  // namespace gicl

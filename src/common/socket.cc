@@ -19,7 +19,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 
-namespace ccl {
+namespace gicl {
 
 int SockAddr::port() const {
   if (family() == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(&storage)->sin_port);
@@ -57,32 +57,32 @@ Status parse_host_port(const char* text, const char* what, SockAddr* out) {
   if (!s.empty() && s[0] == '[') {
     size_t close = s.find(']');
     if (close == std::string::npos || close + 1 >= s.size() || s[close + 1] != ':')
-      return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' is not [ipv6]:port", what, text);
+      return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s='%s' is not [ipv6]:port", what, text);
     host = s.substr(1, close - 1);
     port = s.substr(close + 2);
   } else {
     size_t colon = s.rfind(':');
     if (colon == std::string::npos || colon == 0)
-      return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' is not host:port", what, text);
+      return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s='%s' is not host:port", what, text);
     host = s.substr(0, colon);
     port = s.substr(colon + 1);
   }
   int64_t p = 0;
   if (!parse_int64(port.c_str(), &p) || p <= 0 || p > 65535)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s' has no valid port (1..65535)", what, text);
+    return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s='%s' has no valid port (1..65535)", what, text);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
   if (rc != 0 || res == nullptr)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT, "%s='%s': cannot resolve '%s': %s", what, text,
-                    host.c_str(), gai_strerror(rc));
+    return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s='%s': cannot resolve '%s': %s", what, text,
+                     host.c_str(), gai_strerror(rc));
   std::memcpy(&out->storage, res->ai_addr, res->ai_addrlen);
   out->len = res->ai_addrlen;
   freeaddrinfo(res);
   out->set_port(static_cast<int>(p));
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 namespace {
@@ -123,11 +123,11 @@ bool usable(const ifaddrs* ifa, int want_family) {
 
 Status find_interface_address(SockAddr* out, std::string* ifname) {
   std::string spec, fam;
-  CCL_CHECK(setting_string(Setting::kSocketIfname, &spec));
-  CCL_CHECK(setting_string(Setting::kSocketFamily, &fam));
+  GICL_CHECK(setting_string(Setting::kSocketIfname, &spec));
+  GICL_CHECK(setting_string(Setting::kSocketFamily, &fam));
   int want = fam == "IPV4" ? AF_INET : fam == "IPV6" ? AF_INET6 : AF_UNSPEC;
   ifaddrs* list = nullptr;
-  CCL_SYSCHECK(getifaddrs(&list), "getifaddrs");
+  GICL_SYSCHECK(getifaddrs(&list), "getifaddrs");
   const ifaddrs* best = nullptr;
   // Two passes: the requested interfaces, then (only with no spec) loopback as a last resort.
   for (int pass = 0; pass < 2 && best == nullptr; ++pass) {
@@ -147,9 +147,10 @@ Status find_interface_address(SockAddr* out, std::string* ifname) {
   }
   if (best == nullptr) {
     freeifaddrs(list);
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "no usable interface matches CCL_SOCKET_IFNAME='%s' with CCL_SOCKET_FAMILY=%s",
-                    spec.c_str(), fam.c_str());
+    return GICL_FAIL(
+        GICL_INVALID_ARGUMENT,
+        "no usable interface matches GICL_SOCKET_IFNAME='%s' with GICL_SOCKET_FAMILY=%s",
+        spec.c_str(), fam.c_str());
   }
   out->len = best->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
   std::memset(&out->storage, 0, sizeof(out->storage));
@@ -157,14 +158,14 @@ Status find_interface_address(SockAddr* out, std::string* ifname) {
   out->set_port(0);
   if (ifname) *ifname = best->ifa_name;
   freeifaddrs(list);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status set_nonblocking(int fd) {
   int flags = fcntl(fd, F_GETFL);
-  CCL_SYSCHECK(flags, "fcntl(F_GETFL)");
-  CCL_SYSCHECK(fcntl(fd, F_SETFL, flags | O_NONBLOCK), "fcntl(F_SETFL)");
-  return CCL_SUCCESS;
+  GICL_SYSCHECK(flags, "fcntl(F_GETFL)");
+  GICL_SYSCHECK(fcntl(fd, F_SETFL, flags | O_NONBLOCK), "fcntl(F_SETFL)");
+  return GICL_SUCCESS;
 }
 
 void close_fd(int* fd) {
@@ -174,32 +175,33 @@ void close_fd(int* fd) {
 
 Status listen_on(const SockAddr& addr, int backlog, int* fd, SockAddr* bound) {
   int s = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  CCL_SYSCHECK(s, "socket");
+  GICL_SYSCHECK(s, "socket");
   int one = 1;
   setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (::bind(s, reinterpret_cast<const sockaddr*>(&addr.storage), addr.len) != 0 ||
       ::listen(s, backlog) != 0) {
     int err = errno;
     ::close(s);
-    return CCL_FAIL(CCL_SYSTEM_ERROR, "cannot listen on %s: %s", addr.str().c_str(), strerror(err));
+    return GICL_FAIL(GICL_SYSTEM_ERROR, "cannot listen on %s: %s", addr.str().c_str(),
+                     strerror(err));
   }
   bound->len = sizeof(bound->storage);
   if (getsockname(s, reinterpret_cast<sockaddr*>(&bound->storage), &bound->len) != 0) {
     int err = errno;
     ::close(s);
-    return CCL_FAIL(CCL_SYSTEM_ERROR, "getsockname: %s", strerror(err));
+    return GICL_FAIL(GICL_SYSTEM_ERROR, "getsockname: %s", strerror(err));
   }
   *fd = s;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status connect_to(const SockAddr& addr, Deadline deadline, const CancelFlag* cancel,
                   const char* peer, int* fd) {
   int backoff_ms = 1;
   for (;;) {
-    if (cancelled(cancel)) return CCL_FAIL(CCL_ABORTED, "aborted while connecting to %s", peer);
+    if (cancelled(cancel)) return GICL_FAIL(GICL_ABORTED, "aborted while connecting to %s", peer);
     int s = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    CCL_SYSCHECK(s, "socket");
+    GICL_SYSCHECK(s, "socket");
     int rc = ::connect(s, reinterpret_cast<const sockaddr*>(&addr.storage), addr.len);
     int err = rc == 0 ? 0 : errno;
     if (err == EINPROGRESS) {
@@ -219,15 +221,15 @@ Status connect_to(const SockAddr& addr, Deadline deadline, const CancelFlag* can
       int one = 1;
       setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       *fd = s;
-      return CCL_SUCCESS;
+      return GICL_SUCCESS;
     }
     ::close(s);
     if (deadline.expired())
-      return CCL_FAIL(CCL_TIMEOUT, "could not connect to %s at %s before the timeout: %s", peer,
-                      addr.str().c_str(), strerror(err));
+      return GICL_FAIL(GICL_TIMEOUT, "could not connect to %s at %s before the timeout: %s", peer,
+                       addr.str().c_str(), strerror(err));
     if (err != ECONNREFUSED && err != ETIMEDOUT && err != EAGAIN && err != ECONNRESET)
-      return CCL_FAIL(CCL_SYSTEM_ERROR, "connect to %s at %s: %s", peer, addr.str().c_str(),
-                      strerror(err));
+      return GICL_FAIL(GICL_SYSTEM_ERROR, "connect to %s at %s: %s", peer, addr.str().c_str(),
+                       strerror(err));
     ::usleep(static_cast<useconds_t>(std::min(backoff_ms, deadline.poll_ms(50))) * 1000);
     backoff_ms = std::min(backoff_ms * 2, 50);
   }
@@ -237,12 +239,12 @@ namespace {
 Status wait_fd(int fd, short events, Deadline deadline, const CancelFlag* cancel, const char* peer,
                const char* what) {
   for (;;) {
-    if (cancelled(cancel)) return CCL_FAIL(CCL_ABORTED, "aborted while %s %s", what, peer);
+    if (cancelled(cancel)) return GICL_FAIL(GICL_ABORTED, "aborted while %s %s", what, peer);
     pollfd p{fd, events, 0};
     int n = ::poll(&p, 1, deadline.poll_ms());
-    if (n > 0) return CCL_SUCCESS;
-    if (n < 0 && errno != EINTR) CCL_SYSCHECK(-1, "poll");
-    if (deadline.expired()) return CCL_FAIL(CCL_TIMEOUT, "timed out %s %s", what, peer);
+    if (n > 0) return GICL_SUCCESS;
+    if (n < 0 && errno != EINTR) GICL_SYSCHECK(-1, "poll");
+    if (deadline.expired()) return GICL_FAIL(GICL_TIMEOUT, "timed out %s %s", what, peer);
   }
 }
 }  // namespace
@@ -258,13 +260,13 @@ Status send_all(int fd, const void* buf, size_t n, Deadline deadline, const Canc
       continue;
     }
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      CCL_CHECK(wait_fd(fd, POLLOUT, deadline, cancel, peer, "sending to"));
+      GICL_CHECK(wait_fd(fd, POLLOUT, deadline, cancel, peer, "sending to"));
       continue;
     }
-    return CCL_FAIL(CCL_REMOTE_ERROR, "send to %s failed: %s", peer,
-                    k == 0 ? "connection closed" : strerror(errno));
+    return GICL_FAIL(GICL_REMOTE_ERROR, "send to %s failed: %s", peer,
+                     k == 0 ? "connection closed" : strerror(errno));
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status recv_all(int fd, void* buf, size_t n, Deadline deadline, const CancelFlag* cancel,
@@ -278,13 +280,13 @@ Status recv_all(int fd, void* buf, size_t n, Deadline deadline, const CancelFlag
       continue;
     }
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      CCL_CHECK(wait_fd(fd, POLLIN, deadline, cancel, peer, "waiting for"));
+      GICL_CHECK(wait_fd(fd, POLLIN, deadline, cancel, peer, "waiting for"));
       continue;
     }
-    return CCL_FAIL(CCL_REMOTE_ERROR, "%s closed its connection (%s)", peer,
-                    k == 0 ? "end of stream" : strerror(errno));
+    return GICL_FAIL(GICL_REMOTE_ERROR, "%s closed its connection (%s)", peer,
+                     k == 0 ? "end of stream" : strerror(errno));
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl
+}  // namespace gicl

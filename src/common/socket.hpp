@@ -10,7 +10,7 @@
 #include "common/deadline.hpp"
 #include "common/status.hpp"
 
-namespace ccl {
+namespace gicl {
 
 struct SockAddr {
   sockaddr_storage storage{};
@@ -25,7 +25,7 @@ struct SockAddr {
 /// Parses "host:port" or "[v6]:port"; host may be a name. Errors name `what`.
 Status parse_host_port(const char* text, const char* what, SockAddr* out);
 
-/// Picks the bootstrap address from CCL_SOCKET_IFNAME and CCL_SOCKET_FAMILY (port 0).
+/// Picks the bootstrap address from GICL_SOCKET_IFNAME and GICL_SOCKET_FAMILY (port 0).
 Status find_interface_address(SockAddr* out, std::string* ifname);
 
 /// Binds and listens (port 0: ephemeral). `bound` receives the actual address.
@@ -45,4 +45,4 @@ Status recv_all(int fd, void* buf, size_t n, Deadline deadline, const CancelFlag
 Status set_nonblocking(int fd);
 void close_fd(int* fd);
 
-}  // namespace ccl
+}  // namespace gicl

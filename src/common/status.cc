@@ -5,56 +5,56 @@
 
 #include "common/log.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 thread_local std::string t_last_error;
 
-const char* code_name(ccl_result_t code) {
+const char* code_name(gicl_result_t code) {
   switch (code) {
-    case CCL_SUCCESS:
-      return "CCL_SUCCESS";
-    case CCL_UNHANDLED_CUDA_ERROR:
-      return "CCL_UNHANDLED_CUDA_ERROR";
-    case CCL_SYSTEM_ERROR:
-      return "CCL_SYSTEM_ERROR";
-    case CCL_INTERNAL_ERROR:
-      return "CCL_INTERNAL_ERROR";
-    case CCL_INVALID_ARGUMENT:
-      return "CCL_INVALID_ARGUMENT";
-    case CCL_INVALID_USAGE:
-      return "CCL_INVALID_USAGE";
-    case CCL_REMOTE_ERROR:
-      return "CCL_REMOTE_ERROR";
-    case CCL_IN_PROGRESS:
-      return "CCL_IN_PROGRESS";
-    case CCL_TIMEOUT:
-      return "CCL_TIMEOUT";
-    case CCL_ABORTED:
-      return "CCL_ABORTED";
-    case CCL_UNSUPPORTED:
-      return "CCL_UNSUPPORTED";
+    case GICL_SUCCESS:
+      return "GICL_SUCCESS";
+    case GICL_UNHANDLED_CUDA_ERROR:
+      return "GICL_UNHANDLED_CUDA_ERROR";
+    case GICL_SYSTEM_ERROR:
+      return "GICL_SYSTEM_ERROR";
+    case GICL_INTERNAL_ERROR:
+      return "GICL_INTERNAL_ERROR";
+    case GICL_INVALID_ARGUMENT:
+      return "GICL_INVALID_ARGUMENT";
+    case GICL_INVALID_USAGE:
+      return "GICL_INVALID_USAGE";
+    case GICL_REMOTE_ERROR:
+      return "GICL_REMOTE_ERROR";
+    case GICL_IN_PROGRESS:
+      return "GICL_IN_PROGRESS";
+    case GICL_TIMEOUT:
+      return "GICL_TIMEOUT";
+    case GICL_ABORTED:
+      return "GICL_ABORTED";
+    case GICL_UNSUPPORTED:
+      return "GICL_UNSUPPORTED";
     default:
       return "unknown result";
   }
 }
 }  // namespace
 
-Status fail(ccl_result_t code, const char* file, int line, const char* fmt, ...) {
+Status fail(gicl_result_t code, const char* file, int line, const char* fmt, ...) {
   char buf[1024];
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   t_last_error = buf;
-  CCL_LOG_AT(LogLevel::kWarn, kSubsysAll, "%s:%d %s: %s", file, line, code_name(code), buf);
+  GICL_LOG_AT(LogLevel::kWarn, kSubsysAll, "%s:%d %s: %s", file, line, code_name(code), buf);
   return code;
 }
 
-void note_propagation(ccl_result_t code, const char* file, int line, const char* expr) {
-  CCL_INFO(kSubsysAll, "%s:%d -> %s (%s)", file, line, code_name(code), expr);
+void note_propagation(gicl_result_t code, const char* file, int line, const char* expr) {
+  GICL_INFO(kSubsysAll, "%s:%d -> %s (%s)", file, line, code_name(code), expr);
 }
 
-Status relay(ccl_result_t code, const char* message) {
+Status relay(gicl_result_t code, const char* message) {
   t_last_error = message;
   return code;
 }
@@ -66,37 +66,37 @@ void clear_last_error() {
   t_last_error.clear();
 }
 
-}  // namespace ccl
+}  // namespace gicl
 
-extern "C" const char* ccl_get_error_string(ccl_result_t result) {
+extern "C" const char* gicl_get_error_string(gicl_result_t result) {
   switch (result) {
-    case CCL_SUCCESS:
+    case GICL_SUCCESS:
       return "no error";
-    case CCL_UNHANDLED_CUDA_ERROR:
+    case GICL_UNHANDLED_CUDA_ERROR:
       return "unhandled CUDA error";
-    case CCL_SYSTEM_ERROR:
+    case GICL_SYSTEM_ERROR:
       return "system call failed";
-    case CCL_INTERNAL_ERROR:
-      return "internal error (a ccl bug)";
-    case CCL_INVALID_ARGUMENT:
+    case GICL_INTERNAL_ERROR:
+      return "internal error (a gicl bug)";
+    case GICL_INVALID_ARGUMENT:
       return "invalid argument";
-    case CCL_INVALID_USAGE:
+    case GICL_INVALID_USAGE:
       return "invalid usage";
-    case CCL_REMOTE_ERROR:
+    case GICL_REMOTE_ERROR:
       return "remote rank failed or disagreed";
-    case CCL_IN_PROGRESS:
+    case GICL_IN_PROGRESS:
       return "operation in progress";
-    case CCL_TIMEOUT:
+    case GICL_TIMEOUT:
       return "timed out";
-    case CCL_ABORTED:
+    case GICL_ABORTED:
       return "communicator aborted";
-    case CCL_UNSUPPORTED:
+    case GICL_UNSUPPORTED:
       return "unsupported on this build or machine";
     default:
       return "unknown result code";
   }
 }
 
-extern "C" const char* ccl_get_last_error(void) {
-  return ccl::last_error();
+extern "C" const char* gicl_get_last_error(void) {
+  return gicl::last_error();
 }

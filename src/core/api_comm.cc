@@ -12,133 +12,134 @@
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
 
-using ccl::Status;
-namespace bs = ccl::bootstrap;
+using gicl::Status;
+namespace bs = gicl::bootstrap;
 
 namespace {
 
-Status decode_id(const ccl_unique_id_t& id, bs::UniqueIdData* out) {
+Status decode_id(const gicl_unique_id_t& id, bs::UniqueIdData* out) {
   std::memcpy(out, id.internal, sizeof(*out));
   if (out->version != bs::kWireVersion)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "id is not a unique id from ccl_get_unique_id (or from another ccl version)");
-  return CCL_SUCCESS;
+    return GICL_FAIL(
+        GICL_INVALID_ARGUMENT,
+        "id is not a unique id from gicl_get_unique_id (or from another gicl version)");
+  return GICL_SUCCESS;
 }
 
-Status init_rank(ccl_comm_t* comm, int nranks, const bs::UniqueIdData& id, int rank) {
-  CCL_ARG_CHECK(comm != nullptr, "comm must not be NULL");
+Status init_rank(gicl_comm_t* comm, int nranks, const bs::UniqueIdData& id, int rank) {
+  GICL_ARG_CHECK(comm != nullptr, "comm must not be NULL");
   *comm = nullptr;
-  CCL_ARG_CHECK(nranks >= 1, "nranks=%d must be >= 1", nranks);
-  CCL_ARG_CHECK(rank >= 0 && rank < nranks, "rank=%d is out of range [0, %d)", rank, nranks);
-  return ccl::comm_init(id, nranks, rank, comm);
+  GICL_ARG_CHECK(nranks >= 1, "nranks=%d must be >= 1", nranks);
+  GICL_ARG_CHECK(rank >= 0 && rank < nranks, "rank=%d is out of range [0, %d)", rank, nranks);
+  return gicl::comm_init(id, nranks, rank, comm);
 }
 
-Status check_comm(ccl_comm_t comm) {
-  CCL_ARG_CHECK(comm != nullptr, "comm must not be NULL");
-  return CCL_SUCCESS;
+Status check_comm(gicl_comm_t comm) {
+  GICL_ARG_CHECK(comm != nullptr, "comm must not be NULL");
+  return GICL_SUCCESS;
 }
 
 }  // namespace
 
 extern "C" {
 
-ccl_result_t ccl_get_version(int* version) {
-  return ccl::api_call([&]() -> Status {
-    CCL_ARG_CHECK(version != nullptr, "version must not be NULL");
-    *version = CCL_VERSION_CODE;
-    return CCL_SUCCESS;
+gicl_result_t gicl_get_version(int* version) {
+  return gicl::api_call([&]() -> Status {
+    GICL_ARG_CHECK(version != nullptr, "version must not be NULL");
+    *version = GICL_VERSION_CODE;
+    return GICL_SUCCESS;
   });
 }
 
-ccl_result_t ccl_get_unique_id(ccl_unique_id_t* id) {
-  return ccl::api_call([&]() -> Status {
-    CCL_ARG_CHECK(id != nullptr, "id must not be NULL");
+gicl_result_t gicl_get_unique_id(gicl_unique_id_t* id) {
+  return gicl::api_call([&]() -> Status {
+    GICL_ARG_CHECK(id != nullptr, "id must not be NULL");
     bs::UniqueIdData data;
-    CCL_CHECK(bs::make_unique_id(&data));
+    GICL_CHECK(bs::make_unique_id(&data));
     std::memset(id, 0, sizeof(*id));
     std::memcpy(id->internal, &data, sizeof(data));
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   });
 }
 
-ccl_result_t ccl_comm_init_rank(ccl_comm_t* comm, int nranks, ccl_unique_id_t id, int rank) {
-  return ccl::api_call([&]() -> Status {
+gicl_result_t gicl_comm_init_rank(gicl_comm_t* comm, int nranks, gicl_unique_id_t id, int rank) {
+  return gicl::api_call([&]() -> Status {
     bs::UniqueIdData data;
-    CCL_CHECK(decode_id(id, &data));
+    GICL_CHECK(decode_id(id, &data));
     return init_rank(comm, nranks, data, rank);
   });
 }
 
-ccl_result_t ccl_comm_init_env(ccl_comm_t* comm) {
-  return ccl::api_call([&]() -> Status {
-    CCL_ARG_CHECK(comm != nullptr, "comm must not be NULL");
+gicl_result_t gicl_comm_init_env(gicl_comm_t* comm) {
+  return gicl::api_call([&]() -> Status {
+    GICL_ARG_CHECK(comm != nullptr, "comm must not be NULL");
     int rank = 0, size = 0, local_rank = -1;
-    CCL_CHECK(bs::launcher_ranks(&rank, &size, &local_rank));
-    const int ndev = ccl::cuda_device_count();
-    if (ndev > 0) CCL_CUDA_CHECK(cudaSetDevice((local_rank >= 0 ? local_rank : rank) % ndev));
+    GICL_CHECK(bs::launcher_ranks(&rank, &size, &local_rank));
+    const int ndev = gicl::cuda_device_count();
+    if (ndev > 0) GICL_CUDA_CHECK(cudaSetDevice((local_rank >= 0 ? local_rank : rank) % ndev));
     bs::UniqueIdData data;
-    CCL_CHECK(bs::launcher_unique_id(rank, &data));
+    GICL_CHECK(bs::launcher_unique_id(rank, &data));
     return init_rank(comm, size, data, rank);
   });
 }
 
-ccl_result_t ccl_comm_init_all(ccl_comm_t* comms, int ndev, const int* devlist) {
-  return ccl::api_call([&]() -> Status {
-    CCL_ARG_CHECK(comms != nullptr, "comms must not be NULL");
-    CCL_ARG_CHECK(ndev >= 1, "ndev=%d must be >= 1", ndev);
-    const int visible = ccl::cuda_device_count();
+gicl_result_t gicl_comm_init_all(gicl_comm_t* comms, int ndev, const int* devlist) {
+  return gicl::api_call([&]() -> Status {
+    GICL_ARG_CHECK(comms != nullptr, "comms must not be NULL");
+    GICL_ARG_CHECK(ndev >= 1, "ndev=%d must be >= 1", ndev);
+    const int visible = gicl::cuda_device_count();
     if (visible == 0)
-      return CCL_FAIL(CCL_UNSUPPORTED, "ccl_comm_init_all needs CUDA devices; none is visible");
+      return GICL_FAIL(GICL_UNSUPPORTED, "gicl_comm_init_all needs CUDA devices; none is visible");
     for (int i = 0; i < ndev; ++i) {
       const int d = devlist ? devlist[i] : i;
-      CCL_ARG_CHECK(d >= 0 && d < visible, "devlist[%d]=%d is not a visible device (0..%d)", i, d,
-                    visible - 1);
+      GICL_ARG_CHECK(d >= 0 && d < visible, "devlist[%d]=%d is not a visible device (0..%d)", i, d,
+                     visible - 1);
     }
     bs::UniqueIdData data;
-    CCL_CHECK(bs::make_unique_id(&data));
-    std::vector<ccl_result_t> results(ndev, CCL_SUCCESS);
+    GICL_CHECK(bs::make_unique_id(&data));
+    std::vector<gicl_result_t> results(ndev, GICL_SUCCESS);
     std::vector<std::string> errors(ndev);
     std::vector<std::thread> threads;
     for (int i = 0; i < ndev; ++i) {
       threads.emplace_back([&, i] {
-        results[i] = ccl::api_call([&]() -> Status {
-          CCL_CUDA_CHECK(cudaSetDevice(devlist ? devlist[i] : i));
+        results[i] = gicl::api_call([&]() -> Status {
+          GICL_CUDA_CHECK(cudaSetDevice(devlist ? devlist[i] : i));
           return init_rank(&comms[i], ndev, data, i);
         });
-        errors[i] = ccl::last_error();
+        errors[i] = gicl::last_error();
       });
     }
     for (auto& t : threads) t.join();
     for (int i = 0; i < ndev; ++i) {
-      if (results[i] == CCL_SUCCESS) continue;
+      if (results[i] == GICL_SUCCESS) continue;
       for (int j = 0; j < ndev; ++j)
-        if (comms[j] != nullptr) ccl_comm_abort(comms[j]), comms[j] = nullptr;
-      return CCL_FAIL(results[i], "ccl_comm_init_all: rank %d: %s", i, errors[i].c_str());
+        if (comms[j] != nullptr) gicl_comm_abort(comms[j]), comms[j] = nullptr;
+      return GICL_FAIL(results[i], "gicl_comm_init_all: rank %d: %s", i, errors[i].c_str());
     }
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   });
 }
 
-ccl_result_t ccl_comm_split(ccl_comm_t comm, int color, int key, ccl_comm_t* newcomm) {
-  return ccl::api_call([&]() -> Status {
-    CCL_CHECK(check_comm(comm));
-    CCL_ARG_CHECK(newcomm != nullptr, "newcomm must not be NULL");
-    CCL_ARG_CHECK(color >= 0 || color == CCL_SPLIT_NOCOLOR,
-                  "color=%d must be >= 0 or CCL_SPLIT_NOCOLOR", color);
+gicl_result_t gicl_comm_split(gicl_comm_t comm, int color, int key, gicl_comm_t* newcomm) {
+  return gicl::api_call([&]() -> Status {
+    GICL_CHECK(check_comm(comm));
+    GICL_ARG_CHECK(newcomm != nullptr, "newcomm must not be NULL");
+    GICL_ARG_CHECK(color >= 0 || color == GICL_SPLIT_NOCOLOR,
+                   "color=%d must be >= 0 or GICL_SPLIT_NOCOLOR", color);
     *newcomm = nullptr;
     bs::UniqueIdData id{};
     int newrank = -1, newsize = 0;
     {
       std::lock_guard<std::mutex> lock(comm->op_mutex);
-      ccl::CommOp op(comm);
-      CCL_CHECK(op.check());
+      gicl::CommOp op(comm);
+      GICL_CHECK(op.check());
       struct Entry {
         int32_t color, key;
       };
       std::vector<Entry> all(comm->nranks);
       all[comm->rank] = {color, key};
-      CCL_CHECK(comm->bootstrap->allgather(all.data(), sizeof(Entry)));
-      if (color == CCL_SPLIT_NOCOLOR) return CCL_SUCCESS;
+      GICL_CHECK(comm->bootstrap->allgather(all.data(), sizeof(Entry)));
+      if (color == GICL_SPLIT_NOCOLOR) return GICL_SUCCESS;
       std::vector<int> members;
       for (int r = 0; r < comm->nranks; ++r)
         if (all[r].color == color) members.push_back(r);
@@ -150,99 +151,99 @@ ccl_result_t ccl_comm_split(ccl_comm_t comm, int color, int key, ccl_comm_t* new
       // The group's first member creates the id and hands it to the others.
       const uint32_t tag = bs::kUserTagBase + 1;
       if (newrank == 0) {
-        CCL_CHECK(bs::make_unique_id(&id));
+        GICL_CHECK(bs::make_unique_id(&id));
         for (int i = 1; i < newsize; ++i)
-          CCL_CHECK(comm->bootstrap->send(members[i], tag, &id, sizeof(id)));
+          GICL_CHECK(comm->bootstrap->send(members[i], tag, &id, sizeof(id)));
       } else {
-        CCL_CHECK(comm->bootstrap->recv(members[0], tag, &id, sizeof(id)));
+        GICL_CHECK(comm->bootstrap->recv(members[0], tag, &id, sizeof(id)));
       }
     }
-    if (comm->device >= 0) CCL_CUDA_CHECK(cudaSetDevice(comm->device));
+    if (comm->device >= 0) GICL_CUDA_CHECK(cudaSetDevice(comm->device));
     return init_rank(newcomm, newsize, id, newrank);
   });
 }
 
-ccl_result_t ccl_comm_destroy(ccl_comm_t comm) {
-  return ccl::api_call([&]() -> Status {
-    CCL_CHECK(check_comm(comm));
+gicl_result_t gicl_comm_destroy(gicl_comm_t comm) {
+  return gicl::api_call([&]() -> Status {
+    GICL_CHECK(check_comm(comm));
     Status s;
     {
       std::lock_guard<std::mutex> lock(comm->op_mutex);
-      ccl::CommOp op(comm);
+      gicl::CommOp op(comm);
       s = op.check();
       if (s.ok()) s = comm->bootstrap->barrier();
     }
-    ccl::comm_free(comm, 10000);
+    gicl::comm_free(comm, 10000);
     bs::reap_roots(false);
     return s;
   });
 }
 
-ccl_result_t ccl_comm_abort(ccl_comm_t comm) {
-  return ccl::api_call([&]() -> Status {
-    CCL_CHECK(check_comm(comm));
-    const auto start = ccl::Clock::now();
+gicl_result_t gicl_comm_abort(gicl_comm_t comm) {
+  return gicl::api_call([&]() -> Status {
+    GICL_CHECK(check_comm(comm));
+    const auto start = gicl::Clock::now();
     comm->cancel.store(true, std::memory_order_release);
-    ccl::comm_set_error(comm, CCL_ABORTED, "the communicator was aborted");
+    gicl::comm_set_error(comm, GICL_ABORTED, "the communicator was aborted");
     // Wake every blocked socket wait now; the cancel flag stops the loops within 100 ms.
-    ccl::device_resources_signal_abort(comm);  // device waits see it within microseconds
+    gicl::device_resources_signal_abort(comm);  // device waits see it within microseconds
     if (comm->bootstrap) comm->bootstrap->shutdown();
     if (comm->heap) comm->heap->shutdown();
     { std::lock_guard<std::mutex> lock(comm->op_mutex); }
     while (comm->inflight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    ccl::comm_free(comm, 500);
+    gicl::comm_free(comm, 500);
     bs::reap_roots(false);
     const auto ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(ccl::Clock::now() - start).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(gicl::Clock::now() - start).count();
     if (ms > 1000)
-      CCL_WARN(ccl::kSubsysInit, "ccl_comm_abort took %lld ms", static_cast<long long>(ms));
-    return CCL_SUCCESS;
+      GICL_WARN(gicl::kSubsysInit, "gicl_comm_abort took %lld ms", static_cast<long long>(ms));
+    return GICL_SUCCESS;
   });
 }
 
-ccl_result_t ccl_comm_rank(ccl_comm_t comm, int* rank) {
-  return ccl::api_call([&]() -> Status {
-    CCL_CHECK(check_comm(comm));
-    CCL_ARG_CHECK(rank != nullptr, "rank must not be NULL");
+gicl_result_t gicl_comm_rank(gicl_comm_t comm, int* rank) {
+  return gicl::api_call([&]() -> Status {
+    GICL_CHECK(check_comm(comm));
+    GICL_ARG_CHECK(rank != nullptr, "rank must not be NULL");
     *rank = comm->rank;
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   });
 }
 
-ccl_result_t ccl_comm_size(ccl_comm_t comm, int* size) {
-  return ccl::api_call([&]() -> Status {
-    CCL_CHECK(check_comm(comm));
-    CCL_ARG_CHECK(size != nullptr, "size must not be NULL");
+gicl_result_t gicl_comm_size(gicl_comm_t comm, int* size) {
+  return gicl::api_call([&]() -> Status {
+    GICL_CHECK(check_comm(comm));
+    GICL_ARG_CHECK(size != nullptr, "size must not be NULL");
     *size = comm->nranks;
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   });
 }
 
-ccl_result_t ccl_comm_device(ccl_comm_t comm, int* device) {
-  return ccl::api_call([&]() -> Status {
-    CCL_CHECK(check_comm(comm));
-    CCL_ARG_CHECK(device != nullptr, "device must not be NULL");
+gicl_result_t gicl_comm_device(gicl_comm_t comm, int* device) {
+  return gicl::api_call([&]() -> Status {
+    GICL_CHECK(check_comm(comm));
+    GICL_ARG_CHECK(device != nullptr, "device must not be NULL");
     *device = comm->device;
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   });
 }
 
-ccl_result_t ccl_comm_get_async_error(ccl_comm_t comm, ccl_result_t* async_error,
-                                      const char** message) {
-  return ccl::api_call([&]() -> Status {
-    CCL_CHECK(check_comm(comm));
-    CCL_ARG_CHECK(async_error != nullptr, "async_error must not be NULL");
+gicl_result_t gicl_comm_get_async_error(gicl_comm_t comm, gicl_result_t* async_error,
+                                        const char** message) {
+  return gicl::api_call([&]() -> Status {
+    GICL_CHECK(check_comm(comm));
+    GICL_ARG_CHECK(async_error != nullptr, "async_error must not be NULL");
     std::lock_guard<std::mutex> lock(comm->error_mutex);
     // A device-side report (timeout, bad argument) puts the communicator into error.
-    ccl_result_t dcode;
+    gicl_result_t dcode;
     std::string dtext;
-    if (comm->async_error.load() == CCL_SUCCESS && ccl::device_error_text(comm, &dcode, &dtext)) {
+    if (comm->async_error.load() == GICL_SUCCESS && gicl::device_error_text(comm, &dcode, &dtext)) {
       comm->async_error.store(dcode);
       comm->async_message = dtext;
     }
-    *async_error = static_cast<ccl_result_t>(comm->async_error.load());
+    *async_error = static_cast<gicl_result_t>(comm->async_error.load());
     if (message) *message = comm->async_message.c_str();
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   });
 }
 

@@ -16,25 +16,25 @@
 #include "common/settings.hpp"
 #include "topology/machine.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 Status check_peers_agree(const std::vector<PeerInfo>& peers, int me) {
   for (size_t r = 0; r < peers.size(); ++r) {
     const PeerInfo& p = peers[r];
-    if (p.version != kPeerInfoVersion || p.ccl_version != peers[me].ccl_version)
-      return CCL_FAIL(CCL_REMOTE_ERROR,
-                      "rank %zu runs ccl version %u (peer info %u), rank %d runs %u", r,
-                      p.ccl_version, p.version, me, peers[me].ccl_version);
+    if (p.version != kPeerInfoVersion || p.gicl_version != peers[me].gicl_version)
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "rank %zu runs gicl version %u (peer info %u), rank %d runs %u", r,
+                       p.gicl_version, p.version, me, peers[me].gicl_version);
     if (p.rank != static_cast<int>(r))
-      return CCL_FAIL(CCL_REMOTE_ERROR, "peer table slot %zu holds rank %d", r, p.rank);
+      return GICL_FAIL(GICL_REMOTE_ERROR, "peer table slot %zu holds rank %d", r, p.rank);
     if (p.heap_mode != peers[0].heap_mode)
-      return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                      "CCL_HEAP_HANDLE differs between ranks (rank 0: %d, rank %zu: %d); set it "
-                      "the same everywhere",
-                      peers[0].heap_mode, r, p.heap_mode);
+      return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                       "GICL_HEAP_HANDLE differs between ranks (rank 0: %d, rank %zu: %d); set it "
+                       "the same everywhere",
+                       peers[0].heap_mode, r, p.heap_mode);
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 // The heap handle type every mapped rank can use, agreed from the one allgathered table so that
@@ -47,19 +47,19 @@ Status choose_heap_handle(const std::vector<PeerInfo>& peers, const std::vector<
   const int mode = peers[0].heap_mode;  // 0 AUTO, 1 POSIX_FD, 2 LEGACY_IPC
   if (mode == 1 || (mode == 0 && (caps & kCapPosixFd))) {
     if (!(caps & kCapPosixFd))
-      return CCL_FAIL(CCL_UNSUPPORTED,
-                      "CCL_HEAP_HANDLE=POSIX_FD but not every local rank's device supports VMM "
-                      "with POSIX file descriptors");
+      return GICL_FAIL(GICL_UNSUPPORTED,
+                       "GICL_HEAP_HANDLE=POSIX_FD but not every local rank's device supports VMM "
+                       "with POSIX file descriptors");
     *out = HeapHandle::kPosixFd;
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   }
   if (!(caps & kCapLegacyIpc))
-    return CCL_FAIL(CCL_UNSUPPORTED, "no heap handle type is supported by every local rank");
+    return GICL_FAIL(GICL_UNSUPPORTED, "no heap handle type is supported by every local rank");
   *out = HeapHandle::kLegacyIpc;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-void log_paths(const ccl_comm* c) {
+void log_paths(const gicl_comm* c) {
   if (!log_enabled(LogLevel::kInfo, kSubsysTopo)) return;
   std::string line;
   for (int r = 0; r < c->nranks; ++r) {
@@ -69,32 +69,32 @@ void log_paths(const ccl_comm* c) {
                   c->peers[r].device >= 0 ? ")" : "");
     line.append(item);
   }
-  CCL_INFO(kSubsysTopo, "rank %d/%d device %d paths:%s", c->rank, c->nranks, c->device,
-           line.c_str());
+  GICL_INFO(kSubsysTopo, "rank %d/%d device %d paths:%s", c->rank, c->nranks, c->device,
+            line.c_str());
 }
 
-/// CCL_PDL=1 on a device that has programmatic dependent launch (sm_90 and later): every kernel
+/// GICL_PDL=1 on a device that has programmatic dependent launch (sm_90 and later): every kernel
 /// the library enqueues (collectives, host stream operations) then starts while the previous
 /// kernel of the stream drains, and waits for it in its prologue (common/kernel_launch.cuh).
 /// Not where ranks share a GPU at once (under MPS, or in one process): a rank's next grid, launched
 /// early, would hold multiprocessors that its partners' current grids need to start (measured: four
-/// ranks on one H200 stalled at a 4 MiB reduce-scatter of 32 blocks each until CCL_WAIT_TIMEOUT).
-Status pdl_choice(ccl_comm* c) {
+/// ranks on one H200 stalled at a 4 MiB reduce-scatter of 32 blocks each until GICL_WAIT_TIMEOUT).
+Status pdl_choice(gicl_comm* c) {
   int64_t want = 0;
-  CCL_CHECK(setting_int(Setting::kPdl, &want));
+  GICL_CHECK(setting_int(Setting::kPdl, &want));
   int major = 0;
   if (want != 0 && c->device >= 0)
-    CCL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device));
+    GICL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device));
   const bool shared = ranks_share_a_gpu_at_once(c->peers);
   c->pdl = want != 0 && major >= 9 && !shared;
-  if (c->device < 0) return CCL_SUCCESS;  // no device, no kernels
-  CCL_INFO(kSubsysInit, "rank %d: kernels launched %s", c->rank,
-           c->pdl      ? "with programmatic dependent launch"
-           : want == 0 ? "plainly (CCL_PDL=0)"
-           : major < 9 ? "plainly (no programmatic dependent launch before sm_90)"
-                       : "plainly (ranks share a GPU at once: an early grid would hold "
-                         "multiprocessors its partners need)");
-  return CCL_SUCCESS;
+  if (c->device < 0) return GICL_SUCCESS;  // no device, no kernels
+  GICL_INFO(kSubsysInit, "rank %d: kernels launched %s", c->rank,
+            c->pdl      ? "with programmatic dependent launch"
+            : want == 0 ? "plainly (GICL_PDL=0)"
+            : major < 9 ? "plainly (no programmatic dependent launch before sm_90)"
+                        : "plainly (ranks share a GPU at once: an early grid would hold "
+                          "multiprocessors its partners need)");
+  return GICL_SUCCESS;
 }
 
 /// Milliseconds per init step, for the INFO line that ends init (where a slow init spends it).
@@ -120,27 +120,27 @@ class InitTimer {
   std::string text_;
 };
 
-Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
-  CCL_CHECK(setting_int(Setting::kBootstrapTimeout, &c->timeout_ms));
+Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
+  GICL_CHECK(setting_int(Setting::kBootstrapTimeout, &c->timeout_ms));
   int64_t heap_mode = 0, max_bytes = 0, chunk = 0;
-  CCL_CHECK(setting_int(Setting::kHeapHandle, &heap_mode));
-  CCL_CHECK(setting_int(Setting::kSymmetricSize, &max_bytes));
-  CCL_CHECK(setting_int(Setting::kHeapChunkSize, &chunk));
-  if (cuda_device_count() > 0) CCL_CUDA_CHECK(cudaGetDevice(&c->device));
+  GICL_CHECK(setting_int(Setting::kHeapHandle, &heap_mode));
+  GICL_CHECK(setting_int(Setting::kSymmetricSize, &max_bytes));
+  GICL_CHECK(setting_int(Setting::kHeapChunkSize, &chunk));
+  if (cuda_device_count() > 0) GICL_CUDA_CHECK(cudaGetDevice(&c->device));
   InitTimer timer;
 
-  CCL_CHECK(bootstrap::Bootstrap::create(id, c->rank, c->nranks, &c->cancel, c->timeout_ms,
-                                         &c->bootstrap));
+  GICL_CHECK(bootstrap::Bootstrap::create(id, c->rank, c->nranks, &c->cancel, c->timeout_ms,
+                                          &c->bootstrap));
   timer.mark("bootstrap");
   c->peers.resize(c->nranks);
-  CCL_CHECK(local_peer_info(c->rank, c->device, static_cast<int>(heap_mode), &c->peers[c->rank]));
-  CCL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
-  CCL_CHECK(check_peers_agree(c->peers, c->rank));
+  GICL_CHECK(local_peer_info(c->rank, c->device, static_cast<int>(heap_mode), &c->peers[c->rank]));
+  GICL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
+  GICL_CHECK(check_peers_agree(c->peers, c->rank));
   int64_t shared_threads = 0;
-  CCL_CHECK(setting_int(Setting::kSharedGpuThreads, &shared_threads));
-  CCL_CHECK(check_shared_gpu_threads(c->peers, c->rank, shared_threads != 0));
-  CCL_CHECK(check_work_queues(c->peers, c->rank, cuda_work_queues(c->peers[c->rank].mps)));
-  CCL_CHECK(pdl_choice(c));
+  GICL_CHECK(setting_int(Setting::kSharedGpuThreads, &shared_threads));
+  GICL_CHECK(check_shared_gpu_threads(c->peers, c->rank, shared_threads != 0));
+  GICL_CHECK(check_work_queues(c->peers, c->rank, cuda_work_queues(c->peers[c->rank].mps)));
+  GICL_CHECK(pdl_choice(c));
   timer.mark("peer exchange");
 
   const PeerInfo& me = c->peers[c->rank];
@@ -159,7 +159,7 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
     std::call_once(machine_logged, [] {
       MachineTopology machine;
       if (load_machine_topology("", &machine).ok())
-        CCL_INFO(kSubsysTopo, "%s", describe(machine).c_str());
+        GICL_INFO(kSubsysTopo, "%s", describe(machine).c_str());
     });
 
   std::vector<int> all(c->nranks), node;
@@ -176,31 +176,31 @@ Status init_steps(ccl_comm* c, const bootstrap::UniqueIdData& id) {
                                        [](const PeerInfo& p) { return p.device >= 0; });
   if (all_devices) {
     HeapConfig cfg;
-    CCL_CHECK(choose_heap_handle(c->peers, c->paths, &cfg.handle));
+    GICL_CHECK(choose_heap_handle(c->peers, c->paths, &cfg.handle));
     cfg.max_bytes = static_cast<uint64_t>(max_bytes);
     cfg.chunk_bytes = static_cast<uint64_t>(chunk);
     cfg.device = c->device;
     cfg.timeout_ms = c->timeout_ms;
-    CCL_CHECK(
+    GICL_CHECK(
         SymmetricHeap::create(cfg, c->bootstrap.get(), c->peers, c->paths, &c->cancel, &c->heap));
-    if (cfg.handle == HeapHandle::kPosixFd) CCL_CHECK(device_resources_create(c));
+    if (cfg.handle == HeapHandle::kPosixFd) GICL_CHECK(device_resources_create(c));
   }
   timer.mark("paths and heap");
   // Before the last barrier: no rank's kernels run until every rank's are loaded.
-  CCL_CHECK(load_kernel_families(c->device));
+  GICL_CHECK(load_kernel_families(c->device));
   timer.mark("kernel preload");
-  CCL_CHECK(c->bootstrap->barrier());
+  GICL_CHECK(c->bootstrap->barrier());
   timer.mark("last barrier");
-  CCL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s); init ms: %s", c->rank, c->nranks,
-           c->device, c->heap ? heap_handle_name(c->heap->handle()) : "none",
-           timer.summary().c_str());
-  return CCL_SUCCESS;
+  GICL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s); init ms: %s", c->rank, c->nranks,
+            c->device, c->heap ? heap_handle_name(c->heap->handle()) : "none",
+            timer.summary().c_str());
+  return GICL_SUCCESS;
 }
 
 }  // namespace
 
-Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, ccl_comm** out) {
-  auto* c = new ccl_comm();
+Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, gicl_comm** out) {
+  auto* c = new gicl_comm();
   c->rank = rank;
   c->nranks = nranks;
   Status s = init_steps(c, id);
@@ -210,7 +210,7 @@ Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, ccl_co
     return s;
   }
   *out = c;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 namespace {
@@ -243,7 +243,7 @@ bool device_idle_within(int device, int ms) {
 }
 }  // namespace
 
-void comm_free(ccl_comm* c, int idle_wait_ms) {
+void comm_free(gicl_comm* c, int idle_wait_ms) {
   const bool idle = !c->dev || device_idle_within(c->device, idle_wait_ms);
   if (!idle) new std::shared_ptr<void>(std::move(c->coll_state));  // in use by kernels: leak
   c->coll_state.reset();
@@ -260,10 +260,10 @@ void comm_free(ccl_comm* c, int idle_wait_ms) {
   delete c;
 }
 
-void comm_set_error(ccl_comm* c, ccl_result_t code, const std::string& message) {
-  int expected = CCL_SUCCESS;
+void comm_set_error(gicl_comm* c, gicl_result_t code, const std::string& message) {
+  int expected = GICL_SUCCESS;
   std::lock_guard<std::mutex> lock(c->error_mutex);
   if (c->async_error.compare_exchange_strong(expected, code)) c->async_message = message;
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -9,67 +9,67 @@
 
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/wire.hpp"
-#include "ccl/ccl.h"
 #include "core/device_state.hpp"
 #include "core/team.hpp"
+#include "gicl/gicl.h"
 #include "memory/heap.hpp"
 #include "memory/host_board.hpp"
 #include "memory/registry.hpp"
 #include "topology/peer_info.hpp"
 
-struct ccl_comm {
+struct gicl_comm {
   int rank = 0;
   int nranks = 0;
   int device = -1;
   int64_t timeout_ms = 0;
   bool pdl = false;  // kernels launched with programmatic dependent launch (pdl_choice)
-  std::unique_ptr<ccl::bootstrap::Bootstrap> bootstrap;
-  std::vector<ccl::PeerInfo> peers;
-  std::vector<ccl::PeerPath> paths;
-  std::unique_ptr<ccl::SymmetricHeap> heap;
-  std::unique_ptr<ccl::BufferRegistry> registry;  // ccl_comm_register, made by the first call
-  std::unique_ptr<ccl::DeviceResources> dev;      // device API state (VMM heaps only)
-  std::shared_ptr<void> coll_state;               // collectives' scratch (collectives/host), lazily
-  uint64_t coll_calls = 0;                        // collective calls made (CCL_CHECK_MODE)
-  int check_mode = -1;                            // CCL_CHECK_MODE, read at the first collective
-  std::unique_ptr<ccl::HostBoard> board;          // host exchanges (core/host_exchange.cc)
-  int board_state = -1;                           // -1: not decided yet, 0: bootstrap, 1: board
-  ccl_team world;
-  ccl_team node;
-  std::vector<std::unique_ptr<ccl_team>> split_teams;
+  std::unique_ptr<gicl::bootstrap::Bootstrap> bootstrap;
+  std::vector<gicl::PeerInfo> peers;
+  std::vector<gicl::PeerPath> paths;
+  std::unique_ptr<gicl::SymmetricHeap> heap;
+  std::unique_ptr<gicl::BufferRegistry> registry;  // gicl_comm_register, made by the first call
+  std::unique_ptr<gicl::DeviceResources> dev;      // device API state (VMM heaps only)
+  std::shared_ptr<void> coll_state;        // collectives' scratch (collectives/host), lazily
+  uint64_t coll_calls = 0;                 // collective calls made (GICL_CHECK_MODE)
+  int check_mode = -1;                     // GICL_CHECK_MODE, read at the first collective
+  std::unique_ptr<gicl::HostBoard> board;  // host exchanges (core/host_exchange.cc)
+  int board_state = -1;                    // -1: not decided yet, 0: bootstrap, 1: board
+  gicl_team world;
+  gicl_team node;
+  std::vector<std::unique_ptr<gicl_team>> split_teams;
 
   // One host operation at a time (bootstrap and heap are single-threaded by design).
   std::mutex op_mutex;
-  ccl::CancelFlag cancel{false};
+  gicl::CancelFlag cancel{false};
   std::atomic<int> inflight{0};
-  std::atomic<int> async_error{CCL_SUCCESS};
+  std::atomic<int> async_error{GICL_SUCCESS};
   std::mutex error_mutex;
   std::string async_message;
 };
 
-namespace ccl {
+namespace gicl {
 
 /// Full init of `comm` as rank `rank` of `nranks` with the current CUDA device (if any).
-Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, ccl_comm** out);
+Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, gicl_comm** out);
 /// Releases everything comm holds and deletes it. Device memory kernels might still use is freed
 /// only if the device goes idle within `idle_wait_ms`.
-void comm_free(ccl_comm* comm, int idle_wait_ms);
+void comm_free(gicl_comm* comm, int idle_wait_ms);
 /// Records an asynchronous error (the first one wins).
-void comm_set_error(ccl_comm* comm, ccl_result_t code, const std::string& message);
+void comm_set_error(gicl_comm* comm, gicl_result_t code, const std::string& message);
 
 /// Counts a host operation in flight so that abort waits for it to leave; refuses to start one
 /// on an aborted communicator.
 class CommOp {
  public:
-  explicit CommOp(ccl_comm* c) : comm_(c) { comm_->inflight.fetch_add(1); }
+  explicit CommOp(gicl_comm* c) : comm_(c) { comm_->inflight.fetch_add(1); }
   ~CommOp() { comm_->inflight.fetch_sub(1); }
   Status check() const {
-    if (cancelled(&comm_->cancel)) return CCL_FAIL(CCL_ABORTED, "the communicator was aborted");
-    return CCL_SUCCESS;
+    if (cancelled(&comm_->cancel)) return GICL_FAIL(GICL_ABORTED, "the communicator was aborted");
+    return GICL_SUCCESS;
   }
 
  private:
-  ccl_comm* comm_;
+  gicl_comm* comm_;
 };
 
-}  // namespace ccl
+}  // namespace gicl

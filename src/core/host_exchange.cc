@@ -7,36 +7,36 @@
 #include "common/settings.hpp"
 #include "core/comm.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 /// Whether this rank can join a board: the setting on, and every rank reachable through the
 /// heap's handle channel (POSIX-fd heaps connect every load/store peer on this host).
-Status board_wanted(ccl_comm* c, bool* wanted) {
+Status board_wanted(gicl_comm* c, bool* wanted) {
   int64_t on = 0;
-  CCL_CHECK(setting_int(Setting::kHostBoard, &on));
+  GICL_CHECK(setting_int(Setting::kHostBoard, &on));
   *wanted = false;
-  if (on == 0 || !c->heap || c->heap->fd_channel() == nullptr) return CCL_SUCCESS;
+  if (on == 0 || !c->heap || c->heap->fd_channel() == nullptr) return GICL_SUCCESS;
   for (int r = 0; r < c->nranks; ++r)
-    if (c->heap->slot_of(r) < 0) return CCL_SUCCESS;
+    if (c->heap->slot_of(r) < 0) return GICL_SUCCESS;
   *wanted = true;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-Status open_board(ccl_comm* c) {
+Status open_board(gicl_comm* c) {
   bool wanted = false;
-  CCL_CHECK(board_wanted(c, &wanted));
+  GICL_CHECK(board_wanted(c, &wanted));
   // Decided together: a rank alone on the board would wait for ranks exchanging elsewhere.
   std::vector<int32_t> all(c->nranks);
   all[c->rank] = wanted;
-  CCL_CHECK(c->bootstrap->allgather(all.data(), sizeof(int32_t)));
+  GICL_CHECK(c->bootstrap->allgather(all.data(), sizeof(int32_t)));
   c->board_state = std::all_of(all.begin(), all.end(), [](int32_t w) { return w != 0; });
   if (c->board_state == 0) {
-    CCL_INFO(kSubsysColl,
-             "rank %d: host exchanges over the bootstrap (not every rank can join a "
-             "host board)",
-             c->rank);
-    return CCL_SUCCESS;
+    GICL_INFO(kSubsysColl,
+              "rank %d: host exchanges over the bootstrap (not every rank can join a "
+              "host board)",
+              c->rank);
+    return GICL_SUCCESS;
   }
   HostBoard::Config cfg;
   cfg.rank = c->rank;
@@ -45,15 +45,15 @@ Status open_board(ccl_comm* c) {
   // A rank's exit fails the wait at once (kill(pid, 0)); threads of this process need no check.
   for (const PeerInfo& p : c->peers)
     cfg.pids.push_back(same_process(p, c->peers[c->rank]) ? 0 : static_cast<pid_t>(p.pid));
-  CCL_CHECK(HostBoard::create(cfg, c->bootstrap.get(), c->heap->fd_channel(), &c->board));
-  CCL_INFO(kSubsysColl, "rank %d: host exchanges through a shared-memory board (%d ranks)", c->rank,
-           c->nranks);
-  return CCL_SUCCESS;
+  GICL_CHECK(HostBoard::create(cfg, c->bootstrap.get(), c->heap->fd_channel(), &c->board));
+  GICL_INFO(kSubsysColl, "rank %d: host exchanges through a shared-memory board (%d ranks)",
+            c->rank, c->nranks);
+  return GICL_SUCCESS;
 }
 
 }  // namespace
 
-Status host_allgather(ccl_comm* c, void* data, size_t bytes) {
+Status host_allgather(gicl_comm* c, void* data, size_t bytes) {
   if (c->board_state < 0) {
     const Status s = open_board(c);
     if (!s.ok()) {
@@ -65,4 +65,4 @@ Status host_allgather(ccl_comm* c, void* data, size_t bytes) {
   return c->bootstrap->allgather(data, bytes);
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -1,13 +1,13 @@
-// The kernels behind ccl_signal_on_stream, ccl_wait_signal_on_stream, ccl_barrier_on_stream and
-// ccl_quiet_on_stream: one thread each, built from the public device API. Launched like the
+// The kernels behind gicl_signal_on_stream, gicl_wait_signal_on_stream, gicl_barrier_on_stream and
+// gicl_quiet_on_stream: one thread each, built from the public device API. Launched like the
 // collectives (common/kernel_launch.cuh): with PDL they are scheduled while the kernel before
 // them drains, and their prologue waits for it, so a signal still follows the writes before it.
-#include "ccl/device.cuh"
 #include "common/kernel_families.hpp"
 #include "common/kernel_launch.cuh"
 #include "core/stream_kernels.cuh"
+#include "gicl/device.cuh"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 __global__ void signal_kernel(uint64_t* remote_sig, uint64_t value, int op) {
@@ -15,13 +15,13 @@ __global__ void signal_kernel(uint64_t* remote_sig, uint64_t value, int op) {
   dev::detail::signal_remote(remote_sig, value, static_cast<dev::SignalOp>(op));
 }
 
-__global__ void wait_signal_kernel(ccl_device_comm_t c, const uint64_t* sig, int cmp,
+__global__ void wait_signal_kernel(gicl_device_comm_t c, const uint64_t* sig, int cmp,
                                    uint64_t value) {
   pdl_prologue();
   dev::signal_wait_until(c, sig, static_cast<dev::Cmp>(cmp), value);
 }
 
-__global__ void barrier_kernel(ccl_device_comm_t c) {
+__global__ void barrier_kernel(gicl_device_comm_t c) {
   pdl_prologue();
   dev::barrier(c);
 }
@@ -40,15 +40,15 @@ const KernelFamily kStreamKernels("stream operation", [] {
 cudaError_t launch_signal(uint64_t* remote_sig, uint64_t value, int op, const Launch& l) {
   return launch_kernel(signal_kernel, 1, 1, l, remote_sig, value, op);
 }
-cudaError_t launch_wait_signal(ccl_device_comm_t c, const uint64_t* sig, int cmp, uint64_t value,
+cudaError_t launch_wait_signal(gicl_device_comm_t c, const uint64_t* sig, int cmp, uint64_t value,
                                const Launch& l) {
   return launch_kernel(wait_signal_kernel, 1, 1, l, c, sig, cmp, value);
 }
-cudaError_t launch_barrier(ccl_device_comm_t c, const Launch& l) {
+cudaError_t launch_barrier(gicl_device_comm_t c, const Launch& l) {
   return launch_kernel(barrier_kernel, 1, 1, l, c);
 }
 cudaError_t launch_quiet(const Launch& l) {
   return launch_kernel(quiet_kernel, 1, 1, l);
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -3,16 +3,16 @@
 
 #include <vector>
 
-#include "ccl/ccl.h"
+#include "gicl/gicl.h"
 
-struct ccl_team {
-  ccl_comm* comm = nullptr;
+struct gicl_team {
+  gicl_comm* comm = nullptr;
   std::vector<int> members;   // team rank -> communicator rank
   std::vector<int> index_of;  // communicator rank -> team rank, -1 if not a member
   int my_index = -1;
   bool predefined = false;
 
-  void assign(ccl_comm* c, int comm_size, int comm_rank, std::vector<int> ranks, bool pre) {
+  void assign(gicl_comm* c, int comm_size, int comm_rank, std::vector<int> ranks, bool pre) {
     comm = c;
     members = std::move(ranks);
     index_of.assign(comm_size, -1);

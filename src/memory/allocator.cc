@@ -1,6 +1,6 @@
 #include "memory/allocator.hpp"
 
-namespace ccl {
+namespace gicl {
 
 void RangeAllocator::add_region(uint64_t offset, uint64_t size, bool mergeable) {
   if (size == 0) return;
@@ -87,4 +87,4 @@ uint64_t RangeAllocator::largest_free() const {
   return best;
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <map>
 
-namespace ccl {
+namespace gicl {
 
 class RangeAllocator {
  public:
@@ -44,4 +44,4 @@ class RangeAllocator {
   bool have_region_ = false;
 };
 
-}  // namespace ccl
+}  // namespace gicl

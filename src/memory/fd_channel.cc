@@ -11,7 +11,7 @@
 
 #include "common/log.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 struct ChannelHello {
@@ -32,12 +32,12 @@ sockaddr_un abstract_addr(const std::string& name, socklen_t* len) {
 
 Status wait_io(int fd, short ev, Deadline d, const CancelFlag* c, int peer, const char* what) {
   for (;;) {
-    if (cancelled(c)) return CCL_FAIL(CCL_ABORTED, "aborted while %s rank %d", what, peer);
+    if (cancelled(c)) return GICL_FAIL(GICL_ABORTED, "aborted while %s rank %d", what, peer);
     pollfd p{fd, ev, 0};
     int n = ::poll(&p, 1, d.poll_ms());
-    if (n > 0) return CCL_SUCCESS;
-    if (n < 0 && errno != EINTR) CCL_SYSCHECK(-1, "poll");
-    if (d.expired()) return CCL_FAIL(CCL_TIMEOUT, "timed out %s rank %d", what, peer);
+    if (n > 0) return GICL_SUCCESS;
+    if (n < 0 && errno != EINTR) GICL_SYSCHECK(-1, "poll");
+    if (d.expired()) return GICL_FAIL(GICL_TIMEOUT, "timed out %s rank %d", what, peer);
   }
 }
 
@@ -56,7 +56,7 @@ void FdChannel::shutdown() {
 }
 
 std::string FdChannel::address(int rank) const {
-  return "ccl-" + job_ + "-" + std::to_string(rank);
+  return "gicl-" + job_ + "-" + std::to_string(rank);
 }
 
 Status FdChannel::listen(const std::string& job, int rank, const uint8_t* secret) {
@@ -64,12 +64,12 @@ Status FdChannel::listen(const std::string& job, int rank, const uint8_t* secret
   rank_ = rank;
   std::memcpy(secret_, secret, sizeof(secret_));
   listen_fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  CCL_SYSCHECK(listen_fd_, "socket(AF_UNIX)");
+  GICL_SYSCHECK(listen_fd_, "socket(AF_UNIX)");
   socklen_t len;
   sockaddr_un a = abstract_addr(address(rank), &len);
-  CCL_SYSCHECK(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), len), "bind(AF_UNIX)");
-  CCL_SYSCHECK(::listen(listen_fd_, 256), "listen(AF_UNIX)");
-  return CCL_SUCCESS;
+  GICL_SYSCHECK(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), len), "bind(AF_UNIX)");
+  GICL_SYSCHECK(::listen(listen_fd_, 256), "listen(AF_UNIX)");
+  return GICL_SUCCESS;
 }
 
 Status FdChannel::connect(const std::vector<Peer>& peers, Deadline d, const CancelFlag* cancel) {
@@ -78,21 +78,21 @@ Status FdChannel::connect(const std::vector<Peer>& peers, Deadline d, const Canc
   hello.rank = rank_;
   for (const Peer& p : peers) {
     int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    CCL_SYSCHECK(s, "socket(AF_UNIX)");
+    GICL_SYSCHECK(s, "socket(AF_UNIX)");
     socklen_t len;
     sockaddr_un a = abstract_addr(address(p.rank), &len);
     if (::connect(s, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
         ::send(s, &hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
       int err = errno;
       ::close(s);
-      return CCL_FAIL(CCL_SYSTEM_ERROR, "rank %d: cannot reach rank %d's handle socket: %s", rank_,
-                      p.rank, strerror(err));
+      return GICL_FAIL(GICL_SYSTEM_ERROR, "rank %d: cannot reach rank %d's handle socket: %s",
+                       rank_, p.rank, strerror(err));
     }
     out_[p.rank] = s;
   }
   // Accept one connection per peer; anything that is not a known peer is dropped.
   while (in_.size() < peers.size()) {
-    CCL_CHECK(wait_io(listen_fd_, POLLIN, d, cancel, -1, "waiting for handle connections from"));
+    GICL_CHECK(wait_io(listen_fd_, POLLIN, d, cancel, -1, "waiting for handle connections from"));
     int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) continue;
     ucred cred{};
@@ -109,20 +109,20 @@ Status FdChannel::connect(const std::vector<Peer>& peers, Deadline d, const Canc
       if (ok && p.rank == h.rank) expected = &p;
     if (expected == nullptr || cred.pid != expected->pid || cred.uid != getuid() ||
         in_.count(h.rank)) {
-      CCL_WARN(kSubsysMem, "rank %d: dropped a handle connection (pid %d claims rank %d)", rank_,
-               static_cast<int>(cred.pid), ok ? h.rank : -1);
+      GICL_WARN(kSubsysMem, "rank %d: dropped a handle connection (pid %d claims rank %d)", rank_,
+                static_cast<int>(cred.pid), ok ? h.rank : -1);
       ::close(c);
       continue;
     }
     in_[h.rank] = c;
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status FdChannel::send_fd(int peer, const FdMessage& msg, int fd, Deadline d,
                           const CancelFlag* cancel) {
   auto it = out_.find(peer);
-  if (it == out_.end()) return CCL_FAIL(CCL_INTERNAL_ERROR, "no handle channel to rank %d", peer);
+  if (it == out_.end()) return GICL_FAIL(GICL_INTERNAL_ERROR, "no handle channel to rank %d", peer);
   FdMessage m = msg;
   iovec iov{&m, sizeof(m)};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
@@ -138,20 +138,21 @@ Status FdChannel::send_fd(int peer, const FdMessage& msg, int fd, Deadline d,
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   for (;;) {
     ssize_t k = ::sendmsg(it->second, &h, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (k == static_cast<ssize_t>(sizeof(m))) return CCL_SUCCESS;
+    if (k == static_cast<ssize_t>(sizeof(m))) return GICL_SUCCESS;
     if (k < 0 && (errno == EAGAIN || errno == EINTR)) {
-      CCL_CHECK(wait_io(it->second, POLLOUT, d, cancel, peer, "sending a handle to"));
+      GICL_CHECK(wait_io(it->second, POLLOUT, d, cancel, peer, "sending a handle to"));
       continue;
     }
-    return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d: sending a handle to rank %d failed: %s", rank_,
-                    peer, k < 0 ? strerror(errno) : "short write");
+    return GICL_FAIL(GICL_REMOTE_ERROR, "rank %d: sending a handle to rank %d failed: %s", rank_,
+                     peer, k < 0 ? strerror(errno) : "short write");
   }
 }
 
 Status FdChannel::recv_fd(int peer, FdMessage* msg, int* fd, Deadline d, const CancelFlag* cancel) {
   auto it = in_.find(peer);
-  if (it == in_.end()) return CCL_FAIL(CCL_INTERNAL_ERROR, "no handle channel from rank %d", peer);
-  CCL_CHECK(wait_io(it->second, POLLIN, d, cancel, peer, "waiting for a handle from"));
+  if (it == in_.end())
+    return GICL_FAIL(GICL_INTERNAL_ERROR, "no handle channel from rank %d", peer);
+  GICL_CHECK(wait_io(it->second, POLLIN, d, cancel, peer, "waiting for a handle from"));
   FdMessage m{};
   iovec iov{&m, sizeof(m)};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
@@ -176,8 +177,8 @@ Status FdChannel::recv_fd(int peer, FdMessage* msg, int* fd, Deadline d, const C
   }
   auto reject = [&](const char* why) {
     if (got >= 0) ::close(got);
-    return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d: bad handle message from rank %d: %s", rank_, peer,
-                    why);
+    return GICL_FAIL(GICL_REMOTE_ERROR, "rank %d: bad handle message from rank %d: %s", rank_, peer,
+                     why);
   };
   if (k == 0) return reject("connection closed");
   if (k != static_cast<ssize_t>(sizeof(m))) return reject("wrong message size");
@@ -187,7 +188,7 @@ Status FdChannel::recv_fd(int peer, FdMessage* msg, int* fd, Deadline d, const C
   if (fcntl(got, F_GETFD) < 0) return reject("descriptor is not valid");
   *msg = m;
   *fd = got;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -14,7 +14,7 @@
 #include "common/deadline.hpp"
 #include "common/status.hpp"
 
-namespace ccl {
+namespace gicl {
 
 /// Fixed message that travels with each descriptor.
 struct FdMessage {
@@ -64,4 +64,4 @@ class FdChannel {
   std::map<int, int> in_;   // peer rank -> accepted socket
 };
 
-}  // namespace ccl
+}  // namespace gicl

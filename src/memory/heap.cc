@@ -10,7 +10,7 @@
 #include "common/log.hpp"
 #include "common/rank_list.hpp"
 
-namespace ccl {
+namespace gicl {
 
 namespace {
 constexpr uint64_t kAllocAlign = 512;  // covers 16-byte vectors and 128-byte lines with room
@@ -77,7 +77,7 @@ Status SymmetricHeap::create(const HeapConfig& cfg, bootstrap::Bootstrap* bs,
     h->slot_[r] = static_cast<int>(h->local_ranks_.size());
     h->local_ranks_.push_back(r);
   }
-  CCL_CHECK(driver_api(&h->cu_));
+  GICL_CHECK(driver_api(&h->cu_));
   if (cfg.handle == HeapHandle::kPosixFd) {
     DeviceScope scope(cfg.device);
     CUmemAllocationProp prop{};
@@ -86,31 +86,31 @@ Status SymmetricHeap::create(const HeapConfig& cfg, bootstrap::Bootstrap* bs,
     prop.location.id = cfg.device;
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     size_t gran = 0;
-    CCL_CU_CHECK(
+    GICL_CU_CHECK(
         h->cu_->cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
     h->cfg_.chunk_bytes = round_up(cfg.chunk_bytes, gran);
     h->slot_bytes_ = round_up(cfg.max_bytes, h->cfg_.chunk_bytes);
     h->cfg_.max_bytes = h->slot_bytes_;
     h->va_bytes_ = h->slot_bytes_ * h->local_ranks_.size();
-    CCL_CU_CHECK(h->cu_->cuMemAddressReserve(&h->va_, h->va_bytes_, gran, 0, 0));
+    GICL_CU_CHECK(h->cu_->cuMemAddressReserve(&h->va_, h->va_bytes_, gran, 0, 0));
     char job[40];
     const uint8_t* s = bs->secret();
     std::snprintf(job, sizeof(job), "%02x%02x%02x%02x%02x%02x%02x%02x", s[0], s[1], s[2], s[3],
                   s[4], s[5], s[6], s[7]);
     Status st = h->channel_.listen(job, h->rank_, s);
-    CCL_CHECK(h->bs_->agree(st, "open its handle socket"));
+    GICL_CHECK(h->bs_->agree(st, "open its handle socket"));
     std::vector<FdChannel::Peer> local;
     for (int r : h->local_ranks_)
       if (r != h->rank_) local.push_back({r, peers[r].pid});
-    CCL_CHECK(h->channel_.connect(local, Deadline::after_ms(cfg.timeout_ms), cancel));
+    GICL_CHECK(h->channel_.connect(local, Deadline::after_ms(cfg.timeout_ms), cancel));
   } else {
     h->cfg_.chunk_bytes = round_up(cfg.chunk_bytes, 2u << 20);
   }
-  CCL_INFO(kSubsysMem, "rank %d: symmetric heap (%s) up to %llu MiB, %zu load/store peers",
-           h->rank_, heap_handle_name(cfg.handle),
-           static_cast<unsigned long long>(h->cfg_.max_bytes >> 20), h->local_ranks_.size());
+  GICL_INFO(kSubsysMem, "rank %d: symmetric heap (%s) up to %llu MiB, %zu load/store peers",
+            h->rank_, heap_handle_name(cfg.handle),
+            static_cast<unsigned long long>(h->cfg_.max_bytes >> 20), h->local_ranks_.size());
   *out = std::move(h);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 SymmetricHeap::~SymmetricHeap() {
@@ -125,40 +125,40 @@ SymmetricHeap::~SymmetricHeap() {
   if (va_)
     warn_teardown(cu_->cuMemAddressFree(va_, va_bytes_), "cuMemAddressFree", rank_,
                   reinterpret_cast<const void*>(va_), va_bytes_);
-  for (void* p : opened_) CCL_CUDA_WARN(cudaIpcCloseMemHandle(p));
-  for (void* p : own_chunks_) CCL_CUDA_WARN(cudaFree(p));
+  for (void* p : opened_) GICL_CUDA_WARN(cudaIpcCloseMemHandle(p));
+  for (void* p : own_chunks_) GICL_CUDA_WARN(cudaFree(p));
 }
 
 Status SymmetricHeap::alloc(uint64_t bytes, void** ptr) {
   std::vector<uint64_t> sizes(nranks_);
   sizes[rank_] = bytes;
-  CCL_CHECK(bs_->allgather(sizes.data(), sizeof(uint64_t)));
+  GICL_CHECK(bs_->allgather(sizes.data(), sizeof(uint64_t)));
   std::vector<int> differ;
   for (int r = 0; r < nranks_; ++r)
     if (sizes[r] != sizes[0]) differ.push_back(r);
   if (!differ.empty())
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "ccl_mem_alloc: bytes differ between ranks (rank 0 asked for %llu; ranks %s "
-                    "asked for other sizes)",
-                    static_cast<unsigned long long>(sizes[0]), rank_list(differ).c_str());
-  if (bytes == 0) return CCL_FAIL(CCL_INVALID_ARGUMENT, "ccl_mem_alloc: bytes must be > 0");
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "gicl_mem_alloc: bytes differ between ranks (rank 0 asked for %llu; ranks %s "
+                     "asked for other sizes)",
+                     static_cast<unsigned long long>(sizes[0]), rank_list(differ).c_str());
+  if (bytes == 0) return GICL_FAIL(GICL_INVALID_ARGUMENT, "gicl_mem_alloc: bytes must be > 0");
   const uint64_t need = round_up(bytes, kAllocAlign);
   uint64_t offset = 0;
   if (!allocator_.allocate(need, kAllocAlign, &offset)) {
     // Grow by enough to hold the request even if the free tail is not usable.
-    CCL_CHECK(grow(need));
+    GICL_CHECK(grow(need));
     if (!allocator_.allocate(need, kAllocAlign, &offset))
-      return CCL_FAIL(CCL_INTERNAL_ERROR, "heap grew but %llu bytes still do not fit",
-                      static_cast<unsigned long long>(need));
+      return GICL_FAIL(GICL_INTERNAL_ERROR, "heap grew but %llu bytes still do not fit",
+                       static_cast<unsigned long long>(need));
   }
   for (const Segment& s : segments_) {
     if (offset >= s.offset && offset < s.offset + s.size) {
       *ptr = s.base[rank_] + (offset - s.offset);
-      return CCL_SUCCESS;
+      return GICL_SUCCESS;
     }
   }
-  return CCL_FAIL(CCL_INTERNAL_ERROR, "allocated offset %llu lies in no segment",
-                  static_cast<unsigned long long>(offset));
+  return GICL_FAIL(GICL_INTERNAL_ERROR, "allocated offset %llu lies in no segment",
+                   static_cast<unsigned long long>(offset));
 }
 
 Status SymmetricHeap::free(void* ptr) {
@@ -166,18 +166,19 @@ Status SymmetricHeap::free(void* ptr) {
   if (!offset_of(ptr, &off) || allocator_.block_size(off) == 0) off = UINT64_MAX;
   std::vector<uint64_t> offs(nranks_);
   offs[rank_] = off;
-  CCL_CHECK(bs_->allgather(offs.data(), sizeof(uint64_t)));
+  GICL_CHECK(bs_->allgather(offs.data(), sizeof(uint64_t)));
   std::vector<int> bad;
   for (int r = 0; r < nranks_; ++r)
     if (offs[r] == UINT64_MAX || offs[r] != offs[0]) bad.push_back(r);
   if (!bad.empty())
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "ccl_mem_free: ptr is not the same ccl_mem_alloc block on every rank (ranks %s "
-                    "differ from rank 0 or passed a pointer that is not a block start)",
-                    rank_list(bad).c_str());
+    return GICL_FAIL(
+        GICL_INVALID_ARGUMENT,
+        "gicl_mem_free: ptr is not the same gicl_mem_alloc block on every rank (ranks %s "
+        "differ from rank 0 or passed a pointer that is not a block start)",
+        rank_list(bad).c_str());
   if (!allocator_.release(off))
-    return CCL_FAIL(CCL_INTERNAL_ERROR, "release of a known block failed");
-  return CCL_SUCCESS;
+    return GICL_FAIL(GICL_INTERNAL_ERROR, "release of a known block failed");
+  return GICL_SUCCESS;
 }
 
 bool SymmetricHeap::offset_of(const void* ptr, uint64_t* offset) const {
@@ -216,21 +217,22 @@ Status SymmetricHeap::grow(uint64_t bytes) {
   const uint64_t offset = allocator_.end();
   const uint64_t size = round_up(std::max(bytes, cfg_.chunk_bytes), cfg_.chunk_bytes);
   if (offset + size > cfg_.max_bytes)
-    return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                    "ccl_mem_alloc: the request does not fit: the heap holds %llu MiB and may grow "
-                    "to CCL_SYMMETRIC_SIZE=%llu MiB",
-                    static_cast<unsigned long long>(offset >> 20),
-                    static_cast<unsigned long long>(cfg_.max_bytes >> 20));
+    return GICL_FAIL(
+        GICL_INVALID_ARGUMENT,
+        "gicl_mem_alloc: the request does not fit: the heap holds %llu MiB and may grow "
+        "to GICL_SYMMETRIC_SIZE=%llu MiB",
+        static_cast<unsigned long long>(offset >> 20),
+        static_cast<unsigned long long>(cfg_.max_bytes >> 20));
   DeviceScope scope(cfg_.device);
   if (cfg_.handle == HeapHandle::kPosixFd)
-    CCL_CHECK(grow_vmm(offset, size));
+    GICL_CHECK(grow_vmm(offset, size));
   else
-    CCL_CHECK(grow_legacy(offset, size));
+    GICL_CHECK(grow_legacy(offset, size));
   allocator_.add_region(offset, size, cfg_.handle == HeapHandle::kPosixFd);
-  CCL_INFO(kSubsysMem, "rank %d: heap grew by %llu MiB to %llu MiB", rank_,
-           static_cast<unsigned long long>(size >> 20),
-           static_cast<unsigned long long>((offset + size) >> 20));
-  return CCL_SUCCESS;
+  GICL_INFO(kSubsysMem, "rank %d: heap grew by %llu MiB to %llu MiB", rank_,
+            static_cast<unsigned long long>(size >> 20),
+            static_cast<unsigned long long>((offset + size) >> 20));
+  return GICL_SUCCESS;
 }
 
 Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
@@ -250,13 +252,13 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
     prop.location.id = cfg_.device;
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     CUmemGenericAllocationHandle handle;
-    CCL_CU_CHECK(cu_->cuMemCreate(&handle, size, &prop, 0));
+    GICL_CU_CHECK(cu_->cuMemCreate(&handle, size, &prop, 0));
     mappings_.push_back({0, size, handle});
-    CCL_CU_CHECK(cu_->cuMemExportToShareableHandle(&fd, handle,
-                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
-    CCL_CU_CHECK(cu_->cuMemMap(slot_addr(rank_), size, 0, handle, 0));
+    GICL_CU_CHECK(cu_->cuMemExportToShareableHandle(&fd, handle,
+                                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    GICL_CU_CHECK(cu_->cuMemMap(slot_addr(rank_), size, 0, handle, 0));
     mappings_.back().ptr = slot_addr(rank_);
-    CCL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(rank_), size, &access, 1));
+    GICL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(rank_), size, &access, 1));
     const ChunkTag tag = chunk_tag(bs_->secret(), rank_, seq);
     return upload_device(reinterpret_cast<void*>(slot_addr(rank_)), &tag, sizeof(tag));
   }();
@@ -271,17 +273,17 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
   local = [&]() -> Status {
     for (int r : local_ranks_)
       if (r != rank_)
-        CCL_CHECK(channel_.send_fd(r, {kFdMessageVersion, kFdHeapChunk, seq, offset, size}, fd, d,
-                                   cancel_));
+        GICL_CHECK(channel_.send_fd(r, {kFdMessageVersion, kFdHeapChunk, seq, offset, size}, fd, d,
+                                    cancel_));
     for (int r : local_ranks_) {
       if (r == rank_) continue;
       FdMessage m{};
       int pfd = -1;
-      CCL_CHECK(channel_.recv_fd(r, &m, &pfd, d, cancel_));
+      GICL_CHECK(channel_.recv_fd(r, &m, &pfd, d, cancel_));
       if (m.kind != kFdHeapChunk || m.seq != seq || m.offset != offset || m.size != size) {
         ::close(pfd);
-        return CCL_FAIL(
-            CCL_REMOTE_ERROR,
+        return GICL_FAIL(
+            GICL_REMOTE_ERROR,
             "rank %d sent heap chunk %llu (offset %llu, %llu bytes), expected chunk "
             "%llu (offset %llu, %llu bytes)",
             r, static_cast<unsigned long long>(m.seq), static_cast<unsigned long long>(m.offset),
@@ -293,34 +295,34 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
           &handle, reinterpret_cast<void*>(static_cast<uintptr_t>(pfd)),
           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
       ::close(pfd);  // the handle holds the memory now
-      CCL_CU_CHECK(e);
+      GICL_CU_CHECK(e);
       mappings_.push_back({0, size, handle});
-      CCL_CU_CHECK(cu_->cuMemMap(slot_addr(r), size, 0, handle, 0));
+      GICL_CU_CHECK(cu_->cuMemMap(slot_addr(r), size, 0, handle, 0));
       mappings_.back().ptr = slot_addr(r);
-      CCL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(r), size, &access, 1));
+      GICL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(r), size, &access, 1));
       ChunkTag seen{};
-      CCL_CHECK(download_device(&seen, reinterpret_cast<const void*>(slot_addr(r)), sizeof(seen)));
+      GICL_CHECK(download_device(&seen, reinterpret_cast<const void*>(slot_addr(r)), sizeof(seen)));
       const ChunkTag want = chunk_tag(bs_->secret(), r, seq);
       if (std::memcmp(&seen, &want, sizeof(seen)) != 0)
-        return CCL_FAIL(CCL_SYSTEM_ERROR,
-                        "rank %d: rank %d's heap chunk %llu, imported here from its descriptor, "
-                        "holds other memory (tag: %s job, rank %u, chunk %u): stores through it "
-                        "would be lost",
-                        rank_, r, static_cast<unsigned long long>(seq),
-                        seen.job == want.job ? "this" : "another", seen.rank, seen.seq);
+        return GICL_FAIL(GICL_SYSTEM_ERROR,
+                         "rank %d: rank %d's heap chunk %llu, imported here from its descriptor, "
+                         "holds other memory (tag: %s job, rank %u, chunk %u): stores through it "
+                         "would be lost",
+                         rank_, r, static_cast<unsigned long long>(seq),
+                         seen.job == want.job ? "this" : "another", seen.rank, seen.seq);
     }
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   }();
   if (fd >= 0) ::close(fd);
-  CCL_CHECK(bs_->agree(local, "map the peers' heap chunks"));
+  GICL_CHECK(bs_->agree(local, "map the peers' heap chunks"));
   // Every peer has read the tag: clear it, so that the chunk goes out with the zeros a fresh
   // allocation has in practice (which callers may have come to expect).
   const ChunkTag blank{};
-  CCL_CHECK(upload_device(reinterpret_cast<void*>(slot_addr(rank_)), &blank, sizeof(blank)));
+  GICL_CHECK(upload_device(reinterpret_cast<void*>(slot_addr(rank_)), &blank, sizeof(blank)));
   Segment seg{offset, size, std::vector<char*>(nranks_, nullptr)};
   for (int r : local_ranks_) seg.base[r] = reinterpret_cast<char*>(slot_addr(r));
   segments_.push_back(std::move(seg));
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status SymmetricHeap::grow_legacy(uint64_t offset, uint64_t size) {
@@ -328,38 +330,38 @@ Status SymmetricHeap::grow_legacy(uint64_t offset, uint64_t size) {
   LegacyExchange& mine = all[rank_];
   void* chunk = nullptr;
   Status local = [&]() -> Status {
-    CCL_CUDA_CHECK(cudaMalloc(&chunk, size));
+    GICL_CUDA_CHECK(cudaMalloc(&chunk, size));
     own_chunks_.push_back(chunk);
-    CCL_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, chunk));
-    return CCL_SUCCESS;
+    GICL_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, chunk));
+    return GICL_SUCCESS;
   }();
   mine.ptr = reinterpret_cast<uint64_t>(chunk);
   mine.status = local.code();
-  CCL_CHECK(bs_->allgather(all.data(), sizeof(LegacyExchange)));
+  GICL_CHECK(bs_->allgather(all.data(), sizeof(LegacyExchange)));
   if (!local.ok()) return local;
   for (int r = 0; r < nranks_; ++r)
-    if (all[r].status != CCL_SUCCESS)
-      return CCL_FAIL(CCL_REMOTE_ERROR, "rank %d failed to create its heap chunk", r);
+    if (all[r].status != GICL_SUCCESS)
+      return GICL_FAIL(GICL_REMOTE_ERROR, "rank %d failed to create its heap chunk", r);
   Segment seg{offset, size, std::vector<char*>(nranks_, nullptr)};
   local = [&]() -> Status {
     for (int r : local_ranks_) {
       if (r == rank_ || peers_[r].pid == peers_[rank_].pid) {
-        // Same address space (ccl_comm_init_all): the pointer is valid as it is.
+        // Same address space (gicl_comm_init_all): the pointer is valid as it is.
         seg.base[r] = reinterpret_cast<char*>(all[r].ptr);
         if (r != rank_ && peers_[r].device != cfg_.device)
-          CCL_CHECK(enable_peer_access(peers_[r].device));
+          GICL_CHECK(enable_peer_access(peers_[r].device));
         continue;
       }
       void* p = nullptr;
-      CCL_CUDA_CHECK(cudaIpcOpenMemHandle(&p, all[r].handle, cudaIpcMemLazyEnablePeerAccess));
+      GICL_CUDA_CHECK(cudaIpcOpenMemHandle(&p, all[r].handle, cudaIpcMemLazyEnablePeerAccess));
       opened_.push_back(p);
       seg.base[r] = static_cast<char*>(p);
     }
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   }();
-  CCL_CHECK(bs_->agree(local, "open the peers' legacy IPC handles"));
+  GICL_CHECK(bs_->agree(local, "open the peers' legacy IPC handles"));
   segments_.push_back(std::move(seg));
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl
+}  // namespace gicl

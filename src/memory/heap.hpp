@@ -14,7 +14,7 @@
 #include "memory/fd_channel.hpp"
 #include "topology/peer_info.hpp"
 
-namespace ccl {
+namespace gicl {
 
 enum class HeapHandle { kPosixFd, kLegacyIpc };
 
@@ -22,8 +22,8 @@ const char* heap_handle_name(HeapHandle h);
 
 struct HeapConfig {
   HeapHandle handle = HeapHandle::kPosixFd;
-  uint64_t max_bytes = 0;    // CCL_SYMMETRIC_SIZE
-  uint64_t chunk_bytes = 0;  // CCL_HEAP_CHUNK_SIZE
+  uint64_t max_bytes = 0;    // GICL_SYMMETRIC_SIZE
+  uint64_t chunk_bytes = 0;  // GICL_HEAP_CHUNK_SIZE
   int device = -1;
   int64_t timeout_ms = 0;
 };
@@ -36,7 +36,7 @@ class SymmetricHeap {
                        const CancelFlag* cancel, std::unique_ptr<SymmetricHeap>* out);
   ~SymmetricHeap();
 
-  /// Collective: same `bytes` on every rank or CCL_INVALID_ARGUMENT naming the ranks.
+  /// Collective: same `bytes` on every rank or GICL_INVALID_ARGUMENT naming the ranks.
   Status alloc(uint64_t bytes, void** ptr);
   /// Collective: same pointer (offset) on every rank.
   Status free(void* ptr);
@@ -64,7 +64,7 @@ class SymmetricHeap {
   /// Collective over the heap's ranks (all load/store local): creates an NVLink multicast object
   /// covering the heap as mapped now, binds every rank's memory to it and maps it here; `*va`
   /// receives the multicast address of heap offset 0 (multimem instructions only). Never
-  /// called unless CCL_NVLS_ENABLE=1 (see memory/multicast.cc).
+  /// called unless GICL_NVLS_ENABLE=1 (see memory/multicast.cc).
   Status map_multicast(CUdeviceptr* va, size_t* bytes);
   void unmap_multicast();
 
@@ -111,4 +111,4 @@ class SymmetricHeap {
   std::vector<void*> opened_;
 };
 
-}  // namespace ccl
+}  // namespace gicl

@@ -13,7 +13,7 @@
 #include "common/log.hpp"
 #include "common/rank_list.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 constexpr uint32_t kBoardVersion = 1;
@@ -73,11 +73,11 @@ Status HostBoard::create(const Config& cfg, bootstrap::Bootstrap* bs, FdChannel*
   int fd = -1;
   // 1. Rank 0 makes the memory; every rank learns whether it could before anyone waits for it.
   Status local = [&]() -> Status {
-    if (cfg.rank != 0) return CCL_SUCCESS;
-    fd = ::memfd_create("ccl-host-board", MFD_CLOEXEC);
-    CCL_SYSCHECK(fd, "memfd_create (host board)");
-    CCL_SYSCHECK(::ftruncate(fd, static_cast<off_t>(bytes)), "ftruncate (host board)");
-    return CCL_SUCCESS;
+    if (cfg.rank != 0) return GICL_SUCCESS;
+    fd = ::memfd_create("gicl-host-board", MFD_CLOEXEC);
+    GICL_SYSCHECK(fd, "memfd_create (host board)");
+    GICL_SYSCHECK(::ftruncate(fd, static_cast<off_t>(bytes)), "ftruncate (host board)");
+    return GICL_SUCCESS;
   }();
   Status s = bs->agree(local, "create the host board");
   if (!s.ok()) {
@@ -89,33 +89,33 @@ Status HostBoard::create(const Config& cfg, bootstrap::Bootstrap* bs, FdChannel*
   local = [&]() -> Status {
     if (cfg.rank == 0) {
       for (int r = 1; r < b->nranks_; ++r)
-        CCL_CHECK(
+        GICL_CHECK(
             channel->send_fd(r, {kFdMessageVersion, kFdHostBoard, 0, 0, bytes}, fd, d, cfg.cancel));
     } else {
       FdMessage m{};
-      CCL_CHECK(channel->recv_fd(0, &m, &fd, d, cfg.cancel));
+      GICL_CHECK(channel->recv_fd(0, &m, &fd, d, cfg.cancel));
       if (m.kind != kFdHostBoard || m.size != bytes)
-        return CCL_FAIL(CCL_REMOTE_ERROR,
-                        "rank 0 sent a host board of %llu bytes (kind %u), expected %zu",
-                        static_cast<unsigned long long>(m.size), m.kind, bytes);
+        return GICL_FAIL(GICL_REMOTE_ERROR,
+                         "rank 0 sent a host board of %llu bytes (kind %u), expected %zu",
+                         static_cast<unsigned long long>(m.size), m.kind, bytes);
     }
     void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
-      return CCL_FAIL(CCL_SYSTEM_ERROR, "mmap (host board) failed: %s", std::strerror(errno));
+      return GICL_FAIL(GICL_SYSTEM_ERROR, "mmap (host board) failed: %s", std::strerror(errno));
     b->map_ = p;
     auto* h = static_cast<BoardHeader*>(p);
     if (cfg.rank == 0) *h = {kBoardVersion, static_cast<uint32_t>(b->nranks_), {}};
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   }();
   if (fd >= 0) ::close(fd);  // the mapping keeps the memory
   // The header is read only after this agreement: rank 0 wrote it before agreeing.
-  CCL_CHECK(bs->agree(local, "map the host board"));
+  GICL_CHECK(bs->agree(local, "map the host board"));
   const auto* h = static_cast<const BoardHeader*>(b->map_);
   if (h->version != kBoardVersion || h->nranks != static_cast<uint32_t>(b->nranks_))
-    return CCL_FAIL(CCL_REMOTE_ERROR, "host board of version %u for %u ranks, expected %u for %d",
-                    h->version, h->nranks, kBoardVersion, b->nranks_);
+    return GICL_FAIL(GICL_REMOTE_ERROR, "host board of version %u for %u ranks, expected %u for %d",
+                     h->version, h->nranks, kBoardVersion, b->nranks_);
   *out = std::move(b);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 HostBoard::~HostBoard() {
@@ -124,8 +124,8 @@ HostBoard::~HostBoard() {
 
 Status HostBoard::allgather(void* data, size_t bytes) {
   if (bytes > kBlockBytes)
-    return CCL_FAIL(CCL_INTERNAL_ERROR, "host board blocks hold %zu bytes, not %zu", kBlockBytes,
-                    bytes);
+    return GICL_FAIL(GICL_INTERNAL_ERROR, "host board blocks hold %zu bytes, not %zu", kBlockBytes,
+                     bytes);
   const uint64_t seq = ++calls_;
   auto* out = static_cast<char*>(data);
   BoardSlot* mine = slot(map_, nranks_, seq, cfg_.rank);
@@ -133,19 +133,19 @@ Status HostBoard::allgather(void* data, size_t bytes) {
   mine->bytes = bytes;
   // Publish: the block and its size before the sequence word the readers poll.
   std::atomic_ref<uint64_t>(mine->seq).store(seq, std::memory_order_release);
-  CCL_CHECK(wait_all(seq));
+  GICL_CHECK(wait_all(seq));
   for (int r = 0; r < nranks_; ++r) {
     if (r == cfg_.rank) continue;
     const BoardSlot* s = slot(map_, nranks_, seq, r);
     if (s->bytes != bytes)
-      return CCL_FAIL(CCL_INVALID_USAGE,
-                      "host exchange #%llu: rank %d put %llu bytes, rank %d %zu (the ranks are "
-                      "not making the same call)",
-                      static_cast<unsigned long long>(seq), r,
-                      static_cast<unsigned long long>(s->bytes), cfg_.rank, bytes);
+      return GICL_FAIL(GICL_INVALID_USAGE,
+                       "host exchange #%llu: rank %d put %llu bytes, rank %d %zu (the ranks are "
+                       "not making the same call)",
+                       static_cast<unsigned long long>(seq), r,
+                       static_cast<unsigned long long>(s->bytes), cfg_.rank, bytes);
     if (bytes > 0) std::memcpy(out + r * bytes, s->data, bytes);
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status HostBoard::wait_all(uint64_t seq) {
@@ -155,7 +155,7 @@ Status HostBoard::wait_all(uint64_t seq) {
   int from = 0;  // ranks below have arrived
   for (uint64_t poll = 0;; ++poll) {
     while (from < nranks_ && load_seq(slot(map_, nranks_, seq, from)) == seq) ++from;
-    if (from == nranks_) return CCL_SUCCESS;
+    if (from == nranks_) return GICL_SUCCESS;
     // Spin first (a peer a few microseconds behind), then yield the core (ranks may outnumber
     // cores), then sleep (a peer far behind is not helped by this rank burning a core).
     if (poll < 1024) {
@@ -168,8 +168,8 @@ Status HostBoard::wait_all(uint64_t seq) {
     else
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     if (cancelled(cfg_.cancel))
-      return CCL_FAIL(CCL_ABORTED, "aborted in host exchange #%llu",
-                      static_cast<unsigned long long>(seq));
+      return GICL_FAIL(GICL_ABORTED, "aborted in host exchange #%llu",
+                       static_cast<unsigned long long>(seq));
     if (now < next_liveness && !deadline.expired()) continue;
     next_liveness = now + std::chrono::milliseconds(100);
     std::vector<int> missing;
@@ -177,15 +177,15 @@ Status HostBoard::wait_all(uint64_t seq) {
       if (load_seq(slot(map_, nranks_, seq, r)) != seq) missing.push_back(r);
     for (int r : missing)
       if (cfg_.pids[r] > 0 && ::kill(cfg_.pids[r], 0) == -1 && errno == ESRCH)
-        return CCL_FAIL(CCL_REMOTE_ERROR,
-                        "rank %d: rank %d (pid %d) exited before host exchange #%llu", cfg_.rank, r,
-                        static_cast<int>(cfg_.pids[r]), static_cast<unsigned long long>(seq));
+        return GICL_FAIL(GICL_REMOTE_ERROR,
+                         "rank %d: rank %d (pid %d) exited before host exchange #%llu", cfg_.rank,
+                         r, static_cast<int>(cfg_.pids[r]), static_cast<unsigned long long>(seq));
     if (deadline.expired() && !missing.empty())
-      return CCL_FAIL(
-          CCL_TIMEOUT, "rank %d: %s %s did not reach host exchange #%llu within %lld ms", cfg_.rank,
-          missing.size() == 1 ? "rank" : "ranks", rank_list(missing).c_str(),
+      return GICL_FAIL(
+          GICL_TIMEOUT, "rank %d: %s %s did not reach host exchange #%llu within %lld ms",
+          cfg_.rank, missing.size() == 1 ? "rank" : "ranks", rank_list(missing).c_str(),
           static_cast<unsigned long long>(seq), static_cast<long long>(cfg_.timeout_ms));
   }
 }
 
-}  // namespace ccl
+}  // namespace gicl

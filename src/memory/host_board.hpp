@@ -1,5 +1,5 @@
 // An allgather among the ranks of one host through a page of shared memory. The collectives
-// exchange a few bytes on the host at some calls (CCL_CHECK_MODE's call signatures, the
+// exchange a few bytes on the host at some calls (GICL_CHECK_MODE's call signatures, the
 // copy-engine path's receive windows); over the bootstrap that is one socket round trip per
 // ring step, about 20 us for two ranks and growing with the rank count, paid on every eager
 // call. Here a rank writes its block and raises its sequence word; the others read once every
@@ -18,7 +18,7 @@
 #include "common/status.hpp"
 #include "memory/fd_channel.hpp"
 
-namespace ccl {
+namespace gicl {
 
 class HostBoard {
  public:
@@ -58,4 +58,4 @@ class HostBoard {
   uint64_t calls_ = 0;  // allgathers made here: the sequence number the next one raises
 };
 
-}  // namespace ccl
+}  // namespace gicl

@@ -9,7 +9,7 @@
 #include "common/log.hpp"
 #include "memory/heap.hpp"
 
-namespace ccl {
+namespace gicl {
 
 namespace {
 
@@ -37,17 +37,17 @@ Status BufferRegistry::create(bootstrap::Bootstrap* bs, const std::vector<PeerIn
   r->entries_.resize(kMaxRegistrations);
   DeviceScope scope(device);
   const size_t bytes = static_cast<size_t>(kMaxRegistrations) * r->nranks_ * sizeof(char*);
-  CCL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r->table_), bytes));
-  CCL_CHECK(zero_device(r->table_, bytes));
+  GICL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&r->table_), bytes));
+  GICL_CHECK(zero_device(r->table_, bytes));
   r->host_table_.assign(static_cast<size_t>(kMaxRegistrations) * r->nranks_, nullptr);
   *out = std::move(r);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 BufferRegistry::~BufferRegistry() {
   DeviceScope scope(device_);
-  for (auto& [key, o] : opened_) CCL_CUDA_WARN(cudaIpcCloseMemHandle(o.ptr));
-  if (table_ != nullptr) CCL_CUDA_WARN(cudaFree(table_));
+  for (auto& [key, o] : opened_) GICL_CUDA_WARN(cudaIpcCloseMemHandle(o.ptr));
+  if (table_ != nullptr) GICL_CUDA_WARN(cudaFree(table_));
 }
 
 namespace {
@@ -87,27 +87,27 @@ Status BufferRegistry::open_peer(const std::string& key, const cudaIpcMemHandle_
     if (e != cudaSuccess) {
       cudaGetLastError();
       opened_.erase(key);
-      return CCL_FAIL(CCL_UNHANDLED_CUDA_ERROR, "cannot map a peer's registered buffer: %s",
-                      cudaGetErrorString(e));
+      return GICL_FAIL(GICL_UNHANDLED_CUDA_ERROR, "cannot map a peer's registered buffer: %s",
+                       cudaGetErrorString(e));
     }
   }
   o.refs++;
   *base = o.ptr;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 void BufferRegistry::close_key(const std::string& key) {
   auto it = opened_.find(key);
   if (it == opened_.end() || --it->second.refs > 0) return;
-  CCL_CUDA_WARN(cudaIpcCloseMemHandle(it->second.ptr));
+  GICL_CUDA_WARN(cudaIpcCloseMemHandle(it->second.ptr));
   opened_.erase(it);
 }
 
 Status BufferRegistry::write_row(int index, const std::vector<char*>& row) {
-  CCL_CUDA_CHECK(cudaMemcpy(table_ + static_cast<size_t>(index) * nranks_, row.data(),
-                            row.size() * sizeof(char*), cudaMemcpyHostToDevice));
+  GICL_CUDA_CHECK(cudaMemcpy(table_ + static_cast<size_t>(index) * nranks_, row.data(),
+                             row.size() * sizeof(char*), cudaMemcpyHostToDevice));
   std::copy(row.begin(), row.end(), host_table_.begin() + static_cast<size_t>(index) * nranks_);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status BufferRegistry::add(void* ptr, size_t bytes, const SymmetricHeap* heap, uintptr_t* handle) {
@@ -119,57 +119,58 @@ Status BufferRegistry::add(void* ptr, size_t bytes, const SymmetricHeap* heap, u
   Status local = [&]() -> Status {
     // The same history on every rank gives the same free slot; a full table is full everywhere.
     if (slot == kMaxRegistrations)
-      return CCL_FAIL(CCL_INVALID_USAGE,
-                      "ccl_comm_register: %d buffers are registered already (the most a "
-                      "communicator holds); deregister some first",
-                      kMaxRegistrations);
+      return GICL_FAIL(GICL_INVALID_USAGE,
+                       "gicl_comm_register: %d buffers are registered already (the most a "
+                       "communicator holds); deregister some first",
+                       kMaxRegistrations);
     uint64_t off = 0;
     if (heap != nullptr && heap->offset_of(ptr, &off) && heap->mapped_bytes() - off >= bytes) {
       mine.in_heap = 1;
-      return CCL_SUCCESS;
+      return GICL_SUCCESS;
     }
     cudaPointerAttributes attr{};
     const cudaError_t pe = cudaPointerGetAttributes(&attr, ptr);
     cudaGetLastError();
     if (pe != cudaSuccess || attr.type != cudaMemoryTypeDevice)
-      return CCL_FAIL(CCL_INVALID_ARGUMENT, "ccl_comm_register: buff=%p is not device memory", ptr);
+      return GICL_FAIL(GICL_INVALID_ARGUMENT, "gicl_comm_register: buff=%p is not device memory",
+                       ptr);
     if (attr.device != device_)
-      return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                      "ccl_comm_register: buff=%p is memory of device %d, the communicator's "
-                      "device is %d",
-                      ptr, attr.device, device_);
+      return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                       "gicl_comm_register: buff=%p is memory of device %d, the communicator's "
+                       "device is %d",
+                       ptr, attr.device, device_);
     const DriverApi* cu = nullptr;
-    CCL_CHECK(driver_api(&cu));
+    GICL_CHECK(driver_api(&cu));
     CUdeviceptr base = 0;
     size_t size = 0;
     if (cu->cuMemGetAddressRange(&base, &size, reinterpret_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS)
-      return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                      "ccl_comm_register: buff=%p is not in a device allocation", ptr);
+      return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                       "gicl_comm_register: buff=%p is not in a device allocation", ptr);
     const uint64_t in_alloc = reinterpret_cast<uint64_t>(ptr) - base;
     if (size - in_alloc < bytes)
-      return CCL_FAIL(
-          CCL_INVALID_ARGUMENT,
-          "ccl_comm_register: size=%zu but buff=%p's allocation ends %zu bytes after it", bytes,
+      return GICL_FAIL(
+          GICL_INVALID_ARGUMENT,
+          "gicl_comm_register: size=%zu but buff=%p's allocation ends %zu bytes after it", bytes,
           ptr, static_cast<size_t>(size - in_alloc));
     const cudaError_t e = cudaIpcGetMemHandle(&mine.handle, reinterpret_cast<void*>(base));
     if (e != cudaSuccess) {
       cudaGetLastError();
-      return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                      "ccl_comm_register: buff=%p cannot be shared with the peers (%s): register "
-                      "cudaMalloc memory, or use ccl_mem_alloc",
-                      ptr, cudaGetErrorString(e));
+      return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                       "gicl_comm_register: buff=%p cannot be shared with the peers (%s): register "
+                       "cudaMalloc memory, or use gicl_mem_alloc",
+                       ptr, cudaGetErrorString(e));
     }
     mine.base = base;
     mine.offset = in_alloc;
-    return CCL_SUCCESS;
+    return GICL_SUCCESS;
   }();
   mine.status = local.code();
-  CCL_CHECK(bs_->allgather(all.data(), sizeof(RegExchange)));
+  GICL_CHECK(bs_->allgather(all.data(), sizeof(RegExchange)));
   if (!local.ok()) return local;
   for (int r = 0; r < nranks_; ++r)
-    if (all[r].status != CCL_SUCCESS)
-      return CCL_FAIL(CCL_REMOTE_ERROR, "ccl_comm_register failed on rank %d (%s)", r,
-                      ccl_get_error_string(static_cast<ccl_result_t>(all[r].status)));
+    if (all[r].status != GICL_SUCCESS)
+      return GICL_FAIL(GICL_REMOTE_ERROR, "gicl_comm_register failed on rank %d (%s)", r,
+                       gicl_get_error_string(static_cast<gicl_result_t>(all[r].status)));
   Entry e;
   e.used = true;
   e.generation = ++generation_ & 0xffffffu;
@@ -182,15 +183,15 @@ Status BufferRegistry::add(void* ptr, size_t bytes, const SymmetricHeap* heap, u
     for (int r = 0; r < nranks_; ++r) {
       if (paths_[r] == PeerPath::kNetwork || all[r].in_heap) continue;
       if (r == rank_ || peers_[r].pid == pid) {
-        // Same address space (ccl_comm_init_all): the owner's pointer is valid here.
+        // Same address space (gicl_comm_init_all): the owner's pointer is valid here.
         row[r] = reinterpret_cast<char*>(all[r].base) + all[r].offset;
         if (r != rank_ && peers_[r].device != device_)
-          CCL_CHECK(enable_peer_access(peers_[r].device));
+          GICL_CHECK(enable_peer_access(peers_[r].device));
         continue;
       }
       void* base = nullptr;
       e.keys.push_back(peer_key(r, all[r].handle));
-      CCL_CHECK(open_peer(e.keys.back(), all[r].handle, &base));
+      GICL_CHECK(open_peer(e.keys.back(), all[r].handle, &base));
       row[r] = static_cast<char*>(base) + all[r].offset;
     }
     return write_row(slot, row);
@@ -204,9 +205,9 @@ Status BufferRegistry::add(void* ptr, size_t bytes, const SymmetricHeap* heap, u
   if (!entries_[slot].in_heap)
     mapped_.insert(std::upper_bound(mapped_.begin(), mapped_.end(), slot), slot);
   *handle = make_handle(entries_[slot].generation, slot);
-  CCL_INFO(kSubsysMem, "rank %d: registered %zu bytes at %p as buffer %d%s", rank_, bytes, ptr,
-           slot, entries_[slot].in_heap ? " (symmetric heap: nothing to map)" : "");
-  return CCL_SUCCESS;
+  GICL_INFO(kSubsysMem, "rank %d: registered %zu bytes at %p as buffer %d%s", rank_, bytes, ptr,
+            slot, entries_[slot].in_heap ? " (symmetric heap: nothing to map)" : "");
+  return GICL_SUCCESS;
 }
 
 Status BufferRegistry::remove(uintptr_t handle) {
@@ -215,15 +216,15 @@ Status BufferRegistry::remove(uintptr_t handle) {
   Status local = [&]() -> Status {
     if (index < 0 || index >= kMaxRegistrations || !entries_[index].used ||
         make_handle(entries_[index].generation, index) != handle)
-      return CCL_FAIL(CCL_INVALID_ARGUMENT,
-                      "ccl_comm_deregister: handle=%p is not a live registration of this "
-                      "communicator",
-                      reinterpret_cast<void*>(handle));
+      return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                       "gicl_comm_deregister: handle=%p is not a live registration of this "
+                       "communicator",
+                       reinterpret_cast<void*>(handle));
     // Kernels of this rank may still read the peers' copies (and the peers' kernels this one).
-    CCL_CUDA_CHECK(cudaDeviceSynchronize());
-    return CCL_SUCCESS;
+    GICL_CUDA_CHECK(cudaDeviceSynchronize());
+    return GICL_SUCCESS;
   }();
-  CCL_CHECK(bs_->agree(local, "finish its work before ccl_comm_deregister"));
+  GICL_CHECK(bs_->agree(local, "finish its work before gicl_comm_deregister"));
   Entry& e = entries_[index];
   for (const std::string& k : e.keys) close_key(k);
   mapped_.erase(std::remove(mapped_.begin(), mapped_.end(), index), mapped_.end());
@@ -231,4 +232,4 @@ Status BufferRegistry::remove(uintptr_t handle) {
   return write_row(index, std::vector<char*>(nranks_, nullptr));
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -1,4 +1,4 @@
-// Registered buffers (ccl_comm_register): ordinary cudaMalloc memory that every load/store peer
+// Registered buffers (gicl_comm_register): ordinary cudaMalloc memory that every load/store peer
 // maps through CUDA IPC, so that collectives read and write it in place instead of staging it
 // through the symmetric heap. Registration is collective and ordered: the i-th live registration
 // is the same call on every rank, so an index names "rank j's buffer of that call" everywhere and
@@ -18,7 +18,7 @@
 #include "common/status.hpp"
 #include "topology/peer_info.hpp"
 
-namespace ccl {
+namespace gicl {
 
 class SymmetricHeap;
 
@@ -89,4 +89,4 @@ class BufferRegistry {
   std::map<std::string, Opened> opened_;
 };
 
-}  // namespace ccl
+}  // namespace gicl

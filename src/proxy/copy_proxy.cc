@@ -7,7 +7,7 @@
 #include "common/log.hpp"
 #include "topology/peer_info.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 int64_t now_ns() {
@@ -20,35 +20,35 @@ int64_t now_ns() {
 
 Status CopyProxy::start(int device, bool mps, std::unique_ptr<CopyProxy>* out) {
   if (cuda_work_queues(mps) < 2)
-    return CCL_FAIL(CCL_UNSUPPORTED,
-                    "CUDA_DEVICE_MAX_CONNECTIONS=1 gives this process one hardware queue, behind "
-                    "which the proxy's copies would wait for the kernel waiting for them");
+    return GICL_FAIL(GICL_UNSUPPORTED,
+                     "CUDA_DEVICE_MAX_CONNECTIONS=1 gives this process one hardware queue, behind "
+                     "which the proxy's copies would wait for the kernel waiting for them");
   const DriverApi* api = nullptr;
-  CCL_CHECK(driver_api(&api));
+  GICL_CHECK(driver_api(&api));
   if (api->cuStreamWriteValue64 == nullptr)
-    return CCL_FAIL(CCL_UNSUPPORTED,
-                    "the copy-engine proxy needs cuStreamWriteValue64, which this driver lacks");
+    return GICL_FAIL(GICL_UNSUPPORTED,
+                     "the copy-engine proxy needs cuStreamWriteValue64, which this driver lacks");
   std::unique_ptr<CopyProxy> p(new CopyProxy(device, api));
   DeviceScope scope(device);
   // Set-up, not part of a capture the calling thread may have in progress.
   RelaxedCapture relaxed;
-  CCL_CHECK(p->init());
+  GICL_CHECK(p->init());
   p->thread_ = std::thread([q = p.get()] { q->run(); });
   *out = std::move(p);
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 Status CopyProxy::init() {
   const size_t ring_bytes = kSlots * sizeof(CopyRequest);
-  CCL_CUDA_CHECK(cudaHostAlloc(&host_, ring_bytes + sizeof(uint64_t), cudaHostAllocMapped));
+  GICL_CUDA_CHECK(cudaHostAlloc(&host_, ring_bytes + sizeof(uint64_t), cudaHostAllocMapped));
   std::memset(host_, 0, ring_bytes + sizeof(uint64_t));
   void* dev_host = nullptr;
-  CCL_CUDA_CHECK(cudaHostGetDevicePointer(&dev_host, host_, 0));
-  CCL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  CCL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&counts_), 2 * sizeof(uint64_t)));
+  GICL_CUDA_CHECK(cudaHostGetDevicePointer(&dev_host, host_, 0));
+  GICL_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  GICL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&counts_), 2 * sizeof(uint64_t)));
   // On the proxy's own stream: the legacy stream would join a capture in progress.
-  CCL_CUDA_CHECK(cudaMemsetAsync(counts_, 0, 2 * sizeof(uint64_t), stream_));
-  CCL_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  GICL_CUDA_CHECK(cudaMemsetAsync(counts_, 0, 2 * sizeof(uint64_t), stream_));
+  GICL_CUDA_CHECK(cudaStreamSynchronize(stream_));
   queue_.ring = static_cast<CopyRequest*>(dev_host);
   queue_.posted = counts_;
   queue_.done = counts_ + 1;
@@ -56,7 +56,7 @@ Status CopyProxy::init() {
   queue_.failed =
       reinterpret_cast<const volatile uint32_t*>(static_cast<char*>(dev_host) + ring_bytes);
   queue_.slots = kSlots;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 void CopyProxy::stop() {
@@ -78,11 +78,11 @@ CopyProxy::~CopyProxy() {
   stop();
   DeviceScope scope(device_);
   if (stream_) {
-    CCL_CUDA_WARN(cudaStreamSynchronize(stream_));
-    CCL_CUDA_WARN(cudaStreamDestroy(stream_));
+    GICL_CUDA_WARN(cudaStreamSynchronize(stream_));
+    GICL_CUDA_WARN(cudaStreamDestroy(stream_));
   }
-  if (counts_) CCL_CUDA_WARN(cudaFree(counts_));
-  if (host_) CCL_CUDA_WARN(cudaFreeHost(host_));
+  if (counts_) GICL_CUDA_WARN(cudaFree(counts_));
+  if (host_) GICL_CUDA_WARN(cudaFreeHost(host_));
 }
 
 void CopyProxy::stay_busy() {
@@ -120,9 +120,9 @@ bool CopyProxy::issue(const CopyRequest& r, uint64_t seq) {
 }
 
 void CopyProxy::mark_failed(const char* what) {
-  CCL_WARN(kSubsysProxy,
-           "copy-engine proxy on GPU %d: %s; the kernels that wait for its copies fail", device_,
-           what);
+  GICL_WARN(kSubsysProxy,
+            "copy-engine proxy on GPU %d: %s; the kernels that wait for its copies fail", device_,
+            what);
   __atomic_store_n(failed_, 1u, __ATOMIC_RELEASE);
 }
 
@@ -160,4 +160,4 @@ void CopyProxy::run() {
   }
 }
 
-}  // namespace ccl
+}  // namespace gicl

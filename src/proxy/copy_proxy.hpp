@@ -24,7 +24,7 @@
 #include "common/status.hpp"
 #include "proxy/copy_queue.h"
 
-namespace ccl {
+namespace gicl {
 
 class CopyProxy {
  public:
@@ -33,7 +33,7 @@ class CopyProxy {
   static constexpr auto kIdlePoll = std::chrono::microseconds(50);
 
   /// Starts a proxy for kernels on `device` (the calling thread's current device is kept); `mps`:
-  /// this process is an MPS client there. CCL_UNSUPPORTED where the driver has no stream memory
+  /// this process is an MPS client there. GICL_UNSUPPORTED where the driver has no stream memory
   /// operations, or this process has one hardware work queue (its copies would queue behind the
   /// kernel waiting for them: every such send timed out, one H100).
   static Status start(int device, bool mps, std::unique_ptr<CopyProxy>* out);
@@ -78,4 +78,4 @@ class CopyProxy {
   std::condition_variable wake_;
 };
 
-}  // namespace ccl
+}  // namespace gicl

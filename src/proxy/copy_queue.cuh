@@ -3,10 +3,10 @@
 // (a communicator's point-to-point launches are stream-ordered).
 #pragma once
 
-#include "ccl/device/wait.cuh"
+#include "gicl/device/wait.cuh"
 #include "proxy/copy_queue.h"
 
-namespace ccl {
+namespace gicl {
 
 /// Posts the copy of `bytes` from `src` to `dst` and returns its number, or 0 when the wait for
 /// a free slot failed (reported). A slot is free once the request `slots` before it completed.
@@ -14,7 +14,7 @@ __device__ __noinline__ inline uint64_t copy_post(dev::detail::Reporter r, const
                                                   void* dst, const void* src, uint64_t bytes,
                                                   int peer) {
   const uint64_t seq = *q.posted + 1, free_after = copy_reuse_after(seq, q.slots);
-  if (free_after > 0 && !dev::detail::wait(r, CCL_OP_PUT, q.done, dev::Cmp::kAtLeast, free_after,
+  if (free_after > 0 && !dev::detail::wait(r, GICL_OP_PUT, q.done, dev::Cmp::kAtLeast, free_after,
                                            peer, static_cast<uint64_t*>(nullptr)))
     return 0;
   CopyRequest* slot = q.ring + copy_slot(seq, q.slots);
@@ -28,8 +28,8 @@ __device__ __noinline__ inline uint64_t copy_post(dev::detail::Reporter r, const
 }
 
 /// Waits until copy `seq` (and every one before it) is complete: its bytes are in place. False
-/// when the proxy failed (reported as CCL_DEVICE_ERROR_PROXY, the proxy logs why), the
-/// communicator was aborted or the wait passed CCL_WAIT_TIMEOUT.
+/// when the proxy failed (reported as GICL_DEVICE_ERROR_PROXY, the proxy logs why), the
+/// communicator was aborted or the wait passed GICL_WAIT_TIMEOUT.
 __device__ __noinline__ inline bool copy_wait(dev::detail::Reporter r, const CopyQueue& q,
                                               uint64_t seq, int peer) {
   dev::detail::Deadline deadline;
@@ -38,10 +38,10 @@ __device__ __noinline__ inline bool copy_wait(dev::detail::Reporter r, const Cop
     if (dev::compare(seen, dev::Cmp::kAtLeast, seq)) return true;
     if ((spin & 1023) != 1023) continue;
     if (*q.failed)
-      return dev::detail::report(r, CCL_DEVICE_ERROR_PROXY, CCL_OP_PUT, peer, q.done, seq, seen,
-                                 CCL_CMP_AT_LEAST);
-    if (deadline.expired(r, CCL_OP_PUT, peer, q.done, seq, seen, CCL_CMP_AT_LEAST)) return false;
+      return dev::detail::report(r, GICL_DEVICE_ERROR_PROXY, GICL_OP_PUT, peer, q.done, seq, seen,
+                                 GICL_CMP_AT_LEAST);
+    if (deadline.expired(r, GICL_OP_PUT, peer, q.done, seq, seen, GICL_CMP_AT_LEAST)) return false;
   }
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -8,12 +8,12 @@
 #include <cstdint>
 
 #if defined(__CUDACC__)
-#define CCL_QUEUE_HD __host__ __device__ __forceinline__
+#define GICL_QUEUE_HD __host__ __device__ __forceinline__
 #else
-#define CCL_QUEUE_HD inline
+#define GICL_QUEUE_HD inline
 #endif
 
-namespace ccl {
+namespace gicl {
 
 /// One copy. The kernel writes every field, then `seq` (system fence between), so the proxy
 /// reads the fields only once `seq` says they are complete.
@@ -35,11 +35,11 @@ struct CopyQueue {
 };
 
 /// Slot of request `seq` (1-based) in a ring of `slots`.
-CCL_QUEUE_HD uint32_t copy_slot(uint64_t seq, uint32_t slots) {
+GICL_QUEUE_HD uint32_t copy_slot(uint64_t seq, uint32_t slots) {
   return static_cast<uint32_t>((seq - 1) % slots);
 }
 /// The request that must be complete before request `seq` may overwrite its slot (0: none).
-CCL_QUEUE_HD uint64_t copy_reuse_after(uint64_t seq, uint32_t slots) {
+GICL_QUEUE_HD uint64_t copy_reuse_after(uint64_t seq, uint32_t slots) {
   return seq > slots ? seq - slots : 0;
 }
 
@@ -60,4 +60,4 @@ inline CopyTake copy_take(const CopyRequest* ring, uint32_t slots, uint64_t next
   return CopyTake::kReady;
 }
 
-}  // namespace ccl
+}  // namespace gicl

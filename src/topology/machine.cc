@@ -7,14 +7,14 @@
 
 #include "common/settings.hpp"
 
-#ifdef CCL_HAVE_HWLOC
+#ifdef GICL_HAVE_HWLOC
 #include <hwloc.h>
 #endif
 
-namespace ccl {
+namespace gicl {
 
 bool have_hwloc() {
-#ifdef CCL_HAVE_HWLOC
+#ifdef GICL_HAVE_HWLOC
   return true;
 #else
   return false;
@@ -25,7 +25,7 @@ namespace {
 
 constexpr uint16_t kVendorNvidia = 0x10de;
 
-#ifdef CCL_HAVE_HWLOC
+#ifdef GICL_HAVE_HWLOC
 bool is_gpu(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& a) {
   return a.vendor_id == kVendorNvidia && (a.class_id >> 8) == 0x03;  // display controller
 }
@@ -62,20 +62,21 @@ PciDevice to_device(hwloc_topology_t topo, hwloc_obj_t obj) {
 Status load_machine_topology(const std::string& xml_path, MachineTopology* out) {
   *out = MachineTopology{};
   std::string path = xml_path;
-  if (path.empty()) CCL_CHECK(setting_string(Setting::kTopoFile, &path));
-#ifdef CCL_HAVE_HWLOC
+  if (path.empty()) GICL_CHECK(setting_string(Setting::kTopoFile, &path));
+#ifdef GICL_HAVE_HWLOC
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0)
-    return CCL_FAIL(CCL_SYSTEM_ERROR, "hwloc_topology_init failed");
+    return GICL_FAIL(GICL_SYSTEM_ERROR, "hwloc_topology_init failed");
   hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (!path.empty() && hwloc_topology_set_xml(topo, path.c_str()) != 0) {
     hwloc_topology_destroy(topo);
-    return CCL_FAIL(CCL_INVALID_ARGUMENT, "cannot read the hwloc XML topology '%s'", path.c_str());
+    return GICL_FAIL(GICL_INVALID_ARGUMENT, "cannot read the hwloc XML topology '%s'",
+                     path.c_str());
   }
   if (hwloc_topology_load(topo) != 0) {
     hwloc_topology_destroy(topo);
-    return CCL_FAIL(CCL_SYSTEM_ERROR, "hwloc could not load the topology%s%s",
-                    path.empty() ? "" : " from ", path.c_str());
+    return GICL_FAIL(GICL_SYSTEM_ERROR, "hwloc could not load the topology%s%s",
+                     path.empty() ? "" : " from ", path.c_str());
   }
   out->source = path.empty() ? "this machine (hwloc)" : path;
   out->packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
@@ -92,11 +93,11 @@ Status load_machine_topology(const std::string& xml_path, MachineTopology* out) 
   hwloc_topology_destroy(topo);
 #else
   if (!path.empty())
-    return CCL_FAIL(CCL_UNSUPPORTED, "CCL_TOPO_FILE needs a build with hwloc (CCL_WITH_HWLOC)");
+    return GICL_FAIL(GICL_UNSUPPORTED, "GICL_TOPO_FILE needs a build with hwloc (GICL_WITH_HWLOC)");
   out->source = "this machine (OS, no hwloc)";
   out->pus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
 #endif
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 std::vector<const PciDevice*> nics_near(const MachineTopology& t, const std::string& gpu_bus_id) {
@@ -132,4 +133,4 @@ std::string describe(const MachineTopology& t) {
   return s;
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -1,6 +1,6 @@
 // The machine as hwloc sees it: packages, NUMA nodes, cores, GPUs and NICs with their PCI
 // addresses and NUMA locality. Loaded from the running machine or from an hwloc XML file
-// (CCL_TOPO_FILE, and the synthetic machines in tests/data/).
+// (GICL_TOPO_FILE, and the synthetic machines in tests/data/).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "common/status.hpp"
 
-namespace ccl {
+namespace gicl {
 
 struct PciDevice {
   std::string bus_id;  // "0000:1b:00.0"
@@ -31,7 +31,7 @@ struct MachineTopology {
   std::vector<PciDevice> nics;
 };
 
-/// Loads the topology; xml_path empty: CCL_TOPO_FILE if set, else the running machine.
+/// Loads the topology; xml_path empty: GICL_TOPO_FILE if set, else the running machine.
 /// Without hwloc in the build it reports CPUs from the OS and no PCI devices.
 Status load_machine_topology(const std::string& xml_path, MachineTopology* out);
 
@@ -39,10 +39,10 @@ Status load_machine_topology(const std::string& xml_path, MachineTopology* out);
 /// locality is unknown). The proxy and IBGDA transports pick their NIC from this list.
 std::vector<const PciDevice*> nics_near(const MachineTopology& t, const std::string& gpu_bus_id);
 
-/// Multi-line human-readable summary (ccl-info, CCL_DEBUG=INFO).
+/// Multi-line human-readable summary (gicl-info, GICL_DEBUG=INFO).
 std::string describe(const MachineTopology& t);
 
 /// True when the build has hwloc.
 bool have_hwloc();
 
-}  // namespace ccl
+}  // namespace gicl

@@ -10,11 +10,11 @@
 #include <mutex>
 #include <random>
 
-#include "ccl/version.h"
 #include "common/cuda.hpp"
 #include "common/rank_list.hpp"
+#include "gicl/version.h"
 
-namespace ccl {
+namespace gicl {
 
 const char* peer_path_name(PeerPath p) {
   switch (p) {
@@ -81,36 +81,36 @@ int cuda_work_queues(bool mps) {
 
 Status check_work_queues(const std::vector<PeerInfo>& peers, int me, int queues) {
   const int k = ranks_of_process_on_gpu(peers, me);
-  if (k <= queues) return CCL_SUCCESS;
-  return CCL_FAIL(CCL_INVALID_USAGE,
-                  "%d ranks of this process share GPU %s: their kernels wait for each other, "
-                  "and CUDA runs this process's streams on %d hardware queues "
-                  "(CUDA_DEVICE_MAX_CONNECTIONS%s), so a kernel queued behind a partner's would "
-                  "wait until CCL_WAIT_TIMEOUT. Set CUDA_DEVICE_MAX_CONNECTIONS=%d (or more) "
-                  "before this process starts CUDA, or run one process per rank",
-                  k, peers[me].pci_bus_id, queues,
-                  std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr ? ""
-                  : peers[me].mps                                       ? " unset: 2 under MPS"
-                                                                        : " unset: 8",
-                  k);
+  if (k <= queues) return GICL_SUCCESS;
+  return GICL_FAIL(GICL_INVALID_USAGE,
+                   "%d ranks of this process share GPU %s: their kernels wait for each other, "
+                   "and CUDA runs this process's streams on %d hardware queues "
+                   "(CUDA_DEVICE_MAX_CONNECTIONS%s), so a kernel queued behind a partner's would "
+                   "wait until GICL_WAIT_TIMEOUT. Set CUDA_DEVICE_MAX_CONNECTIONS=%d (or more) "
+                   "before this process starts CUDA, or run one process per rank",
+                   k, peers[me].pci_bus_id, queues,
+                   std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr ? ""
+                   : peers[me].mps                                       ? " unset: 2 under MPS"
+                                                                         : " unset: 8",
+                   k);
 }
 
 Status check_shared_gpu_threads(const std::vector<PeerInfo>& peers, int me, bool allowed) {
   const std::vector<int> with = process_ranks_on_gpu(peers, me);
-  if (allowed || with.size() <= 1) return CCL_SUCCESS;
-  return CCL_FAIL(CCL_INVALID_USAGE,
-                  "ranks %s are threads of this process on GPU %s: their kernels wait for each "
-                  "other's, and CUDA does not promise that a launched kernel starts while other "
-                  "kernels of the context run, so they can hang until CCL_WAIT_TIMEOUT. Run one "
-                  "process per rank (under MPS to run at once), or set CCL_SHARED_GPU_THREADS=1 "
-                  "to allow them anyway",
-                  rank_list(with).c_str(), peers[me].pci_bus_id);
+  if (allowed || with.size() <= 1) return GICL_SUCCESS;
+  return GICL_FAIL(GICL_INVALID_USAGE,
+                   "ranks %s are threads of this process on GPU %s: their kernels wait for each "
+                   "other's, and CUDA does not promise that a launched kernel starts while other "
+                   "kernels of the context run, so they can hang until GICL_WAIT_TIMEOUT. Run one "
+                   "process per rank (under MPS to run at once), or set GICL_SHARED_GPU_THREADS=1 "
+                   "to allow them anyway",
+                   rank_list(with).c_str(), peers[me].pci_bus_id);
 }
 
 Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
   std::memset(info, 0, sizeof(*info));
   info->version = kPeerInfoVersion;
-  info->ccl_version = CCL_VERSION_CODE;
+  info->gicl_version = GICL_VERSION_CODE;
   info->rank = rank;
   info->pid = getpid();
   info->uid = getuid();
@@ -119,28 +119,28 @@ Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info) {
   info->heap_mode = heap_mode;
   info->mps_percent = mps_active_percent();
   info->process = process_token();
-  if (device < 0) return CCL_SUCCESS;
-  CCL_CUDA_CHECK(cudaDeviceGetPCIBusId(info->pci_bus_id, sizeof(info->pci_bus_id), device));
+  if (device < 0) return GICL_SUCCESS;
+  GICL_CUDA_CHECK(cudaDeviceGetPCIBusId(info->pci_bus_id, sizeof(info->pci_bus_id), device));
   cudaDeviceProp prop{};
-  CCL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  GICL_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   std::memcpy(info->uuid, &prop.uuid, sizeof(info->uuid));
   info->sm_count = prop.multiProcessorCount;
   int mps = 0;
-  CCL_CUDA_CHECK(cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device));
+  GICL_CUDA_CHECK(cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device));
   info->mps = mps != 0;
   const DriverApi* api = nullptr;
-  CCL_CHECK(driver_api(&api));
+  GICL_CHECK(driver_api(&api));
   int vmm = 0, fd = 0, ipc = 0;
-  CCL_CU_CHECK(api->cuDeviceGetAttribute(
+  GICL_CU_CHECK(api->cuDeviceGetAttribute(
       &vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device));
-  CCL_CU_CHECK(api->cuDeviceGetAttribute(
+  GICL_CU_CHECK(api->cuDeviceGetAttribute(
       &fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, device));
-  CCL_CUDA_CHECK(cudaDeviceGetAttribute(&ipc, cudaDevAttrIpcEventSupport, device));
+  GICL_CUDA_CHECK(cudaDeviceGetAttribute(&ipc, cudaDevAttrIpcEventSupport, device));
   if (vmm && fd) info->heap_caps |= kCapPosixFd;
   // Legacy IPC works on every Linux device that supports unified addressing.
   info->heap_caps |= kCapLegacyIpc;
   (void)ipc;
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl
+}  // namespace gicl

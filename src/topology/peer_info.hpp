@@ -11,7 +11,7 @@
 
 #include "common/status.hpp"
 
-namespace ccl {
+namespace gicl {
 
 inline constexpr uint32_t kPeerInfoVersion = 3;
 
@@ -19,15 +19,15 @@ inline constexpr uint32_t kPeerInfoVersion = 3;
 enum HeapHandleCaps : uint32_t { kCapPosixFd = 1u << 0, kCapLegacyIpc = 1u << 1 };
 
 struct PeerInfo {
-  uint32_t version;      // kPeerInfoVersion
-  uint32_t ccl_version;  // CCL_VERSION_CODE of the sender
+  uint32_t version;       // kPeerInfoVersion
+  uint32_t gicl_version;  // GICL_VERSION_CODE of the sender
   int32_t rank;
   int32_t pid;
   uint32_t uid;
   int32_t device;       // CUDA ordinal in the sender's process, -1 if none
   uint64_t host_hash;   // host name and boot id
   uint32_t heap_caps;   // HeapHandleCaps the sender's device supports
-  int32_t heap_mode;    // the sender's CCL_HEAP_HANDLE choice (index in its enum)
+  int32_t heap_mode;    // the sender's GICL_HEAP_HANDLE choice (index in its enum)
   char pci_bus_id[16];  // "0000:1b:00.0", empty without a device
   uint8_t uuid[16];     // CUDA device UUID
   int32_t sm_count;     // multiprocessors the sender's context may use (under MPS its share)
@@ -82,7 +82,7 @@ inline bool same_process(const PeerInfo& a, const PeerInfo& b) {
 }
 
 /// Whether the kernels of ranks a and b run at once on their one GPU rather than time-sliced:
-/// under MPS, or in one process (one context, whose streams run concurrently; ccl_comm_init_all
+/// under MPS, or in one process (one context, whose streams run concurrently; gicl_comm_init_all
 /// with a device twice, the harness's -g beyond the GPU count).
 inline bool run_at_once(const PeerInfo& a, const PeerInfo& b) {
   return a.device >= 0 && b.device >= 0 && same_gpu(a, b) &&
@@ -132,12 +132,12 @@ int cuda_work_queues(bool mps);
 
 /// Ranks of one process on one GPU run their kernels at once, each waiting for the others';
 /// CUDA maps the process's streams onto `queues` hardware queues, and a kernel queued behind a
-/// partner's would wait until CCL_WAIT_TIMEOUT. More such ranks than queues: CCL_INVALID_USAGE
+/// partner's would wait until GICL_WAIT_TIMEOUT. More such ranks than queues: GICL_INVALID_USAGE
 /// naming CUDA_DEVICE_MAX_CONNECTIONS, at init.
 Status check_work_queues(const std::vector<PeerInfo>& peers, int me, int queues);
 
-/// Ranks of `me`'s process on its GPU beside it: refused (CCL_INVALID_USAGE, naming them and
-/// CCL_SHARED_GPU_THREADS) unless `allowed`. Their kernels wait for kernels of other streams of
+/// Ranks of `me`'s process on its GPU beside it: refused (GICL_INVALID_USAGE, naming them and
+/// GICL_SHARED_GPU_THREADS) unless `allowed`. Their kernels wait for kernels of other streams of
 /// the same context, whose start CUDA does not promise.
 Status check_shared_gpu_threads(const std::vector<PeerInfo>& peers, int me, bool allowed);
 
@@ -159,4 +159,4 @@ bool every_gpu_pair(const std::vector<PeerInfo>& peers, Pred&& pred) {
 /// Hash of the host name and the kernel boot id: equal exactly for processes of one OS.
 uint64_t host_hash();
 
-}  // namespace ccl
+}  // namespace gicl

@@ -2,14 +2,14 @@
 
 #include <cstdio>
 
-#ifdef CCL_HAVE_VERBS
+#ifdef GICL_HAVE_VERBS
 #include <infiniband/verbs.h>
 #endif
 
-namespace ccl {
+namespace gicl {
 
 bool have_verbs() {
-#ifdef CCL_HAVE_VERBS
+#ifdef GICL_HAVE_VERBS
   return true;
 #else
   return false;
@@ -18,10 +18,10 @@ bool have_verbs() {
 
 Status list_rdma_devices(std::vector<RdmaDevice>* out) {
   out->clear();
-#ifdef CCL_HAVE_VERBS
+#ifdef GICL_HAVE_VERBS
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
-  if (list == nullptr) return CCL_SUCCESS;  // no kernel support: no devices
+  if (list == nullptr) return GICL_SUCCESS;  // no kernel support: no devices
   for (int i = 0; i < n; ++i) {
     RdmaDevice d;
     d.name = ibv_get_device_name(list[i]);
@@ -38,7 +38,7 @@ Status list_rdma_devices(std::vector<RdmaDevice>* out) {
   }
   ibv_free_device_list(list);
 #endif
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
-}  // namespace ccl
+}  // namespace gicl

@@ -6,7 +6,7 @@
 
 #include "common/status.hpp"
 
-namespace ccl {
+namespace gicl {
 
 struct RdmaDevice {
   std::string name;  // "mlx5_0"
@@ -18,4 +18,4 @@ struct RdmaDevice {
 Status list_rdma_devices(std::vector<RdmaDevice>* out);
 bool have_verbs();
 
-}  // namespace ccl
+}  // namespace gicl

@@ -7,32 +7,32 @@
 #include "gpu/coll_reference.hpp"
 #include "gpu/gpu_ranks.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 
-ccl_result_t call(ccl_comm_t comm, Collective c, const void* send, void* recv, size_t count,
-                  ccl_datatype_t d, ccl_redop_t op, int root, cudaStream_t s) {
+gicl_result_t call(gicl_comm_t comm, Collective c, const void* send, void* recv, size_t count,
+                   gicl_datatype_t d, gicl_redop_t op, int root, cudaStream_t s) {
   switch (c) {
     case Collective::kAllReduce:
-      return ccl_allreduce(send, recv, count, d, op, comm, s);
+      return gicl_allreduce(send, recv, count, d, op, comm, s);
     case Collective::kReduceScatter:
-      return ccl_reduce_scatter(send, recv, count, d, op, comm, s);
+      return gicl_reduce_scatter(send, recv, count, d, op, comm, s);
     case Collective::kAllGather:
-      return ccl_allgather(send, recv, count, d, comm, s);
+      return gicl_allgather(send, recv, count, d, comm, s);
     case Collective::kBroadcast:
-      return ccl_broadcast(send, recv, count, d, root, comm, s);
+      return gicl_broadcast(send, recv, count, d, root, comm, s);
     case Collective::kReduce:
-      return ccl_reduce(send, recv, count, d, op, root, comm, s);
+      return gicl_reduce(send, recv, count, d, op, root, comm, s);
     case Collective::kAllToAll:
-      return ccl_alltoall(send, recv, count, d, comm, s);
+      return gicl_alltoall(send, recv, count, d, comm, s);
   }
-  return CCL_INTERNAL_ERROR;
+  return GICL_INTERNAL_ERROR;
 }
 
 namespace {
 
 /// One case of type D (run_case_any dispatches on the runtime type).
-template <ccl_datatype_t D>
-int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, const char* label) {
+template <gicl_datatype_t D>
+int run_case(gicl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, const char* label) {
   using T = typename DType<D>::Storage;
   size_t se, re;
   coll_elems(k.coll, k.count, n, &se, &re);
@@ -50,13 +50,13 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
   const bool in_place =
       k.mem == Mem::kInPlace || k.mem == Mem::kInPlaceSymmetric || k.mem == Mem::kInPlaceRegistered;
   if (symmetric) {
-    RANK_OK(ccl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&base)));
+    RANK_OK(gicl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&base)));
   } else {
     RANK_CUDA(cudaMalloc(&base, bytes));
   }
   void* reg = nullptr;
   if (k.mem == Mem::kRegistered || k.mem == Mem::kInPlaceRegistered)
-    RANK_OK(ccl_comm_register(comm, base, bytes, &reg));
+    RANK_OK(gicl_comm_register(comm, base, bytes, &reg));
   T *send = base + off, *recv = base + off + se + 16;
   if (in_place) {
     // NCCL's in-place conventions.
@@ -111,9 +111,9 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
       first = got;
     }
   }
-  if (reg != nullptr) RANK_OK(ccl_comm_deregister(comm, reg));
+  if (reg != nullptr) RANK_OK(gicl_comm_deregister(comm, reg));
   if (symmetric) {
-    RANK_OK(ccl_mem_free(comm, base));
+    RANK_OK(gicl_mem_free(comm, base));
   } else {
     RANK_CUDA(cudaFree(base));
   }
@@ -122,32 +122,33 @@ int run_case(ccl_comm_t comm, int me, int n, const Case& k, cudaStream_t s, cons
 
 }  // namespace
 
-int run_case_any(ccl_comm_t comm, int me, int n, ccl_datatype_t d, const Case& k, cudaStream_t s,
+int run_case_any(gicl_comm_t comm, int me, int n, gicl_datatype_t d, const Case& k, cudaStream_t s,
                  const char* label) {
   switch (d) {
-#define CCL_CASE(e, T, A, name) \
-  case e:                       \
+#define GICL_CASE(e, T, A, name) \
+  case e:                        \
     return run_case<e>(comm, me, n, k, s, label);
-    CCL_FOR_EACH_DTYPE(CCL_CASE)
-#undef CCL_CASE
+    GICL_FOR_EACH_DTYPE(GICL_CASE)
+#undef GICL_CASE
     default:
       return 99;
   }
 }
 
-int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStream_t s,
+int matrix(gicl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStream_t s,
            const char* label, bool full) {
   // 70001 x n elements of 8 bytes pass the 1 MiB staging several times.
   const size_t counts[] = {1, 7, 1000, 70001};
-  const ccl_redop_t ops[] = {ccl_sum, ccl_prod, ccl_min, ccl_max, ccl_avg};
-  for (int d = 0; d < ccl_num_datatypes; ++d) {
+  const gicl_redop_t ops[] = {gicl_sum, gicl_prod, gicl_min, gicl_max, gicl_avg};
+  for (int d = 0; d < gicl_num_datatypes; ++d) {
     // Ranks sharing a GPU time-slice it (every call costs milliseconds): beyond 2 ranks, one type
     // of each size and class.
-    if (n > 2 && d != ccl_int8 && d != ccl_float16 && d != ccl_float32 && d != ccl_uint64) continue;
+    if (n > 2 && d != gicl_int8 && d != gicl_float16 && d != gicl_float32 && d != gicl_uint64)
+      continue;
     // Beyond 4 ranks (8 share two GPUs, or one): a float and an integer type, two sizes.
-    if (n > 4 && d != ccl_int8 && d != ccl_float32) continue;
+    if (n > 4 && d != gicl_int8 && d != gicl_float32) continue;
     for (size_t ci = 0; ci < 4; ++ci) {
-      if (n > 2 && (ci == 0 || ci == 2) && d != ccl_float32) continue;
+      if (n > 2 && (ci == 0 || ci == 2) && d != gicl_float32) continue;
       if (n > 4 && (ci == 0 || ci == 2)) continue;
       const size_t count = counts[ci];
       for (int m = 0; m < 4; ++m) {
@@ -164,7 +165,7 @@ int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStre
                  (count % 3 == 1 && m != 1) ? size_t{1} : size_t{0},
                  true,
                  seed++};
-          if (run_case_any(comm, me, n, static_cast<ccl_datatype_t>(d), k, s, label)) return 1;
+          if (run_case_any(comm, me, n, static_cast<gicl_datatype_t>(d), k, s, label)) return 1;
         }
       }
     }
@@ -172,34 +173,34 @@ int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStre
   return 0;
 }
 
-int fresh_comm(ccl_comm_t world, int me, ccl_comm_t* out) {
-  RANK_OK(ccl_comm_split(world, 0, me, out));
+int fresh_comm(gicl_comm_t world, int me, gicl_comm_t* out) {
+  RANK_OK(gicl_comm_split(world, 0, me, out));
   return 0;
 }
 
-int proxy_copies(ccl_comm_t comm, uint64_t* out) {
+int proxy_copies(gicl_comm_t comm, uint64_t* out) {
   coll::CollState* st = nullptr;
   RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
   *out = st->p2p_proxy ? st->p2p_proxy->issued() : 0;
   return 0;
 }
 
-int ring_exchange(ccl_comm_t comm, int me, int n, char* sym, size_t bytes, int tag, cudaStream_t s,
+int ring_exchange(gicl_comm_t comm, int me, int n, char* sym, size_t bytes, int tag, cudaStream_t s,
                   const char* label) {
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
   std::vector<char> h(bytes), got(bytes);
   for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 7 + me * 3 + tag);
   RANK_CUDA(cudaMemcpy(sym, h.data(), bytes, cudaMemcpyHostToDevice));
   RANK_CUDA(cudaMemsetAsync(sym + bytes, 0x5a, bytes, s));
-  RANK_OK(ccl_group_start());
-  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
-  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
-  RANK_OK(ccl_group_end());
+  RANK_OK(gicl_group_start());
+  RANK_OK(gicl_send(sym, bytes, gicl_uint8, next, comm, s));
+  RANK_OK(gicl_recv(sym + bytes, bytes, gicl_uint8, prev, comm, s));
+  RANK_OK(gicl_group_end());
   const cudaError_t e = cudaStreamSynchronize(s);
-  ccl_result_t async = CCL_SUCCESS;
+  gicl_result_t async = GICL_SUCCESS;
   const char* msg = nullptr;
-  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
-  RANK_CHECK(e == cudaSuccess && async == CCL_SUCCESS, "%s: %s / %s", label, cudaGetErrorString(e),
+  RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
+  RANK_CHECK(e == cudaSuccess && async == GICL_SUCCESS, "%s: %s / %s", label, cudaGetErrorString(e),
              msg != nullptr ? msg : "");
   RANK_CUDA(cudaMemcpy(got.data(), sym + bytes, bytes, cudaMemcpyDeviceToHost));
   for (size_t i = 0; i < bytes; ++i)
@@ -207,4 +208,4 @@ int ring_exchange(ccl_comm_t comm, int me, int n, char* sym, size_t bytes, int t
   return 0;
 }
 
-}  // namespace ccl::test
+}  // namespace gicl::test

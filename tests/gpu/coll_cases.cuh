@@ -8,17 +8,17 @@
 
 #include <cuda_runtime_api.h>
 
-#include "ccl/ccl.h"
 #include "collectives/common/names.hpp"
+#include "gicl/gicl.h"
 
-namespace ccl::test {
+namespace gicl::test {
 
 using coll::Collective;
 
-ccl_result_t call(ccl_comm_t comm, Collective c, const void* send, void* recv, size_t count,
-                  ccl_datatype_t d, ccl_redop_t op, int root, cudaStream_t s);
+gicl_result_t call(gicl_comm_t comm, Collective c, const void* send, void* recv, size_t count,
+                   gicl_datatype_t d, gicl_redop_t op, int root, cudaStream_t s);
 
-// kRegistered: cudaMalloc memory registered with ccl_comm_register (zero copy through IPC).
+// kRegistered: cudaMalloc memory registered with gicl_comm_register (zero copy through IPC).
 // The matrix runs the first four; the in-place windows serve the in-place alltoall's swap.
 enum class Mem {
   kDevice,
@@ -31,7 +31,7 @@ enum class Mem {
 
 struct Case {
   Collective coll;
-  ccl_redop_t op;
+  gicl_redop_t op;
   int root;
   size_t count;
   Mem mem;
@@ -42,28 +42,28 @@ struct Case {
 
 /// Runs one case twice and compares bitwise with the reference (and run 2 with run 1): 0 when
 /// right, else non-zero after printing what differed.
-int run_case_any(ccl_comm_t comm, int me, int n, ccl_datatype_t d, const Case& k, cudaStream_t s,
+int run_case_any(gicl_comm_t comm, int me, int n, gicl_datatype_t d, const Case& k, cudaStream_t s,
                  const char* label);
 /// The matrix of one collective under the current algorithm settings.
-int matrix(ccl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStream_t s,
+int matrix(gicl_comm_t comm, int me, int n, Collective c, uint32_t seed, cudaStream_t s,
            const char* label, bool full);
 /// A communicator that reads the current environment (the tuner reads it at the first call).
-int fresh_comm(ccl_comm_t world, int me, ccl_comm_t* out);
+int fresh_comm(gicl_comm_t world, int me, gicl_comm_t* out);
 /// Copies the communicator's copy-engine proxy has issued (0 without a proxy) into *out.
-int proxy_copies(ccl_comm_t comm, uint64_t* out);
+int proxy_copies(gicl_comm_t comm, uint64_t* out);
 /// A ring exchange in one group on `s`: `bytes` from sym to the next rank, into sym + bytes from
 /// the previous one, every byte checked (`tag` varies them from call to call; `label` names the
 /// call in a failure, with the stream's and the communicator's errors).
-int ring_exchange(ccl_comm_t comm, int me, int n, char* sym, size_t bytes, int tag, cudaStream_t s,
+int ring_exchange(gicl_comm_t comm, int me, int n, char* sym, size_t bytes, int tag, cudaStream_t s,
                   const char* label);
 
 /// Steps of Collectives.EveryAlgorithmTypeAndReduction defined beside their subject:
 /// the copy-engine collectives (host_exchange_test.cu), send/recv (p2p_test.cu), and calls back
 /// to back and in stream order (coll_order_test.cu).
-int copy_engine(ccl_comm_t world, int me, int n, cudaStream_t s);
-int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s);
-int stress(ccl_comm_t comm, int me, int n, cudaStream_t s);
-int push_stress(ccl_comm_t world, int me, int n, cudaStream_t s);
-int dependent_launch(ccl_comm_t world, int me, int n, cudaStream_t s);
+int copy_engine(gicl_comm_t world, int me, int n, cudaStream_t s);
+int point_to_point(gicl_comm_t comm, int me, int n, cudaStream_t s);
+int stress(gicl_comm_t comm, int me, int n, cudaStream_t s);
+int push_stress(gicl_comm_t world, int me, int n, cudaStream_t s);
+int dependent_launch(gicl_comm_t world, int me, int n, cudaStream_t s);
 
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -11,32 +11,32 @@
 #include <thread>
 #include <vector>
 
-#include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
 #include "collectives/host/coll_state.hpp"
 #include "collectives/schedule/ll128.hpp"
+#include "gicl/gicl.h"
 #include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
-/// Two ranks (CCL_WAIT_TIMEOUT 300 ms, the algorithm and protocol forced) make one float32
+/// Two ranks (GICL_WAIT_TIMEOUT 300 ms, the algorithm and protocol forced) make one float32
 /// allreduce of `count` elements in place together, so that whatever the communicator sets up on
 /// first use is set up; then rank 1 stays away (alive for 4 s, then it aborts) and rank 0 runs
 /// `absent(comm, stream, buf)`, whose return is rank 0's exit code. The ranks' results.
 template <typename F>
 std::vector<RankResult> with_an_absent_peer(const char* algo, const char* proto, size_t count,
                                             F absent) {
-  ccl_unique_id_t id;
-  if (ccl_get_unique_id(&id) != CCL_SUCCESS) return {{1}, {1}};
+  gicl_unique_id_t id;
+  if (gicl_get_unique_id(&id) != GICL_SUCCESS) return {{1}, {1}};
   return fork_ranks(
       2,
       [&](int r) {
-        setenv("CCL_WAIT_TIMEOUT", "300", 1);
-        setenv("CCL_ALGO", algo, 1);
-        setenv("CCL_PROTO", proto, 1);
-        ccl_comm_t comm;
+        setenv("GICL_WAIT_TIMEOUT", "300", 1);
+        setenv("GICL_ALGO", algo, 1);
+        setenv("GICL_PROTO", proto, 1);
+        gicl_comm_t comm;
         if (init_on_gpu(id, 2, r, &comm)) return 1;
         cudaStream_t s;
         RANK_CUDA(cudaStreamCreate(&s));
@@ -44,22 +44,22 @@ std::vector<RankResult> with_an_absent_peer(const char* algo, const char* proto,
         RANK_CUDA(cudaMalloc(&buf, count * sizeof(float)));
         RANK_CUDA(cudaMemset(buf, 0, count * sizeof(float)));
         RANK_CUDA(cudaDeviceSynchronize());
-        RANK_OK(ccl_allreduce(buf, buf, count, ccl_float32, ccl_sum, comm, s));
+        RANK_OK(gicl_allreduce(buf, buf, count, gicl_float32, gicl_sum, comm, s));
         RANK_CUDA(cudaStreamSynchronize(s));
         if (r == 1) {  // absent from here on, alive until rank 0 has had its report
           std::this_thread::sleep_for(std::chrono::seconds(4));
-          RANK_OK(ccl_comm_abort(comm));
+          RANK_OK(gicl_comm_abort(comm));
           return 0;
         }
         const int code = absent(comm, s, buf);
-        RANK_OK(ccl_comm_abort(comm));
+        RANK_OK(gicl_comm_abort(comm));
         return code;
       },
       60000);
 }
 
 /// A rank that stops calling collectives: its peer's next collective ends, within
-/// CCL_WAIT_TIMEOUT, with a timeout report that names it, through each kind of wait a collective
+/// GICL_WAIT_TIMEOUT, with a timeout report that names it, through each kind of wait a collective
 /// kernel has (LL rows, LL128 lines, a direct kernel's entry flags, a pipe's FIFO).
 TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
   REQUIRE_GPUS(1);
@@ -74,18 +74,18 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
                       {"ring", "AUTO", 1 << 18}};
   for (const Way& w : ways) {
     auto results = with_an_absent_peer(
-        w.algo, w.proto, w.count, [&](ccl_comm_t comm, cudaStream_t s, float* buf) {
+        w.algo, w.proto, w.count, [&](gicl_comm_t comm, cudaStream_t s, float* buf) {
           const auto t0 = std::chrono::steady_clock::now();
-          RANK_OK(ccl_allreduce(buf, buf, w.count, ccl_float32, ccl_sum, comm, s));
+          RANK_OK(gicl_allreduce(buf, buf, w.count, gicl_float32, gicl_sum, comm, s));
           RANK_CUDA(cudaStreamSynchronize(s));
           const double sec =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          RANK_CHECK(sec > 0.25 && sec < 3.5, "%s/%s: gave up after %.2f s (CCL_WAIT_TIMEOUT=300)",
+          RANK_CHECK(sec > 0.25 && sec < 3.5, "%s/%s: gave up after %.2f s (GICL_WAIT_TIMEOUT=300)",
                      w.algo, w.proto, sec);
-          ccl_result_t async;
+          gicl_result_t async;
           const char* msg = nullptr;
-          RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
-          RANK_CHECK(async == CCL_TIMEOUT, "%s/%s: async error %d", w.algo, w.proto, async);
+          RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
+          RANK_CHECK(async == GICL_TIMEOUT, "%s/%s: async error %d", w.algo, w.proto, async);
           const std::string m = msg != nullptr ? msg : "";
           RANK_CHECK(
               m.find("timed out") != std::string::npos && m.find("peer 1") != std::string::npos,
@@ -106,7 +106,7 @@ TEST(CollectiveFailures, AnLL128TimeoutNamesAMissingLine) {
   REQUIRE_GPUS(1);
   const size_t count = 16384;  // float32: 64 KiB, 547 lines
   auto results = with_an_absent_peer(
-      "allreduce:one_shot", "LL128", count, [&](ccl_comm_t comm, cudaStream_t s, float* buf) {
+      "allreduce:one_shot", "LL128", count, [&](gicl_comm_t comm, cudaStream_t s, float* buf) {
         coll::CollState* st = nullptr;
         RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
         const coll::CollScratch& sc = st->scratch;
@@ -120,13 +120,13 @@ TEST(CollectiveFailures, AnLL128TimeoutNamesAMissingLine) {
             row[(l + 1) * coll::kLL128LineBytes / 8 - 1] = e;
         char* from1 = sc.ll128 + ((e & 1) * 2 + 1) * sc.ll128_row;  // this rank's row from rank 1
         RANK_CUDA(cudaMemcpy(from1, row.data(), row.size() * 8, cudaMemcpyHostToDevice));
-        RANK_OK(ccl_allreduce(buf, buf, count, ccl_float32, ccl_sum, comm, s));
+        RANK_OK(gicl_allreduce(buf, buf, count, gicl_float32, gicl_sum, comm, s));
         RANK_CUDA(cudaStreamSynchronize(s));
-        ccl_result_t async;
+        gicl_result_t async;
         const char* msg = nullptr;
-        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
         const std::string m = msg != nullptr ? msg : "";
-        RANK_CHECK(async == CCL_TIMEOUT && m.find("peer 1") != std::string::npos,
+        RANK_CHECK(async == GICL_TIMEOUT && m.find("peer 1") != std::string::npos,
                    "async error %d, report '%s'", async, m.c_str());
         unsigned long long expected = 0, seen = 0;
         const size_t at = m.find("expected");
@@ -144,12 +144,12 @@ TEST(CollectiveFailures, AnLL128TimeoutNamesAMissingLine) {
 }
 
 /// Destroys a communicator that must not be in error: 0, or non-zero after printing its report.
-int destroy_healthy(ccl_comm_t comm) {
-  ccl_result_t async;
+int destroy_healthy(gicl_comm_t comm) {
+  gicl_result_t async;
   const char* msg = nullptr;
-  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
-  RANK_CHECK(async == CCL_SUCCESS, "async error %d: %s", async, msg ? msg : "");
-  RANK_OK(ccl_comm_destroy(comm));
+  RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
+  RANK_CHECK(async == GICL_SUCCESS, "async error %d: %s", async, msg ? msg : "");
+  RANK_OK(gicl_comm_destroy(comm));
   return 0;
 }
 
@@ -157,30 +157,30 @@ int destroy_healthy(ccl_comm_t comm) {
 /// buffers are staged and its peer's symmetric runs, for every direct collective (two-shot,
 /// reduce-scatter and alltoall switch every rank to pushing; the one-shot's staged side keeps the
 /// exit barrier). Beyond it the ranks would cut the call into different pieces: every rank's
-/// kernel fails with CCL_INVALID_ARGUMENT naming its peer instead of pairing different ranges,
+/// kernel fails with GICL_INVALID_ARGUMENT naming its peer instead of pairing different ranges,
 /// except in the tuner's push-first range, where every rank cuts push mode's pieces.
 TEST(CollectiveFailures, MixedBufferKinds) {
   REQUIRE_GPUS(1);
-  ccl_unique_id_t id, id2;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
-  ASSERT_EQ(ccl_get_unique_id(&id2), CCL_SUCCESS);
+  gicl_unique_id_t id, id2;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+  ASSERT_EQ(gicl_get_unique_id(&id2), GICL_SUCCESS);
   auto results = fork_ranks(
       2,
       [&](int r) {
-        setenv("CCL_COLL_SCRATCH_SIZE", "1M", 1);
-        setenv("CCL_WAIT_TIMEOUT", "300", 1);
-        setenv("CCL_ALGO",
+        setenv("GICL_COLL_SCRATCH_SIZE", "1M", 1);
+        setenv("GICL_WAIT_TIMEOUT", "300", 1);
+        setenv("GICL_ALGO",
                "allreduce:two_shot,reduce_scatter:direct,allgather:direct,broadcast:direct,"
                "reduce:direct,alltoall:direct",
                1);
-        setenv("CCL_PROTO", "SIMPLE", 1);
-        ccl_comm_t comm;
+        setenv("GICL_PROTO", "SIMPLE", 1);
+        gicl_comm_t comm;
         if (init_on_gpu(id, 2, r, &comm)) return 1;
         cudaStream_t s;
         RANK_CUDA(cudaStreamCreate(&s));
         const size_t big = size_t{1} << 20;  // float32 elements: 4 MiB, four staging pieces
         float *sym = nullptr, *dev = nullptr;
-        RANK_OK(ccl_mem_alloc(comm, 2 * big * sizeof(float), reinterpret_cast<void**>(&sym)));
+        RANK_OK(gicl_mem_alloc(comm, 2 * big * sizeof(float), reinterpret_cast<void**>(&sym)));
         RANK_CUDA(cudaMalloc(&dev, 2 * big * sizeof(float)));
         // Within the staging: 50000 elements, each side of the mix in turn.
         const size_t count = 50000;
@@ -191,14 +191,14 @@ TEST(CollectiveFailures, MixedBufferKinds) {
           float *send = b, *recv = b + big;
           RANK_CUDA(cudaMemcpy(send, in.data(), 2 * count * 4, cudaMemcpyHostToDevice));
           RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
-          RANK_OK(ccl_allreduce(send, recv, 2 * count, ccl_float32, ccl_sum, comm, s));
+          RANK_OK(gicl_allreduce(send, recv, 2 * count, gicl_float32, gicl_sum, comm, s));
           RANK_CUDA(cudaStreamSynchronize(s));
           RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
           for (size_t i = 0; i < 2 * count; ++i)
             RANK_CHECK(got[i] == static_cast<float>((i * 7) % 1000 + (i * 7 + 1) % 1000),
                        "allreduce, rank %d staged: element %zu is %f", staged, i, got[i]);
           RANK_CUDA(cudaMemset(recv, 0xff, count * 4));
-          RANK_OK(ccl_reduce_scatter(send, recv, count, ccl_float32, ccl_sum, comm, s));
+          RANK_OK(gicl_reduce_scatter(send, recv, count, gicl_float32, gicl_sum, comm, s));
           RANK_CUDA(cudaStreamSynchronize(s));
           RANK_CUDA(cudaMemcpy(got.data(), recv, count * 4, cudaMemcpyDeviceToHost));
           for (size_t i = 0; i < count; ++i) {
@@ -208,7 +208,7 @@ TEST(CollectiveFailures, MixedBufferKinds) {
           }
           // Alltoall: the symmetric rank receives into its window, the staged one in its inbox.
           RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
-          RANK_OK(ccl_alltoall(send, recv, count, ccl_float32, comm, s));
+          RANK_OK(gicl_alltoall(send, recv, count, gicl_float32, comm, s));
           RANK_CUDA(cudaStreamSynchronize(s));
           RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
           for (int j = 0; j < 2; ++j)
@@ -220,7 +220,7 @@ TEST(CollectiveFailures, MixedBufferKinds) {
             }
           // The copy-in kinds: the staged rank's peers read its staging, it reads their windows.
           RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
-          RANK_OK(ccl_allgather(send, recv, count, ccl_float32, comm, s));
+          RANK_OK(gicl_allgather(send, recv, count, gicl_float32, comm, s));
           RANK_CUDA(cudaStreamSynchronize(s));
           RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
           for (size_t i = 0; i < 2 * count; ++i)
@@ -228,7 +228,7 @@ TEST(CollectiveFailures, MixedBufferKinds) {
                        "allgather, rank %d staged: element %zu is %f", staged, i, got[i]);
           for (int root = 0; root < 2; ++root) {
             RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
-            RANK_OK(ccl_broadcast(send, recv, 2 * count, ccl_float32, root, comm, s));
+            RANK_OK(gicl_broadcast(send, recv, 2 * count, gicl_float32, root, comm, s));
             RANK_CUDA(cudaStreamSynchronize(s));
             RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
             for (size_t i = 0; i < 2 * count; ++i)
@@ -236,7 +236,7 @@ TEST(CollectiveFailures, MixedBufferKinds) {
                          "broadcast from %d, rank %d staged: element %zu is %f", root, staged, i,
                          got[i]);
             RANK_CUDA(cudaMemset(recv, 0xff, 2 * count * 4));
-            RANK_OK(ccl_reduce(send, recv, 2 * count, ccl_float32, ccl_sum, root, comm, s));
+            RANK_OK(gicl_reduce(send, recv, 2 * count, gicl_float32, gicl_sum, root, comm, s));
             RANK_CUDA(cudaStreamSynchronize(s));
             RANK_CUDA(cudaMemcpy(got.data(), recv, 2 * count * 4, cudaMemcpyDeviceToHost));
             for (size_t i = 0; r == root && i < 2 * count; ++i)
@@ -250,7 +250,7 @@ TEST(CollectiveFailures, MixedBufferKinds) {
         {
           const size_t pf = size_t{4} << 20;  // float32 elements
           float *psym = nullptr, *pdev = nullptr;
-          RANK_OK(ccl_mem_alloc(comm, 2 * pf * sizeof(float), reinterpret_cast<void**>(&psym)));
+          RANK_OK(gicl_mem_alloc(comm, 2 * pf * sizeof(float), reinterpret_cast<void**>(&psym)));
           RANK_CUDA(cudaMalloc(&pdev, 2 * pf * sizeof(float)));
           std::vector<float> pin(pf), pgot(pf);
           for (size_t i = 0; i < pf; ++i) pin[i] = static_cast<float>((i * 7 + r) % 1000);
@@ -258,7 +258,7 @@ TEST(CollectiveFailures, MixedBufferKinds) {
             float* b = r == staged ? pdev : psym;
             RANK_CUDA(cudaMemcpy(b, pin.data(), pf * 4, cudaMemcpyHostToDevice));
             RANK_CUDA(cudaMemset(b + pf, 0xff, pf * 4));
-            RANK_OK(ccl_allreduce(b, b + pf, pf, ccl_float32, ccl_sum, comm, s));
+            RANK_OK(gicl_allreduce(b, b + pf, pf, gicl_float32, gicl_sum, comm, s));
             RANK_CUDA(cudaStreamSynchronize(s));
             RANK_CUDA(cudaMemcpy(pgot.data(), b + pf, pf * 4, cudaMemcpyDeviceToHost));
             size_t bad = 0;
@@ -267,7 +267,7 @@ TEST(CollectiveFailures, MixedBufferKinds) {
             RANK_CHECK(bad == 0, "push-first allreduce, rank %d staged: %zu wrong elements", staged,
                        bad);
           }
-          RANK_OK(ccl_mem_free(comm, psym));
+          RANK_OK(gicl_mem_free(comm, psym));
           RANK_CUDA(cudaFree(pdev));
         }
         // A broadcast beyond the staging from a symmetric root to ranks that pass NULL as their
@@ -278,37 +278,37 @@ TEST(CollectiveFailures, MixedBufferKinds) {
           float* bsend = r == 1 ? sym : nullptr;
           if (r == 1) RANK_CUDA(cudaMemcpy(sym, bin.data(), big * 4, cudaMemcpyHostToDevice));
           RANK_CUDA(cudaMemset(sym + big, 0xff, big * 4));
-          RANK_OK(ccl_broadcast(bsend, sym + big, big, ccl_float32, 1, comm, s));
+          RANK_OK(gicl_broadcast(bsend, sym + big, big, gicl_float32, 1, comm, s));
           RANK_CUDA(cudaStreamSynchronize(s));
           RANK_CUDA(cudaMemcpy(bgot.data(), sym + big, big * 4, cudaMemcpyDeviceToHost));
           RANK_CHECK(bgot == bin, "broadcast beyond the staging with a NULL send at rank 0");
         }
         // Beyond it: rank 0 zero copy in one launch, rank 1 staged in four.
         float* b = r == 0 ? sym : dev;
-        RANK_OK(ccl_allreduce(b, b + big, big, ccl_float32, ccl_sum, comm, s));
+        RANK_OK(gicl_allreduce(b, b + big, big, gicl_float32, gicl_sum, comm, s));
         RANK_CHECK(cudaStreamSynchronize(s) == cudaSuccess, "the kernels end (no trap)");
-        ccl_result_t async;
+        gicl_result_t async;
         const char* msg = nullptr;
-        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
         const std::string m = msg != nullptr ? msg : "";
         const std::string peer = r == 0 ? "peer 1" : "peer 0";
-        RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("collective") != std::string::npos &&
+        RANK_CHECK(async == GICL_INVALID_ARGUMENT && m.find("collective") != std::string::npos &&
                        m.find(peer) != std::string::npos,
                    "async error %d, report '%s' (wanted an argument error naming %s)", async,
                    m.c_str(), peer.c_str());
-        RANK_OK(ccl_comm_abort(comm));
+        RANK_OK(gicl_comm_abort(comm));
         // The SIMPLE one-shot, each side of the mix in turn, on a second communicator: its
         // staged side leaves without an exit barrier only where no peer is read in place (the
         // symmetric side waits there for it; before, it timed out).
-        setenv("CCL_ALGO", "allreduce:one_shot", 1);
+        setenv("GICL_ALGO", "allreduce:one_shot", 1);
         if (init_on_gpu(id2, 2, r, &comm)) return 1;
-        RANK_OK(ccl_mem_alloc(comm, 2 * big * sizeof(float), reinterpret_cast<void**>(&sym)));
+        RANK_OK(gicl_mem_alloc(comm, 2 * big * sizeof(float), reinterpret_cast<void**>(&sym)));
         for (int staged = 0; staged < 2; ++staged) {
           float* b = r == staged ? dev : sym;
           RANK_CUDA(cudaMemcpy(b, in.data(), 2 * count * 4, cudaMemcpyHostToDevice));
           RANK_CUDA(cudaMemset(b + big, 0xff, 2 * count * 4));
           for (int k = 0; k < 3; ++k)  // back to back: the staged side would run ahead
-            RANK_OK(ccl_allreduce(b, b + big, 2 * count, ccl_float32, ccl_sum, comm, s));
+            RANK_OK(gicl_allreduce(b, b + big, 2 * count, gicl_float32, gicl_sum, comm, s));
           RANK_CUDA(cudaStreamSynchronize(s));
           RANK_CUDA(cudaMemcpy(got.data(), b + big, 2 * count * 4, cudaMemcpyDeviceToHost));
           for (size_t i = 0; i < 2 * count; ++i)
@@ -322,7 +322,7 @@ TEST(CollectiveFailures, MixedBufferKinds) {
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
-// Epochs and point-to-point sequence numbers crossing 2^32 (CCL_EPOCH_BASE starts them just
+// Epochs and point-to-point sequence numbers crossing 2^32 (GICL_EPOCH_BASE starts them just
 // below). LL entries carry a 32-bit flag; it was the low 32 bits, 0 at 2^32, which is what rows
 // never written hold, so a call there read the units no earlier call of its parity reached as
 // arrived (zeros in the sum). Each call below is larger than the one before, so every call has
@@ -330,15 +330,15 @@ TEST(CollectiveFailures, MixedBufferKinds) {
 // communicator started just below 2^32.
 TEST(CollectiveCounters, CrossTheLLFlagWrap) {
   REQUIRE_GPUS(1);
-  ccl_unique_id_t id, id2;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
-  ASSERT_EQ(ccl_get_unique_id(&id2), CCL_SUCCESS);
+  gicl_unique_id_t id, id2;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+  ASSERT_EQ(gicl_get_unique_id(&id2), GICL_SUCCESS);
   auto results = fork_ranks(
       2,
       [&](int r) {
-        setenv("CCL_EPOCH_BASE", std::to_string((uint64_t{1} << 32) - 6).c_str(), 1);
-        setenv("CCL_WAIT_TIMEOUT", "3000", 1);
-        ccl_comm_t comm;
+        setenv("GICL_EPOCH_BASE", std::to_string((uint64_t{1} << 32) - 6).c_str(), 1);
+        setenv("GICL_WAIT_TIMEOUT", "3000", 1);
+        gicl_comm_t comm;
         if (init_on_gpu(id, 2, r, &comm)) return 1;
         cudaStream_t s;
         RANK_CUDA(cudaStreamCreate(&s));
@@ -355,7 +355,7 @@ TEST(CollectiveCounters, CrossTheLLFlagWrap) {
         auto allreduce = [&](size_t count, int salt, const char* what) {
           RANK_CUDA(fill(salt));
           RANK_CUDA(cudaMemset(out, 0xff, count * 4));
-          RANK_OK(ccl_allreduce(buf, out, count, ccl_float32, ccl_sum, comm, s));
+          RANK_OK(gicl_allreduce(buf, out, count, gicl_float32, gicl_sum, comm, s));
           RANK_CUDA(cudaStreamSynchronize(s));
           RANK_CUDA(cudaMemcpy(got.data(), out, count * 4, cudaMemcpyDeviceToHost));
           for (size_t i = 0; i < count; ++i) {
@@ -367,8 +367,8 @@ TEST(CollectiveCounters, CrossTheLLFlagWrap) {
           return 0;
         };
         // 12 LL calls (epochs 2^32 - 5 .. 2^32 + 6), doubling from 4 elements.
-        setenv("CCL_PROTO", "LL", 1);
-        setenv("CCL_ALGO", "allreduce:one_shot", 1);
+        setenv("GICL_PROTO", "LL", 1);
+        setenv("GICL_ALGO", "allreduce:one_shot", 1);
         for (int k = 0; k < 12; ++k)
           if (int rc = allreduce(size_t{4} << k, k, "LL")) return rc;
         // Point-to-point LL: 12 exchanges (sequence numbers 2^32 - 5 .. 2^32 + 6), doubling
@@ -377,10 +377,10 @@ TEST(CollectiveCounters, CrossTheLLFlagWrap) {
           const size_t bytes = size_t{8} << k;
           RANK_CUDA(fill(100 + k));
           RANK_CUDA(cudaMemset(out, 0xff, bytes));
-          RANK_OK(ccl_group_start());
-          RANK_OK(ccl_send(buf, bytes, ccl_uint8, 1 - r, comm, s));
-          RANK_OK(ccl_recv(out, bytes, ccl_uint8, 1 - r, comm, s));
-          RANK_OK(ccl_group_end());
+          RANK_OK(gicl_group_start());
+          RANK_OK(gicl_send(buf, bytes, gicl_uint8, 1 - r, comm, s));
+          RANK_OK(gicl_recv(out, bytes, gicl_uint8, 1 - r, comm, s));
+          RANK_OK(gicl_group_end());
           RANK_CUDA(cudaStreamSynchronize(s));
           RANK_CUDA(cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost));
           for (size_t i = 0; i < bytes / 4; ++i) {
@@ -392,9 +392,9 @@ TEST(CollectiveCounters, CrossTheLLFlagWrap) {
         // The tuner's own choices (its settings are read at a communicator's first call), on a
         // second communicator starting just below 2^32: LL, then the zero-copy kernels.
         if (int rc = destroy_healthy(comm)) return rc;
-        setenv("CCL_EPOCH_BASE", std::to_string((uint64_t{1} << 32) - 1).c_str(), 1);
-        unsetenv("CCL_PROTO");
-        unsetenv("CCL_ALGO");
+        setenv("GICL_EPOCH_BASE", std::to_string((uint64_t{1} << 32) - 1).c_str(), 1);
+        unsetenv("GICL_PROTO");
+        unsetenv("GICL_ALGO");
         if (init_on_gpu(id2, 2, r, &comm)) return 1;
         for (int k = 0; k < 3; ++k)
           if (int rc = allreduce(size_t{1000} << (3 * k), 200 + k, "tuned")) return rc;
@@ -406,4 +406,4 @@ TEST(CollectiveCounters, CrossTheLLFlagWrap) {
 }
 
 }  // namespace
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -6,12 +6,12 @@
 #include <cstdlib>
 #include <vector>
 
-#include "ccl/ccl.h"
+#include "gicl/gicl.h"
 #include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
 #include "gpu/late_writer.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
 /// A user kernel that lets the next kernel of its stream launch at once (the PDL trigger as its
@@ -26,7 +26,7 @@ __global__ void late_fill(int32_t* p, size_t count, int32_t base, uint64_t delay
 }  // namespace
 
 /// 10^4 back-to-back mixed collectives (sizes, types, kernels), checked every 1000 calls.
-int stress(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+int stress(gicl_comm_t comm, int me, int n, cudaStream_t s) {
   const size_t count = 257;
   float *a, *b;
   RANK_CUDA(cudaMalloc(&a, count * n * 8));
@@ -37,19 +37,19 @@ int stress(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   for (int i = 0; i < calls; ++i) {
     switch (i % 5) {
       case 0:
-        RANK_OK(ccl_allreduce(a, b, count, ccl_float32, ccl_max, comm, s));
+        RANK_OK(gicl_allreduce(a, b, count, gicl_float32, gicl_max, comm, s));
         break;
       case 1:
-        RANK_OK(ccl_allgather(a, b, count, ccl_float32, comm, s));
+        RANK_OK(gicl_allgather(a, b, count, gicl_float32, comm, s));
         break;
       case 2:
-        RANK_OK(ccl_reduce_scatter(a, b, count, ccl_float32, ccl_sum, comm, s));
+        RANK_OK(gicl_reduce_scatter(a, b, count, gicl_float32, gicl_sum, comm, s));
         break;
       case 3:
-        RANK_OK(ccl_allreduce(a, b, count * n * 2, ccl_bfloat16, ccl_min, comm, s));
+        RANK_OK(gicl_allreduce(a, b, count * n * 2, gicl_bfloat16, gicl_min, comm, s));
         break;
       default:
-        RANK_OK(ccl_broadcast(a, b, count * 3, ccl_int8, i % n, comm, s));
+        RANK_OK(gicl_broadcast(a, b, count * 3, gicl_int8, i % n, comm, s));
         break;
     }
     if (i % 1000 == 2) {
@@ -71,13 +71,13 @@ int stress(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 /// several pieces of the 1 MiB staging) beside a symmetric (pull) allreduce and a one-piece
 /// two-shot, with no sync between calls: the inboxes are reused two launches on, reduce-scatter
 /// and alltoall leave without an exit barrier, and the pieces alternate the staging buffers.
-int push_stress(ccl_comm_t world, int me, int n, cudaStream_t s) {
-  setenv("CCL_ALGO", "allreduce:two_shot", 1);
-  setenv("CCL_PROTO", "SIMPLE", 1);
-  ccl_comm_t comm;
+int push_stress(gicl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("GICL_ALGO", "allreduce:two_shot", 1);
+  setenv("GICL_PROTO", "SIMPLE", 1);
+  gicl_comm_t comm;
   if (fresh_comm(world, me, &comm)) return 1;
-  unsetenv("CCL_ALGO");
-  unsetenv("CCL_PROTO");
+  unsetenv("GICL_ALGO");
+  unsetenv("GICL_PROTO");
   const size_t count = n > 2 ? 70001 : 300001;  // float32 elements per rank block
   const size_t total = count * n;
   const int calls = n > 2 ? 40 : 300;
@@ -85,8 +85,8 @@ int push_stress(ccl_comm_t world, int me, int n, cudaStream_t s) {
   std::vector<float*> out(4);
   RANK_CUDA(cudaMalloc(&a, total * 4));
   for (float*& o : out) RANK_CUDA(cudaMalloc(&o, total * 4));
-  RANK_OK(ccl_mem_alloc(comm, total * 4, reinterpret_cast<void**>(&sym)));
-  RANK_OK(ccl_mem_alloc(comm, total * 4, reinterpret_cast<void**>(&sym_out)));
+  RANK_OK(gicl_mem_alloc(comm, total * 4, reinterpret_cast<void**>(&sym)));
+  RANK_OK(gicl_mem_alloc(comm, total * 4, reinterpret_cast<void**>(&sym_out)));
   const std::vector<float> ones(total, 1.0f);
   RANK_CUDA(cudaMemcpy(a, ones.data(), total * 4, cudaMemcpyHostToDevice));
   RANK_CUDA(cudaMemcpy(sym, ones.data(), total * 4, cudaMemcpyHostToDevice));
@@ -102,19 +102,19 @@ int push_stress(ccl_comm_t world, int me, int n, cudaStream_t s) {
   for (int i = 0; i < calls; ++i) {
     switch (i % 5) {
       case 0:
-        RANK_OK(ccl_allreduce(a, out[0], total, ccl_float32, ccl_sum, comm, s));
+        RANK_OK(gicl_allreduce(a, out[0], total, gicl_float32, gicl_sum, comm, s));
         break;
       case 1:
-        RANK_OK(ccl_reduce_scatter(a, out[1], count, ccl_float32, ccl_sum, comm, s));
+        RANK_OK(gicl_reduce_scatter(a, out[1], count, gicl_float32, gicl_sum, comm, s));
         break;
       case 2:
-        RANK_OK(ccl_alltoall(a, out[2], count, ccl_float32, comm, s));
+        RANK_OK(gicl_alltoall(a, out[2], count, gicl_float32, comm, s));
         break;
       case 3:
-        RANK_OK(ccl_allreduce(sym, sym_out, total, ccl_float32, ccl_sum, comm, s));
+        RANK_OK(gicl_allreduce(sym, sym_out, total, gicl_float32, gicl_sum, comm, s));
         break;
       default:
-        RANK_OK(ccl_allreduce(a, out[3], 7, ccl_float32, ccl_max, comm, s));
+        RANK_OK(gicl_allreduce(a, out[3], 7, gicl_float32, gicl_max, comm, s));
         break;
     }
     if (i % 50 == 49 || i == calls - 1) {
@@ -131,20 +131,20 @@ int push_stress(ccl_comm_t world, int me, int n, cudaStream_t s) {
   }
   RANK_CUDA(cudaFree(a));
   for (float* o : out) RANK_CUDA(cudaFree(o));
-  RANK_OK(ccl_mem_free(comm, sym));
-  RANK_OK(ccl_mem_free(comm, sym_out));
-  RANK_OK(ccl_comm_destroy(comm));
+  RANK_OK(gicl_mem_free(comm, sym));
+  RANK_OK(gicl_mem_free(comm, sym_out));
+  RANK_OK(gicl_comm_destroy(comm));
   return 0;
 }
 
-/// Stream order under programmatic dependent launch (CCL_PDL=1, the default) and without it: a
+/// Stream order under programmatic dependent launch (GICL_PDL=1, the default) and without it: a
 /// collective after a user kernel that triggers early reads what that kernel wrote, and each
 /// collective of a chain reads what the previous one wrote in place, eager and in a graph with
 /// other node kinds; send/recv likewise.
-int dependent_launch(ccl_comm_t world, int me, int n, cudaStream_t s) {
+int dependent_launch(gicl_comm_t world, int me, int n, cudaStream_t s) {
   for (const char* pdl : {"1", "0"}) {
-    setenv("CCL_PDL", pdl, 1);
-    ccl_comm_t comm;
+    setenv("GICL_PDL", pdl, 1);
+    gicl_comm_t comm;
     if (fresh_comm(world, me, &comm)) return 1;
     for (size_t count : {size_t{1000}, size_t{1} << 20}) {
       int32_t *a, *b;
@@ -160,16 +160,16 @@ int dependent_launch(ccl_comm_t world, int me, int n, cudaStream_t s) {
         const int32_t ranks = 5 * n * (n - 1) + n;
         for (size_t i = 0; i < count; ++i) {
           const int32_t want = (ranks + n * static_cast<int32_t>(i % 1000)) * n * n;
-          RANK_CHECK(got[i] == want, "CCL_PDL=%s count %zu, %s: element %zu is %d, not %d", pdl,
+          RANK_CHECK(got[i] == want, "GICL_PDL=%s count %zu, %s: element %zu is %d, not %d", pdl,
                      count, what, i, got[i], want);
         }
         return 0;
       };
       late_fill<<<64, 256, 0, s>>>(a, count, 10 * me + 1, 200000);
       RANK_CUDA(cudaGetLastError());
-      RANK_OK(ccl_allreduce(a, b, count, ccl_int32, ccl_sum, comm, s));
-      RANK_OK(ccl_allreduce(b, b, count, ccl_int32, ccl_sum, comm, s));
-      RANK_OK(ccl_allreduce(b, b, count, ccl_int32, ccl_sum, comm, s));
+      RANK_OK(gicl_allreduce(a, b, count, gicl_int32, gicl_sum, comm, s));
+      RANK_OK(gicl_allreduce(b, b, count, gicl_int32, gicl_sum, comm, s));
+      RANK_OK(gicl_allreduce(b, b, count, gicl_int32, gicl_sum, comm, s));
       if (check_chain("eager chain")) return 1;
       // The same chain captured between other node kinds (a memset before the late writer, a
       // copy between two collectives: PDL edges only join kernel to kernel), replayed twice.
@@ -179,10 +179,10 @@ int dependent_launch(ccl_comm_t world, int me, int n, cudaStream_t s) {
       RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
       RANK_CUDA(cudaMemsetAsync(b, 0xff, count * 4, s));
       late_fill<<<64, 256, 0, s>>>(a, count, 10 * me + 1, 200000);
-      RANK_OK(ccl_allreduce(a, b, count, ccl_int32, ccl_sum, comm, s));
-      RANK_OK(ccl_allreduce(b, b, count, ccl_int32, ccl_sum, comm, s));
+      RANK_OK(gicl_allreduce(a, b, count, gicl_int32, gicl_sum, comm, s));
+      RANK_OK(gicl_allreduce(b, b, count, gicl_int32, gicl_sum, comm, s));
       RANK_CUDA(cudaMemcpyAsync(a, b, count * 4, cudaMemcpyDeviceToDevice, s));
-      RANK_OK(ccl_allreduce(a, b, count, ccl_int32, ccl_sum, comm, s));
+      RANK_OK(gicl_allreduce(a, b, count, gicl_int32, gicl_sum, comm, s));
       RANK_CUDA(cudaStreamEndCapture(s, &g));
       RANK_CUDA(cudaGraphInstantiate(&x, g, 0));
       for (int replay = 0; replay < 2; ++replay) {
@@ -195,23 +195,23 @@ int dependent_launch(ccl_comm_t world, int me, int n, cudaStream_t s) {
       RANK_CUDA(cudaMemset(b, 0xff, count * 4));
       late_fill<<<64, 256, 0, s>>>(a, count, 7 * me, 200000);
       RANK_CUDA(cudaGetLastError());
-      RANK_OK(ccl_group_start());
-      RANK_OK(ccl_send(a, count, ccl_int32, (me + 1) % n, comm, s));
-      RANK_OK(ccl_recv(b, count, ccl_int32, (me + n - 1) % n, comm, s));
-      RANK_OK(ccl_group_end());
+      RANK_OK(gicl_group_start());
+      RANK_OK(gicl_send(a, count, gicl_int32, (me + 1) % n, comm, s));
+      RANK_OK(gicl_recv(b, count, gicl_int32, (me + n - 1) % n, comm, s));
+      RANK_OK(gicl_group_end());
       RANK_CUDA(cudaStreamSynchronize(s));
       RANK_CUDA(cudaMemcpy(got.data(), b, count * 4, cudaMemcpyDeviceToHost));
       const int32_t prev = 7 * ((me + n - 1) % n);
       for (size_t i = 0; i < count; ++i)
         RANK_CHECK(got[i] == prev + static_cast<int32_t>(i % 1000),
-                   "CCL_PDL=%s count %zu: received element %zu is %d", pdl, count, i, got[i]);
+                   "GICL_PDL=%s count %zu: received element %zu is %d", pdl, count, i, got[i]);
       RANK_CUDA(cudaFree(a));
       RANK_CUDA(cudaFree(b));
     }
-    RANK_OK(ccl_comm_destroy(comm));
+    RANK_OK(gicl_comm_destroy(comm));
   }
-  unsetenv("CCL_PDL");
+  unsetenv("GICL_PDL");
   return 0;
 }
 
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -9,7 +9,7 @@
 #include "collectives/common/dtypes.cuh"
 #include "collectives/schedule/step.hpp"
 
-namespace ccl::test {
+namespace gicl::test {
 
 using coll::Collective;
 using coll::DType;
@@ -37,14 +37,14 @@ inline bool reduces(Collective c) {
 
 /// Inputs of rank r. `exact`: values whose partial results are exact in every type and order
 /// (so non-canonical algorithms match the reference bitwise); otherwise random floats or bits.
-template <ccl_datatype_t D>
+template <gicl_datatype_t D>
 std::vector<typename DType<D>::Storage> make_input(uint32_t seed, int r, size_t count,
-                                                   ccl_redop_t op, bool exact) {
+                                                   gicl_redop_t op, bool exact) {
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
   std::mt19937_64 rng(seed * 7919ull + static_cast<uint64_t>(r) * 104729ull + 1);
   std::vector<T> v(count);
-  const bool is_unsigned = D == ccl_uint8 || D == ccl_uint32 || D == ccl_uint64;
+  const bool is_unsigned = D == gicl_uint8 || D == gicl_uint32 || D == gicl_uint64;
   for (auto& x : v) {
     if (!exact) {
       if constexpr (std::is_floating_point_v<A>) {
@@ -58,9 +58,9 @@ std::vector<typename DType<D>::Storage> make_input(uint32_t seed, int r, size_t 
     }
     const int k = static_cast<int>(rng() % 3);
     int val;
-    if (op == ccl_sum)
+    if (op == gicl_sum)
       val = is_unsigned ? k % 2 : k - 1;  // |partial| <= n: exact even in fp8
-    else if (op == ccl_prod)
+    else if (op == gicl_prod)
       val = is_unsigned ? 1 + k % 2 : (k == 0 ? -1 : k);  // +-powers of two
     else
       val = is_unsigned ? static_cast<int>(rng() % 4) : static_cast<int>(rng() % 7) - 3;
@@ -70,9 +70,9 @@ std::vector<typename DType<D>::Storage> make_input(uint32_t seed, int r, size_t 
 }
 
 /// Expected output of rank `me` (recv elements), given every rank's input.
-template <ccl_datatype_t D>
+template <gicl_datatype_t D>
 std::vector<typename DType<D>::Storage> reference(
-    Collective c, ccl_redop_t op, int root, int me, int n, size_t count,
+    Collective c, gicl_redop_t op, int root, int me, int n, size_t count,
     const std::vector<std::vector<typename DType<D>::Storage>>& in) {
   using T = typename DType<D>::Storage;
   size_t se, re;
@@ -82,16 +82,16 @@ std::vector<typename DType<D>::Storage> reference(
   auto red = [&](size_t base, size_t i) {
     for (int r = 0; r < n; ++r) p[r] = in[r].data() + base;
     switch (op) {
-      case ccl_sum:
-        return coll::reduce_canonical<D, ccl_sum>(p.data(), n, i);
-      case ccl_prod:
-        return coll::reduce_canonical<D, ccl_prod>(p.data(), n, i);
-      case ccl_min:
-        return coll::reduce_canonical<D, ccl_min>(p.data(), n, i);
-      case ccl_max:
-        return coll::reduce_canonical<D, ccl_max>(p.data(), n, i);
+      case gicl_sum:
+        return coll::reduce_canonical<D, gicl_sum>(p.data(), n, i);
+      case gicl_prod:
+        return coll::reduce_canonical<D, gicl_prod>(p.data(), n, i);
+      case gicl_min:
+        return coll::reduce_canonical<D, gicl_min>(p.data(), n, i);
+      case gicl_max:
+        return coll::reduce_canonical<D, gicl_max>(p.data(), n, i);
       default:
-        return coll::reduce_canonical<D, ccl_avg>(p.data(), n, i);
+        return coll::reduce_canonical<D, gicl_avg>(p.data(), n, i);
     }
   };
   for (size_t i = 0; i < count; ++i) {
@@ -117,4 +117,4 @@ std::vector<typename DType<D>::Storage> reference(
   return out;
 }
 
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -5,18 +5,18 @@
 // timed out (p2p_test.cu, copy_engine_one_work_queue). Here each rank creates many streams, before
 // the proxy's and after it, and runs a copy-engine ring exchange on every one, checking the data
 // and that the proxy copied: a stream that shared the proxy's queue in that way would fail its
-// exchange within CCL_WAIT_TIMEOUT, naming the stream.
+// exchange within GICL_WAIT_TIMEOUT, naming the stream.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include "ccl/ccl.h"
+#include "gicl/gicl.h"
 #include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
 TEST(CopyEngineQueues, ASendOnAnyOfManyStreamsCompletes) {
@@ -25,16 +25,16 @@ TEST(CopyEngineQueues, ASendOnAnyOfManyStreamsCompletes) {
     GTEST_SKIP() << "CUDA_DEVICE_MAX_CONNECTIONS=1: the proxy is not started on one queue (the "
                     "SMs copy), so there is no proxy to test";
   const int n = 2;
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(n, [&](int r) {
-    setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
-    setenv("CCL_WAIT_TIMEOUT", "3000", 1);
-    ccl_comm_t comm;
+    setenv("GICL_P2P_COPY_ENGINE", "256K", 1);
+    setenv("GICL_WAIT_TIMEOUT", "3000", 1);
+    gicl_comm_t comm;
     if (init_on_gpu(id, n, r, &comm)) return 1;
     const size_t bytes = size_t{1} << 20;
     char* sym = nullptr;
-    RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
+    RANK_OK(gicl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
     // Streams created before the proxy's and after it (the first exchange starts the proxy and
     // its stream), three times the default number of queues in all.
     const int kStreams = 24;
@@ -55,12 +55,12 @@ TEST(CopyEngineQueues, ASendOnAnyOfManyStreamsCompletes) {
     RANK_CHECK(after >= before + kStreams, "the proxy issued %llu copies for %d sends",
                static_cast<unsigned long long>(after - before), kStreams);
     for (cudaStream_t s : streams) RANK_CUDA(cudaStreamDestroy(s));
-    RANK_OK(ccl_mem_free(comm, sym));
-    RANK_OK(ccl_comm_destroy(comm));
+    RANK_OK(gicl_mem_free(comm, sym));
+    RANK_OK(gicl_comm_destroy(comm));
     return 0;
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 }  // namespace
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -1,9 +1,9 @@
-#include "ccl/device.cuh"
+#include "gicl/device.cuh"
 #include "gpu/device_api_kernels.cuh"
 #include "gpu/late_writer.cuh"
 
-namespace ccl::test {
-using namespace ccl::dev;
+namespace gicl::test {
+using namespace gicl::dev;
 
 namespace {
 
@@ -58,7 +58,7 @@ __device__ void rma_unit(const DeviceComm& c, const RmaArgs& a, int unit, int un
         put_nbi<S>(c, a.sym + me_block, a.local + a.offset + lo, n, pe);
         break;
       case RmaVariant::kPutQp:
-        put<S>(c, Qp{CCL_QP_DEFAULT_ID}, a.sym + me_block, a.local + a.offset + lo, n, pe);
+        put<S>(c, Qp{GICL_QP_DEFAULT_ID}, a.sym + me_block, a.local + a.offset + lo, n, pe);
         break;
       case RmaVariant::kPutCounted:
         put_nbi<S>(c, a.sym + me_block, a.local + a.offset + lo, n, pe, a.counter);
@@ -285,7 +285,7 @@ __global__ void bad_op_kernel(DeviceComm c, char* sym, char* not_sym, int kind) 
 
 }  // namespace
 
-cudaError_t run_late_put(const ccl_device_comm_t& c, char* dst, const char* src, size_t n, int pe,
+cudaError_t run_late_put(const gicl_device_comm_t& c, char* dst, const char* src, size_t n, int pe,
                          uint64_t delay_ns, cudaStream_t s) {
   late_put_kernel<<<1, 256, 0, s>>>(c, dst, src, n, pe, delay_ns);
   return cudaGetLastError();
@@ -304,40 +304,41 @@ cudaError_t count_not(const char* p, size_t n, uint8_t value, unsigned long long
   not_kernel<<<64, 256, 0, s>>>(p, n, value, bad);
   return cudaGetLastError();
 }
-cudaError_t run_rma(const ccl_device_comm_t& c, const RmaArgs& a, cudaStream_t s) {
+cudaError_t run_rma(const gicl_device_comm_t& c, const RmaArgs& a, cudaStream_t s) {
   rma_kernel<<<4, 128, 0, s>>>(c, a);
   return cudaGetLastError();
 }
-cudaError_t run_scalar(const ccl_device_comm_t& c, int64_t* p64, int32_t* strided, uint32_t seed,
+cudaError_t run_scalar(const gicl_device_comm_t& c, int64_t* p64, int32_t* strided, uint32_t seed,
                        unsigned long long* bad, cudaStream_t s) {
   scalar_kernel<<<1, 64, 0, s>>>(c, p64, strided, seed, bad);
   return cudaGetLastError();
 }
-cudaError_t run_ordering(const ccl_device_comm_t& c, char* data, uint64_t* sig, uint64_t* ack,
+cudaError_t run_ordering(const gicl_device_comm_t& c, char* data, uint64_t* sig, uint64_t* ack,
                          char* stage, int rounds, size_t max_len, uint32_t seed,
                          unsigned long long* bad, cudaStream_t s) {
   ordering_kernel<<<2, 512, 0, s>>>(c, data, sig, ack, stage, rounds, max_len, seed, bad);
   return cudaGetLastError();
 }
-cudaError_t run_atomics(const ccl_device_comm_t& c, uint64_t* ctr, int iters,
+cudaError_t run_atomics(const gicl_device_comm_t& c, uint64_t* ctr, int iters,
                         unsigned long long* bad, cudaStream_t s) {
   atomics_kernel<<<8, 128, 0, s>>>(c, ctr, iters, bad);
   return cudaGetLastError();
 }
-cudaError_t run_waits(const ccl_device_comm_t& c, int32_t* i32, int64_t* i64, uint64_t* u64,
+cudaError_t run_waits(const gicl_device_comm_t& c, int32_t* i32, int64_t* i64, uint64_t* u64,
                       uint64_t* sig, unsigned long long* bad, cudaStream_t s) {
   waits_kernel<<<1, 1, 0, s>>>(c, i32, i64, u64, sig, bad);
   return cudaGetLastError();
 }
-cudaError_t run_barrier_stress(const ccl_device_comm_t& c, const ccl_device_team_t* team,
+cudaError_t run_barrier_stress(const gicl_device_comm_t& c, const gicl_device_team_t* team,
                                uint64_t* counter, int iters, unsigned long long* bad,
                                cudaStream_t s) {
-  ccl_device_team_t t{};
+  gicl_device_team_t t{};
   if (team) t = *team;
   barrier_kernel<<<1, 128, 0, s>>>(c, t, team != nullptr, counter, iters, bad);
   return cudaGetLastError();
 }
-cudaError_t run_stuck_wait(const ccl_device_comm_t& c, uint64_t* sig, int* result, cudaStream_t s) {
+cudaError_t run_stuck_wait(const gicl_device_comm_t& c, uint64_t* sig, int* result,
+                           cudaStream_t s) {
   stuck_kernel<<<1, 1, 0, s>>>(c, sig, result);
   return cudaGetLastError();
 }
@@ -345,10 +346,10 @@ const void* stuck_kernel_address() {
   return reinterpret_cast<const void*>(&stuck_kernel);
 }
 
-cudaError_t run_bad_op(const ccl_device_comm_t& c, char* sym, char* not_sym, int kind,
+cudaError_t run_bad_op(const gicl_device_comm_t& c, char* sym, char* not_sym, int kind,
                        cudaStream_t s) {
   bad_op_kernel<<<1, 1, 0, s>>>(c, sym, not_sym, kind);
   return cudaGetLastError();
 }
 
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "ccl/device_abi.h"
+#include "gicl/device_abi.h"
 
-namespace ccl::test {
+namespace gicl::test {
 
 enum class RmaVariant : int {
   kPut,
@@ -48,31 +48,31 @@ cudaError_t count_bad(const char* p, size_t n, uint32_t seed, int src, unsigned 
                       cudaStream_t s);
 cudaError_t count_not(const char* p, size_t n, uint8_t value, unsigned long long* bad,
                       cudaStream_t s);
-cudaError_t run_rma(const ccl_device_comm_t& c, const RmaArgs& a, cudaStream_t s);
-cudaError_t run_scalar(const ccl_device_comm_t& c, int64_t* p64, int32_t* strided, uint32_t seed,
+cudaError_t run_rma(const gicl_device_comm_t& c, const RmaArgs& a, cudaStream_t s);
+cudaError_t run_scalar(const gicl_device_comm_t& c, int64_t* p64, int32_t* strided, uint32_t seed,
                        unsigned long long* bad, cudaStream_t s);
-cudaError_t run_ordering(const ccl_device_comm_t& c, char* data, uint64_t* sig, uint64_t* ack,
+cudaError_t run_ordering(const gicl_device_comm_t& c, char* data, uint64_t* sig, uint64_t* ack,
                          char* stage, int rounds, size_t max_len, uint32_t seed,
                          unsigned long long* bad, cudaStream_t s);
-cudaError_t run_atomics(const ccl_device_comm_t& c, uint64_t* ctr, int iters,
+cudaError_t run_atomics(const gicl_device_comm_t& c, uint64_t* ctr, int iters,
                         unsigned long long* bad, cudaStream_t s);
-cudaError_t run_waits(const ccl_device_comm_t& c, int32_t* i32, int64_t* i64, uint64_t* u64,
+cudaError_t run_waits(const gicl_device_comm_t& c, int32_t* i32, int64_t* i64, uint64_t* u64,
                       uint64_t* sig, unsigned long long* bad, cudaStream_t s);
-cudaError_t run_barrier_stress(const ccl_device_comm_t& c, const ccl_device_team_t* team,
+cudaError_t run_barrier_stress(const gicl_device_comm_t& c, const gicl_device_team_t* team,
                                uint64_t* counter, int iters, unsigned long long* bad,
                                cudaStream_t s);
 /// One block lets the next kernel of the stream launch at once (the PDL trigger as its first
 /// statement), then `delay_ns` later puts src[0, n) into dst at `pe`.
-cudaError_t run_late_put(const ccl_device_comm_t& c, char* dst, const char* src, size_t n, int pe,
+cudaError_t run_late_put(const gicl_device_comm_t& c, char* dst, const char* src, size_t n, int pe,
                          uint64_t delay_ns, cudaStream_t s);
 /// One thread waits for a signal that never comes; *result = 1 if the wait returned false.
-cudaError_t run_stuck_wait(const ccl_device_comm_t& c, uint64_t* sig, int* result, cudaStream_t s);
-/// Bad operations for CCL_DEVICE_CHECKS: kind 0 rank out of range, 1 non-symmetric address,
+cudaError_t run_stuck_wait(const gicl_device_comm_t& c, uint64_t* sig, int* result, cudaStream_t s);
+/// Bad operations for GICL_DEVICE_CHECKS: kind 0 rank out of range, 1 non-symmetric address,
 /// 2 length past the heap.
-cudaError_t run_bad_op(const ccl_device_comm_t& c, char* sym, char* not_sym, int kind,
+cudaError_t run_bad_op(const gicl_device_comm_t& c, char* sym, char* not_sym, int kind,
                        cudaStream_t s);
 
 /// The address of the stuck-wait kernel (for launch_collective's refusal test).
 const void* stuck_kernel_address();
 
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -2,7 +2,7 @@
 // every scope with poisoned destinations and fresh random data, scalar and strided forms, the
 // put_signal ordering stress, atomics under contention, every wait comparison, barrier stress
 // (world and a team), queue pairs, host stream operations (also after a kernel that triggers its
-// dependents early), the timeout report, CCL_DEVICE_CHECKS and abort of a waiting kernel.
+// dependents early), the timeout report, GICL_DEVICE_CHECKS and abort of a waiting kernel.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,28 +11,28 @@
 #include <string>
 #include <thread>
 
-#include "ccl/ccl.h"
-#include "ccl/device.cuh"
+#include "gicl/device.cuh"
+#include "gicl/gicl.h"
 #include "gpu/device_api_kernels.cuh"
 #include "gpu/gpu_ranks.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
 struct Fixture {
-  ccl_comm_t comm = nullptr;
-  ccl_device_comm_t dc{};
+  gicl_comm_t comm = nullptr;
+  gicl_device_comm_t dc{};
   int rank = 0, n = 0;
   cudaStream_t s = nullptr;
   unsigned long long* bad = nullptr;
 };
 
-int setup(ccl_unique_id_t id, int n, int r, Fixture* f) {
+int setup(gicl_unique_id_t id, int n, int r, Fixture* f) {
   if (init_on_gpu(id, n, r, &f->comm)) return 1;
   f->rank = r;
   f->n = n;
-  RANK_OK(ccl_comm_get_device_comm(f->comm, &f->dc));
-  RANK_CHECK(f->dc.version == CCL_DEVICE_ABI_VERSION && f->dc.rank == r && f->dc.nranks == n,
+  RANK_OK(gicl_comm_get_device_comm(f->comm, &f->dc));
+  RANK_CHECK(f->dc.version == GICL_DEVICE_ABI_VERSION && f->dc.rank == r && f->dc.nranks == n,
              "device handle identity");
   RANK_CUDA(cudaStreamCreateWithFlags(&f->s, cudaStreamNonBlocking));
   RANK_CUDA(cudaMalloc(&f->bad, sizeof(unsigned long long)));
@@ -53,7 +53,7 @@ unsigned long long count(Fixture& f, F&& launch) {
 }
 
 int barrier(Fixture& f) {
-  RANK_OK(ccl_barrier_on_stream(f.comm, f.s));
+  RANK_OK(gicl_barrier_on_stream(f.comm, f.s));
   RANK_CUDA(cudaStreamSynchronize(f.s));
   return 0;
 }
@@ -63,7 +63,7 @@ int check_rma(Fixture& f, uint32_t seed) {
   char* sym = nullptr;
   char* local = nullptr;
   unsigned long long* counter = nullptr;
-  RANK_OK(ccl_mem_alloc(f.comm, block * f.n, reinterpret_cast<void**>(&sym)));
+  RANK_OK(gicl_mem_alloc(f.comm, block * f.n, reinterpret_cast<void**>(&sym)));
   RANK_CUDA(cudaMalloc(&local, block * f.n));
   RANK_CUDA(cudaMalloc(&counter, sizeof(*counter)));
   std::mt19937 rng(seed);
@@ -124,15 +124,15 @@ int check_rma(Fixture& f, uint32_t seed) {
   }
   RANK_CUDA(cudaFree(local));
   RANK_CUDA(cudaFree(counter));
-  RANK_OK(ccl_mem_free(f.comm, sym));
+  RANK_OK(gicl_mem_free(f.comm, sym));
   return 0;
 }
 
 int check_scalar(Fixture& f, uint32_t seed) {
   int64_t* p64 = nullptr;
   int32_t* strided = nullptr;
-  RANK_OK(ccl_mem_alloc(f.comm, 64 * 8 * f.n, reinterpret_cast<void**>(&p64)));
-  RANK_OK(ccl_mem_alloc(f.comm, 256 * 4 * f.n, reinterpret_cast<void**>(&strided)));
+  RANK_OK(gicl_mem_alloc(f.comm, 64 * 8 * f.n, reinterpret_cast<void**>(&p64)));
+  RANK_OK(gicl_mem_alloc(f.comm, 256 * 4 * f.n, reinterpret_cast<void**>(&strided)));
   RANK_CUDA(cudaMemset(p64, 0xff, 64 * 8 * f.n));
   RANK_CUDA(cudaMemset(strided, 0xff, 256 * 4 * f.n));
   RANK_CUDA(cudaDeviceSynchronize());
@@ -141,8 +141,8 @@ int check_scalar(Fixture& f, uint32_t seed) {
       count(f, [&] { return run_scalar(f.dc, p64, strided, seed, f.bad, f.s); });
   RANK_CHECK(bad == 0, "p/g/iput/iget: %llu wrong", bad);
   if (barrier(f)) return 1;
-  RANK_OK(ccl_mem_free(f.comm, strided));
-  RANK_OK(ccl_mem_free(f.comm, p64));
+  RANK_OK(gicl_mem_free(f.comm, strided));
+  RANK_OK(gicl_mem_free(f.comm, p64));
   return 0;
 }
 
@@ -151,8 +151,8 @@ int check_ordering(Fixture& f, uint32_t seed, int rounds) {
   char* data = nullptr;
   uint64_t* sigs = nullptr;
   char* stage = nullptr;
-  RANK_OK(ccl_mem_alloc(f.comm, max_len + 64, reinterpret_cast<void**>(&data)));
-  RANK_OK(ccl_mem_alloc(f.comm, 2 * sizeof(uint64_t), reinterpret_cast<void**>(&sigs)));
+  RANK_OK(gicl_mem_alloc(f.comm, max_len + 64, reinterpret_cast<void**>(&data)));
+  RANK_OK(gicl_mem_alloc(f.comm, 2 * sizeof(uint64_t), reinterpret_cast<void**>(&sigs)));
   RANK_CUDA(cudaMalloc(&stage, max_len));
   RANK_CUDA(cudaMemset(sigs, 0, 2 * sizeof(uint64_t)));
   RANK_CUDA(cudaDeviceSynchronize());
@@ -169,15 +169,15 @@ int check_ordering(Fixture& f, uint32_t seed, int rounds) {
   std::fflush(stdout);
   if (barrier(f)) return 1;
   RANK_CUDA(cudaFree(stage));
-  RANK_OK(ccl_mem_free(f.comm, sigs));
-  RANK_OK(ccl_mem_free(f.comm, data));
+  RANK_OK(gicl_mem_free(f.comm, sigs));
+  RANK_OK(gicl_mem_free(f.comm, data));
   return 0;
 }
 
 int check_atomics(Fixture& f) {
   uint64_t* ctr = nullptr;
   const size_t words = 6 + 64 + 64;
-  RANK_OK(ccl_mem_alloc(f.comm, words * 8, reinterpret_cast<void**>(&ctr)));
+  RANK_OK(gicl_mem_alloc(f.comm, words * 8, reinterpret_cast<void**>(&ctr)));
   RANK_CUDA(cudaMemset(ctr, 0, words * 8));
   RANK_CUDA(cudaDeviceSynchronize());
   if (barrier(f)) return 1;
@@ -198,13 +198,13 @@ int check_atomics(Fixture& f) {
              (unsigned long long)(h[3] & 0xffffffffull));
   RANK_CHECK(h[4] == ~0ull, "or-mask %llx", (unsigned long long)h[4]);
   RANK_CHECK(h[5] == 0, "xor twice left %llx", (unsigned long long)h[5]);
-  RANK_OK(ccl_mem_free(f.comm, ctr));
+  RANK_OK(gicl_mem_free(f.comm, ctr));
   return 0;
 }
 
 int check_waits(Fixture& f) {
   char* buf = nullptr;
-  RANK_OK(ccl_mem_alloc(f.comm, 64, reinterpret_cast<void**>(&buf)));
+  RANK_OK(gicl_mem_alloc(f.comm, 64, reinterpret_cast<void**>(&buf)));
   RANK_CUDA(cudaMemset(buf, 0, 64));
   RANK_CUDA(cudaDeviceSynchronize());
   if (barrier(f)) return 1;
@@ -215,13 +215,13 @@ int check_waits(Fixture& f) {
   });
   RANK_CHECK(bad == 0, "wait/test comparisons: %llu wrong", bad);
   if (barrier(f)) return 1;
-  RANK_OK(ccl_mem_free(f.comm, buf));
+  RANK_OK(gicl_mem_free(f.comm, buf));
   return 0;
 }
 
 int check_barriers(Fixture& f) {
   uint64_t* counter = nullptr;
-  RANK_OK(ccl_mem_alloc(f.comm, 8, reinterpret_cast<void**>(&counter)));
+  RANK_OK(gicl_mem_alloc(f.comm, 8, reinterpret_cast<void**>(&counter)));
   RANK_CUDA(cudaMemset(counter, 0, 8));
   RANK_CUDA(cudaDeviceSynchronize());
   if (barrier(f)) return 1;
@@ -230,44 +230,44 @@ int check_barriers(Fixture& f) {
   RANK_CHECK(bad == 0, "world barrier stress: %llu violations", bad);
   if (barrier(f)) return 1;
   // A team of the even ranks (strided split of the world team).
-  ccl_team_t world, even = nullptr;
-  RANK_OK(ccl_comm_get_team(f.comm, CCL_TEAM_WORLD, &world));
-  RANK_OK(ccl_team_split_strided(world, 0, 2, (f.n + 1) / 2, &even));
+  gicl_team_t world, even = nullptr;
+  RANK_OK(gicl_comm_get_team(f.comm, GICL_TEAM_WORLD, &world));
+  RANK_OK(gicl_team_split_strided(world, 0, 2, (f.n + 1) / 2, &even));
   if (even) {
-    ccl_device_team_t dt;
-    RANK_OK(ccl_team_get_device(even, &dt));
+    gicl_device_team_t dt;
+    RANK_OK(gicl_team_get_device(even, &dt));
     RANK_CHECK(dt.my_index == f.rank / 2 && dt.size == (f.n + 1) / 2, "device team view");
     RANK_CUDA(cudaMemset(counter, 0, 8));
     RANK_CUDA(cudaDeviceSynchronize());
     bad = count(f, [&] { return run_barrier_stress(f.dc, &dt, counter, 500, f.bad, f.s); });
     RANK_CHECK(bad == 0, "team barrier stress: %llu violations", bad);
-    RANK_OK(ccl_team_destroy(even));
+    RANK_OK(gicl_team_destroy(even));
   }
   if (barrier(f)) return 1;
-  RANK_OK(ccl_mem_free(f.comm, counter));
+  RANK_OK(gicl_mem_free(f.comm, counter));
   return 0;
 }
 
 int check_stream_ops_and_qps(Fixture& f, uint32_t seed) {
-  ccl_qp_t qps[3];
-  RANK_OK(ccl_qp_create(f.comm, 3, qps));
-  for (auto q : qps) RANK_CHECK(q.id == CCL_QP_DEFAULT_ID, "qp id %d over NVLink", q.id);
+  gicl_qp_t qps[3];
+  RANK_OK(gicl_qp_create(f.comm, 3, qps));
+  for (auto q : qps) RANK_CHECK(q.id == GICL_QP_DEFAULT_ID, "qp id %d over NVLink", q.id);
   const size_t bytes = 1 << 20;
   char* sym = nullptr;
   char* src = nullptr;
   uint64_t* sig = nullptr;
-  RANK_OK(ccl_mem_alloc(f.comm, bytes, reinterpret_cast<void**>(&sym)));
-  RANK_OK(ccl_mem_alloc(f.comm, 8, reinterpret_cast<void**>(&sig)));
+  RANK_OK(gicl_mem_alloc(f.comm, bytes, reinterpret_cast<void**>(&sym)));
+  RANK_OK(gicl_mem_alloc(f.comm, 8, reinterpret_cast<void**>(&sig)));
   RANK_CUDA(cudaMalloc(&src, bytes));
   RANK_CUDA(cudaMemsetAsync(sig, 0, 8, f.s));
   RANK_CUDA(fill_pattern(src, bytes, seed, f.rank, f.s));
   RANK_CUDA(cudaStreamSynchronize(f.s));
   if (barrier(f)) return 1;
   const int next = (f.rank + 1) % f.n, prev = (f.rank + f.n - 1) % f.n;
-  RANK_OK(ccl_put_on_stream(f.comm, sym, src, bytes, next, f.s));
-  RANK_OK(ccl_quiet_on_stream(f.comm, f.s));
-  RANK_OK(ccl_signal_on_stream(f.comm, sig, 1, CCL_SIGNAL_ADD, next, f.s));
-  RANK_OK(ccl_wait_signal_on_stream(f.comm, sig, CCL_CMP_GE, 1, f.s));
+  RANK_OK(gicl_put_on_stream(f.comm, sym, src, bytes, next, f.s));
+  RANK_OK(gicl_quiet_on_stream(f.comm, f.s));
+  RANK_OK(gicl_signal_on_stream(f.comm, sig, 1, GICL_SIGNAL_ADD, next, f.s));
+  RANK_OK(gicl_wait_signal_on_stream(f.comm, sig, GICL_CMP_GE, 1, f.s));
   const unsigned long long bad =
       count(f, [&] { return count_bad(sym, bytes, seed, prev, f.bad, f.s); });
   RANK_CHECK(bad == 0, "stream put + signal: %llu bytes wrong", bad);
@@ -288,8 +288,8 @@ int check_stream_ops_and_qps(Fixture& f, uint32_t seed) {
     if (round == 2) {
       RANK_CUDA(cudaMemsetAsync(f.bad, 0, sizeof(*f.bad), watch));
       RANK_CUDA(run_late_put(f.dc, sym, src, bytes, f.rank, 200000, f.s));
-      RANK_OK(ccl_signal_on_stream(f.comm, sig, 1, CCL_SIGNAL_ADD, f.rank, f.s));
-      RANK_OK(ccl_wait_signal_on_stream(f.comm, sig, CCL_CMP_GE, 3, watch));
+      RANK_OK(gicl_signal_on_stream(f.comm, sig, 1, GICL_SIGNAL_ADD, f.rank, f.s));
+      RANK_OK(gicl_wait_signal_on_stream(f.comm, sig, GICL_CMP_GE, 3, watch));
       RANK_CUDA(count_bad(sym, bytes, late_seed, f.rank, f.bad, watch));
       RANK_CUDA(cudaStreamSynchronize(watch));
       RANK_CUDA(cudaStreamSynchronize(f.s));
@@ -303,10 +303,10 @@ int check_stream_ops_and_qps(Fixture& f, uint32_t seed) {
     }
     RANK_CUDA(run_late_put(f.dc, sym, src, bytes, next, 200000, f.s));
     if (round == 0) {
-      RANK_OK(ccl_signal_on_stream(f.comm, sig, 1, CCL_SIGNAL_ADD, next, f.s));
-      RANK_OK(ccl_wait_signal_on_stream(f.comm, sig, CCL_CMP_GE, 2, f.s));
+      RANK_OK(gicl_signal_on_stream(f.comm, sig, 1, GICL_SIGNAL_ADD, next, f.s));
+      RANK_OK(gicl_wait_signal_on_stream(f.comm, sig, GICL_CMP_GE, 2, f.s));
     } else {
-      RANK_OK(ccl_barrier_on_stream(f.comm, f.s));
+      RANK_OK(gicl_barrier_on_stream(f.comm, f.s));
     }
     const unsigned long long late =
         count(f, [&] { return count_bad(sym, bytes, late_seed, prev, f.bad, f.s); });
@@ -315,18 +315,20 @@ int check_stream_ops_and_qps(Fixture& f, uint32_t seed) {
   }
   RANK_CUDA(cudaStreamDestroy(watch));
   // Bad arguments are refused before anything is enqueued.
-  RANK_CHECK(ccl_put_on_stream(f.comm, src, src, 16, next, f.s) == CCL_INVALID_ARGUMENT,
+  RANK_CHECK(gicl_put_on_stream(f.comm, src, src, 16, next, f.s) == GICL_INVALID_ARGUMENT,
              "non-symmetric dst");
-  RANK_CHECK(ccl_put_on_stream(f.comm, sym, src, 16, f.n, f.s) == CCL_INVALID_ARGUMENT,
+  RANK_CHECK(gicl_put_on_stream(f.comm, sym, src, 16, f.n, f.s) == GICL_INVALID_ARGUMENT,
              "peer out of range");
-  RANK_CHECK(ccl_put_on_stream(f.comm, sym, src, 1ull << 40, next, f.s) == CCL_INVALID_ARGUMENT,
+  RANK_CHECK(gicl_put_on_stream(f.comm, sym, src, 1ull << 40, next, f.s) == GICL_INVALID_ARGUMENT,
              "oversize");
-  RANK_CHECK(ccl_signal_on_stream(f.comm, sig, 1, 7, next, f.s) == CCL_INVALID_ARGUMENT, "bad op");
-  RANK_CHECK(ccl_wait_signal_on_stream(f.comm, sig, 42, 1, f.s) == CCL_INVALID_ARGUMENT, "bad cmp");
+  RANK_CHECK(gicl_signal_on_stream(f.comm, sig, 1, 7, next, f.s) == GICL_INVALID_ARGUMENT,
+             "bad op");
+  RANK_CHECK(gicl_wait_signal_on_stream(f.comm, sig, 42, 1, f.s) == GICL_INVALID_ARGUMENT,
+             "bad cmp");
   if (barrier(f)) return 1;
   RANK_CUDA(cudaFree(src));
-  RANK_OK(ccl_mem_free(f.comm, sig));
-  RANK_OK(ccl_mem_free(f.comm, sym));
+  RANK_OK(gicl_mem_free(f.comm, sig));
+  RANK_OK(gicl_mem_free(f.comm, sym));
   return 0;
 }
 
@@ -335,8 +337,8 @@ class DeviceApi : public ::testing::TestWithParam<int> {};
 TEST_P(DeviceApi, AllOperations) {
   REQUIRE_GPUS(1);
   const int n = GetParam();
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   const uint32_t seed = std::random_device{}();
   auto results = fork_ranks(
       n,
@@ -352,10 +354,10 @@ TEST_P(DeviceApi, AllOperations) {
         if (check_waits(f)) return 6;
         if (check_barriers(f)) return 7;
         if (check_stream_ops_and_qps(f, seed)) return 8;
-        ccl_result_t async;
-        RANK_OK(ccl_comm_get_async_error(f.comm, &async, nullptr));
-        RANK_CHECK(async == CCL_SUCCESS, "communicator in error: %d", async);
-        RANK_OK(ccl_comm_destroy(f.comm));
+        gicl_result_t async;
+        RANK_OK(gicl_comm_get_async_error(f.comm, &async, nullptr));
+        RANK_CHECK(async == GICL_SUCCESS, "communicator in error: %d", async);
+        RANK_OK(gicl_comm_destroy(f.comm));
         return 0;
       },
       120000);
@@ -367,15 +369,15 @@ INSTANTIATE_TEST_SUITE_P(Ranks, DeviceApi, ::testing::Values(2, 4));
 
 TEST(DeviceApiFailures, UnsatisfiableWaitEndsWithATimeoutReport) {
   REQUIRE_GPUS(1);
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(2, [&](int r) {
-    setenv("CCL_WAIT_TIMEOUT", "300", 1);
+    setenv("GICL_WAIT_TIMEOUT", "300", 1);
     Fixture f;
     if (setup(id, 2, r, &f)) return 1;
     uint64_t* sig = nullptr;
     int* result = nullptr;
-    RANK_OK(ccl_mem_alloc(f.comm, 4096, reinterpret_cast<void**>(&sig)));
+    RANK_OK(gicl_mem_alloc(f.comm, 4096, reinterpret_cast<void**>(&sig)));
     RANK_CUDA(cudaMallocManaged(&result, sizeof(int)));
     RANK_CUDA(cudaMemset(sig, 0, 4096));
     *result = -1;
@@ -385,11 +387,11 @@ TEST(DeviceApiFailures, UnsatisfiableWaitEndsWithATimeoutReport) {
     RANK_CUDA(cudaStreamSynchronize(f.s));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     RANK_CHECK(*result == 1, "the wait did not report failure (%d)", *result);
-    RANK_CHECK(s > 0.25 && s < 5.0, "the wait gave up after %.2f s with CCL_WAIT_TIMEOUT=300", s);
-    ccl_result_t async;
+    RANK_CHECK(s > 0.25 && s < 5.0, "the wait gave up after %.2f s with GICL_WAIT_TIMEOUT=300", s);
+    gicl_result_t async;
     const char* msg = nullptr;
-    RANK_OK(ccl_comm_get_async_error(f.comm, &async, &msg));
-    RANK_CHECK(async == CCL_TIMEOUT, "async error %d", async);
+    RANK_OK(gicl_comm_get_async_error(f.comm, &async, &msg));
+    RANK_CHECK(async == GICL_TIMEOUT, "async error %d", async);
     const std::string m = msg;
     // sig + 3 lies 0x18 bytes into its allocation (which need not start at offset 0).
     for (const char* word :
@@ -398,7 +400,7 @@ TEST(DeviceApiFailures, UnsatisfiableWaitEndsWithATimeoutReport) {
     }
     RANK_CHECK(m.find("rank " + std::to_string(r)) != std::string::npos, "report names no rank: %s",
                msg);
-    RANK_OK(ccl_comm_abort(f.comm));
+    RANK_OK(gicl_comm_abort(f.comm));
     return 0;
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
@@ -407,27 +409,27 @@ TEST(DeviceApiFailures, UnsatisfiableWaitEndsWithATimeoutReport) {
 TEST(DeviceApiFailures, DeviceChecksReportBadArguments) {
   REQUIRE_GPUS(1);
   for (int kind = 0; kind < 3; ++kind) {
-    ccl_unique_id_t id;
-    ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+    gicl_unique_id_t id;
+    ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
     auto results = fork_ranks(1, [&](int r) {
-      setenv("CCL_DEVICE_CHECKS", "1", 1);
+      setenv("GICL_DEVICE_CHECKS", "1", 1);
       Fixture f;
       if (setup(id, 1, r, &f)) return 1;
-      RANK_CHECK(f.dc.flags & CCL_DEVICE_FLAG_CHECKS, "checks flag not set");
+      RANK_CHECK(f.dc.flags & GICL_DEVICE_FLAG_CHECKS, "checks flag not set");
       char* sym = nullptr;
       char* plain = nullptr;
-      RANK_OK(ccl_mem_alloc(f.comm, 4096, reinterpret_cast<void**>(&sym)));
+      RANK_OK(gicl_mem_alloc(f.comm, 4096, reinterpret_cast<void**>(&sym)));
       RANK_CUDA(cudaMalloc(&plain, 4096));
       RANK_CUDA(run_bad_op(f.dc, sym, plain, kind, f.s));
       RANK_CUDA(cudaStreamSynchronize(f.s));  // reported, not performed: no fault
-      ccl_result_t async;
+      gicl_result_t async;
       const char* msg = nullptr;
-      RANK_OK(ccl_comm_get_async_error(f.comm, &async, &msg));
-      RANK_CHECK(async == CCL_INVALID_ARGUMENT, "kind %d: async error %d (%s)", kind, async, msg);
+      RANK_OK(gicl_comm_get_async_error(f.comm, &async, &msg));
+      RANK_CHECK(async == GICL_INVALID_ARGUMENT, "kind %d: async error %d (%s)", kind, async, msg);
       RANK_CHECK(std::string(msg).find("bad device operation argument") != std::string::npos &&
                      std::string(msg).find(", put,") != std::string::npos,
                  "kind %d: report '%s'", kind, msg);
-      RANK_OK(ccl_comm_abort(f.comm));
+      RANK_OK(gicl_comm_abort(f.comm));
       return 0;
     });
     EXPECT_EQ(results[0].code, 0) << "kind " << kind;
@@ -436,15 +438,15 @@ TEST(DeviceApiFailures, DeviceChecksReportBadArguments) {
 
 TEST(DeviceApiFailures, AbortStopsAWaitingKernel) {
   REQUIRE_GPUS(1);
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(1, [&](int r) {
-    setenv("CCL_WAIT_TIMEOUT", "0", 1);  // forever: only the abort can end the wait
+    setenv("GICL_WAIT_TIMEOUT", "0", 1);  // forever: only the abort can end the wait
     Fixture f;
     if (setup(id, 1, r, &f)) return 1;
     uint64_t* sig = nullptr;
     int* result = nullptr;
-    RANK_OK(ccl_mem_alloc(f.comm, 64, reinterpret_cast<void**>(&sig)));
+    RANK_OK(gicl_mem_alloc(f.comm, 64, reinterpret_cast<void**>(&sig)));
     RANK_CUDA(cudaMallocManaged(&result, sizeof(int)));
     RANK_CUDA(cudaMemset(sig, 0, 64));
     *result = -1;
@@ -452,7 +454,7 @@ TEST(DeviceApiFailures, AbortStopsAWaitingKernel) {
     RANK_CUDA(run_stuck_wait(f.dc, sig, result, f.s));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const auto t0 = std::chrono::steady_clock::now();
-    RANK_OK(ccl_comm_abort(f.comm));
+    RANK_OK(gicl_comm_abort(f.comm));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     RANK_CUDA(cudaStreamSynchronize(f.s));
     RANK_CHECK(s < 1.0, "abort took %.2f s", s);
@@ -468,18 +470,18 @@ TEST(DeviceApiHost, CollectiveLaunchRefusesGridsThatCannotBeCoResident) {
     int* result = nullptr;
     RANK_CUDA(cudaMallocManaged(&result, sizeof(int)));
     uint64_t* sig = nullptr;
-    ccl_device_comm_t dc{};
+    gicl_device_comm_t dc{};
     void* args[] = {&dc, &sig, &result};
     const void* fn = stuck_kernel_address();
-    RANK_CHECK(ccl::dev::launch_collective(fn, dim3(1u << 20), dim3(1024), args, 0, nullptr) ==
-                   CCL_INVALID_ARGUMENT,
+    RANK_CHECK(gicl::dev::launch_collective(fn, dim3(1u << 20), dim3(1024), args, 0, nullptr) ==
+                   GICL_INVALID_ARGUMENT,
                "a grid of 2^20 blocks of 1024 threads was accepted");
-    RANK_CHECK(std::string(ccl_get_last_error()).find("co-resident") != std::string::npos, "%s",
-               ccl_get_last_error());
+    RANK_CHECK(std::string(gicl_get_last_error()).find("co-resident") != std::string::npos, "%s",
+               gicl_get_last_error());
     return 0;
   });
   EXPECT_EQ(results[0].code, 0);
 }
 
 }  // namespace
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -1,4 +1,4 @@
-// Device-side team collectives (ccl/device/coll.cuh) called from a test kernel at thread, warp
+// Device-side team collectives (gicl/device/coll.cuh) called from a test kernel at thread, warp
 // and block scope, over the whole communicator and over a team, with 2 and 3 ranks (one per GPU
 // where there are enough, else sharing them): every result checked against the host's, exactly.
 #include <gtest/gtest.h>
@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "ccl/device.cuh"
+#include "gicl/device.cuh"
 #include "gpu/gpu_ranks.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
 using dev::Scope;
@@ -41,7 +41,7 @@ int result_kind(int which) {
 }
 
 template <Scope S>
-__global__ void run(ccl_device_comm_t c, ccl_device_team_t t, bool team, int which, float* dst,
+__global__ void run(gicl_device_comm_t c, gicl_device_team_t t, bool team, int which, float* dst,
                     const float* src, size_t count, int root, int* ok) {
   bool r = false;
   switch (which) {
@@ -56,20 +56,20 @@ __global__ void run(ccl_device_comm_t c, ccl_device_team_t t, bool team, int whi
       r = team ? dev::alltoall<S>(c, t, dst, src, count) : dev::alltoall<S>(c, dst, src, count);
       break;
     case kAllreduceSum:
-      r = team ? dev::allreduce<ccl_sum, S>(c, t, dst, src, count)
-               : dev::allreduce<ccl_sum, S>(c, dst, src, count);
+      r = team ? dev::allreduce<gicl_sum, S>(c, t, dst, src, count)
+               : dev::allreduce<gicl_sum, S>(c, dst, src, count);
       break;
     case kAllreduceMax:
-      r = team ? dev::allreduce<ccl_max, S>(c, t, dst, src, count)
-               : dev::allreduce<ccl_max, S>(c, dst, src, count);
+      r = team ? dev::allreduce<gicl_max, S>(c, t, dst, src, count)
+               : dev::allreduce<gicl_max, S>(c, dst, src, count);
       break;
     case kReduceScatter:
-      r = team ? dev::reduce_scatter<ccl_sum, S>(c, t, dst, src, count)
-               : dev::reduce_scatter<ccl_sum, S>(c, dst, src, count);
+      r = team ? dev::reduce_scatter<gicl_sum, S>(c, t, dst, src, count)
+               : dev::reduce_scatter<gicl_sum, S>(c, dst, src, count);
       break;
     case kReduce:
-      r = team ? dev::reduce<ccl_sum, S>(c, t, dst, src, count, root)
-               : dev::reduce<ccl_sum, S>(c, dst, src, count, root);
+      r = team ? dev::reduce<gicl_sum, S>(c, t, dst, src, count, root)
+               : dev::reduce<gicl_sum, S>(c, dst, src, count, root);
       break;
     case kBroadcastLocal:
       r = team ? dev::broadcast<S, dev::Completion::kLocal>(c, t, dst, src, count, root)
@@ -134,24 +134,24 @@ class DeviceCollectives : public ::testing::TestWithParam<int> {};
 TEST_P(DeviceCollectives, EveryCollectiveAtEveryScope) {
   REQUIRE_GPUS(1);
   const int n = GetParam();
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(
       n,
       [&](int r) {
-        ccl_comm_t comm;
+        gicl_comm_t comm;
         if (init_on_gpu(id, n, r, &comm)) return 1;
-        ccl_device_comm_t dc;
-        RANK_OK(ccl_comm_get_device_comm(comm, &dc));
-        ccl_team_t world, all;
-        RANK_OK(ccl_comm_get_team(comm, CCL_TEAM_WORLD, &world));
-        RANK_OK(ccl_team_split_strided(world, 0, 1, n, &all));
-        ccl_device_team_t dt;
-        RANK_OK(ccl_team_get_device(all, &dt));
+        gicl_device_comm_t dc;
+        RANK_OK(gicl_comm_get_device_comm(comm, &dc));
+        gicl_team_t world, all;
+        RANK_OK(gicl_comm_get_team(comm, GICL_TEAM_WORLD, &world));
+        RANK_OK(gicl_team_split_strided(world, 0, 1, n, &all));
+        gicl_device_team_t dt;
+        RANK_OK(gicl_team_get_device(all, &dt));
         const size_t count = 5000;
         float *src, *dst;
-        RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&src)));
-        RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&dst)));
+        RANK_OK(gicl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&src)));
+        RANK_OK(gicl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&dst)));
         int* ok;
         RANK_CUDA(cudaMallocManaged(&ok, sizeof(int)));
         std::vector<float> h(count * n);
@@ -166,7 +166,7 @@ TEST_P(DeviceCollectives, EveryCollectiveAtEveryScope) {
               // A kLocal call writes into the peers' dst without waiting for them: every rank
               // must have checked its last result and reset dst first (the caller's duty).
               if (result_kind(which) != which) {
-                RANK_OK(ccl_barrier_on_stream(comm, nullptr));
+                RANK_OK(gicl_barrier_on_stream(comm, nullptr));
                 RANK_CUDA(cudaDeviceSynchronize());
               }
               *ok = -1;
@@ -190,8 +190,8 @@ TEST_P(DeviceCollectives, EveryCollectiveAtEveryScope) {
             }
           }
         }
-        RANK_OK(ccl_team_destroy(all));
-        RANK_OK(ccl_comm_destroy(comm));
+        RANK_OK(gicl_team_destroy(all));
+        RANK_OK(gicl_comm_destroy(comm));
         return 0;
       },
       300000);
@@ -199,13 +199,13 @@ TEST_P(DeviceCollectives, EveryCollectiveAtEveryScope) {
 }
 
 template <typename T>
-__global__ void run_typed(ccl_device_comm_t c, int which, T* dst, const T* src, size_t count,
+__global__ void run_typed(gicl_device_comm_t c, int which, T* dst, const T* src, size_t count,
                           int root, int* ok) {
   bool r = false;
-  if (which == kAllreduceSum) r = dev::allreduce<ccl_sum, Scope::kBlock>(c, dst, src, count);
-  if (which == kAllreduceMax) r = dev::allreduce<ccl_max, Scope::kBlock>(c, dst, src, count);
-  if (which == kReduceScatter) r = dev::reduce_scatter<ccl_sum, Scope::kBlock>(c, dst, src, count);
-  if (which == kReduce) r = dev::reduce<ccl_sum, Scope::kBlock>(c, dst, src, count, root);
+  if (which == kAllreduceSum) r = dev::allreduce<gicl_sum, Scope::kBlock>(c, dst, src, count);
+  if (which == kAllreduceMax) r = dev::allreduce<gicl_max, Scope::kBlock>(c, dst, src, count);
+  if (which == kReduceScatter) r = dev::reduce_scatter<gicl_sum, Scope::kBlock>(c, dst, src, count);
+  if (which == kReduce) r = dev::reduce<gicl_sum, Scope::kBlock>(c, dst, src, count, root);
   if (threadIdx.x == 0) *ok = r ? 1 : 0;
 }
 
@@ -220,13 +220,13 @@ double small_input(int rank, size_t i) {
 /// with buffers that are (offset 0) or are not (offset 1 element) aligned to packs: the pack
 /// path, its tail and the element path must all give the exact result.
 template <typename T>
-int typed_reductions(ccl_comm_t comm, int r, int n, const char* type) {
-  ccl_device_comm_t dc;
-  RANK_OK(ccl_comm_get_device_comm(comm, &dc));
+int typed_reductions(gicl_comm_t comm, int r, int n, const char* type) {
+  gicl_device_comm_t dc;
+  RANK_OK(gicl_comm_get_device_comm(comm, &dc));
   const size_t most = 3001, elems = most * n + 16;
   T *src, *dst;
-  RANK_OK(ccl_mem_alloc(comm, elems * sizeof(T), reinterpret_cast<void**>(&src)));
-  RANK_OK(ccl_mem_alloc(comm, elems * sizeof(T), reinterpret_cast<void**>(&dst)));
+  RANK_OK(gicl_mem_alloc(comm, elems * sizeof(T), reinterpret_cast<void**>(&src)));
+  RANK_OK(gicl_mem_alloc(comm, elems * sizeof(T), reinterpret_cast<void**>(&dst)));
   int* ok;
   RANK_CUDA(cudaMallocManaged(&ok, sizeof(int)));
   std::vector<T> h(elems), got(elems);
@@ -262,27 +262,27 @@ int typed_reductions(ccl_comm_t comm, int r, int n, const char* type) {
     }
   }
   RANK_CUDA(cudaFree(ok));
-  RANK_OK(ccl_mem_free(comm, src));
-  RANK_OK(ccl_mem_free(comm, dst));
+  RANK_OK(gicl_mem_free(comm, src));
+  RANK_OK(gicl_mem_free(comm, dst));
   return 0;
 }
 
 TEST_P(DeviceCollectives, ReductionsOfEveryWidthAlignedOrNot) {
   REQUIRE_GPUS(1);
   const int n = GetParam();
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(
       n,
       [&](int r) {
-        ccl_comm_t comm;
+        gicl_comm_t comm;
         if (init_on_gpu(id, n, r, &comm)) return 1;
         if (typed_reductions<__nv_fp8_e4m3>(comm, r, n, "fp8_e4m3") ||
             typed_reductions<__half>(comm, r, n, "float16") ||
             typed_reductions<float>(comm, r, n, "float32") ||
             typed_reductions<double>(comm, r, n, "float64"))
           return 1;
-        RANK_OK(ccl_comm_destroy(comm));
+        RANK_OK(gicl_comm_destroy(comm));
         return 0;
       },
       300000);
@@ -292,4 +292,4 @@ TEST_P(DeviceCollectives, ReductionsOfEveryWidthAlignedOrNot) {
 INSTANTIATE_TEST_SUITE_P(Ranks, DeviceCollectives, ::testing::Values(2, 3));
 
 }  // namespace
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
-#include "ccl/ccl.h"
 #include "common/cuda.hpp"
+#include "gicl/gicl.h"
 #include "mp/fork_ranks.hpp"
 
-namespace ccl::test {
+namespace gicl::test {
 
 // Counted in a child so that the test process never initialises CUDA before it forks ranks.
 inline int visible_gpus() {
@@ -17,10 +17,11 @@ inline int visible_gpus() {
   return n;
 }
 
-#define REQUIRE_GPUS(k)                                                                            \
-  do {                                                                                             \
-    if (::ccl::test::visible_gpus() < (k))                                                         \
-      GTEST_SKIP() << "needs " << (k) << " GPU(s); " << ::ccl::test::visible_gpus() << " visible"; \
+#define REQUIRE_GPUS(k)                                                              \
+  do {                                                                               \
+    if (::gicl::test::visible_gpus() < (k))                                          \
+      GTEST_SKIP() << "needs " << (k) << " GPU(s); " << ::gicl::test::visible_gpus() \
+                   << " visible";                                                    \
   } while (0)
 
 #define RANK_CUDA(expr)                                                     \
@@ -30,10 +31,10 @@ inline int visible_gpus() {
   } while (0)
 
 /// Rank r of n on GPU r % gpus.
-inline int init_on_gpu(ccl_unique_id_t id, int nranks, int rank, ccl_comm_t* comm) {
+inline int init_on_gpu(gicl_unique_id_t id, int nranks, int rank, gicl_comm_t* comm) {
   RANK_CUDA(cudaSetDevice(rank % cuda_device_count()));
-  RANK_OK(ccl_comm_init_rank(comm, nranks, id, rank));
+  RANK_OK(gicl_comm_init_rank(comm, nranks, id, rank));
   return 0;
 }
 
-}  // namespace ccl::test
+}  // namespace gicl::test

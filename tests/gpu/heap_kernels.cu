@@ -1,6 +1,6 @@
 #include "gpu/heap_kernels.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
 __global__ void write_peers_kernel(PeerBuffers peers, int me, int64_t n, uint32_t seed) {
@@ -41,4 +41,4 @@ cudaError_t count_mismatches(const int* local, int nranks, int me, int64_t n, ui
   return cudaGetLastError();
 }
 
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace ccl::test {
+namespace gicl::test {
 
 inline constexpr int kMaxPeers = 16;
 
@@ -31,4 +31,4 @@ cudaError_t write_peers(const PeerBuffers& peers, int me, int64_t n, uint32_t se
 cudaError_t count_mismatches(const int* local, int nranks, int me, int64_t n, uint32_t seed,
                              unsigned long long* d_count, cudaStream_t s);
 
-}  // namespace ccl::test
+}  // namespace gicl::test

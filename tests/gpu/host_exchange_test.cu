@@ -1,5 +1,5 @@
 // The collectives whose ranks meet on the host before enqueueing (the copy-engine path's window
-// exchange, CCL_CHECK_MODE): the copy-engine step of the matrix test through the host board and
+// exchange, GICL_CHECK_MODE): the copy-engine step of the matrix test through the host board and
 // over the bootstrap, one thread driving two ranks through groups, and an absent rank on the
 // copy-engine path.
 #include <gtest/gtest.h>
@@ -12,28 +12,28 @@
 #include <thread>
 #include <vector>
 
-#include "ccl/ccl.h"
 #include "core/comm.hpp"
+#include "gicl/gicl.h"
 #include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
-/// The copy-engine path beyond the matrix (CCL_ALGO=copy_engine): ranks whose calls differ all
-/// fail at once with CCL_INVALID_USAGE and nothing enqueued (only that path compares calls on the
+/// The copy-engine path beyond the matrix (GICL_ALGO=copy_engine): ranks whose calls differ all
+/// fail at once with GICL_INVALID_USAGE and nothing enqueued (only that path compares calls on the
 /// host: it proves the path ran); one rank without a window sends every rank to the SM kernels;
 /// an allgather and a broadcast captured in one graph and replayed with new inputs. The windows
 /// are exchanged through the shared-memory host board (every rank of the test is on this host),
-/// and with CCL_HOST_BOARD=0 over the bootstrap.
-int copy_engine_with(ccl_comm_t world, int me, int n, cudaStream_t s, bool board) {
-  setenv("CCL_ALGO", "copy_engine", 1);
-  setenv("CCL_HOST_BOARD", board ? "1" : "0", 1);
-  ccl_comm_t comm;
+/// and with GICL_HOST_BOARD=0 over the bootstrap.
+int copy_engine_with(gicl_comm_t world, int me, int n, cudaStream_t s, bool board) {
+  setenv("GICL_ALGO", "copy_engine", 1);
+  setenv("GICL_HOST_BOARD", board ? "1" : "0", 1);
+  gicl_comm_t comm;
   if (fresh_comm(world, me, &comm)) return 1;
   const size_t count = 100003;  // floats per rank block, past the LL rows
   float *sym = nullptr, *dev = nullptr;
-  RANK_OK(ccl_mem_alloc(comm, 2 * count * n * sizeof(float), reinterpret_cast<void**>(&sym)));
+  RANK_OK(gicl_mem_alloc(comm, 2 * count * n * sizeof(float), reinterpret_cast<void**>(&sym)));
   RANK_CUDA(cudaMalloc(&dev, count * n * sizeof(float)));
   float* const send = sym;
   float* const recv = sym + count * n;
@@ -48,18 +48,18 @@ int copy_engine_with(ccl_comm_t world, int me, int n, cudaStream_t s, bool board
   };
   // Different calls: rank 0 a larger alltoall than the others.
   if (n > 1) {
-    const ccl_result_t r =
-        ccl_alltoall(send, recv, me == 0 ? count : count / 2, ccl_float32, comm, s);
-    RANK_CHECK(r == CCL_INVALID_USAGE && std::strstr(ccl_get_last_error(), "copy_engine") &&
-                   std::strstr(ccl_get_last_error(), "rank"),
-               "mismatched copy_engine alltoall: %d '%s'", r, ccl_get_last_error());
+    const gicl_result_t r =
+        gicl_alltoall(send, recv, me == 0 ? count : count / 2, gicl_float32, comm, s);
+    RANK_CHECK(r == GICL_INVALID_USAGE && std::strstr(gicl_get_last_error(), "copy_engine") &&
+                   std::strstr(gicl_get_last_error(), "rank"),
+               "mismatched copy_engine alltoall: %d '%s'", r, gicl_get_last_error());
     RANK_CHECK(cudaStreamQuery(s) == cudaSuccess, "a refused copy_engine call enqueued work");
   }
   // Rank 0 receives into symmetric memory, the others into cudaMalloc: the SM kernels run it.
   if (fill(0, count * n)) return 1;
   float* mixed_recv = me == 0 ? recv : dev;
   RANK_CUDA(cudaMemset(mixed_recv, 0, count * n * sizeof(float)));
-  RANK_OK(ccl_alltoall(send, mixed_recv, count, ccl_float32, comm, s));
+  RANK_OK(gicl_alltoall(send, mixed_recv, count, gicl_float32, comm, s));
   RANK_CUDA(cudaStreamSynchronize(s));
   std::vector<float> got(count * n);
   RANK_CUDA(cudaMemcpy(got.data(), mixed_recv, got.size() * sizeof(float), cudaMemcpyDeviceToHost));
@@ -71,9 +71,9 @@ int copy_engine_with(ccl_comm_t world, int me, int n, cudaStream_t s, bool board
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  RANK_OK(ccl_allgather(send, recv, count, ccl_float32, comm, s));
+  RANK_OK(gicl_allgather(send, recv, count, gicl_float32, comm, s));
   float* bsym = recv + count * (n - 1);  // broadcast into symmetric memory: the last block
-  RANK_OK(ccl_broadcast(send, bsym, count, ccl_float32, n - 1, comm, s));
+  RANK_OK(gicl_broadcast(send, bsym, count, gicl_float32, n - 1, comm, s));
   RANK_CUDA(cudaStreamEndCapture(s, &graph));
   RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   for (int it = 1; it <= 2; ++it) {
@@ -95,26 +95,26 @@ int copy_engine_with(ccl_comm_t world, int me, int n, cudaStream_t s, bool board
   // The exchanges went where they should: the board needs POSIX-fd heaps (a peer's fd channel).
   const bool can_board = comm->heap && comm->heap->fd_channel() != nullptr;
   RANK_CHECK(comm->board_state == (board && can_board ? 1 : 0),
-             "host exchanges: board state %d with CCL_HOST_BOARD=%d", comm->board_state, board);
+             "host exchanges: board state %d with GICL_HOST_BOARD=%d", comm->board_state, board);
   RANK_CUDA(cudaFree(dev));
-  RANK_OK(ccl_mem_free(comm, sym));
-  RANK_OK(ccl_comm_destroy(comm));
-  unsetenv("CCL_ALGO");
-  unsetenv("CCL_HOST_BOARD");
+  RANK_OK(gicl_mem_free(comm, sym));
+  RANK_OK(gicl_comm_destroy(comm));
+  unsetenv("GICL_ALGO");
+  unsetenv("GICL_HOST_BOARD");
   return 0;
 }
 
 }  // namespace
 
-int copy_engine(ccl_comm_t world, int me, int n, cudaStream_t s) {
+int copy_engine(gicl_comm_t world, int me, int n, cudaStream_t s) {
   return copy_engine_with(world, me, n, s, true) || copy_engine_with(world, me, n, s, false);
 }
 
 namespace {
 
-/// One thread driving two ranks (ccl_comm_init_all, as the harness's `-g 2` does), one call per
-/// rank in each group: with CCL_ALGO=copy_engine on symmetric buffers, then with
-/// CCL_CHECK_MODE=1 on cudaMalloc buffers. Each communicator's first call is a send/recv group
+/// One thread driving two ranks (gicl_comm_init_all, as the harness's `-g 2` does), one call per
+/// rank in each group: with GICL_ALGO=copy_engine on symmetric buffers, then with
+/// GICL_CHECK_MODE=1 on cudaMalloc buffers. Each communicator's first call is a send/recv group
 /// (its first call creates its scratch collectively: both at once). Then the two calls of an
 /// allgather or alltoall group each meet the other rank's host before enqueueing, so run one
 /// after the other the first would wait for the second until the bootstrap timeout; they run in
@@ -125,27 +125,27 @@ namespace {
 TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
   REQUIRE_GPUS(1);
   auto results = fork_ranks(1, [&](int) {
-    setenv("CCL_BOOTSTRAP_TIMEOUT", "5000", 1);
-    setenv("CCL_SHARED_GPU_THREADS", "1", 1);  // on one GPU both ranks are threads of it
+    setenv("GICL_BOOTSTRAP_TIMEOUT", "5000", 1);
+    setenv("GICL_SHARED_GPU_THREADS", "1", 1);  // on one GPU both ranks are threads of it
     const int devs[2] = {0, cuda_device_count() > 1 ? 1 : 0};
     constexpr size_t count = 100003;  // floats per rank block
     struct Mode {
       const char* name;
       const char* value;
-      bool symmetric;           // ccl_mem_alloc buffers, else cudaMalloc
+      bool symmetric;           // gicl_mem_alloc buffers, else cudaMalloc
       const char* compared_by;  // in the error of a mismatched group
     };
-    for (const Mode& m : {Mode{"CCL_ALGO", "copy_engine", true, "(copy_engine)"},
-                          Mode{"CCL_CHECK_MODE", "1", false, "CCL_CHECK_MODE"}}) {
+    for (const Mode& m : {Mode{"GICL_ALGO", "copy_engine", true, "(copy_engine)"},
+                          Mode{"GICL_CHECK_MODE", "1", false, "GICL_CHECK_MODE"}}) {
       setenv(m.name, m.value, 1);
-      ccl_comm_t comms[2] = {nullptr, nullptr};
-      RANK_OK(ccl_comm_init_all(comms, 2, devs));
+      gicl_comm_t comms[2] = {nullptr, nullptr};
+      RANK_OK(gicl_comm_init_all(comms, 2, devs));
       float* buf[2] = {nullptr, nullptr};  // per rank: 2 send blocks, then 2 receive blocks
       cudaStream_t s[2] = {nullptr, nullptr};
       const size_t bytes = 4 * count * sizeof(float);
-      ccl_result_t rc[2] = {CCL_INTERNAL_ERROR, CCL_INTERNAL_ERROR};
+      gicl_result_t rc[2] = {GICL_INTERNAL_ERROR, GICL_INTERNAL_ERROR};
       {
-        // ccl_mem_alloc is collective: both ranks at once.
+        // gicl_mem_alloc is collective: both ranks at once.
         std::thread t[2];
         for (int i = 0; i < 2; ++i)
           t[i] = std::thread([&, i] {
@@ -153,14 +153,14 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
                 cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking) != cudaSuccess)
               return;
             if (m.symmetric)
-              rc[i] = ccl_mem_alloc(comms[i], bytes, reinterpret_cast<void**>(&buf[i]));
+              rc[i] = gicl_mem_alloc(comms[i], bytes, reinterpret_cast<void**>(&buf[i]));
             else
-              rc[i] = cudaMalloc(&buf[i], bytes) == cudaSuccess ? CCL_SUCCESS
-                                                                : CCL_UNHANDLED_CUDA_ERROR;
+              rc[i] = cudaMalloc(&buf[i], bytes) == cudaSuccess ? GICL_SUCCESS
+                                                                : GICL_UNHANDLED_CUDA_ERROR;
           });
         for (auto& th : t) th.join();
       }
-      RANK_CHECK(rc[0] == CCL_SUCCESS && rc[1] == CCL_SUCCESS, "%s: allocation %d %d", m.name,
+      RANK_CHECK(rc[0] == GICL_SUCCESS && rc[1] == GICL_SUCCESS, "%s: allocation %d %d", m.name,
                  rc[0], rc[1]);
       auto value = [](int rank, size_t i) {
         return static_cast<float>((i * 13 + static_cast<size_t>(rank) * 977) % 8191);
@@ -194,23 +194,24 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
       };
       if (fill()) return 1;
       // First calls: each rank sends its first block to the other.
-      ccl_group_start();
+      gicl_group_start();
       for (int i = 0; i < 2; ++i) {
-        RANK_OK(ccl_send(buf[i], count, ccl_float32, 1 - i, comms[i], s[i]));
-        RANK_OK(ccl_recv(buf[i] + 2 * count, count, ccl_float32, 1 - i, comms[i], s[i]));
+        RANK_OK(gicl_send(buf[i], count, gicl_float32, 1 - i, comms[i], s[i]));
+        RANK_OK(gicl_recv(buf[i] + 2 * count, count, gicl_float32, 1 - i, comms[i], s[i]));
       }
-      RANK_OK(ccl_group_end());
+      RANK_OK(gicl_group_end());
       if (check("send/recv", 1, [&](int i, int, size_t e) { return value(1 - i, e); })) return 1;
       auto group = [&](bool alltoall, size_t count1) {
-        ccl_group_start();
+        gicl_group_start();
         for (int i = 0; i < 2; ++i) {
           const size_t c = i == 0 ? count : count1;
-          const ccl_result_t r =
-              alltoall ? ccl_alltoall(buf[i], buf[i] + 2 * count, c, ccl_float32, comms[i], s[i])
-                       : ccl_allgather(buf[i], buf[i] + 2 * count, c, ccl_float32, comms[i], s[i]);
-          if (r != CCL_SUCCESS) return r;
+          const gicl_result_t r =
+              alltoall
+                  ? gicl_alltoall(buf[i], buf[i] + 2 * count, c, gicl_float32, comms[i], s[i])
+                  : gicl_allgather(buf[i], buf[i] + 2 * count, c, gicl_float32, comms[i], s[i]);
+          if (r != GICL_SUCCESS) return r;
         }
-        return ccl_group_end();
+        return gicl_group_end();
       };
       for (bool alltoall : {false, true}) {
         if (fill()) return 1;
@@ -220,9 +221,9 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
                   [&](int i, int b, size_t e) { return value(b, (alltoall ? i * count : 0) + e); }))
           return 1;
       }
-      const ccl_result_t r = group(false, count / 2);
-      const std::string msg = ccl_get_last_error();
-      RANK_CHECK(r == CCL_INVALID_USAGE && msg.find(m.compared_by) != std::string::npos,
+      const gicl_result_t r = group(false, count / 2);
+      const std::string msg = gicl_get_last_error();
+      RANK_CHECK(r == GICL_INVALID_USAGE && msg.find(m.compared_by) != std::string::npos,
                  "%s=%s: mismatched group gave %d '%s' (expected from %s)", m.name, m.value, r,
                  msg.c_str(), m.compared_by);
       for (int i = 0; i < 2; ++i) {
@@ -233,18 +234,18 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
         std::thread t[2];
         for (int i = 0; i < 2; ++i)
           t[i] = std::thread([&, i] {
-            rc[i] = CCL_UNHANDLED_CUDA_ERROR;
+            rc[i] = GICL_UNHANDLED_CUDA_ERROR;
             if (cudaSetDevice(devs[i]) != cudaSuccess) return;
-            rc[i] = m.symmetric                       ? ccl_mem_free(comms[i], buf[i])
-                    : cudaFree(buf[i]) == cudaSuccess ? CCL_SUCCESS
-                                                      : CCL_UNHANDLED_CUDA_ERROR;
-            if (rc[i] == CCL_SUCCESS) rc[i] = ccl_comm_destroy(comms[i]);
+            rc[i] = m.symmetric                       ? gicl_mem_free(comms[i], buf[i])
+                    : cudaFree(buf[i]) == cudaSuccess ? GICL_SUCCESS
+                                                      : GICL_UNHANDLED_CUDA_ERROR;
+            if (rc[i] == GICL_SUCCESS) rc[i] = gicl_comm_destroy(comms[i]);
             cudaStreamDestroy(s[i]);
           });
         for (auto& th : t) th.join();
       }
-      RANK_CHECK(rc[0] == CCL_SUCCESS && rc[1] == CCL_SUCCESS, "%s: free and destroy %d %d", m.name,
-                 rc[0], rc[1]);
+      RANK_CHECK(rc[0] == GICL_SUCCESS && rc[1] == GICL_SUCCESS, "%s: free and destroy %d %d",
+                 m.name, rc[0], rc[1]);
       unsetenv(m.name);
     }
     return 0;
@@ -253,44 +254,44 @@ TEST(CollectiveGroups, OneThreadDrivesTwoRanksThroughHostExchanges) {
 }
 
 /// The copy-engine path waits for its peers on the host (the window exchange): a rank that never
-/// comes makes the others' call fail within CCL_BOOTSTRAP_TIMEOUT, naming it, with nothing
+/// comes makes the others' call fail within GICL_BOOTSTRAP_TIMEOUT, naming it, with nothing
 /// enqueued.
 TEST(CollectiveFailures, AnAbsentRankStopsTheCopyEnginePath) {
   REQUIRE_GPUS(1);
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(
       2,
       [&](int r) {
-        setenv("CCL_ALGO", "copy_engine", 1);
-        setenv("CCL_BOOTSTRAP_TIMEOUT", "1500", 1);
-        ccl_comm_t comm;
+        setenv("GICL_ALGO", "copy_engine", 1);
+        setenv("GICL_BOOTSTRAP_TIMEOUT", "1500", 1);
+        gicl_comm_t comm;
         if (init_on_gpu(id, 2, r, &comm)) return 1;
         cudaStream_t s;
         RANK_CUDA(cudaStreamCreate(&s));
         const size_t count = 4096;
         float* buf = nullptr;
-        RANK_OK(ccl_mem_alloc(comm, 4 * count * sizeof(float), reinterpret_cast<void**>(&buf)));
+        RANK_OK(gicl_mem_alloc(comm, 4 * count * sizeof(float), reinterpret_cast<void**>(&buf)));
         // One call together first (the communicator's set-up), then rank 1 stays away.
-        RANK_OK(ccl_alltoall(buf, buf + 2 * count, count, ccl_float32, comm, s));
+        RANK_OK(gicl_alltoall(buf, buf + 2 * count, count, gicl_float32, comm, s));
         RANK_CUDA(cudaStreamSynchronize(s));
         if (r == 1) {
           std::this_thread::sleep_for(std::chrono::seconds(4));
-          RANK_OK(ccl_comm_abort(comm));
+          RANK_OK(gicl_comm_abort(comm));
           return 0;
         }
         const auto t0 = std::chrono::steady_clock::now();
-        const ccl_result_t res = ccl_alltoall(buf, buf + 2 * count, count, ccl_float32, comm, s);
+        const gicl_result_t res = gicl_alltoall(buf, buf + 2 * count, count, gicl_float32, comm, s);
         const double sec =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const std::string m = ccl_get_last_error();
-        RANK_CHECK(res != CCL_SUCCESS && m.find("rank 1") != std::string::npos,
+        const std::string m = gicl_get_last_error();
+        RANK_CHECK(res != GICL_SUCCESS && m.find("rank 1") != std::string::npos,
                    "copy_engine alltoall without rank 1: %d after %.2f s, '%s'", res, sec,
                    m.c_str());
         RANK_CHECK(sec > 1.0 && sec < 3.5,
-                   "copy_engine alltoall gave up after %.2f s (CCL_BOOTSTRAP_TIMEOUT=1500)", sec);
+                   "copy_engine alltoall gave up after %.2f s (GICL_BOOTSTRAP_TIMEOUT=1500)", sec);
         RANK_CHECK(cudaStreamQuery(s) == cudaSuccess, "the failed call enqueued work");
-        RANK_OK(ccl_comm_abort(comm));
+        RANK_OK(gicl_comm_abort(comm));
         return 0;
       },
       60000);
@@ -298,4 +299,4 @@ TEST(CollectiveFailures, AnAbsentRankStopsTheCopyEnginePath) {
 }
 
 }  // namespace
-}  // namespace ccl::test
+}  // namespace gicl::test

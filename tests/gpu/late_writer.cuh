@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace ccl::test {
+namespace gicl::test {
 
 /// The PDL trigger as the first statement, then a sleep of `delay_ns`; the caller writes after.
 __device__ __forceinline__ void trigger_dependents_then_sleep(uint64_t delay_ns) {
@@ -18,4 +18,4 @@ __device__ __forceinline__ void trigger_dependents_then_sleep(uint64_t delay_ns)
   } while (t - t0 < delay_ns);
 }
 
-}  // namespace ccl::test
+}  // namespace gicl::test

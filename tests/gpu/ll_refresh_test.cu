@@ -3,7 +3,7 @@
 // flag of a later call. Reaching that age takes 2 x (2^32 - 1) calls of a row; the test plants
 // it instead: each rank writes entries carrying the flag of a future call T into units beyond
 // the small calls' reach of its row from the peer, the counters start just below a refresh
-// (CCL_EPOCH_BASE), the small calls run across it, and at T a call reaches those units while
+// (GICL_EPOCH_BASE), the small calls run across it, and at T a call reaches those units while
 // rank 0 holds back its data. Without the refresh rank 1 takes the planted entries as rank 0's
 // data (built with ll_refresh returning false, it fails so); with it rank 1 waits for the real
 // ones. The LL one-shot allreduce (epoch rows) and point-to-point LL (slot rows), each on a
@@ -18,14 +18,14 @@
 #include <thread>
 #include <vector>
 
-#include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
 #include "collectives/host/coll_state.hpp"
 #include "collectives/schedule/ll_flag.hpp"
 #include "collectives/schedule/p2p.hpp"
+#include "gicl/gicl.h"
 #include "gpu/gpu_ranks.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
 using coll::CollScratch;
@@ -44,7 +44,7 @@ int plant(uint64_t* row, uint32_t flag) {
   return 0;
 }
 
-int scratch_of(ccl_comm_t comm, CollScratch* out) {
+int scratch_of(gicl_comm_t comm, CollScratch* out) {
   CollState* st = nullptr;
   RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
   *out = st->scratch;
@@ -52,10 +52,10 @@ int scratch_of(ccl_comm_t comm, CollScratch* out) {
 }
 
 /// The LL one-shot allreduce of `count` floats (1 + r per element); rank 0 waits `hold` first.
-int allreduce(ccl_comm_t comm, float* in, float* out, size_t count, int r, cudaStream_t s,
+int allreduce(gicl_comm_t comm, float* in, float* out, size_t count, int r, cudaStream_t s,
               std::chrono::milliseconds hold = {}) {
   std::this_thread::sleep_for(hold);
-  RANK_OK(ccl_allreduce(in, out, count, ccl_float32, ccl_sum, comm, s));
+  RANK_OK(gicl_allreduce(in, out, count, gicl_float32, gicl_sum, comm, s));
   RANK_CUDA(cudaStreamSynchronize(s));
   std::vector<float> got(count);
   RANK_CUDA(cudaMemcpy(got.data(), out, count * sizeof(float), cudaMemcpyDeviceToHost));
@@ -66,14 +66,14 @@ int allreduce(ccl_comm_t comm, float* in, float* out, size_t count, int r, cudaS
 }
 
 /// One send/recv of `bytes` with the peer (LL-sized); rank 0 waits `hold` first.
-int exchange(ccl_comm_t comm, uint8_t* in, uint8_t* out, size_t bytes, int r, cudaStream_t s,
+int exchange(gicl_comm_t comm, uint8_t* in, uint8_t* out, size_t bytes, int r, cudaStream_t s,
              std::chrono::milliseconds hold = {}) {
   std::this_thread::sleep_for(hold);
   RANK_CUDA(cudaMemset(out, 0, bytes));
-  RANK_OK(ccl_group_start());
-  RANK_OK(ccl_send(in, bytes, ccl_uint8, 1 - r, comm, s));
-  RANK_OK(ccl_recv(out, bytes, ccl_uint8, 1 - r, comm, s));
-  RANK_OK(ccl_group_end());
+  RANK_OK(gicl_group_start());
+  RANK_OK(gicl_send(in, bytes, gicl_uint8, 1 - r, comm, s));
+  RANK_OK(gicl_recv(out, bytes, gicl_uint8, 1 - r, comm, s));
+  RANK_OK(gicl_group_end());
   RANK_CUDA(cudaStreamSynchronize(s));
   std::vector<uint8_t> got(bytes);
   RANK_CUDA(cudaMemcpy(got.data(), out, bytes, cudaMemcpyDeviceToHost));
@@ -85,11 +85,11 @@ int exchange(ccl_comm_t comm, uint8_t* in, uint8_t* out, size_t bytes, int r, cu
 
 /// One of two ranks on a communicator whose counters start just below the refresh, with the
 /// LL one-shot forced for allreduce.
-int open_comm(ccl_unique_id_t id, int r, ccl_comm_t* comm, cudaStream_t* s) {
-  setenv("CCL_EPOCH_BASE", std::to_string(kRefreshAt - 8).c_str(), 1);
-  setenv("CCL_PROTO", "LL", 1);
-  setenv("CCL_ALGO", "allreduce:one_shot", 1);
-  setenv("CCL_WAIT_TIMEOUT", "3000", 1);
+int open_comm(gicl_unique_id_t id, int r, gicl_comm_t* comm, cudaStream_t* s) {
+  setenv("GICL_EPOCH_BASE", std::to_string(kRefreshAt - 8).c_str(), 1);
+  setenv("GICL_PROTO", "LL", 1);
+  setenv("GICL_ALGO", "allreduce:one_shot", 1);
+  setenv("GICL_WAIT_TIMEOUT", "3000", 1);
   if (init_on_gpu(id, 2, r, comm)) return 1;
   RANK_CUDA(cudaStreamCreate(s));
   return 0;
@@ -103,8 +103,8 @@ std::chrono::milliseconds hold(int r) {
 /// Epoch rows: [parity][sender][ll_entries]; T = the refresh of parity 0, + 2. With
 /// `simple_at_refresh` the calls at the refresh epochs are SIMPLE one-shot allreduces (past the LL
 /// rows: the direct kernel), not LL ones.
-int collective_rows(ccl_unique_id_t id, int r, bool simple_at_refresh) {
-  ccl_comm_t comm;
+int collective_rows(gicl_unique_id_t id, int r, bool simple_at_refresh) {
+  gicl_comm_t comm;
   cudaStream_t s;
   if (open_comm(id, r, &comm, &s)) return 1;
   const size_t big = 2 * kPlantTo;                                 // floats: kPlantTo units
@@ -141,14 +141,14 @@ int collective_rows(ccl_unique_id_t id, int r, bool simple_at_refresh) {
              static_cast<unsigned long long>(done), static_cast<unsigned long long>(t));
   RANK_CUDA(cudaFree(in));
   RANK_CUDA(cudaFree(out));
-  RANK_OK(ccl_comm_destroy(comm));
+  RANK_OK(gicl_comm_destroy(comm));
   return 0;
 }
 
 /// Point-to-point slot rows: [slot][sender][p2p_ll_entries]; T = slot 0's refresh +
 /// kP2pLLSlots.
-int p2p_rows(ccl_unique_id_t id, int r) {
-  ccl_comm_t comm;
+int p2p_rows(gicl_unique_id_t id, int r) {
+  gicl_comm_t comm;
   cudaStream_t s;
   if (open_comm(id, r, &comm, &s)) return 1;
   uint8_t *in = nullptr, *out = nullptr;
@@ -177,13 +177,13 @@ int p2p_rows(ccl_unique_id_t id, int r) {
              static_cast<unsigned long long>(pc.ll_rcvd), static_cast<unsigned long long>(q));
   RANK_CUDA(cudaFree(in));
   RANK_CUDA(cudaFree(out));
-  RANK_OK(ccl_comm_destroy(comm));
+  RANK_OK(gicl_comm_destroy(comm));
   return 0;
 }
 
-void run_two_ranks(int (*body)(ccl_unique_id_t, int)) {
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+void run_two_ranks(int (*body)(gicl_unique_id_t, int)) {
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(
       2, [&](int r) { return body(id, r); }, 60000);
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
@@ -191,12 +191,12 @@ void run_two_ranks(int (*body)(ccl_unique_id_t, int)) {
 
 TEST(CollectiveCounters, LLCollectiveRowsAreRefreshedBeforeTheirFlagsRepeat) {
   REQUIRE_GPUS(1);
-  run_two_ranks([](ccl_unique_id_t id, int r) { return collective_rows(id, r, false); });
+  run_two_ranks([](gicl_unique_id_t id, int r) { return collective_rows(id, r, false); });
 }
 
 TEST(CollectiveCounters, LLCollectiveRowsAreRefreshedWhenTheRefreshFallsOnOtherKernels) {
   REQUIRE_GPUS(1);
-  run_two_ranks([](ccl_unique_id_t id, int r) { return collective_rows(id, r, true); });
+  run_two_ranks([](gicl_unique_id_t id, int r) { return collective_rows(id, r, true); });
 }
 
 TEST(CollectiveCounters, PointToPointLLRowsAreRefreshedBeforeTheirFlagsRepeat) {
@@ -205,4 +205,4 @@ TEST(CollectiveCounters, PointToPointLLRowsAreRefreshedBeforeTheirFlagsRepeat) {
 }
 
 }  // namespace
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -8,21 +8,21 @@
 
 #include <cstdio>
 
-#include "ccl/ccl.h"
+#include "gicl/gicl.h"
 #include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
 /// Free device memory once every rank got here (ranks may share the GPU, whose free memory they
 /// all change).
-int free_memory_when_all_here(ccl_comm_t comm, cudaStream_t s, size_t* free) {
-  RANK_OK(ccl_barrier(comm, s));
+int free_memory_when_all_here(gicl_comm_t comm, cudaStream_t s, size_t* free) {
+  RANK_OK(gicl_barrier(comm, s));
   RANK_CUDA(cudaStreamSynchronize(s));
   size_t total = 0;
   RANK_CUDA(cudaMemGetInfo(free, &total));
-  RANK_OK(ccl_barrier(comm, s));
+  RANK_OK(gicl_barrier(comm, s));
   RANK_CUDA(cudaStreamSynchronize(s));
   return 0;
 }
@@ -30,20 +30,20 @@ int free_memory_when_all_here(ccl_comm_t comm, cudaStream_t s, size_t* free) {
 TEST(PointToPointFootprint, ASendRecvReservesLittleLocalMemory) {
   REQUIRE_GPUS(1);
   const int n = 2;
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(n, [&](int r) {
-    ccl_comm_t comm;
+    gicl_comm_t comm;
     if (init_on_gpu(id, n, r, &comm)) return 1;
     cudaStream_t s;
     RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     const size_t bytes = size_t{1} << 20;
     char *sym = nullptr, *plain = nullptr;
-    RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
+    RANK_OK(gicl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
     RANK_CUDA(cudaMalloc(&plain, 2 * bytes));
     // The collective kernels first, so that only the send/recv kernel is new below.
-    RANK_OK(ccl_allreduce(sym, sym, 1024, ccl_float32, ccl_sum, comm, s));
-    RANK_OK(ccl_allreduce(sym, sym, bytes / 4, ccl_float32, ccl_sum, comm, s));
+    RANK_OK(gicl_allreduce(sym, sym, 1024, gicl_float32, gicl_sum, comm, s));
+    RANK_OK(gicl_allreduce(sym, sym, bytes / 4, gicl_float32, gicl_sum, comm, s));
     size_t before = 0, after = 0;
     if (free_memory_when_all_here(comm, s, &before)) return 1;
     // Each path of the kernel: LL (8 bytes), rendezvous into a window, FIFO (cudaMalloc).
@@ -62,12 +62,12 @@ TEST(PointToPointFootprint, ASendRecvReservesLittleLocalMemory) {
     // Both ranks' reservations where they share the GPU; 2432 bytes of stack took ~650 MB each.
     RANK_CHECK(used_mb < 128, "the first send/recv took %lld MiB of device memory", used_mb);
     RANK_CUDA(cudaFree(plain));
-    RANK_OK(ccl_mem_free(comm, sym));
-    RANK_OK(ccl_comm_destroy(comm));
+    RANK_OK(gicl_mem_free(comm, sym));
+    RANK_OK(gicl_comm_destroy(comm));
     return 0;
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 }  // namespace
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -12,16 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "ccl/ccl.h"
 #include "collectives/common/coll_args.h"
 #include "collectives/host/coll_state.hpp"
 #include "collectives/host/residency.hpp"
 #include "collectives/schedule/copy_lists.hpp"
 #include "collectives/schedule/p2p.hpp"
+#include "gicl/gicl.h"
 #include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
 
-namespace ccl::test {
+namespace gicl::test {
 namespace {
 
 /// Captures enqueue() on `s` in a CUDA graph (`mode`), then replays it for rounds [first, last):
@@ -64,7 +64,7 @@ int eager_then_replayed(cudaStream_t s, const std::function<int()>& enqueue,
 /// launches, of unequal sizes from LL to several FIFO messages each: more sends to one peer than
 /// its FIFO has slots, which deadlocked the first message order; each receive must get its own
 /// send's bytes, in order.
-int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+int many_sends_to_one_peer(gicl_comm_t comm, int me, int n, cudaStream_t s) {
   constexpr int kOps = coll::kMaxP2pOps / 2 + 13;
   size_t bytes[kOps], total = 0;
   for (int i = 0; i < kOps; ++i) total += bytes[i] = 1 + (i * 97531) % 700000;
@@ -75,13 +75,13 @@ int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   for (size_t i = 0; i < total; ++i) h[i] = static_cast<char>(i * 5 + me * 31);
   RANK_CUDA(cudaMemcpy(sb, h.data(), total, cudaMemcpyHostToDevice));
   RANK_CUDA(cudaMemsetAsync(rb, 0, total, s));
-  RANK_OK(ccl_group_start());
+  RANK_OK(gicl_group_start());
   size_t off = 0;
   for (int i = 0; i < kOps; off += bytes[i++]) {
-    RANK_OK(ccl_send(sb + off, bytes[i], ccl_uint8, (me + 1) % n, comm, s));
-    RANK_OK(ccl_recv(rb + off, bytes[i], ccl_uint8, (me + n - 1) % n, comm, s));
+    RANK_OK(gicl_send(sb + off, bytes[i], gicl_uint8, (me + 1) % n, comm, s));
+    RANK_OK(gicl_recv(rb + off, bytes[i], gicl_uint8, (me + n - 1) % n, comm, s));
   }
-  RANK_OK(ccl_group_end());
+  RANK_OK(gicl_group_end());
   RANK_CUDA(cudaStreamSynchronize(s));
   RANK_CUDA(cudaMemcpy(got.data(), rb, total, cudaMemcpyDeviceToHost));
   const int from = (me + n - 1) % n;
@@ -98,7 +98,7 @@ int many_sends_to_one_peer(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 /// receiver's credit), sizes from 0 (the FIFO path) to the capacity changing every round (rows
 /// still hold longer, older messages), odd offsets, poisoned outputs, 200 rounds of fresh data;
 /// then kP2pLLSlots sends to the next rank, each its own launch, before the receives.
-int ll_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+int ll_point_to_point(gicl_comm_t comm, int me, int n, cudaStream_t s) {
   constexpr int kOps = 5, kRounds = 200;
   const size_t cap = coll::p2p_ll_capacity(n), room = kOps * (cap + 1);
   char *sb, *rb;
@@ -119,12 +119,12 @@ int ll_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     }
     RANK_CUDA(cudaMemcpy(sb, h.data(), off, cudaMemcpyHostToDevice));
     RANK_CUDA(cudaMemsetAsync(rb, 0xee, room, s));
-    RANK_OK(ccl_group_start());
+    RANK_OK(gicl_group_start());
     for (int i = 0; i < kOps; ++i) {
-      RANK_OK(ccl_send(sb + at[i], bytes[i], ccl_uint8, next, comm, s));
-      RANK_OK(ccl_recv(rb + at[i], bytes[i], ccl_uint8, prev, comm, s));
+      RANK_OK(gicl_send(sb + at[i], bytes[i], gicl_uint8, next, comm, s));
+      RANK_OK(gicl_recv(rb + at[i], bytes[i], gicl_uint8, prev, comm, s));
     }
-    RANK_OK(ccl_group_end());
+    RANK_OK(gicl_group_end());
     RANK_CUDA(cudaStreamSynchronize(s));
     RANK_CUDA(cudaMemcpy(got.data(), rb, off, cudaMemcpyDeviceToHost));
     for (int i = 0; i < kOps; ++i) {
@@ -142,8 +142,8 @@ int ll_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     for (size_t k = 0; k < 100; ++k) h[i * 100 + k] = byte(kRounds, i, k, me);
   }
   RANK_CUDA(cudaMemcpy(sb, h.data(), kAhead * 100, cudaMemcpyHostToDevice));
-  for (int i = 0; i < kAhead; ++i) RANK_OK(ccl_send(sb + i * 100, 100, ccl_uint8, next, comm, s));
-  for (int i = 0; i < kAhead; ++i) RANK_OK(ccl_recv(rb + i * 100, 100, ccl_uint8, prev, comm, s));
+  for (int i = 0; i < kAhead; ++i) RANK_OK(gicl_send(sb + i * 100, 100, gicl_uint8, next, comm, s));
+  for (int i = 0; i < kAhead; ++i) RANK_OK(gicl_recv(rb + i * 100, 100, gicl_uint8, prev, comm, s));
   RANK_CUDA(cudaStreamSynchronize(s));
   RANK_CUDA(cudaMemcpy(got.data(), rb, kAhead * 100, cudaMemcpyDeviceToHost));
   for (int i = 0; i < kAhead; ++i)
@@ -160,7 +160,7 @@ int ll_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 /// the FIFOs), beside a small FIFO receive and a rendezvous with this rank itself, in one group
 /// repeated past the offer ring's size (kMaxP2pOps per pair), then captured in a graph and
 /// replayed. Outputs are poisoned first.
-int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+int zero_copy_point_to_point(gicl_comm_t comm, int me, int n, cudaStream_t s) {
   constexpr int kOps = 6;
   const size_t bytes[kOps] = {(size_t{3} << 20) + 5,
                               coll::kP2pRendezvousFrom,
@@ -173,11 +173,11 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   const size_t sym_bytes = bytes[0] + bytes[3] + bytes[4] + bytes[5] + 64;
   char *sb, *sym, *dev, *regd;
   RANK_CUDA(cudaMalloc(&sb, total));
-  RANK_OK(ccl_mem_alloc(comm, sym_bytes, reinterpret_cast<void**>(&sym)));
+  RANK_OK(gicl_mem_alloc(comm, sym_bytes, reinterpret_cast<void**>(&sym)));
   RANK_CUDA(cudaMalloc(&dev, bytes[2]));
   RANK_CUDA(cudaMalloc(&regd, bytes[1]));
   void* reg = nullptr;
-  RANK_OK(ccl_comm_register(comm, regd, bytes[1], &reg));
+  RANK_OK(gicl_comm_register(comm, regd, bytes[1], &reg));
   // Where each receive lands: symmetric at 16, registered, cudaMalloc, symmetric at an odd
   // offset, symmetric (small, through the FIFOs), and from this rank itself, symmetric at an odd
   // offset (a rendezvous with oneself).
@@ -205,13 +205,13 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     return 0;
   };
   auto enqueue = [&]() -> int {
-    RANK_OK(ccl_group_start());
+    RANK_OK(gicl_group_start());
     size_t off = 0;
     for (int o = 0; o < kOps; off += bytes[o++]) {
-      RANK_OK(ccl_send(sb + off, bytes[o], ccl_uint8, to(o), comm, s));
-      RANK_OK(ccl_recv(dst[o], bytes[o], ccl_uint8, from(o), comm, s));
+      RANK_OK(gicl_send(sb + off, bytes[o], gicl_uint8, to(o), comm, s));
+      RANK_OK(gicl_recv(dst[o], bytes[o], gicl_uint8, from(o), comm, s));
     }
-    RANK_OK(ccl_group_end());
+    RANK_OK(gicl_group_end());
     return 0;
   };
   auto check = [&](int it, const char* what) -> int {
@@ -234,8 +234,8 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   if (replay_captured(s, cudaStreamCaptureModeGlobal, enqueue, fill, check, 100, 103,
                       "graph replay"))
     return 1;
-  RANK_OK(ccl_comm_deregister(comm, reg));
-  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_OK(gicl_comm_deregister(comm, reg));
+  RANK_OK(gicl_mem_free(comm, sym));
   RANK_CUDA(cudaFree(regd));
   RANK_CUDA(cudaFree(dev));
   RANK_CUDA(cudaFree(sb));
@@ -247,16 +247,16 @@ int zero_copy_point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 /// stays in the kernel on blocks of its own beside the SM sends to peers (launch_p2p's self
 /// blocks), elsewhere it is a local copy first. Every byte of every block, eagerly and in graph
 /// replays on fresh data, outputs poisoned first.
-int self_pairs_beside_sm_sends(ccl_comm_t world, int me, int n, cudaStream_t s) {
-  setenv("CCL_P2P_COPY_ENGINE", "0", 1);
-  ccl_comm_t comm;
+int self_pairs_beside_sm_sends(gicl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("GICL_P2P_COPY_ENGINE", "0", 1);
+  gicl_comm_t comm;
   const int made = fresh_comm(world, me, &comm);
-  unsetenv("CCL_P2P_COPY_ENGINE");
+  unsetenv("GICL_P2P_COPY_ENGINE");
   if (made) return 1;
   const size_t block = coll::kP2pSelfBesideFrom + 4099, total = block * n + 3;
   char *src = nullptr, *dst = nullptr;
-  RANK_OK(ccl_mem_alloc(comm, total, reinterpret_cast<void**>(&src)));
-  RANK_OK(ccl_mem_alloc(comm, total, reinterpret_cast<void**>(&dst)));
+  RANK_OK(gicl_mem_alloc(comm, total, reinterpret_cast<void**>(&src)));
+  RANK_OK(gicl_mem_alloc(comm, total, reinterpret_cast<void**>(&dst)));
   auto value = [](int from, int to, size_t i, int round) {
     return static_cast<char>(i * 13 + from * 5 + to * 17 + round * 3);
   };
@@ -269,12 +269,12 @@ int self_pairs_beside_sm_sends(ccl_comm_t world, int me, int n, cudaStream_t s) 
     return 0;
   };
   auto enqueue = [&]() -> int {
-    RANK_OK(ccl_group_start());
+    RANK_OK(gicl_group_start());
     for (int p = 0; p < n; ++p) {
-      RANK_OK(ccl_send(src + p * block, block, ccl_uint8, p, comm, s));
-      RANK_OK(ccl_recv(dst + 3 + p * block, block, ccl_uint8, p, comm, s));
+      RANK_OK(gicl_send(src + p * block, block, gicl_uint8, p, comm, s));
+      RANK_OK(gicl_recv(dst + 3 + p * block, block, gicl_uint8, p, comm, s));
     }
-    RANK_OK(ccl_group_end());
+    RANK_OK(gicl_group_end());
     return 0;
   };
   auto check = [&](int round, const char* how) -> int {
@@ -293,32 +293,32 @@ int self_pairs_beside_sm_sends(ccl_comm_t world, int me, int n, cudaStream_t s) 
   if (replay_captured(s, cudaStreamCaptureModeGlobal, enqueue, prepare, check, 10, 12,
                       "graph replay"))
     return 1;
-  RANK_OK(ccl_mem_free(comm, dst));
-  RANK_OK(ccl_mem_free(comm, src));
-  RANK_OK(ccl_comm_destroy(comm));
+  RANK_OK(gicl_mem_free(comm, dst));
+  RANK_OK(gicl_mem_free(comm, src));
+  RANK_OK(gicl_comm_destroy(comm));
   return 0;
 }
 
 /// A communicator whose first call is a copy-engine send/recv captured into a graph (global
 /// capture mode): its collective state and the proxy start inside the capture; two replays with
 /// new data, each one copy by the proxy per rank (none on one rank: a local copy).
-int copy_engine_first_call_captured(ccl_comm_t world, int me, int n, cudaStream_t s) {
-  setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
-  ccl_comm_t comm;
+int copy_engine_first_call_captured(gicl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("GICL_P2P_COPY_ENGINE", "256K", 1);
+  gicl_comm_t comm;
   if (fresh_comm(world, me, &comm)) return 1;
   const size_t bytes = (size_t{1} << 20) + 3;
   char* sym = nullptr;
-  RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
+  RANK_OK(gicl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  RANK_OK(ccl_group_start());
-  RANK_OK(ccl_send(sym, bytes, ccl_uint8, next, comm, s));
-  RANK_OK(ccl_recv(sym + bytes, bytes, ccl_uint8, prev, comm, s));
-  RANK_OK(ccl_group_end());
+  RANK_OK(gicl_group_start());
+  RANK_OK(gicl_send(sym, bytes, gicl_uint8, next, comm, s));
+  RANK_OK(gicl_recv(sym + bytes, bytes, gicl_uint8, prev, comm, s));
+  RANK_OK(gicl_group_end());
   RANK_CUDA(cudaStreamEndCapture(s, &graph));
-  unsetenv("CCL_P2P_COPY_ENGINE");
+  unsetenv("GICL_P2P_COPY_ENGINE");
   RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   std::vector<char> h(bytes), got(bytes);
   for (int replay = 0; replay < 2; ++replay) {
@@ -338,8 +338,8 @@ int copy_engine_first_call_captured(ccl_comm_t world, int me, int n, cudaStream_
              static_cast<unsigned long long>(issued));
   RANK_CUDA(cudaGraphExecDestroy(exec));
   RANK_CUDA(cudaGraphDestroy(graph));
-  RANK_OK(ccl_mem_free(comm, sym));
-  RANK_OK(ccl_comm_destroy(comm));
+  RANK_OK(gicl_mem_free(comm, sym));
+  RANK_OK(gicl_comm_destroy(comm));
   return 0;
 }
 
@@ -348,45 +348,45 @@ int copy_engine_first_call_captured(ccl_comm_t world, int me, int n, cudaStream_
 /// proxy is not started and the SMs copy: a 1 MiB ring exchange arrives whole, no proxy copy.
 /// (The variable is read by the check as the process runs; CUDA read it at start-up, so this
 /// process still has its queues: the check, not the stall, is what runs here.)
-int copy_engine_one_work_queue(ccl_comm_t world, int me, int n, cudaStream_t s) {
-  setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
+int copy_engine_one_work_queue(gicl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("GICL_P2P_COPY_ENGINE", "256K", 1);
   setenv("CUDA_DEVICE_MAX_CONNECTIONS", "1", 1);
-  ccl_comm_t comm;
+  gicl_comm_t comm;
   if (fresh_comm(world, me, &comm)) return 1;
   const size_t bytes = size_t{1} << 20;
   char* sym = nullptr;
-  RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
+  RANK_OK(gicl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&sym)));
   const int failed = ring_exchange(comm, me, n, sym, bytes, 0, s, "one work queue");
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
-  unsetenv("CCL_P2P_COPY_ENGINE");
+  unsetenv("GICL_P2P_COPY_ENGINE");
   if (failed) return 1;
   uint64_t issued = 0;
   if (proxy_copies(comm, &issued)) return 1;
   RANK_CHECK(issued == 0, "one work queue: the proxy issued %llu copies",
              static_cast<unsigned long long>(issued));
-  RANK_OK(ccl_mem_free(comm, sym));
-  RANK_OK(ccl_comm_destroy(comm));
+  RANK_OK(gicl_mem_free(comm, sym));
+  RANK_OK(gicl_comm_destroy(comm));
   return 0;
 }
 
-/// The rendezvous test again with CCL_P2P_COPY_ENGINE at the rendezvous size, on a communicator
+/// The rendezvous test again with GICL_P2P_COPY_ENGINE at the rendezvous size, on a communicator
 /// of its own, with the copy engine taking all of each send and then 37 % of it beside the
 /// sender's blocks: every send into a window (three per group: symmetric, registered, symmetric at
 /// an odd offset) is copied by the copy-engine proxy, the one into cudaMalloc memory and the small
 /// one go through the FIFOs, and the pair with the rank itself is a local copy. The proxy must
 /// have issued exactly those copies (12 groups and 3 graph replays); the replays come after
 /// host work longer than the proxy's busy polling, so they also meet its idle poll.
-int copy_engine_point_to_point(ccl_comm_t world, int me, int n, cudaStream_t s) {
-  // All of each send, then 37 % of it beside the blocks' 63 % (CCL_P2P_COPY_ENGINE_SHARE).
+int copy_engine_point_to_point(gicl_comm_t world, int me, int n, cudaStream_t s) {
+  // All of each send, then 37 % of it beside the blocks' 63 % (GICL_P2P_COPY_ENGINE_SHARE).
   for (const char* share : {"100", "37"}) {
-    setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
-    setenv("CCL_P2P_COPY_ENGINE_SHARE", share, 1);
-    ccl_comm_t comm;
+    setenv("GICL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
+    setenv("GICL_P2P_COPY_ENGINE_SHARE", share, 1);
+    gicl_comm_t comm;
     if (fresh_comm(world, me, &comm)) return 1;
     // Read with the communicator's collective state, at its first call.
     const int failed = zero_copy_point_to_point(comm, me, n, s);
-    unsetenv("CCL_P2P_COPY_ENGINE");
-    unsetenv("CCL_P2P_COPY_ENGINE_SHARE");
+    unsetenv("GICL_P2P_COPY_ENGINE");
+    unsetenv("GICL_P2P_COPY_ENGINE_SHARE");
     if (failed) return 1;
     const uint64_t want = n > 1 ? 3 * (12 + 3) : 0;  // one rank: every pair is a local copy
     uint64_t issued = 0;
@@ -394,7 +394,7 @@ int copy_engine_point_to_point(ccl_comm_t world, int me, int n, cudaStream_t s) 
     RANK_CHECK(issued == want, "share %s %%: the copy-engine proxy issued %llu copies, not %llu",
                share, static_cast<unsigned long long>(issued),
                static_cast<unsigned long long>(want));
-    RANK_OK(ccl_comm_destroy(comm));
+    RANK_OK(gicl_comm_destroy(comm));
   }
   if (copy_engine_first_call_captured(world, me, n, s)) return 1;
   return copy_engine_one_work_queue(world, me, n, s);
@@ -411,7 +411,7 @@ char group_byte(int a, int b, int i, size_t j, int round) {
 /// into symmetric memory (rendezvous ones written in place) and cudaMalloc memory (through the
 /// FIFOs), the streams interleaved differently on every rank. Run eagerly, then captured in a
 /// CUDA graph and replayed twice on fresh data; every byte checked each time.
-int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+int large_group(gicl_comm_t comm, int me, int n, cudaStream_t s) {
   static constexpr size_t kSizes[] = {8, 24, 1000, 4096, 12000, 65544, 300000, 2};
   auto ops_from = [n](int a, int b) { return a == b ? 2 : 8 + (3 * a + 5 * b) % 7 + 48 / n; };
   auto bytes_of = [](int a, int b, int i) { return kSizes[(a + 2 * b + 3 * i) % 8]; };
@@ -459,18 +459,18 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
       for (int i = 0; i < ops_from(p, r); i += 2) even += bytes_of(p, r, i);
     sym_bytes = std::max(sym_bytes, even);
   }
-  RANK_OK(ccl_mem_alloc(comm, sym_bytes, reinterpret_cast<void**>(&sym)));
+  RANK_OK(gicl_mem_alloc(comm, sym_bytes, reinterpret_cast<void**>(&sym)));
   auto enqueue = [&]() -> int {
-    RANK_OK(ccl_group_start());
+    RANK_OK(gicl_group_start());
     for (const Op* o : order) {
       if (o->send) {
-        RANK_OK(ccl_send(sb + o->off, o->bytes, ccl_uint8, o->peer, comm, s));
+        RANK_OK(gicl_send(sb + o->off, o->bytes, gicl_uint8, o->peer, comm, s));
       } else {
         char* to = (o->i % 2 == 0 ? sym : plain) + o->off;
-        RANK_OK(ccl_recv(to, o->bytes, ccl_uint8, o->peer, comm, s));
+        RANK_OK(gicl_recv(to, o->bytes, gicl_uint8, o->peer, comm, s));
       }
     }
-    RANK_OK(ccl_group_end());
+    RANK_OK(gicl_group_end());
     return 0;
   };
   // Fresh sends and poisoned receives for exchange `round`, then (after it ran) every byte.
@@ -485,10 +485,10 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     return 0;
   };
   auto check = [&](int round, const char* how) -> int {
-    ccl_result_t async = CCL_SUCCESS;
+    gicl_result_t async = GICL_SUCCESS;
     const char* msg = nullptr;
-    RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
-    RANK_CHECK(async == CCL_SUCCESS, "%s group of %zu operations: %s", how, order.size(),
+    RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
+    RANK_CHECK(async == GICL_SUCCESS, "%s group of %zu operations: %s", how, order.size(),
                msg != nullptr ? msg : "");
     RANK_CUDA(cudaMemcpy(got[0].data(), sym, recv_total[0], cudaMemcpyDeviceToHost));
     RANK_CUDA(cudaMemcpy(got[1].data(), plain, recv_total[1], cudaMemcpyDeviceToHost));
@@ -500,7 +500,7 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     return 0;
   };
   if (eager_then_replayed(s, enqueue, prepare, check)) return 1;
-  RANK_OK(ccl_mem_free(comm, sym));
+  RANK_OK(gicl_mem_free(comm, sym));
   RANK_CUDA(cudaFree(plain));
   RANK_CUDA(cudaFree(sb));
   return 0;
@@ -512,7 +512,7 @@ int large_group(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 /// cutoff) copied alone. Sizes from 1 byte (a tail only) to 40 MiB; the receives lie in one
 /// buffer with 48-byte gaps, which must keep their poison. Eager, then captured and replayed
 /// twice on fresh data.
-int many_self_pairs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+int many_self_pairs(gicl_comm_t comm, int me, int n, cudaStream_t s) {
   constexpr int kPairs = coll::kMaxCopyList + 9;
   constexpr size_t kSizes[] = {1, 8, 15, 16, 100, 4096, 65537, 300000, size_t{2} << 20};
   constexpr size_t kRing = 5000;
@@ -534,19 +534,20 @@ int many_self_pairs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
   RANK_CUDA(cudaMalloc(&ring, kRing));
   const int next = (me + 1) % n, prev = (me + n - 1) % n;
   auto enqueue = [&]() -> int {
-    RANK_OK(ccl_group_start());
+    RANK_OK(gicl_group_start());
     // Receives trail their sends by five; the ring in between (not for one rank: its ring would
     // be one more pair with itself).
     for (int i = 0; i < kPairs + 5; ++i) {
-      if (i < kPairs) RANK_OK(ccl_send(sb + pairs[i].src, pairs[i].bytes, ccl_uint8, me, comm, s));
+      if (i < kPairs)
+        RANK_OK(gicl_send(sb + pairs[i].src, pairs[i].bytes, gicl_uint8, me, comm, s));
       if (i == 20 && n > 1) {
-        RANK_OK(ccl_send(sb + src_total, kRing, ccl_uint8, next, comm, s));
-        RANK_OK(ccl_recv(ring, kRing, ccl_uint8, prev, comm, s));
+        RANK_OK(gicl_send(sb + src_total, kRing, gicl_uint8, next, comm, s));
+        RANK_OK(gicl_recv(ring, kRing, gicl_uint8, prev, comm, s));
       }
       if (i >= 5)
-        RANK_OK(ccl_recv(rb + pairs[i - 5].dst, pairs[i - 5].bytes, ccl_uint8, me, comm, s));
+        RANK_OK(gicl_recv(rb + pairs[i - 5].dst, pairs[i - 5].bytes, gicl_uint8, me, comm, s));
     }
-    RANK_OK(ccl_group_end());
+    RANK_OK(gicl_group_end());
     return 0;
   };
   std::vector<char> h(src_total + kRing), want(dst_total), got(dst_total), got_ring(kRing);
@@ -584,16 +585,16 @@ int many_self_pairs(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 }
 
 /// Broadcast, allgather and alltoall as sends and receives (tuner.hpp, send_recv_wins). With
-/// CCL_P2P_COPY_ENGINE at the rendezvous size, two ranks' unforced broadcasts, allgathers and
+/// GICL_P2P_COPY_ENGINE at the rendezvous size, two ranks' unforced broadcasts, allgathers and
 /// alltoalls past it go through the copy-engine proxy, which no other collective path asks (so
 /// its copy count tells which path ran): every kind of buffer, in place (the
 /// alltoall's outgoing blocks copied aside) and out of place, unaligned, bitwise against the
 /// reference; ranks limited in blocks (MPS) and other rank counts keep the SM kernels. Then
-/// forced (CCL_ALGO=send_recv) through the matrix wherever the FIFO channels fit, and captured
+/// forced (GICL_ALGO=send_recv) through the matrix wherever the FIFO channels fit, and captured
 /// in a graph (an in-place alltoall among the calls) and replayed on fresh data.
-int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
-  setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
-  ccl_comm_t comm;
+int send_recv_collectives(gicl_comm_t world, int me, int n, cudaStream_t s) {
+  setenv("GICL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
+  gicl_comm_t comm;
   if (fresh_comm(world, me, &comm)) return 1;
   const size_t count = coll::kP2pRendezvousFrom / 4 + 17;  // float32: a block past the size
   uint32_t seed = 7;
@@ -601,10 +602,10 @@ int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
     for (int m = 0; m < 4; ++m)
       for (size_t offset : {size_t{0}, size_t{1}}) {
         if (m == static_cast<int>(Mem::kInPlace) && offset != 0) continue;
-        Case k{c, ccl_sum, (1 + m) % n, count, static_cast<Mem>(m), offset, true, seed++};
-        if (run_case_any(comm, me, n, ccl_float32, k, s, "send_recv (tuner)")) return 1;
+        Case k{c, gicl_sum, (1 + m) % n, count, static_cast<Mem>(m), offset, true, seed++};
+        if (run_case_any(comm, me, n, gicl_float32, k, s, "send_recv (tuner)")) return 1;
       }
-  unsetenv("CCL_P2P_COPY_ENGINE");
+  unsetenv("GICL_P2P_COPY_ENGINE");
   coll::CollState* st = nullptr;
   RANK_CHECK(coll::coll_state(comm, &st).ok(), "no collective state");
   const bool routed = n == 2 && st->resident_blocks == 0;
@@ -615,28 +616,28 @@ int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
              "%d ranks (resident blocks %d): the proxy issued %llu copies for the tuner's "
              "broadcasts, allgathers and alltoalls",
              n, st->resident_blocks, static_cast<unsigned long long>(issued));
-  RANK_OK(ccl_comm_destroy(comm));
+  RANK_OK(gicl_comm_destroy(comm));
   if (!fifo_fits) return 0;  // forced, their FIFO sends would be refused (issue_p2p)
-  setenv("CCL_ALGO", "send_recv", 1);
-  setenv("CCL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
+  setenv("GICL_ALGO", "send_recv", 1);
+  setenv("GICL_P2P_COPY_ENGINE", std::to_string(coll::kP2pRendezvousFrom).c_str(), 1);
   if (fresh_comm(world, me, &comm)) return 1;
   for (Collective c : {Collective::kBroadcast, Collective::kAllGather, Collective::kAllToAll})
-    if (matrix(comm, me, n, c, seed++, s, "send_recv (CCL_ALGO)", false)) return 1;
+    if (matrix(comm, me, n, c, seed++, s, "send_recv (GICL_ALGO)", false)) return 1;
   float *send = nullptr, *recv = nullptr, *a2a = nullptr;
-  RANK_OK(ccl_mem_alloc(comm, count * 4, reinterpret_cast<void**>(&send)));
-  RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&recv)));
-  RANK_OK(ccl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&a2a)));
+  RANK_OK(gicl_mem_alloc(comm, count * 4, reinterpret_cast<void**>(&send)));
+  RANK_OK(gicl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&recv)));
+  RANK_OK(gicl_mem_alloc(comm, count * n * 4, reinterpret_cast<void**>(&a2a)));
   const int root = n - 1;
   auto value = [](int r, size_t i, int round) {
     return static_cast<float>((i * 3 + r * 7 + round * 11) % 1021);
   };
   auto enqueue = [&]() -> int {
-    RANK_OK(ccl_allgather(send, recv, count, ccl_float32, comm, s));
+    RANK_OK(gicl_allgather(send, recv, count, gicl_float32, comm, s));
     // In place at the root, into the first block elsewhere: after the allgather on one stream.
-    RANK_OK(ccl_broadcast(me == root ? recv + me * count : send, recv, count, ccl_float32, root,
-                          comm, s));
+    RANK_OK(gicl_broadcast(me == root ? recv + me * count : send, recv, count, gicl_float32, root,
+                           comm, s));
     // In place: the outgoing blocks are set aside in a buffer the graph keeps reading.
-    RANK_OK(ccl_alltoall(a2a, a2a, count, ccl_float32, comm, s));
+    RANK_OK(gicl_alltoall(a2a, a2a, count, gicl_float32, comm, s));
     return 0;
   };
   std::vector<float> h(count), got(count * n), h2(count * n);
@@ -666,19 +667,19 @@ int send_recv_collectives(ccl_comm_t world, int me, int n, cudaStream_t s) {
     return 0;
   };
   if (eager_then_replayed(s, enqueue, prepare, check)) return 1;
-  unsetenv("CCL_ALGO");
-  unsetenv("CCL_P2P_COPY_ENGINE");
-  RANK_OK(ccl_mem_free(comm, a2a));
-  RANK_OK(ccl_mem_free(comm, recv));
-  RANK_OK(ccl_mem_free(comm, send));
-  RANK_OK(ccl_comm_destroy(comm));
+  unsetenv("GICL_ALGO");
+  unsetenv("GICL_P2P_COPY_ENGINE");
+  RANK_OK(gicl_mem_free(comm, a2a));
+  RANK_OK(gicl_mem_free(comm, recv));
+  RANK_OK(gicl_mem_free(comm, send));
+  RANK_OK(gicl_comm_destroy(comm));
   return 0;
 }
 
 }  // namespace
 
 /// Send/recv: a ring shift in one group, self send/recv, and a lone pair outside a group.
-int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
+int point_to_point(gicl_comm_t comm, int me, int n, cudaStream_t s) {
   for (size_t bytes : {size_t{1}, size_t{4097}, size_t{5} << 20}) {
     char *sb, *rb, *self_rb;
     RANK_CUDA(cudaMalloc(&sb, bytes));
@@ -688,12 +689,12 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     for (size_t i = 0; i < bytes; ++i) h[i] = static_cast<char>(i * 7 + me * 13);
     RANK_CUDA(cudaMemcpy(sb, h.data(), bytes, cudaMemcpyHostToDevice));
     RANK_CUDA(cudaMemsetAsync(rb, 0, bytes, s));
-    RANK_OK(ccl_group_start());
-    RANK_OK(ccl_send(sb, bytes, ccl_uint8, (me + 1) % n, comm, s));
-    RANK_OK(ccl_recv(rb, bytes, ccl_uint8, (me + n - 1) % n, comm, s));
-    RANK_OK(ccl_send(sb, bytes, ccl_uint8, me, comm, s));
-    RANK_OK(ccl_recv(self_rb, bytes, ccl_uint8, me, comm, s));
-    RANK_OK(ccl_group_end());
+    RANK_OK(gicl_group_start());
+    RANK_OK(gicl_send(sb, bytes, gicl_uint8, (me + 1) % n, comm, s));
+    RANK_OK(gicl_recv(rb, bytes, gicl_uint8, (me + n - 1) % n, comm, s));
+    RANK_OK(gicl_send(sb, bytes, gicl_uint8, me, comm, s));
+    RANK_OK(gicl_recv(self_rb, bytes, gicl_uint8, me, comm, s));
+    RANK_OK(gicl_group_end());
     RANK_CUDA(cudaStreamSynchronize(s));
     RANK_CUDA(cudaMemcpy(got.data(), rb, bytes, cudaMemcpyDeviceToHost));
     const int from = (me + n - 1) % n;
@@ -704,8 +705,8 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CHECK(std::memcmp(got.data(), h.data(), bytes) == 0, "self send/recv %zu bytes", bytes);
     // Outside a group: rank 0 sends, rank 1 receives (one rank has no pair: a lone send to
     // itself would wait for its receive forever).
-    if (me == 0 && n > 1) RANK_OK(ccl_send(sb, bytes, ccl_uint8, 1, comm, s));
-    if (me == 1) RANK_OK(ccl_recv(rb, bytes, ccl_uint8, 0, comm, s));
+    if (me == 0 && n > 1) RANK_OK(gicl_send(sb, bytes, gicl_uint8, 1, comm, s));
+    if (me == 1) RANK_OK(gicl_recv(rb, bytes, gicl_uint8, 0, comm, s));
     RANK_CUDA(cudaStreamSynchronize(s));
     if (me == 1) {
       RANK_CUDA(cudaMemcpy(got.data(), rb, bytes, cudaMemcpyDeviceToHost));
@@ -729,12 +730,12 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CUDA(cudaMemcpy(d, a.data(), bytes, cudaMemcpyHostToDevice));
     RANK_CUDA(cudaMemcpy(d + bytes, b.data(), bytes, cudaMemcpyHostToDevice));
     RANK_CUDA(cudaMemsetAsync(d + 2 * bytes, 0, 2 * bytes, s));
-    RANK_OK(ccl_send(d, bytes, ccl_uint8, me, comm, s));
-    RANK_OK(ccl_group_start());
-    RANK_OK(ccl_send(d + bytes, bytes, ccl_uint8, me, comm, s));
-    RANK_OK(ccl_recv(d + 2 * bytes, bytes, ccl_uint8, me, comm, s));
-    RANK_OK(ccl_group_end());
-    RANK_OK(ccl_recv(d + 3 * bytes, bytes, ccl_uint8, me, comm, s));
+    RANK_OK(gicl_send(d, bytes, gicl_uint8, me, comm, s));
+    RANK_OK(gicl_group_start());
+    RANK_OK(gicl_send(d + bytes, bytes, gicl_uint8, me, comm, s));
+    RANK_OK(gicl_recv(d + 2 * bytes, bytes, gicl_uint8, me, comm, s));
+    RANK_OK(gicl_group_end());
+    RANK_OK(gicl_recv(d + 3 * bytes, bytes, gicl_uint8, me, comm, s));
     RANK_CUDA(cudaStreamSynchronize(s));
     RANK_CUDA(cudaMemcpy(got.data(), d + 2 * bytes, bytes, cudaMemcpyDeviceToHost));
     RANK_CHECK(got == a, "the first receive from itself did not get the first send");
@@ -742,10 +743,10 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
     RANK_CHECK(got == b, "the second receive from itself did not get the second send");
     // Now balanced again: a group of a send and a receive with itself is a copy, any size.
     RANK_CUDA(cudaMemsetAsync(d + 2 * bytes, 0, bytes, s));
-    RANK_OK(ccl_group_start());
-    RANK_OK(ccl_send(d, bytes, ccl_uint8, me, comm, s));
-    RANK_OK(ccl_recv(d + 2 * bytes, bytes, ccl_uint8, me, comm, s));
-    RANK_OK(ccl_group_end());
+    RANK_OK(gicl_group_start());
+    RANK_OK(gicl_send(d, bytes, gicl_uint8, me, comm, s));
+    RANK_OK(gicl_recv(d + 2 * bytes, bytes, gicl_uint8, me, comm, s));
+    RANK_OK(gicl_group_end());
     RANK_CUDA(cudaStreamSynchronize(s));
     RANK_CUDA(cudaMemcpy(got.data(), d + 2 * bytes, bytes, cudaMemcpyDeviceToHost));
     RANK_CHECK(got == a, "a paired send/recv with itself");
@@ -764,31 +765,31 @@ int point_to_point(ccl_comm_t comm, int me, int n, cudaStream_t s) {
 namespace {
 
 /// A copy-engine proxy that fails (injected: CopyProxy::fail, as when CUDA refuses a copy) fails
-/// the sender's kernel with CCL_UNHANDLED_CUDA_ERROR naming the proxy instead of leaving it
+/// the sender's kernel with GICL_UNHANDLED_CUDA_ERROR naming the proxy instead of leaving it
 /// waiting, and its receiver, whose bytes never come, times out naming the sender. Both within
-/// CCL_WAIT_TIMEOUT; the first exchange, before the failure, is correct.
+/// GICL_WAIT_TIMEOUT; the first exchange, before the failure, is correct.
 TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
   REQUIRE_GPUS(1);
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(
       2,
       [&](int r) {
-        setenv("CCL_P2P_COPY_ENGINE", "256K", 1);
-        setenv("CCL_WAIT_TIMEOUT", "2000", 1);
-        ccl_comm_t comm;
+        setenv("GICL_P2P_COPY_ENGINE", "256K", 1);
+        setenv("GICL_WAIT_TIMEOUT", "2000", 1);
+        gicl_comm_t comm;
         if (init_on_gpu(id, 2, r, &comm)) return 1;
         cudaStream_t s;
         RANK_CUDA(cudaStreamCreate(&s));
         const size_t bytes = size_t{1} << 20;
         char* buf = nullptr;
-        RANK_OK(ccl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&buf)));
+        RANK_OK(gicl_mem_alloc(comm, 2 * bytes, reinterpret_cast<void**>(&buf)));
         RANK_CUDA(cudaMemsetAsync(buf, 1 + r, bytes, s));
         auto exchange = [&]() -> int {
-          RANK_OK(ccl_group_start());
-          RANK_OK(ccl_send(buf, bytes, ccl_uint8, 1 - r, comm, s));
-          RANK_OK(ccl_recv(buf + bytes, bytes, ccl_uint8, 1 - r, comm, s));
-          RANK_OK(ccl_group_end());
+          RANK_OK(gicl_group_start());
+          RANK_OK(gicl_send(buf, bytes, gicl_uint8, 1 - r, comm, s));
+          RANK_OK(gicl_recv(buf + bytes, bytes, gicl_uint8, 1 - r, comm, s));
+          RANK_OK(gicl_group_end());
           RANK_CUDA(cudaStreamSynchronize(s));
           return 0;
         };
@@ -807,19 +808,19 @@ TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
         if (exchange()) return 1;
         const double sec =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        ccl_result_t async;
+        gicl_result_t async;
         const char* msg = nullptr;
-        RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+        RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
         const std::string m = msg ? msg : "";
         if (r == 0)
-          RANK_CHECK(
-              async == CCL_UNHANDLED_CUDA_ERROR && m.find("copy-engine proxy") != std::string::npos,
-              "sender with a failed proxy: %d '%s' after %.2f s", async, m.c_str(), sec);
+          RANK_CHECK(async == GICL_UNHANDLED_CUDA_ERROR &&
+                         m.find("copy-engine proxy") != std::string::npos,
+                     "sender with a failed proxy: %d '%s' after %.2f s", async, m.c_str(), sec);
         else
-          RANK_CHECK(async == CCL_TIMEOUT && m.find("peer 0") != std::string::npos,
+          RANK_CHECK(async == GICL_TIMEOUT && m.find("peer 0") != std::string::npos,
                      "receiver of the failed copy: %d '%s' after %.2f s", async, m.c_str(), sec);
-        RANK_CHECK(sec < 3.5, "the failed exchange took %.2f s (CCL_WAIT_TIMEOUT=2000)", sec);
-        RANK_OK(ccl_comm_abort(comm));
+        RANK_CHECK(sec < 3.5, "the failed exchange took %.2f s (GICL_WAIT_TIMEOUT=2000)", sec);
+        RANK_OK(gicl_comm_abort(comm));
         return 0;
       },
       60000);
@@ -830,28 +831,28 @@ TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
 /// memory of `sent` bytes, poisoned (the sent bytes differ from the poison); then each rank checks
 /// its communicator's async error with `check` (rank 1 also that its whole buffer kept the poison)
 /// and aborts it.
-int mismatched_pair(ccl_unique_id_t id, int r, size_t sent, size_t room, bool symmetric,
-                    int (*check)(int r, ccl_result_t async, const std::string& msg)) {
-  setenv("CCL_WAIT_TIMEOUT", "2000", 1);
-  ccl_comm_t comm;
+int mismatched_pair(gicl_unique_id_t id, int r, size_t sent, size_t room, bool symmetric,
+                    int (*check)(int r, gicl_result_t async, const std::string& msg)) {
+  setenv("GICL_WAIT_TIMEOUT", "2000", 1);
+  gicl_comm_t comm;
   if (init_on_gpu(id, 2, r, &comm)) return 1;
   cudaStream_t s;
   RANK_CUDA(cudaStreamCreate(&s));
   char* buf = nullptr;
   if (symmetric)
-    RANK_OK(ccl_mem_alloc(comm, sent, reinterpret_cast<void**>(&buf)));
+    RANK_OK(gicl_mem_alloc(comm, sent, reinterpret_cast<void**>(&buf)));
   else
     RANK_CUDA(cudaMalloc(&buf, sent));
   RANK_CUDA(
       cudaMemsetAsync(buf, r == 0 ? 0x11 : 0x5a, sent, s));  // sent bytes differ from the poison
-  RANK_OK(ccl_group_start());
-  if (r == 0) RANK_OK(ccl_send(buf, sent, ccl_uint8, 1, comm, s));
-  if (r == 1) RANK_OK(ccl_recv(buf, room, ccl_uint8, 0, comm, s));
-  RANK_OK(ccl_group_end());
+  RANK_OK(gicl_group_start());
+  if (r == 0) RANK_OK(gicl_send(buf, sent, gicl_uint8, 1, comm, s));
+  if (r == 1) RANK_OK(gicl_recv(buf, room, gicl_uint8, 0, comm, s));
+  RANK_OK(gicl_group_end());
   RANK_CUDA(cudaStreamSynchronize(s));
-  ccl_result_t async;
+  gicl_result_t async;
   const char* msg = nullptr;
-  RANK_OK(ccl_comm_get_async_error(comm, &async, &msg));
+  RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
   if (int rc = check(r, async, msg ? msg : "")) return rc;
   if (r == 1) {
     std::vector<char> got(sent);
@@ -859,35 +860,35 @@ int mismatched_pair(ccl_unique_id_t id, int r, size_t sent, size_t room, bool sy
     for (size_t i = 0; i < sent; ++i)
       RANK_CHECK(got[i] == 0x5a, "byte %zu of the receiver's buffer or heap was written", i);
   }
-  RANK_OK(ccl_comm_abort(comm));
+  RANK_OK(gicl_comm_abort(comm));
   return 0;
 }
 
 void run_mismatched_pair(size_t sent, size_t room, bool symmetric,
-                         int (*check)(int, ccl_result_t, const std::string&)) {
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+                         int (*check)(int, gicl_result_t, const std::string&)) {
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(
       2, [&](int r) { return mismatched_pair(id, r, sent, room, symmetric, check); }, 60000);
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 /// Through the rendezvous (1 MiB sent, 512 KiB received into symmetric memory): the receiver's
-/// offer carries its size, so the sender's launch fails with CCL_INVALID_ARGUMENT naming the
+/// offer carries its size, so the sender's launch fails with GICL_INVALID_ARGUMENT naming the
 /// receiver and both sizes before a byte is written, and the receiver, whose bytes never come,
 /// times out naming the sender. Before the offer carried the size the send wrote past the
 /// buffer into the heap beyond it.
 TEST(CollectiveFailures, ASendLargerThanItsReceiveIsRefused) {
   REQUIRE_GPUS(1);
   run_mismatched_pair(
-      size_t{1} << 20, size_t{1} << 19, true, [](int r, ccl_result_t async, const std::string& m) {
+      size_t{1} << 20, size_t{1} << 19, true, [](int r, gicl_result_t async, const std::string& m) {
         if (r == 0)
-          RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("peer 1") != std::string::npos &&
+          RANK_CHECK(async == GICL_INVALID_ARGUMENT && m.find("peer 1") != std::string::npos &&
                          m.find("1048576") != std::string::npos &&
                          m.find("524288") != std::string::npos,
                      "sender of 1 MiB to a 512 KiB receive: %d '%s'", async, m.c_str());
         else
-          RANK_CHECK(async == CCL_TIMEOUT && m.find("peer 0") != std::string::npos,
+          RANK_CHECK(async == GICL_TIMEOUT && m.find("peer 0") != std::string::npos,
                      "receiver of 512 KiB from a 1 MiB send: %d '%s'", async, m.c_str());
         return 0;
       });
@@ -895,15 +896,15 @@ TEST(CollectiveFailures, ASendLargerThanItsReceiveIsRefused) {
 
 /// Through the FIFOs (192 KiB sent, 100 KiB received into cudaMalloc memory): every message
 /// carries its operation's size beside its slot, so the receiver refuses the first one with
-/// CCL_INVALID_ARGUMENT naming the sender and both sizes and stores nothing; without the check
+/// GICL_INVALID_ARGUMENT naming the sender and both sizes and stores nothing; without the check
 /// the extra messages would have gone to the pair's next receives.
 TEST(CollectiveFailures, AFifoSendOfAnotherSizeIsRefused) {
   REQUIRE_GPUS(1);
   run_mismatched_pair(
       size_t{192} << 10, size_t{100} << 10, false,
-      [](int r, ccl_result_t async, const std::string& m) {
+      [](int r, gicl_result_t async, const std::string& m) {
         if (r == 1)
-          RANK_CHECK(async == CCL_INVALID_ARGUMENT && m.find("peer 0") != std::string::npos &&
+          RANK_CHECK(async == GICL_INVALID_ARGUMENT && m.find("peer 0") != std::string::npos &&
                          m.find("196608") != std::string::npos &&
                          m.find("102400") != std::string::npos,
                      "receiver of 100 KiB from a 192 KiB send: %d '%s'", async, m.c_str());
@@ -912,4 +913,4 @@ TEST(CollectiveFailures, AFifoSendOfAnotherSizeIsRefused) {
 }
 
 }  // namespace
-}  // namespace ccl::test
+}  // namespace gicl::test

@@ -12,7 +12,7 @@
 #include "bootstrap/unique_id.hpp"
 #include "mp/fork_ranks.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 using bootstrap::Bootstrap;
@@ -121,10 +121,10 @@ TEST(BootstrapHostile, PortScanDuringInitDoesNotStopIt) {
 }
 
 TEST(BootstrapHostile, MissingRankTimesOutNamingIt) {
-  setenv("CCL_BOOTSTRAP_TIMEOUT", "1500", 1);
+  setenv("GICL_BOOTSTRAP_TIMEOUT", "1500", 1);
   UniqueIdData id;
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
-  unsetenv("CCL_BOOTSTRAP_TIMEOUT");
+  unsetenv("GICL_BOOTSTRAP_TIMEOUT");
   // Ranks 0, 1 and 3 of 4 start; rank 2 never does.
   auto results = fork_ranks(
       3,
@@ -132,7 +132,7 @@ TEST(BootstrapHostile, MissingRankTimesOutNamingIt) {
         const int r = i == 2 ? 3 : i;
         std::unique_ptr<Bootstrap> b;
         Status s = Bootstrap::create(id, r, 4, nullptr, 1500, &b);
-        RANK_CHECK(s.code() == CCL_TIMEOUT, "expected a timeout, got %d", s.code());
+        RANK_CHECK(s.code() == GICL_TIMEOUT, "expected a timeout, got %d", s.code());
         const std::string msg = last_error();
         RANK_CHECK(msg.find("(2)") != std::string::npos, "message does not name rank 2: %s",
                    msg.c_str());
@@ -171,4 +171,4 @@ TEST(BootstrapHostile, DeadRankIsNamedByItsPeers) {
 }
 
 }  // namespace
-}  // namespace ccl
+}  // namespace gicl

@@ -8,7 +8,7 @@
 #include "bootstrap/unique_id.hpp"
 #include "mp/fork_ranks.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 using bootstrap::Bootstrap;
@@ -68,12 +68,12 @@ TEST_P(BootstrapRanks, AllOperationsWithRandomSizes) {
 INSTANTIATE_TEST_SUITE_P(Sizes, BootstrapRanks, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 16));
 
 TEST(Bootstrap, WorksOverIpv6) {
-  setenv("CCL_SOCKET_FAMILY", "IPV6", 1);
+  setenv("GICL_SOCKET_FAMILY", "IPV6", 1);
   bootstrap::UniqueIdData id;
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
   EXPECT_EQ(id.root.family, AF_INET6);
   auto results = fork_ranks(3, [&](int r) { return exercise(id, r, 3, 99); });
-  unsetenv("CCL_SOCKET_FAMILY");
+  unsetenv("GICL_SOCKET_FAMILY");
   for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
@@ -90,7 +90,7 @@ TEST(Bootstrap, MismatchedMessageLengthIsAnErrorNamingThePeer) {
       return 0;
     }
     Status s = b->recv(0, bootstrap::kUserTagBase, buf, 16);
-    RANK_CHECK(s.code() == CCL_REMOTE_ERROR, "got %d", s.code());
+    RANK_CHECK(s.code() == GICL_REMOTE_ERROR, "got %d", s.code());
     RANK_CHECK(std::string(last_error()).find("rank 0 sent 8 bytes") != std::string::npos, "%s",
                last_error());
     RANK_OK(b->barrier());
@@ -100,4 +100,4 @@ TEST(Bootstrap, MismatchedMessageLengthIsAnErrorNamingThePeer) {
 }
 
 }  // namespace
-}  // namespace ccl
+}  // namespace gicl

@@ -8,11 +8,11 @@
 #include <thread>
 
 #include "bootstrap/root.hpp"
-#include "ccl/ccl.h"
 #include "common/cuda.hpp"
+#include "gicl/gicl.h"
 #include "mp/fork_ranks.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 using test::fork_ranks;
@@ -46,83 +46,83 @@ long long gpu_used_bytes() {
 
 TEST(Comm, InitSplitTeamsDestroyAcrossProcesses) {
   const int n = 6;
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(n, [&](int r) {
-    ccl_comm_t comm;
-    RANK_OK(ccl_comm_init_rank(&comm, n, id, r));
+    gicl_comm_t comm;
+    RANK_OK(gicl_comm_init_rank(&comm, n, id, r));
     int rank = -1, size = -1;
-    RANK_OK(ccl_comm_rank(comm, &rank));
-    RANK_OK(ccl_comm_size(comm, &size));
+    RANK_OK(gicl_comm_rank(comm, &rank));
+    RANK_OK(gicl_comm_size(comm, &size));
     RANK_CHECK(rank == r && size == n, "rank %d size %d", rank, size);
     // Split by parity, key reverses the order: new rank = (members - 1 - index).
-    ccl_comm_t half;
-    RANK_OK(ccl_comm_split(comm, r % 2, -r, &half));
+    gicl_comm_t half;
+    RANK_OK(gicl_comm_split(comm, r % 2, -r, &half));
     int hr = -1, hs = -1;
-    RANK_OK(ccl_comm_rank(half, &hr));
-    RANK_OK(ccl_comm_size(half, &hs));
+    RANK_OK(gicl_comm_rank(half, &hr));
+    RANK_OK(gicl_comm_size(half, &hs));
     RANK_CHECK(hs == 3, "half size %d", hs);
     RANK_CHECK(hr == 2 - r / 2, "half rank %d for world rank %d", hr, r);
     // A rank that opts out gets NULL; the rest form a communicator.
-    ccl_comm_t some;
-    RANK_OK(ccl_comm_split(comm, r == 0 ? CCL_SPLIT_NOCOLOR : 7, r, &some));
+    gicl_comm_t some;
+    RANK_OK(gicl_comm_split(comm, r == 0 ? GICL_SPLIT_NOCOLOR : 7, r, &some));
     RANK_CHECK((some == nullptr) == (r == 0), "NOCOLOR handling");
     // Teams: world, a strided team, translation both ways.
-    ccl_team_t world, odd = nullptr;
-    RANK_OK(ccl_comm_get_team(comm, CCL_TEAM_WORLD, &world));
-    RANK_OK(ccl_team_split_strided(world, 1, 2, 3, &odd));
+    gicl_team_t world, odd = nullptr;
+    RANK_OK(gicl_comm_get_team(comm, GICL_TEAM_WORLD, &world));
+    RANK_OK(gicl_team_split_strided(world, 1, 2, 3, &odd));
     RANK_CHECK((odd != nullptr) == (r % 2 == 1), "membership of the odd team");
     if (odd) {
       int tr = -1, ts = -1, back = -1;
-      RANK_OK(ccl_team_rank(odd, &tr));
-      RANK_OK(ccl_team_size(odd, &ts));
+      RANK_OK(gicl_team_rank(odd, &tr));
+      RANK_OK(gicl_team_size(odd, &ts));
       RANK_CHECK(tr == r / 2 && ts == 3, "odd team rank %d size %d", tr, ts);
-      RANK_OK(ccl_team_translate_rank(odd, 2, world, &back));
+      RANK_OK(gicl_team_translate_rank(odd, 2, world, &back));
       RANK_CHECK(back == 5, "odd team rank 2 is world rank %d", back);
-      RANK_OK(ccl_team_translate_rank(world, 4, odd, &back));
-      RANK_CHECK(back == CCL_RANK_INVALID, "world rank 4 is not odd");
-      RANK_OK(ccl_team_destroy(odd));
+      RANK_OK(gicl_team_translate_rank(world, 4, odd, &back));
+      RANK_CHECK(back == GICL_RANK_INVALID, "world rank 4 is not odd");
+      RANK_OK(gicl_team_destroy(odd));
     }
-    ccl_team_t node;
+    gicl_team_t node;
     int ns = 0;
-    RANK_OK(ccl_comm_get_team(comm, CCL_TEAM_NODE, &node));
-    RANK_OK(ccl_team_size(node, &ns));
+    RANK_OK(gicl_comm_get_team(comm, GICL_TEAM_NODE, &node));
+    RANK_OK(gicl_team_size(node, &ns));
     int dev = 0;
-    RANK_OK(ccl_comm_device(comm, &dev));
+    RANK_OK(gicl_comm_device(comm, &dev));
     // Without GPUs nothing is load/store reachable: the node team is this rank alone.
     if (dev < 0) RANK_CHECK(ns == 1, "node team size %d without a GPU", ns);
-    if (some) RANK_OK(ccl_comm_destroy(some));
-    RANK_OK(ccl_comm_destroy(half));
-    RANK_OK(ccl_comm_destroy(comm));
+    if (some) RANK_OK(gicl_comm_destroy(some));
+    RANK_OK(gicl_comm_destroy(half));
+    RANK_OK(gicl_comm_destroy(comm));
     return 0;
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 TEST(Comm, AbortFromAnotherThreadReturnsWithinOneSecond) {
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(2, [&](int r) {
-    setenv("CCL_BOOTSTRAP_TIMEOUT", "60000", 1);
-    ccl_comm_t comm;
-    RANK_OK(ccl_comm_init_rank(&comm, 2, id, r));
+    setenv("GICL_BOOTSTRAP_TIMEOUT", "60000", 1);
+    gicl_comm_t comm;
+    RANK_OK(gicl_comm_init_rank(&comm, 2, id, r));
     if (r == 1) {
       sleep(4);  // never joins the split rank 0 starts
-      RANK_OK(ccl_comm_abort(comm));
+      RANK_OK(gicl_comm_abort(comm));
       return 0;
     }
     std::atomic<int> split_result{-1};
     std::thread blocked([&] {
-      ccl_comm_t nc;
-      split_result = ccl_comm_split(comm, 0, 0, &nc);
+      gicl_comm_t nc;
+      split_result = gicl_comm_split(comm, 0, 0, &nc);
     });
     usleep(300000);
     const auto t0 = std::chrono::steady_clock::now();
-    RANK_OK(ccl_comm_abort(comm));
+    RANK_OK(gicl_comm_abort(comm));
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     blocked.join();
     RANK_CHECK(s < 1.0, "abort took %.3f s", s);
-    RANK_CHECK(split_result == CCL_ABORTED, "blocked split returned %d", split_result.load());
+    RANK_CHECK(split_result == GICL_ABORTED, "blocked split returned %d", split_result.load());
     return 0;
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
@@ -135,18 +135,18 @@ TEST(Comm, ThousandInitAbortCyclesLeaveNothingBehind) {
   auto results = fork_ranks(
       1,
       [](int) {
-        setenv("CCL_SHARED_GPU_THREADS", "1", 1);  // on a GPU machine both threads use GPU 0
+        setenv("GICL_SHARED_GPU_THREADS", "1", 1);  // on a GPU machine both threads use GPU 0
         auto once = []() -> int {
-          ccl_unique_id_t id;
-          RANK_OK(ccl_get_unique_id(&id));
-          ccl_comm_t c[2] = {nullptr, nullptr};
+          gicl_unique_id_t id;
+          RANK_OK(gicl_get_unique_id(&id));
+          gicl_comm_t c[2] = {nullptr, nullptr};
           int rc1 = 0;
-          std::thread t([&] { rc1 = ccl_comm_init_rank(&c[1], 2, id, 1); });
-          RANK_OK(ccl_comm_init_rank(&c[0], 2, id, 0));
+          std::thread t([&] { rc1 = gicl_comm_init_rank(&c[1], 2, id, 1); });
+          RANK_OK(gicl_comm_init_rank(&c[0], 2, id, 0));
           t.join();
           RANK_CHECK(rc1 == 0, "rank 1 init: %d", rc1);
-          RANK_OK(ccl_comm_abort(c[0]));
-          RANK_OK(ccl_comm_abort(c[1]));
+          RANK_OK(gicl_comm_abort(c[0]));
+          RANK_OK(gicl_comm_abort(c[1]));
           return 0;
         };
         for (int i = 0; i < 5; ++i)  // warm-up: one-time allocations (logging, CUDA probe)
@@ -177,25 +177,25 @@ TEST(Comm, ThousandInitAbortCyclesLeaveNothingBehind) {
 }
 
 TEST(Comm, DestroyWithAMissingPeerTimesOut) {
-  ccl_unique_id_t id;
-  ASSERT_EQ(ccl_get_unique_id(&id), CCL_SUCCESS);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(2, [&](int r) {
-    setenv("CCL_BOOTSTRAP_TIMEOUT", "1000", 1);
-    ccl_comm_t comm;
-    RANK_OK(ccl_comm_init_rank(&comm, 2, id, r));
+    setenv("GICL_BOOTSTRAP_TIMEOUT", "1000", 1);
+    gicl_comm_t comm;
+    RANK_OK(gicl_comm_init_rank(&comm, 2, id, r));
     if (r == 1) {
       sleep(3);
-      RANK_OK(ccl_comm_abort(comm));
+      RANK_OK(gicl_comm_abort(comm));
       return 0;
     }
-    ccl_result_t s = ccl_comm_destroy(comm);  // rank 1 never arrives at the barrier
-    RANK_CHECK(s == CCL_TIMEOUT, "destroy returned %d", s);
-    RANK_CHECK(std::string(ccl_get_last_error()).find("rank 1") != std::string::npos, "%s",
-               ccl_get_last_error());
+    gicl_result_t s = gicl_comm_destroy(comm);  // rank 1 never arrives at the barrier
+    RANK_CHECK(s == GICL_TIMEOUT, "destroy returned %d", s);
+    RANK_CHECK(std::string(gicl_get_last_error()).find("rank 1") != std::string::npos, "%s",
+               gicl_get_last_error());
     return 0;
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 }  // namespace
-}  // namespace ccl
+}  // namespace gicl

@@ -1,4 +1,4 @@
-// A rank started by ccl-run (or mpirun): joins with ccl_comm_init_env, checks its identity,
+// A rank started by gicl-run (or mpirun): joins with gicl_comm_init_env, checks its identity,
 // allgathers through a split, and exits with the code named by its arguments:
 //   env_rank [fail_rank code]   rank fail_rank exits with `code` after init; others wait.
 #include <unistd.h>
@@ -6,19 +6,19 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "ccl/ccl.h"
+#include "gicl/gicl.h"
 
 int main(int argc, char** argv) {
-  ccl_comm_t comm;
-  if (ccl_comm_init_env(&comm) != CCL_SUCCESS) {
-    std::fprintf(stderr, "init failed: %s\n", ccl_get_last_error());
+  gicl_comm_t comm;
+  if (gicl_comm_init_env(&comm) != GICL_SUCCESS) {
+    std::fprintf(stderr, "init failed: %s\n", gicl_get_last_error());
     return 10;
   }
   int rank = -1, size = -1;
-  ccl_comm_rank(comm, &rank);
-  ccl_comm_size(comm, &size);
-  if (rank != std::atoi(std::getenv("CCL_RANK")) ||
-      size != std::atoi(std::getenv("CCL_WORLD_SIZE")))
+  gicl_comm_rank(comm, &rank);
+  gicl_comm_size(comm, &size);
+  if (rank != std::atoi(std::getenv("GICL_RANK")) ||
+      size != std::atoi(std::getenv("GICL_WORLD_SIZE")))
     return 11;
   std::printf("hello from %d of %d\n", rank, size);
   if (argc == 3 && rank == std::atoi(argv[1])) return std::atoi(argv[2]);
@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
     sleep(60);  // the launcher must stop us when the failing rank exits
     return 12;
   }
-  ccl_comm_t all;
-  if (ccl_comm_split(comm, 0, rank, &all) != CCL_SUCCESS) return 13;
-  if (ccl_comm_destroy(all) != CCL_SUCCESS || ccl_comm_destroy(comm) != CCL_SUCCESS) return 14;
+  gicl_comm_t all;
+  if (gicl_comm_split(comm, 0, rank, &all) != GICL_SUCCESS) return 13;
+  if (gicl_comm_destroy(all) != GICL_SUCCESS || gicl_comm_destroy(comm) != GICL_SUCCESS) return 14;
   return 0;
 }

@@ -15,12 +15,12 @@
 
 #include "common/status.hpp"
 
-namespace ccl::test {
+namespace gicl::test {
 
-inline int result_code(ccl_result_t r) {
+inline int result_code(gicl_result_t r) {
   return static_cast<int>(r);
 }
-inline int result_code(const ccl::Status& s) {
+inline int result_code(const gicl::Status& s) {
   return static_cast<int>(s.code());
 }
 
@@ -92,15 +92,15 @@ inline std::vector<RankResult> fork_ranks(int n, const std::function<int(int)>& 
     }                                                                               \
   } while (0)
 
-/// In a rank: a ccl call that must succeed.
+/// In a rank: a gicl call that must succeed.
 #define RANK_OK(expr)                                                                \
   do {                                                                               \
     auto rank_ok_s_ = (expr);                                                        \
-    if (::ccl::test::result_code(rank_ok_s_) != 0) {                                 \
+    if (::gicl::test::result_code(rank_ok_s_) != 0) {                                \
       std::fprintf(stderr, "%s:%d: %s returned %d: %s\n", __FILE__, __LINE__, #expr, \
-                   ::ccl::test::result_code(rank_ok_s_), ccl_get_last_error());      \
+                   ::gicl::test::result_code(rank_ok_s_), gicl_get_last_error());    \
       return 1;                                                                      \
     }                                                                                \
   } while (0)
 
-}  // namespace ccl::test
+}  // namespace gicl::test

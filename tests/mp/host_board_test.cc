@@ -15,7 +15,7 @@
 #include "memory/host_board.hpp"
 #include "mp/fork_ranks.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 using bootstrap::Bootstrap;
@@ -30,20 +30,20 @@ struct Rank {
 
 Status open_rank(const bootstrap::UniqueIdData& id, int rank, int n, int64_t timeout_ms,
                  const CancelFlag* cancel, Rank* out) {
-  CCL_CHECK(Bootstrap::create(id, rank, n, nullptr, 30000, &out->bs));
+  GICL_CHECK(Bootstrap::create(id, rank, n, nullptr, 30000, &out->bs));
   std::vector<pid_t> pids(n);
   pids[rank] = getpid();
-  CCL_CHECK(out->bs->allgather(pids.data(), sizeof(pid_t)));
+  GICL_CHECK(out->bs->allgather(pids.data(), sizeof(pid_t)));
   char job[40];
   const uint8_t* s = out->bs->secret();
   std::snprintf(job, sizeof(job), "board-%02x%02x%02x%02x%02x%02x", s[0], s[1], s[2], s[3], s[4],
                 s[5]);
-  CCL_CHECK(out->channel.listen(job, rank, s));
-  CCL_CHECK(out->bs->barrier());
+  GICL_CHECK(out->channel.listen(job, rank, s));
+  GICL_CHECK(out->bs->barrier());
   std::vector<FdChannel::Peer> peers;
   for (int r = 0; r < n; ++r)
     if (r != rank) peers.push_back({r, pids[r]});
-  CCL_CHECK(out->channel.connect(peers, Deadline::after_ms(30000), nullptr));
+  GICL_CHECK(out->channel.connect(peers, Deadline::after_ms(30000), nullptr));
   HostBoard::Config cfg;
   cfg.rank = rank;
   cfg.pids = pids;
@@ -90,7 +90,7 @@ TEST_P(HostBoardRanks, BackToBackExchangesDeliverEveryBlock) {
 INSTANTIATE_TEST_SUITE_P(Sizes, HostBoardRanks, ::testing::Values(1, 2, 3, 5, 8));
 
 /// Each rank's result code and message for the failure cases.
-int expect_failure(Status s, ccl_result_t code, const char* needle) {
+int expect_failure(Status s, gicl_result_t code, const char* needle) {
   RANK_CHECK(s.code() == code, "got %d (%s), expected %d", s.code(), last_error(), code);
   RANK_CHECK(std::strstr(last_error(), needle) != nullptr, "message '%s' lacks '%s'", last_error(),
              needle);
@@ -108,7 +108,7 @@ TEST(HostBoard, ARankThatExitsIsNamedBeforeTheTimeout) {
     if (r == 2) _exit(0);  // leaves after one exchange, never reaches the second
     const auto t0 = std::chrono::steady_clock::now();
     const int bad =
-        expect_failure(me.board->allgather(v, sizeof(uint64_t)), CCL_REMOTE_ERROR, "rank 2 (pid");
+        expect_failure(me.board->allgather(v, sizeof(uint64_t)), GICL_REMOTE_ERROR, "rank 2 (pid");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     RANK_CHECK(s < 10.0, "took %.1f s, the liveness check runs every 100 ms", s);
     return bad;
@@ -129,7 +129,7 @@ TEST(HostBoard, ARankThatNeverArrivesTimesOutNamingIt) {
       return 0;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    const int bad = expect_failure(me.board->allgather(v, sizeof(uint64_t)), CCL_TIMEOUT,
+    const int bad = expect_failure(me.board->allgather(v, sizeof(uint64_t)), GICL_TIMEOUT,
                                    ": rank 1 did not reach host exchange #1 within 400 ms");
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     RANK_CHECK(s >= 0.39 && s < 2.0, "gave up after %.2f s", s);
@@ -145,7 +145,7 @@ TEST(HostBoard, RanksPassingDifferentSizesFail) {
     Rank me;
     RANK_OK(open_rank(id, r, 2, 30000, nullptr, &me));
     uint8_t v[2 * 24] = {};
-    return expect_failure(me.board->allgather(v, r == 0 ? 16 : 24), CCL_INVALID_USAGE,
+    return expect_failure(me.board->allgather(v, r == 0 ? 16 : 24), GICL_INVALID_USAGE,
                           "not making the same call");
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
@@ -167,7 +167,7 @@ TEST(HostBoard, AnAbortWakesAWait) {
       cancel.store(true, std::memory_order_release);
     });
     uint64_t v[2] = {};
-    const int bad = expect_failure(me.board->allgather(v, sizeof(uint64_t)), CCL_ABORTED,
+    const int bad = expect_failure(me.board->allgather(v, sizeof(uint64_t)), GICL_ABORTED,
                                    "aborted in host exchange #1");
     aborter.join();
     return bad;
@@ -176,4 +176,4 @@ TEST(HostBoard, AnAbortWakesAWait) {
 }
 
 }  // namespace
-}  // namespace ccl
+}  // namespace gicl

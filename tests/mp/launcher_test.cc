@@ -1,4 +1,4 @@
-// ccl-run: environment, output prefixes, exit codes and failure propagation.
+// gicl-run: environment, output prefixes, exit codes and failure propagation.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -16,8 +16,8 @@ struct Launch {
 };
 
 Launch launch(const std::string& args) {
-  const char* bin = std::getenv("CCL_TEST_BINARY_DIR");
-  const std::string cmd = std::string(bin) + "/src/tools/ccl-run " + args + " 2>&1";
+  const char* bin = std::getenv("GICL_TEST_BINARY_DIR");
+  const std::string cmd = std::string(bin) + "/src/tools/gicl-run " + args + " 2>&1";
   const auto t0 = std::chrono::steady_clock::now();
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
@@ -30,7 +30,7 @@ Launch launch(const std::string& args) {
 }
 
 std::string env_rank() {
-  return std::string(std::getenv("CCL_TEST_BINARY_DIR")) + "/tests/env_rank";
+  return std::string(std::getenv("GICL_TEST_BINARY_DIR")) + "/tests/env_rank";
 }
 
 // The line env_rank prints (snprintf: GCC 12 warns, falsely, on "[" + std::string).
@@ -54,14 +54,14 @@ TEST(Launcher, ReturnsTheFirstFailingCodeAndStopsTheOthers) {
 }
 
 TEST(Launcher, SignalDeathIsReportedAs128PlusSignal) {
-  Launch r = launch("-n 2 -- /bin/sh -c 'if [ $CCL_RANK = 1 ]; then kill -SEGV $$; fi; sleep 30'");
+  Launch r = launch("-n 2 -- /bin/sh -c 'if [ $GICL_RANK = 1 ]; then kill -SEGV $$; fi; sleep 30'");
   EXPECT_EQ(r.code, 128 + 11) << r.out;
   EXPECT_LT(r.seconds, 20.0);
 }
 
 TEST(Launcher, SetsTheEnvironmentAndPrefixesEveryLine) {
   Launch r =
-      launch("-n 2 -- /bin/sh -c 'echo R=$CCL_RANK N=$CCL_WORLD_SIZE; echo second line >&2'");
+      launch("-n 2 -- /bin/sh -c 'echo R=$GICL_RANK N=$GICL_WORLD_SIZE; echo second line >&2'");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("[0] R=0 N=2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[1] R=1 N=2"), std::string::npos) << r.out;

@@ -5,7 +5,7 @@
 
 #include "memory/allocator.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 TEST(RangeAllocator, FirstFitAndAlignment) {
@@ -119,4 +119,4 @@ TEST(RangeAllocator, FindBlockLocatesInteriorAddresses) {
 }
 
 }  // namespace
-}  // namespace ccl
+}  // namespace gicl

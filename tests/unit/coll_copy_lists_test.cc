@@ -12,7 +12,7 @@
 
 #include "collectives/schedule/copy_lists.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
@@ -188,4 +188,4 @@ TEST(CopyLists, AnOddLengthIsWordsThenItsTail) {
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -6,21 +6,21 @@
 
 #include "collectives/common/dtypes.cuh"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 TEST(CollDtypes, SizesAndNamesForEveryType) {
   const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
-  for (int d = 0; d < ccl_num_datatypes; ++d) {
-    EXPECT_EQ(dtype_size(static_cast<ccl_datatype_t>(d)), sizes[d]) << d;
-    EXPECT_STRNE(dtype_name(static_cast<ccl_datatype_t>(d)), "unknown") << d;
+  for (int d = 0; d < gicl_num_datatypes; ++d) {
+    EXPECT_EQ(dtype_size(static_cast<gicl_datatype_t>(d)), sizes[d]) << d;
+    EXPECT_STRNE(dtype_name(static_cast<gicl_datatype_t>(d)), "unknown") << d;
   }
-  EXPECT_EQ(dtype_size(static_cast<ccl_datatype_t>(99)), 0u);
-  for (int op = 0; op < ccl_num_redops; ++op)
-    EXPECT_STRNE(redop_name(static_cast<ccl_redop_t>(op)), "unknown");
+  EXPECT_EQ(dtype_size(static_cast<gicl_datatype_t>(99)), 0u);
+  for (int op = 0; op < gicl_num_redops; ++op)
+    EXPECT_STRNE(redop_name(static_cast<gicl_redop_t>(op)), "unknown");
 }
 
-template <ccl_datatype_t D>
+template <gicl_datatype_t D>
 float round_trip(float x) {
   using T = typename DType<D>::Storage;
   using A = typename DType<D>::Acc;
@@ -29,16 +29,16 @@ float round_trip(float x) {
 
 TEST(CollDtypes, RepresentableValuesRoundTripExactly) {
   for (float x : {0.f, 1.f, -2.5f, 1024.f, 2047.f, 0.125f})
-    EXPECT_EQ(round_trip<ccl_float16>(x), x);
-  for (float x : {0.f, 1.f, -3.f, 256.f, 0.5f}) EXPECT_EQ(round_trip<ccl_bfloat16>(x), x);
-  for (float x : {0.f, 0.5f, 1.f, 1.5f, -2.f, 448.f}) EXPECT_EQ(round_trip<ccl_float8_e4m3>(x), x);
-  for (float x : {0.f, 1.f, -2.f, 57344.f, 0.25f}) EXPECT_EQ(round_trip<ccl_float8_e5m2>(x), x);
+    EXPECT_EQ(round_trip<gicl_float16>(x), x);
+  for (float x : {0.f, 1.f, -3.f, 256.f, 0.5f}) EXPECT_EQ(round_trip<gicl_bfloat16>(x), x);
+  for (float x : {0.f, 0.5f, 1.f, 1.5f, -2.f, 448.f}) EXPECT_EQ(round_trip<gicl_float8_e4m3>(x), x);
+  for (float x : {0.f, 1.f, -2.f, 57344.f, 0.25f}) EXPECT_EQ(round_trip<gicl_float8_e5m2>(x), x);
 }
 
 TEST(CollDtypes, Fp8SaturatesToItsFiniteRange) {
-  EXPECT_EQ(round_trip<ccl_float8_e4m3>(1000.f), 448.f);
-  EXPECT_EQ(round_trip<ccl_float8_e4m3>(-1000.f), -448.f);
-  EXPECT_EQ(round_trip<ccl_float8_e5m2>(1e6f), 57344.f);
+  EXPECT_EQ(round_trip<gicl_float8_e4m3>(1000.f), 448.f);
+  EXPECT_EQ(round_trip<gicl_float8_e4m3>(-1000.f), -448.f);
+  EXPECT_EQ(round_trip<gicl_float8_e5m2>(1e6f), 57344.f);
 }
 
 TEST(CollDtypes, LowPrecisionAccumulatesInFp32) {
@@ -47,37 +47,37 @@ TEST(CollDtypes, LowPrecisionAccumulatesInFp32) {
   const __half v[4] = {__float2half(2048.f), __float2half(1.f), __float2half(1.f),
                        __float2half(1.f)};
   const __half* in[4] = {&v[0], &v[1], &v[2], &v[3]};
-  EXPECT_EQ(__half2float(reduce_canonical<ccl_float16, ccl_sum>(in, 4, 0)), 2052.f);
+  EXPECT_EQ(__half2float(reduce_canonical<gicl_float16, gicl_sum>(in, 4, 0)), 2052.f);
   const __nv_bfloat16 b[3] = {__float2bfloat16(256.f), __float2bfloat16(1.f),
                               __float2bfloat16(1.f)};
   const __nv_bfloat16* bin[3] = {&b[0], &b[1], &b[2]};
-  EXPECT_EQ(__bfloat162float(reduce_canonical<ccl_bfloat16, ccl_sum>(bin, 3, 0)), 258.f);
+  EXPECT_EQ(__bfloat162float(reduce_canonical<gicl_bfloat16, gicl_sum>(bin, 3, 0)), 258.f);
 }
 
 TEST(CollDtypes, EveryReduction) {
   const int32_t x[3] = {1, -2, 4};
   const int32_t* in[3] = {&x[0], &x[1], &x[2]};
-  EXPECT_EQ((reduce_canonical<ccl_int32, ccl_sum>(in, 3, 0)), 3);
-  EXPECT_EQ((reduce_canonical<ccl_int32, ccl_prod>(in, 3, 0)), -8);
-  EXPECT_EQ((reduce_canonical<ccl_int32, ccl_min>(in, 3, 0)), -2);
-  EXPECT_EQ((reduce_canonical<ccl_int32, ccl_max>(in, 3, 0)), 4);
-  EXPECT_EQ((reduce_canonical<ccl_int32, ccl_avg>(in, 3, 0)), 1);  // 3 / 3
+  EXPECT_EQ((reduce_canonical<gicl_int32, gicl_sum>(in, 3, 0)), 3);
+  EXPECT_EQ((reduce_canonical<gicl_int32, gicl_prod>(in, 3, 0)), -8);
+  EXPECT_EQ((reduce_canonical<gicl_int32, gicl_min>(in, 3, 0)), -2);
+  EXPECT_EQ((reduce_canonical<gicl_int32, gicl_max>(in, 3, 0)), 4);
+  EXPECT_EQ((reduce_canonical<gicl_int32, gicl_avg>(in, 3, 0)), 1);  // 3 / 3
   const double d[2] = {1.5, 2.0};
   const double* din[2] = {&d[0], &d[1]};
-  EXPECT_EQ((reduce_canonical<ccl_float64, ccl_avg>(din, 2, 0)), 1.75);
+  EXPECT_EQ((reduce_canonical<gicl_float64, gicl_avg>(din, 2, 0)), 1.75);
   const uint8_t u[2] = {200, 100};
   const uint8_t* uin[2] = {&u[0], &u[1]};
-  EXPECT_EQ((reduce_canonical<ccl_uint8, ccl_sum>(uin, 2, 0)), 44);  // wraps like uint8
+  EXPECT_EQ((reduce_canonical<gicl_uint8, gicl_sum>(uin, 2, 0)), 44);  // wraps like uint8
 }
 
 TEST(CollDtypes, CanonicalOrderIsBitwiseRepeatable) {
   float v[8];
   const float* in[8];
   for (int i = 0; i < 8; ++i) v[i] = 1.f / (3.f + i), in[i] = &v[i];
-  const float a = reduce_canonical<ccl_float32, ccl_sum>(in, 8, 0);
-  const float b = reduce_canonical<ccl_float32, ccl_sum>(in, 8, 0);
+  const float a = reduce_canonical<gicl_float32, gicl_sum>(in, 8, 0);
+  const float b = reduce_canonical<gicl_float32, gicl_sum>(in, 8, 0);
   EXPECT_EQ(std::memcmp(&a, &b, sizeof(float)), 0);
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -10,7 +10,7 @@
 #include "collectives/common/coll_args.h"
 #include "collectives/schedule/ll128.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 uint64_t unit_of(const std::vector<uint8_t>& b, size_t u) {
@@ -71,4 +71,4 @@ TEST(LL128Layout, CapacityFitsTheRow) {
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

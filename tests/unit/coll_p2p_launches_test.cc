@@ -18,7 +18,7 @@
 
 #include "collectives/schedule/p2p_plan.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 struct Op {
@@ -425,4 +425,4 @@ TEST(P2pLaunches, TheModelFindsTheDeadlocksTheRulesAvoid) {
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

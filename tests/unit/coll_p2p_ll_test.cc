@@ -16,7 +16,7 @@
 #include "collectives/schedule/ll_flag.hpp"
 #include "collectives/schedule/p2p.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 constexpr size_t kCap = 96;  // bytes: 12 units, several blocks of kThreads
@@ -70,7 +70,7 @@ struct Model {
   bool respect_credit;
   int limit = 0;        // LL blocks ranks sharing a GPU leave a launch (p2p_ll_looped); 0: none
   bool ordered = true;  // looped blocks take their operations in p2p_ll_precedes order
-  uint64_t base = 0;    // counts and credits start here (CCL_EPOCH_BASE)
+  uint64_t base = 0;    // counts and credits start here (GICL_EPOCH_BASE)
   uint32_t (*flag_of)(uint64_t) = ll_flag;  // the kernel's flag
   std::mt19937 rng;
   std::vector<Rank> ranks;
@@ -82,7 +82,7 @@ struct Model {
   /// consecutive rounds into one launch of its own choosing (both sides group differently).
   /// With `ungrouped` > 0 instead: every rank sends that many messages to the next rank, one
   /// launch each, then receives as many from the previous one, one launch each.
-  /// `base_` and `flag`: counters start at base_ (as CCL_EPOCH_BASE sets them), entries carry
+  /// `base_` and `flag`: counters start at base_ (as GICL_EPOCH_BASE sets them), entries carry
   /// flag(sequence number).
   Model(int n_, int rounds, bool credit, uint32_t seed, int ungrouped = 0, uint64_t base_ = 0,
         uint32_t (*flag)(uint64_t) = ll_flag)
@@ -373,4 +373,4 @@ TEST(P2pLLModel, WithoutTheCreditWaitAReceiveLosesItsData) {
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -17,7 +17,7 @@
 
 #include "collectives/schedule/p2p.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 struct Op {
@@ -369,7 +369,7 @@ TEST(P2pRendezvous, WithoutTheRingsWaitAnOfferIsOverwritten) {
 }
 
 TEST(P2pRendezvous, ACopyEngineSendSplitsIntoHeadAndTailOnce) {
-  // CCL_P2P_COPY_ENGINE_SHARE: the copy engine takes the tail (whole 16-byte units, all of it at
+  // GICL_P2P_COPY_ENGINE_SHARE: the copy engine takes the tail (whole 16-byte units, all of it at
   // 100 %), the blocks' shares cover the head once, and the two meet without gap or overlap.
   for (size_t bytes :
        {kP2pRendezvousFrom, kP2pRendezvousFrom + 5, (size_t{3} << 20) + 7, (size_t{1} << 30) + 1})
@@ -396,4 +396,4 @@ TEST(P2pRendezvous, ACopyEngineSendSplitsIntoHeadAndTailOnce) {
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

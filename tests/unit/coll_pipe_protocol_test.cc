@@ -16,7 +16,7 @@
 #include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 struct Msg {
@@ -230,4 +230,4 @@ TEST(PipeProtocol, TheModelFindsADeadlock) {
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -10,7 +10,7 @@
 
 #include "collectives/common/coll_args.h"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 std::vector<uint64_t> words_of(const Windows& w, uint64_t e) {
@@ -78,4 +78,4 @@ TEST(ReadyWords, AnEntryHalfWrittenHasNotArrived) {
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

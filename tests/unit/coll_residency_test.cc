@@ -15,7 +15,7 @@
 #include "collectives/host/tuner.hpp"
 #include "collectives/schedule/p2p.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 /// A rank on GPU `gpu` (its UUID's first byte) that sees `sms` multiprocessors (under MPS its
@@ -64,7 +64,7 @@ TEST(Residency, RanksTakingTurnsOnAGpuAreTimeSliced) {
 }
 
 TEST(Residency, RanksOfOneProcessOnOneGpuRunAtOnce) {
-  // One context: their streams run at once as under MPS (ccl_comm_init_all with a device
+  // One context: their streams run at once as under MPS (gicl_comm_init_all with a device
   // twice), so their grids must fit together; ranks of other processes are time-sliced.
   const PeerInfo a = rank_on(0, false, 132, 100, 7), b = rank_on(0, false, 132, 100, 7);
   EXPECT_TRUE(run_at_once(a, b));
@@ -113,10 +113,10 @@ TEST(Residency, RanksOfOneProcessOnOneGpuAreRefusedUnlessAllowed) {
   EXPECT_TRUE(check_shared_gpu_threads(peers, 3, false).ok());  // its own process
   EXPECT_TRUE(check_shared_gpu_threads(peers, 0, true).ok());
   const Status s = check_shared_gpu_threads(peers, 1, false);
-  EXPECT_EQ(s.code(), CCL_INVALID_USAGE);
+  EXPECT_EQ(s.code(), GICL_INVALID_USAGE);
   const std::string m = last_error();
   EXPECT_NE(m.find("ranks 0,1,4 are threads of this process"), std::string::npos) << m;
-  EXPECT_NE(m.find("CCL_SHARED_GPU_THREADS=1"), std::string::npos) << m;
+  EXPECT_NE(m.find("GICL_SHARED_GPU_THREADS=1"), std::string::npos) << m;
 }
 
 TEST(Residency, RanksOfOneProcessOnOneGpuNeedAWorkQueueEach) {
@@ -130,7 +130,7 @@ TEST(Residency, RanksOfOneProcessOnOneGpuNeedAWorkQueueEach) {
   EXPECT_TRUE(check_work_queues(peers, 0, 3).ok());
   EXPECT_TRUE(check_work_queues(peers, 3, 1).ok());  // alone in its process on that GPU
   const Status s = check_work_queues(peers, 4, 2);
-  EXPECT_EQ(s.code(), CCL_INVALID_USAGE);
+  EXPECT_EQ(s.code(), GICL_INVALID_USAGE);
   const std::string m = last_error();
   EXPECT_NE(m.find("3 ranks of this process"), std::string::npos) << m;
   EXPECT_NE(m.find("CUDA_DEVICE_MAX_CONNECTIONS=3"), std::string::npos) << m;
@@ -234,18 +234,18 @@ TEST(Residency, BeyondEightRanksPerGpuCollectivesKeepToFewerBlocks) {
 TEST(Residency, SettingOverridesAndRefusesTooFewBlocks) {
   const std::vector<PeerInfo> alone{rank_on(0, true), rank_on(1, true)};
   int out = -7;
-  setenv("CCL_RESIDENT_BLOCKS", "40", 1);
+  setenv("GICL_RESIDENT_BLOCKS", "40", 1);
   ASSERT_TRUE(resident_blocks(alone, &out).ok());
   EXPECT_EQ(out, 40);
-  setenv("CCL_RESIDENT_BLOCKS", "0", 1);
+  setenv("GICL_RESIDENT_BLOCKS", "0", 1);
   ASSERT_TRUE(resident_blocks({rank_on(0, true), rank_on(0, true)}, &out).ok());
   EXPECT_EQ(out, 0);
-  setenv("CCL_RESIDENT_BLOCKS", "8", 1);
+  setenv("GICL_RESIDENT_BLOCKS", "8", 1);
   const Status s = resident_blocks(alone, &out);
-  EXPECT_EQ(s.code(), CCL_INVALID_ARGUMENT);
+  EXPECT_EQ(s.code(), GICL_INVALID_ARGUMENT);
   const std::string m = last_error();
-  EXPECT_NE(m.find("CCL_RESIDENT_BLOCKS=8"), std::string::npos) << m;
-  unsetenv("CCL_RESIDENT_BLOCKS");
+  EXPECT_NE(m.find("GICL_RESIDENT_BLOCKS=8"), std::string::npos) << m;
+  unsetenv("GICL_RESIDENT_BLOCKS");
   // Automatic, nothing shared: no limit and no device query (this machine may have no GPU).
   ASSERT_TRUE(resident_blocks(alone, &out).ok());
   EXPECT_EQ(out, 0);
@@ -281,7 +281,7 @@ TEST(Residency, TunerKeepsEveryGridWithinTheLimit) {
   ll128.proto = Proto::kLL128;
   EXPECT_EQ(choose(ll128, limited(Collective::kAllReduce, 480 << 10, 66)).proto, Proto::kLL128);
   EXPECT_EQ(choose(ll128, limited(Collective::kAllReduce, 480 << 10, 33)).proto, Proto::kSimple);
-  // CCL_NCHANNELS above the limit is held to it; the 1 GiB alltoall's 64 to 33.
+  // GICL_NCHANNELS above the limit is held to it; the 1 GiB alltoall's 64 to 33.
   TunerConfig many;
   many.nchannels = 64;
   EXPECT_EQ(choose(many, limited(Collective::kAllToAll, 64 << 20, 33)).blocks, 33);
@@ -314,4 +314,4 @@ TEST(Residency, PointToPointLLBlocksShareWhatTheLimitLeaves) {
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

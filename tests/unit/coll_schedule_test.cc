@@ -13,7 +13,7 @@
 #include "collectives/schedule/p2p.hpp"
 #include "collectives/sim/simulator.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 struct Pair {
@@ -254,7 +254,7 @@ TEST(Schedules, EveryLLRowIsRefreshedLongBeforeItsFlagsRepeat) {
       EXPECT_FALSE(ll_refresh(window, rows));
       EXPECT_FALSE(ll_refresh(window + every - 1, rows));
     }
-    // Not among a communicator's first calls (counters start at 0 or CCL_EPOCH_BASE).
+    // Not among a communicator's first calls (counters start at 0 or GICL_EPOCH_BASE).
     for (uint64_t q = 0; q < 4096; ++q) EXPECT_FALSE(ll_refresh(q, rows)) << q;
     // The same row refreshes again 2^31 numbers on; a flag of that row repeats only after
     // rows x (2^32 - 1) (ll_flag, the period a multiple of rows away).
@@ -267,4 +267,4 @@ TEST(Schedules, EveryLLRowIsRefreshedLongBeforeItsFlagsRepeat) {
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

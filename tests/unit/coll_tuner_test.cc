@@ -1,4 +1,4 @@
-// The tuner's table, CCL_ALGO parsing and the NVLS gates.
+// The tuner's table, GICL_ALGO parsing and the NVLS gates.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -6,7 +6,7 @@
 #include "collectives/common/coll_args.h"
 #include "collectives/host/tuner.hpp"
 
-namespace ccl::coll {
+namespace gicl::coll {
 namespace {
 
 TunerInput in(Collective c, size_t bytes, int n = 2, bool p2p = true, bool nvlink = true) {
@@ -163,7 +163,7 @@ TEST(Tuner, ForcedLL128OnlyWhereItsRowsHoldTheBlock) {
 }
 
 // Push first: two-shot allreduce from 16 to 64 MiB (measured), alike on every rank whatever its
-// buffers; no other collective, and not where CCL_ALGO forces the one-shot or the ring.
+// buffers; no other collective, and not where GICL_ALGO forces the one-shot or the ring.
 TEST(Tuner, TwoShotPushesFirstInItsMeasuredRange) {
   const size_t m = size_t{1} << 20;
   for (size_t b : {8 * m, 16 * m - 4, 16 * m, 32 * m, 64 * m, 64 * m + 4, 128 * m}) {
@@ -214,14 +214,14 @@ TEST(Tuner, CopyEngineOnlyForTheCollectivesThatMoveBytesAndOnlyForced) {
     EXPECT_EQ(choose(cfg, in(c, size_t{1} << 30)).algo, Algorithm::kCopyEngine);
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduce})
     EXPECT_NE(choose(cfg, in(c, size_t{1} << 30)).algo, Algorithm::kCopyEngine);
-  EXPECT_EQ(parse_algo_setting("allreduce:copy_engine", &cfg).code(), CCL_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_algo_setting("allreduce:copy_engine", &cfg).code(), GICL_INVALID_ARGUMENT);
   for (Collective c : {Collective::kAllGather, Collective::kBroadcast, Collective::kAllToAll})
     for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{1} << 30})
       EXPECT_NE(table_choice(in(c, bytes)).algo, Algorithm::kCopyEngine);
 }
 
 // Two ranks' broadcasts, allgathers and alltoalls whose send the copy-engine proxy takes run as
-// send/recv; everything else keeps the table, and CCL_ALGO wins over it.
+// send/recv; everything else keeps the table, and GICL_ALGO wins over it.
 TEST(Tuner, SendRecvForTwoRanksFromTheCopyEngineSize) {
   TunerConfig cfg;
   cfg.p2p_ce_from = size_t{256} << 20;
@@ -249,7 +249,7 @@ TEST(Tuner, SendRecvForTwoRanksFromTheCopyEngineSize) {
   cfg.p2p_ce_from = 1;
   EXPECT_NE(choose(cfg, in(Collective::kBroadcast, 4096)).algo, Algorithm::kSendRecv);
   EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, size_t{256} << 10)).algo, Algorithm::kSendRecv);
-  // Forced: CCL_ALGO's choice, and send_recv itself for any rank count.
+  // Forced: GICL_ALGO's choice, and send_recv itself for any rank count.
   ASSERT_TRUE(parse_algo_setting("broadcast:direct", &cfg).ok());
   EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, size_t{1} << 32)).algo, Algorithm::kDirect);
   TunerConfig forced;
@@ -257,14 +257,14 @@ TEST(Tuner, SendRecvForTwoRanksFromTheCopyEngineSize) {
   EXPECT_EQ(choose(forced, in(Collective::kAllGather, 64, 5)).algo, Algorithm::kSendRecv);
   EXPECT_EQ(choose(forced, in(Collective::kAllToAll, 64, 5)).algo, Algorithm::kSendRecv);
   EXPECT_NE(choose(forced, in(Collective::kAllReduce, 64, 5)).algo, Algorithm::kSendRecv);
-  EXPECT_EQ(parse_algo_setting("allreduce:send_recv", &forced).code(), CCL_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_algo_setting("allreduce:send_recv", &forced).code(), GICL_INVALID_ARGUMENT);
 }
 
 TEST(Tuner, BadAlgoSettingsAreRefusedNamingThem) {
   TunerConfig cfg;
-  EXPECT_EQ(parse_algo_setting("allreduce:bogus", &cfg).code(), CCL_INVALID_ARGUMENT);
-  EXPECT_EQ(parse_algo_setting("bogus:ring", &cfg).code(), CCL_INVALID_ARGUMENT);
-  EXPECT_EQ(parse_algo_setting("alltoall:ring", &cfg).code(), CCL_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_algo_setting("allreduce:bogus", &cfg).code(), GICL_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_algo_setting("bogus:ring", &cfg).code(), GICL_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_algo_setting("alltoall:ring", &cfg).code(), GICL_INVALID_ARGUMENT);
 }
 
 TEST(Tuner, ProtoAndChannelOverrides) {
@@ -278,7 +278,7 @@ TEST(Tuner, ProtoAndChannelOverrides) {
 
 TEST(Tuner, LLChoicesReportTheGridThatRuns) {
   TunerConfig cfg;
-  // One thread per 8-byte unit of the rank block, 512 a block; CCL_NCHANNELS does not apply.
+  // One thread per 8-byte unit of the rank block, 512 a block; GICL_NCHANNELS does not apply.
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 8)).blocks, 1);
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 4096)).blocks, 1);
   EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 4097)).blocks, 2);
@@ -318,21 +318,21 @@ TEST(Tuner, OneBlockLLCallsLaunchOnlyTheWarpsTheyUse) {
 
 TEST(Tuner, NvlsEnableIsRefusedWhenPeerLibrariesForbidMulticast) {
   TunerConfig cfg;
-  setenv("CCL_NVLS_ENABLE", "1", 1);
+  setenv("GICL_NVLS_ENABLE", "1", 1);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   unsetenv("NVSHMEM_DISABLE_NVLS");
-  EXPECT_EQ(load_tuner_config(&cfg).code(), CCL_INVALID_USAGE);
+  EXPECT_EQ(load_tuner_config(&cfg).code(), GICL_INVALID_USAGE);
   setenv("NCCL_NVLS_ENABLE", "1", 1);
   setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
-  EXPECT_EQ(load_tuner_config(&cfg).code(), CCL_INVALID_USAGE);
+  EXPECT_EQ(load_tuner_config(&cfg).code(), GICL_INVALID_USAGE);
   unsetenv("NVSHMEM_DISABLE_NVLS");
   unsetenv("NCCL_NVLS_ENABLE");
   ASSERT_TRUE(load_tuner_config(&cfg).ok());
   EXPECT_TRUE(cfg.nvls_real);
-  unsetenv("CCL_NVLS_ENABLE");
+  unsetenv("GICL_NVLS_ENABLE");
   ASSERT_TRUE(load_tuner_config(&cfg).ok());
   EXPECT_FALSE(cfg.nvls_real);  // off by default
 }
 
 }  // namespace
-}  // namespace ccl::coll
+}  // namespace gicl::coll

@@ -13,7 +13,7 @@
 
 #include "proxy/copy_queue.h"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 uint64_t field(uint64_t seq, uint64_t k) {
@@ -103,4 +103,4 @@ TEST(CopyQueue, SlotArithmetic) {
 }
 
 }  // namespace
-}  // namespace ccl
+}  // namespace gicl

@@ -3,27 +3,27 @@
 
 #include <thread>
 
-#include "ccl/ccl.hpp"
+#include "gicl/gicl.hpp"
 
 namespace {
 
 TEST(CppWrapper, CommunicatorLifecycleAndErrors) {
-  const ccl_unique_id_t id = ccl::make_unique_id();
-  ccl::Communicator other(nullptr);
-  std::thread t([&] { other = ccl::Communicator(2, id, 1); });
-  ccl::Communicator comm(2, id, 0);
+  const gicl_unique_id_t id = gicl::make_unique_id();
+  gicl::Communicator other(nullptr);
+  std::thread t([&] { other = gicl::Communicator(2, id, 1); });
+  gicl::Communicator comm(2, id, 0);
   t.join();
   EXPECT_EQ(comm.rank(), 0);
   EXPECT_EQ(other.rank(), 1);
   EXPECT_EQ(comm.size(), 2);
-  ccl::Communicator moved(std::move(comm));
+  gicl::Communicator moved(std::move(comm));
   EXPECT_FALSE(comm);
   EXPECT_TRUE(moved);
   try {
-    ccl::Communicator bad(0, id, 0);
+    gicl::Communicator bad(0, id, 0);
     FAIL() << "no exception";
-  } catch (const ccl::Error& e) {
-    EXPECT_EQ(e.code(), CCL_INVALID_ARGUMENT);
+  } catch (const gicl::Error& e) {
+    EXPECT_EQ(e.code(), GICL_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("nranks"), std::string::npos);
   }
   std::thread d([&] { other.abort(); });

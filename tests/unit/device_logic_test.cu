@@ -4,12 +4,12 @@
 
 #include <type_traits>
 
-#include "ccl/device.cuh"
+#include "gicl/device.cuh"
 
 namespace {
 
-using ccl::dev::Cmp;
-using ccl::dev::compare;
+using gicl::dev::Cmp;
+using gicl::dev::compare;
 
 TEST(DeviceLogic, Comparisons) {
   EXPECT_TRUE(compare<int32_t>(5, Cmp::kEq, 5));
@@ -35,11 +35,11 @@ TEST(DeviceLogic, AtLeastIsWrapSafe) {
 }
 
 TEST(DeviceLogic, HandlesAreTriviallyCopyable) {
-  static_assert(std::is_trivially_copyable_v<ccl::dev::DeviceComm>);
-  static_assert(std::is_trivially_copyable_v<ccl::dev::DeviceTeam>);
-  static_assert(std::is_trivially_copyable_v<ccl::dev::Qp>);
-  EXPECT_EQ(sizeof(ccl_device_comm_t), 120u);
-  EXPECT_EQ(offsetof(ccl_device_comm_t, heap_base), 16u);
+  static_assert(std::is_trivially_copyable_v<gicl::dev::DeviceComm>);
+  static_assert(std::is_trivially_copyable_v<gicl::dev::DeviceTeam>);
+  static_assert(std::is_trivially_copyable_v<gicl::dev::Qp>);
+  EXPECT_EQ(sizeof(gicl_device_comm_t), 120u);
+  EXPECT_EQ(offsetof(gicl_device_comm_t, heap_base), 16u);
 }
 
 }  // namespace

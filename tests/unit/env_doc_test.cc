@@ -1,4 +1,4 @@
-// docs/env.md must be exactly what the registry generates (ccl-info --env-markdown).
+// docs/env.md must be exactly what the registry generates (gicl-info --env-markdown).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,11 +10,11 @@
 namespace {
 
 TEST(EnvDoc, DocsMatchTheRegistry) {
-  const char* src = std::getenv("CCL_TEST_SOURCE_DIR");
-  const char* bin = std::getenv("CCL_TEST_BINARY_DIR");
+  const char* src = std::getenv("GICL_TEST_SOURCE_DIR");
+  const char* bin = std::getenv("GICL_TEST_BINARY_DIR");
   ASSERT_NE(src, nullptr);
   ASSERT_NE(bin, nullptr);
-  const std::string cmd = std::string(bin) + "/src/tools/ccl-info --env-markdown";
+  const std::string cmd = std::string(bin) + "/src/tools/gicl-info --env-markdown";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string generated;
@@ -27,7 +27,7 @@ TEST(EnvDoc, DocsMatchTheRegistry) {
   std::stringstream ss;
   ss << f.rdbuf();
   EXPECT_EQ(ss.str(), generated)
-      << "docs/env.md is out of date: regenerate it with build/src/tools/ccl-info --env-markdown "
+      << "docs/env.md is out of date: regenerate it with build/src/tools/gicl-info --env-markdown "
          "> docs/env.md";
 }
 

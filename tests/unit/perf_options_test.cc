@@ -56,8 +56,8 @@ TEST(PerfOptions, NcclTestsFlags) {
   EXPECT_EQ(o.iters, 50);
   EXPECT_EQ(o.warmup, 3);
   EXPECT_EQ(o.check, 0);
-  EXPECT_EQ(o.dtypes, std::vector{ccl_bfloat16});
-  EXPECT_EQ(o.ops, std::vector{ccl_max});
+  EXPECT_EQ(o.dtypes, std::vector{gicl_bfloat16});
+  EXPECT_EQ(o.ops, std::vector{gicl_max});
   EXPECT_EQ(o.root, 1);
   EXPECT_FALSE(o.all_roots);
   EXPECT_TRUE(o.blocking);
@@ -77,16 +77,16 @@ TEST(PerfOptions, AllTypesOpsAndRoots) {
   CollOptions o;
   std::string err;
   ASSERT_TRUE(parse({"-d", "all", "-o", "all", "-r", "all", "-c", "3"}, &o, &err)) << err;
-  ASSERT_EQ(o.dtypes.size(), static_cast<size_t>(ccl_num_datatypes));
-  for (int d = 0; d < ccl_num_datatypes; ++d) EXPECT_EQ(o.dtypes[d], d);
-  ASSERT_EQ(o.ops.size(), static_cast<size_t>(ccl_num_redops));
-  for (int r = 0; r < ccl_num_redops; ++r) EXPECT_EQ(o.ops[r], r);
+  ASSERT_EQ(o.dtypes.size(), static_cast<size_t>(gicl_num_datatypes));
+  for (int d = 0; d < gicl_num_datatypes; ++d) EXPECT_EQ(o.dtypes[d], d);
+  ASSERT_EQ(o.ops.size(), static_cast<size_t>(gicl_num_redops));
+  for (int r = 0; r < gicl_num_redops; ++r) EXPECT_EQ(o.ops[r], r);
   EXPECT_TRUE(o.all_roots);
   EXPECT_EQ(o.root, 0);
   EXPECT_EQ(o.check, 3);
   // A later single value replaces "all".
   ASSERT_TRUE(parse({"-d", "all", "-d", "half", "-r", "all", "-r", "2"}, &o, &err)) << err;
-  EXPECT_EQ(o.dtypes, std::vector{ccl_float16});
+  EXPECT_EQ(o.dtypes, std::vector{gicl_float16});
   EXPECT_FALSE(o.all_roots);
   EXPECT_EQ(o.root, 2);
 }
@@ -108,8 +108,8 @@ TEST(PerfOptions, NcclTestsLongFlags) {
   EXPECT_EQ(o.iters, 7);
   EXPECT_EQ(o.warmup, 2);
   EXPECT_EQ(o.check, 0);
-  EXPECT_EQ(o.dtypes, std::vector{ccl_int32});
-  EXPECT_EQ(o.ops, std::vector{ccl_min});
+  EXPECT_EQ(o.dtypes, std::vector{gicl_int32});
+  EXPECT_EQ(o.ops, std::vector{gicl_min});
   EXPECT_EQ(o.root, 1);
   EXPECT_TRUE(o.blocking);
   EXPECT_EQ(o.graph_iters, 3);

@@ -6,7 +6,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 class ScopedEnv {
@@ -77,7 +77,7 @@ TEST(Settings, EveryDefaultIsValid) {
         d.type == SettingType::kString ? setting_string(s, &str, &src) : setting_int(s, &v, &src);
     EXPECT_TRUE(st.ok()) << d.name << ": " << last_error();
     EXPECT_EQ(src, SettingSource::kDefault) << d.name;
-    EXPECT_EQ(std::string(d.name).rfind("CCL_", 0), 0u) << d.name;
+    EXPECT_EQ(std::string(d.name).rfind("GICL_", 0), 0u) << d.name;
     EXPECT_GT(std::string(d.doc).size(), 10u) << d.name << " needs a real description";
   }
 }
@@ -99,20 +99,20 @@ TEST(Settings, BadValuesNameTheVariable) {
     int64_t v = 0;
     std::string str;
     Status st = d.type == SettingType::kString ? setting_string(c.s, &str) : setting_int(c.s, &v);
-    EXPECT_EQ(st.code(), CCL_INVALID_ARGUMENT) << d.name << "=" << c.value;
+    EXPECT_EQ(st.code(), GICL_INVALID_ARGUMENT) << d.name << "=" << c.value;
     EXPECT_NE(std::string(last_error()).find(d.name), std::string::npos)
         << "message does not name " << d.name << ": " << last_error();
   }
 }
 
 TEST(Settings, EnvironmentOverridesDefaultAndReportsSource) {
-  ScopedEnv env("CCL_HEAP_CHUNK_SIZE", "64M");
+  ScopedEnv env("GICL_HEAP_CHUNK_SIZE", "64M");
   int64_t v = 0;
   SettingSource src;
   ASSERT_TRUE(setting_int(Setting::kHeapChunkSize, &v, &src).ok());
   EXPECT_EQ(v, 64 << 20);
   EXPECT_EQ(src, SettingSource::kEnvironment);
-  ScopedEnv env2("CCL_HEAP_HANDLE", "legacy_ipc");
+  ScopedEnv env2("GICL_HEAP_HANDLE", "legacy_ipc");
   std::string s;
   ASSERT_TRUE(setting_string(Setting::kHeapHandle, &s).ok());
   EXPECT_EQ(s, "LEGACY_IPC");
@@ -129,21 +129,21 @@ TEST(Logging, SubsystemMask) {
 }
 
 TEST(Logging, LevelAndFileFollowSettings) {
-  char path[] = "/tmp/ccl-log-XXXXXX";
+  char path[] = "/tmp/gicl-log-XXXXXX";
   int fd = mkstemp(path);
   ASSERT_GE(fd, 0);
   close(fd);
   {
-    ScopedEnv lvl("CCL_DEBUG", "INFO");
-    ScopedEnv sub("CCL_DEBUG_SUBSYS", "MEM");
-    ScopedEnv file("CCL_DEBUG_FILE", path);
+    ScopedEnv lvl("GICL_DEBUG", "INFO");
+    ScopedEnv sub("GICL_DEBUG_SUBSYS", "MEM");
+    ScopedEnv file("GICL_DEBUG_FILE", path);
     log_reload();
     EXPECT_TRUE(log_enabled(LogLevel::kInfo, kSubsysMem));
     EXPECT_FALSE(log_enabled(LogLevel::kInfo, kSubsysTopo));
     EXPECT_FALSE(log_enabled(LogLevel::kTrace, kSubsysMem));
     EXPECT_TRUE(log_enabled(LogLevel::kWarn, kSubsysTopo));  // warnings are never filtered
-    CCL_INFO(kSubsysMem, "marker %d", 4242);
-    CCL_INFO(kSubsysTopo, "hidden %d", 1);
+    GICL_INFO(kSubsysMem, "marker %d", 4242);
+    GICL_INFO(kSubsysTopo, "hidden %d", 1);
   }
   log_reload();
   FILE* f = std::fopen(path, "r");
@@ -154,9 +154,9 @@ TEST(Logging, LevelAndFileFollowSettings) {
   std::string text(buf, n);
   EXPECT_NE(text.find("marker 4242"), std::string::npos) << text;
   EXPECT_EQ(text.find("hidden"), std::string::npos) << text;
-  EXPECT_NE(text.find("CCL INFO"), std::string::npos) << text;
+  EXPECT_NE(text.find("GICL INFO"), std::string::npos) << text;
   unlink(path);
 }
 
 }  // namespace
-}  // namespace ccl
+}  // namespace gicl

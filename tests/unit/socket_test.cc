@@ -6,7 +6,7 @@
 #include "bootstrap/wire.hpp"
 #include "common/socket.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 TEST(Socket, ParsesHostPortForms) {
@@ -21,9 +21,9 @@ TEST(Socket, ParsesHostPortForms) {
   ASSERT_TRUE(parse_host_port("localhost:9", "X", &a).ok());
   for (const char* bad : {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:0", "1.2.3.4:70000", "[::1]80",
                           ":80", "[::1:80"}) {
-    Status s = parse_host_port(bad, "CCL_ROOT_ADDR", &a);
-    EXPECT_EQ(s.code(), CCL_INVALID_ARGUMENT) << bad;
-    EXPECT_NE(std::string(last_error()).find("CCL_ROOT_ADDR"), std::string::npos);
+    Status s = parse_host_port(bad, "GICL_ROOT_ADDR", &a);
+    EXPECT_EQ(s.code(), GICL_INVALID_ARGUMENT) << bad;
+    EXPECT_NE(std::string(last_error()).find("GICL_ROOT_ADDR"), std::string::npos);
   }
 }
 
@@ -41,21 +41,21 @@ TEST(Socket, WireAddressRoundTrips) {
 }
 
 TEST(Socket, InterfaceSelectionHonoursIfnameAndFamily) {
-  setenv("CCL_SOCKET_IFNAME", "lo", 1);
-  setenv("CCL_SOCKET_FAMILY", "IPV4", 1);
+  setenv("GICL_SOCKET_IFNAME", "lo", 1);
+  setenv("GICL_SOCKET_FAMILY", "IPV4", 1);
   SockAddr a;
   std::string ifname;
   ASSERT_TRUE(find_interface_address(&a, &ifname).ok()) << last_error();
   EXPECT_EQ(ifname, "lo");
   EXPECT_EQ(a.str(), "127.0.0.1:0");
-  setenv("CCL_SOCKET_FAMILY", "IPV6", 1);
+  setenv("GICL_SOCKET_FAMILY", "IPV6", 1);
   ASSERT_TRUE(find_interface_address(&a, &ifname).ok()) << last_error();
   EXPECT_EQ(a.str(), "[::1]:0");
-  setenv("CCL_SOCKET_IFNAME", "=nosuchif0", 1);
-  EXPECT_EQ(find_interface_address(&a, &ifname).code(), CCL_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(last_error()).find("CCL_SOCKET_IFNAME"), std::string::npos);
-  setenv("CCL_SOCKET_IFNAME", "lo", 1);
-  unsetenv("CCL_SOCKET_FAMILY");
+  setenv("GICL_SOCKET_IFNAME", "=nosuchif0", 1);
+  EXPECT_EQ(find_interface_address(&a, &ifname).code(), GICL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(last_error()).find("GICL_SOCKET_IFNAME"), std::string::npos);
+  setenv("GICL_SOCKET_IFNAME", "lo", 1);
+  unsetenv("GICL_SOCKET_FAMILY");
 }
 
 TEST(Socket, SecretComparisonIsExact) {
@@ -86,17 +86,17 @@ TEST(Socket, ListenConnectSendRecvWithDeadline) {
   EXPECT_STREQ(buf, msg);
   // Nothing more arrives: the receive must time out, naming the peer, not hang.
   Status st = recv_all(s, buf, 1, Deadline::after_ms(100), nullptr, "rank 7");
-  EXPECT_EQ(st.code(), CCL_TIMEOUT);
+  EXPECT_EQ(st.code(), GICL_TIMEOUT);
   EXPECT_NE(std::string(last_error()).find("rank 7"), std::string::npos);
   // A cancelled wait returns ABORTED promptly.
   CancelFlag cancel{true};
-  EXPECT_EQ(recv_all(s, buf, 1, Deadline::after_ms(5000), &cancel, "peer").code(), CCL_ABORTED);
+  EXPECT_EQ(recv_all(s, buf, 1, Deadline::after_ms(5000), &cancel, "peer").code(), GICL_ABORTED);
   close(c);
   EXPECT_EQ(recv_all(s, buf, 1, Deadline::after_ms(1000), nullptr, "peer").code(),
-            CCL_REMOTE_ERROR);
+            GICL_REMOTE_ERROR);
   close(s);
   close(lfd);
 }
 
 }  // namespace
-}  // namespace ccl
+}  // namespace gicl

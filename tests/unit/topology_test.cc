@@ -7,11 +7,11 @@
 #include "topology/machine.hpp"
 #include "topology/peer_info.hpp"
 
-namespace ccl {
+namespace gicl {
 namespace {
 
 std::string data_file(const char* name) {
-  const char* src = std::getenv("CCL_TEST_SOURCE_DIR");
+  const char* src = std::getenv("GICL_TEST_SOURCE_DIR");
   return std::string(src ? src : ".") + "/tests/data/" + name;
 }
 
@@ -64,10 +64,10 @@ TEST(Topology, BadXmlIsAnErrorNamingTheFile) {
 
 TEST(Topology, TopoFileSettingIsUsed) {
   if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
-  setenv("CCL_TOPO_FILE", data_file("two_gpu_no_nic.xml").c_str(), 1);
+  setenv("GICL_TOPO_FILE", data_file("two_gpu_no_nic.xml").c_str(), 1);
   MachineTopology t;
   ASSERT_TRUE(load_machine_topology("", &t).ok());
-  unsetenv("CCL_TOPO_FILE");
+  unsetenv("GICL_TOPO_FILE");
   EXPECT_EQ(t.gpus.size(), 2u);
 }
 
@@ -122,4 +122,4 @@ TEST(PeerPaths, HostHashIsStable) {
 }
 
 }  // namespace
-}  // namespace ccl
+}  // namespace gicl

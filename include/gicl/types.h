@@ -1,7 +1,7 @@
 /// @file types.h
 /// Element types and reduction operations of the collectives (values are stable ABI).
-#ifndef CCL_TYPES_H_
-#define CCL_TYPES_H_
+#ifndef GICL_TYPES_H_
+#define GICL_TYPES_H_
 
 #ifdef __cplusplus
 extern "C" {
@@ -11,41 +11,41 @@ extern "C" {
 /// values, so a value a C caller passes outside the list reaches the argument checks (an
 /// error naming it) instead of being undefined behaviour in the library.
 #ifdef __cplusplus
-#define CCL_ENUM_INT : int
+#define GICL_ENUM_INT : int
 #else
-#define CCL_ENUM_INT
+#define GICL_ENUM_INT
 #endif
 
 /// Element type of a collective buffer.
-typedef enum CCL_ENUM_INT {
-  ccl_int8 = 0,
-  ccl_uint8 = 1,
-  ccl_int32 = 2,
-  ccl_uint32 = 3,
-  ccl_int64 = 4,
-  ccl_uint64 = 5,
-  ccl_float16 = 6,
-  ccl_bfloat16 = 7,
-  ccl_float32 = 8,
-  ccl_float64 = 9,
-  ccl_float8_e4m3 = 10,
-  ccl_float8_e5m2 = 11,
-  ccl_num_datatypes = 12
-} ccl_datatype_t;
+typedef enum GICL_ENUM_INT {
+  gicl_int8 = 0,
+  gicl_uint8 = 1,
+  gicl_int32 = 2,
+  gicl_uint32 = 3,
+  gicl_int64 = 4,
+  gicl_uint64 = 5,
+  gicl_float16 = 6,
+  gicl_bfloat16 = 7,
+  gicl_float32 = 8,
+  gicl_float64 = 9,
+  gicl_float8_e4m3 = 10,
+  gicl_float8_e5m2 = 11,
+  gicl_num_datatypes = 12
+} gicl_datatype_t;
 
 /// Reduction of a collective. Low-precision types (fp16, bf16, fp8) accumulate in fp32; avg
 /// divides the sum by the rank count (integers: truncating division).
-typedef enum CCL_ENUM_INT {
-  ccl_sum = 0,
-  ccl_prod = 1,
-  ccl_min = 2,
-  ccl_max = 3,
-  ccl_avg = 4,
-  ccl_num_redops = 5
-} ccl_redop_t;
+typedef enum GICL_ENUM_INT {
+  gicl_sum = 0,
+  gicl_prod = 1,
+  gicl_min = 2,
+  gicl_max = 3,
+  gicl_avg = 4,
+  gicl_num_redops = 5
+} gicl_redop_t;
 
 #ifdef __cplusplus
 }
 #endif
 
-#endif  // CCL_TYPES_H_
+#endif  // GICL_TYPES_H_

@@ -2,13 +2,13 @@
 // symmetric integer, read / reset.
 #pragma once
 
-#include "ccl/device/rma.cuh"
-#include "ccl/device/wait.cuh"
+#include "gicl/device/rma.cuh"
+#include "gicl/device/wait.cuh"
 
-namespace ccl::dev {
+namespace gicl::dev {
 
-/// How a signal is updated (CCL_SIGNAL_*).
-enum class SignalOp : uint32_t { kSet = CCL_SIGNAL_SET, kAdd = CCL_SIGNAL_ADD };
+/// How a signal is updated (GICL_SIGNAL_*).
+enum class SignalOp : uint32_t { kSet = GICL_SIGNAL_SET, kAdd = GICL_SIGNAL_ADD };
 
 namespace detail {
 /// Updates a signal word at the peer, relaxed: no ordering with earlier stores by itself.
@@ -32,8 +32,8 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_signal(const DeviceComm& c, void* dst, const void* src,
                                            size_t bytes, uint64_t* sig, uint64_t value, SignalOp op,
                                            int pe) {
-  void* p = detail::route(c, CCL_OP_PUT_SIGNAL, dst, bytes, pe);
-  uint64_t* s = detail::route(c, CCL_OP_PUT_SIGNAL, sig, sizeof(uint64_t), pe);
+  void* p = detail::route(c, GICL_OP_PUT_SIGNAL, dst, bytes, pe);
+  uint64_t* s = detail::route(c, GICL_OP_PUT_SIGNAL, sig, sizeof(uint64_t), pe);
   if (p == nullptr || s == nullptr) return;
   detail::scope_copy<S>(p, src, bytes);
   detail::scope_sync<S>();
@@ -54,16 +54,16 @@ __device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, void* dst, c
 /// earlier puts; call fence() first, or use put_signal, when a payload must land before it.
 __device__ __forceinline__ void signal(const DeviceComm& c, uint64_t* sig, uint64_t value,
                                        SignalOp op, int pe) {
-  uint64_t* s = detail::route(c, CCL_OP_SIGNAL, sig, sizeof(uint64_t), pe);
+  uint64_t* s = detail::route(c, GICL_OP_SIGNAL, sig, sizeof(uint64_t), pe);
   if (s != nullptr) detail::signal_update(s, value, op);
 }
 
 /// Waits until the local `sig` satisfies cmp (acquire: the payload of the put_signal that set it
 /// is visible afterwards). Returns false on timeout or abort (the report is in
-/// ccl_comm_get_async_error); `seen` receives the last value read.
+/// gicl_comm_get_async_error); `seen` receives the last value read.
 __device__ __forceinline__ bool signal_wait_until(const DeviceComm& c, const uint64_t* sig, Cmp cmp,
                                                   uint64_t value, uint64_t* seen = nullptr) {
-  return detail::wait(detail::reporter(c), CCL_OP_SIGNAL_WAIT, sig, cmp, value, -1, seen);
+  return detail::wait(detail::reporter(c), GICL_OP_SIGNAL_WAIT, sig, cmp, value, -1, seen);
 }
 
 /// Non-blocking: true when the local `sig` satisfies cmp now (acquire on success).
@@ -85,7 +85,7 @@ __device__ __forceinline__ void reset_signal(uint64_t* sig) {
 template <typename T>
 __device__ __forceinline__ bool wait_until(const DeviceComm& c, const T* ivar, Cmp cmp, T value,
                                            T* seen = nullptr) {
-  return detail::wait(detail::reporter(c), CCL_OP_WAIT_UNTIL, ivar, cmp, value, -1, seen);
+  return detail::wait(detail::reporter(c), GICL_OP_WAIT_UNTIL, ivar, cmp, value, -1, seen);
 }
 
 /// Non-blocking test of a local symmetric integer.
@@ -112,4 +112,4 @@ __device__ __forceinline__ void signal(const DeviceComm& c, Qp, uint64_t* sig, u
   signal(c, sig, value, op, pe);
 }
 
-}  // namespace ccl::dev
+}  // namespace gicl::dev

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "ccl/device_abi.h"
+#include "gicl/device_abi.h"
 
-namespace ccl::dev {
+namespace gicl::dev {
 
 /// Who calls an operation together: one thread, a whole warp, or a whole block.
 enum class Scope { kThread, kWarp, kBlock };
@@ -97,4 +97,4 @@ __device__ __forceinline__ uint64_t global_ns() {
 }
 
 }  // namespace detail
-}  // namespace ccl::dev
+}  // namespace gicl::dev

@@ -11,15 +11,15 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "ccl/types.h"
+#include "gicl/types.h"
 
 #if defined(__CUDACC__)
-#define CCL_HDI __host__ __device__ __forceinline__
+#define GICL_HDI __host__ __device__ __forceinline__
 #else
-#define CCL_HDI inline
+#define GICL_HDI inline
 #endif
 
-namespace ccl::dev {
+namespace gicl::dev {
 
 template <typename T>
 inline constexpr bool kIsLowFloat =
@@ -37,7 +37,7 @@ using AccOf = std::conditional_t<
 /// Storage -> accumulation and back. Low-precision floats convert through float; the way back
 /// rounds to nearest even and saturates fp8 to its finite range (as cuda_fp8's satfinite).
 template <typename T, typename A = AccOf<T>>
-CCL_HDI A to_acc(T v) {
+GICL_HDI A to_acc(T v) {
   if constexpr (std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>)
     return static_cast<A>(static_cast<float>(v));
   else if constexpr (std::is_same_v<T, __half>)
@@ -49,7 +49,7 @@ CCL_HDI A to_acc(T v) {
 }
 
 template <typename T, typename A = AccOf<T>>
-CCL_HDI T from_acc(A v) {
+GICL_HDI T from_acc(A v) {
   if constexpr (std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>)
     return T(static_cast<float>(v));
   else if constexpr (std::is_same_v<T, __half>)
@@ -61,24 +61,24 @@ CCL_HDI T from_acc(A v) {
 }
 
 /// One reduction step in the accumulation type (avg accumulates like sum; finish() divides).
-template <ccl_redop_t Op, typename A>
-CCL_HDI A combine(A a, A b) {
-  if constexpr (Op == ccl_sum || Op == ccl_avg)
+template <gicl_redop_t Op, typename A>
+GICL_HDI A combine(A a, A b) {
+  if constexpr (Op == gicl_sum || Op == gicl_avg)
     return a + b;
-  else if constexpr (Op == ccl_prod)
+  else if constexpr (Op == gicl_prod)
     return a * b;
-  else if constexpr (Op == ccl_min)
+  else if constexpr (Op == gicl_min)
     return b < a ? b : a;
   else
     return a < b ? b : a;
 }
 
-template <ccl_redop_t Op, typename A>
-CCL_HDI A finish(A acc, int nranks) {
-  if constexpr (Op == ccl_avg)
+template <gicl_redop_t Op, typename A>
+GICL_HDI A finish(A acc, int nranks) {
+  if constexpr (Op == gicl_avg)
     return acc / static_cast<A>(nranks);
   else
     return acc;
 }
 
-}  // namespace ccl::dev
+}  // namespace gicl::dev

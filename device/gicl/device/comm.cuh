@@ -4,15 +4,15 @@
 #include <cstdio>
 #include <type_traits>
 
-#include "ccl/device/primitives.cuh"
+#include "gicl/device/primitives.cuh"
 
-namespace ccl::dev {
+namespace gicl::dev {
 
-/// The device communicator handle (ccl_comm_get_device_comm). Trivially copyable: pass it to
+/// The device communicator handle (gicl_comm_get_device_comm). Trivially copyable: pass it to
 /// kernels by value.
-using DeviceComm = ccl_device_comm_t;
-using DeviceTeam = ccl_device_team_t;
-using Qp = ccl_qp_t;
+using DeviceComm = gicl_device_comm_t;
+using DeviceTeam = gicl_device_team_t;
+using Qp = gicl_qp_t;
 
 namespace detail {
 
@@ -21,7 +21,7 @@ namespace detail {
 /// whole handle to each thread's stack at entry, to have an address to pass; these few words
 /// travel only with the calls.
 struct Reporter {
-  ccl_device_state_t* state;
+  gicl_device_state_t* state;
   uint32_t* error_lock;
   const char* own;  // this rank's heap slot
   uint64_t slot_bytes;
@@ -46,7 +46,7 @@ __device__ __noinline__ inline bool report(Reporter c, uint32_t kind, uint32_t o
                                            const void* addr, uint64_t expected, uint64_t seen,
                                            uint32_t cmp) {
   if (atomicCAS(c.error_lock, 0u, 1u) != 0u) return false;
-  ccl_device_error_t* e = &c.state->error;
+  gicl_device_error_t* e = &c.state->error;
   e->op = op;
   e->rank = c.rank;
   e->peer = peer;
@@ -61,29 +61,29 @@ __device__ __noinline__ inline bool report(Reporter c, uint32_t kind, uint32_t o
   // The host reads `state` first and the fields after it: fields before the state word.
   fence_system();
   store_relaxed_sys(&e->state, 2u);
-  if (kind == CCL_DEVICE_ERROR_BAD_ARGUMENT || kind == CCL_DEVICE_ERROR_NO_TRANSPORT)
-    printf("ccl: rank %d: device op %u: %s (peer %d, address %p, value %llu)\n", c.rank, op,
-           kind == CCL_DEVICE_ERROR_BAD_ARGUMENT ? "bad argument" : "no transport to peer", peer,
+  if (kind == GICL_DEVICE_ERROR_BAD_ARGUMENT || kind == GICL_DEVICE_ERROR_NO_TRANSPORT)
+    printf("gicl: rank %d: device op %u: %s (peer %d, address %p, value %llu)\n", c.rank, op,
+           kind == GICL_DEVICE_ERROR_BAD_ARGUMENT ? "bad argument" : "no transport to peer", peer,
            addr, static_cast<unsigned long long>(expected));
   return false;
 }
 
 __device__ __forceinline__ bool checks_on(const DeviceComm& c) {
-  return (c.flags & CCL_DEVICE_FLAG_CHECKS) != 0;
+  return (c.flags & GICL_DEVICE_FLAG_CHECKS) != 0;
 }
 
-/// CCL_DEVICE_CHECKS: the address range lies in this rank's mapped slot and the rank is valid.
+/// GICL_DEVICE_CHECKS: the address range lies in this rank's mapped slot and the rank is valid.
 __device__ __noinline__ inline bool check_args(Reporter c, uint32_t op, const void* sym,
                                                size_t bytes, int pe) {
   if (pe < 0 || pe >= c.nranks)
-    return report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, static_cast<uint64_t>(pe), 0, 0);
+    return report(c, GICL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, static_cast<uint64_t>(pe), 0, 0);
   const char* own = c.own;
   const char* a = static_cast<const char*>(sym);
   const uint64_t mapped = c.state->heap_mapped;
   if (a < own || a >= own + mapped)
-    return report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, bytes, mapped, 0);
+    return report(c, GICL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, bytes, mapped, 0);
   if (bytes > mapped - static_cast<uint64_t>(a - own))
-    return report(c, CCL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, bytes, mapped, 0);
+    return report(c, GICL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, sym, bytes, mapped, 0);
   return true;
 }
 
@@ -95,10 +95,10 @@ template <typename T>
 __device__ __forceinline__ T* peer_ptr(const DeviceComm& c, T* sym, int pe) {
   using Byte = std::conditional_t<std::is_const_v<T>, const char, char>;
   int64_t slot_delta;
-  if (c.flags & CCL_DEVICE_FLAG_ALL_P2P) {
+  if (c.flags & GICL_DEVICE_FLAG_ALL_P2P) {
     slot_delta = static_cast<int64_t>(pe) - c.own_slot;
   } else {
-    if (c.paths[pe] == CCL_PATH_NETWORK) return nullptr;
+    if (c.paths[pe] == GICL_PATH_NETWORK) return nullptr;
     slot_delta = static_cast<int64_t>(c.slots[pe]) - c.own_slot;
   }
   return reinterpret_cast<T*>(reinterpret_cast<Byte*>(sym) +
@@ -106,16 +106,16 @@ __device__ __forceinline__ T* peer_ptr(const DeviceComm& c, T* sym, int pe) {
 }
 
 namespace detail {
-/// peer_ptr for an operation: validates under CCL_DEVICE_CHECKS and reports a peer no transport
+/// peer_ptr for an operation: validates under GICL_DEVICE_CHECKS and reports a peer no transport
 /// reaches (the proxy and IBGDA transports will take that branch instead).
 template <typename T>
 __device__ __forceinline__ T* route(const DeviceComm& c, uint32_t op, T* sym, size_t bytes,
                                     int pe) {
   if (checks_on(c) && !check_args(reporter(c), op, sym, bytes, pe)) return nullptr;
   T* p = peer_ptr(c, sym, pe);
-  if (p == nullptr) report(reporter(c), CCL_DEVICE_ERROR_NO_TRANSPORT, op, pe, sym, bytes, 0, 0);
+  if (p == nullptr) report(reporter(c), GICL_DEVICE_ERROR_NO_TRANSPORT, op, pe, sym, bytes, 0, 0);
   return p;
 }
 }  // namespace detail
 
-}  // namespace ccl::dev
+}  // namespace gicl::dev

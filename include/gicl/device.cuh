@@ -1,11 +1,11 @@
 /// @file device.cuh
-/// The ccl device API: one-sided communication from inside user kernels.
+/// The gicl device API: one-sided communication from inside user kernels.
 ///
-/// Get a handle on the host with ccl_comm_get_device_comm (collective), pass it to kernels by
-/// value, and call the functions below in namespace ccl::dev. Every data-moving operation takes
+/// Get a handle on the host with gicl_comm_get_device_comm (collective), pass it to kernels by
+/// value, and call the functions below in namespace gicl::dev. Every data-moving operation takes
 /// a scope template argument: Scope::kThread (one thread calls it, the default), Scope::kWarp or
 /// Scope::kBlock (every thread of the warp or block calls it with the same arguments and shares
-/// the work). Symmetric addresses are pointers returned by ccl_mem_alloc, as seen by this rank.
+/// the work). Symmetric addresses are pointers returned by gicl_mem_alloc, as seen by this rank.
 ///
 /// Memory model (docs/device-api.md has the full text and the measured cost of each call):
 ///  - put / p / iput: complete locally on return (the source may be reused); remotely visible
@@ -15,36 +15,36 @@
 ///  - fence(): orders this thread's operations to each peer; quiet(): completes them all.
 ///  - sync(): all ranks have arrived (no completion implied); barrier() = quiet() + sync().
 ///  - Atomics are system-scope and relaxed; combine with fence/quiet or signals for ordering.
-///  - Every wait is bounded by CCL_WAIT_TIMEOUT (all builds). On expiry it returns false and
-///    ccl_comm_get_async_error reports rank, operation, address (heap offset), expected and last
-///    seen value. Waits also return false promptly after ccl_comm_abort.
-///  - Queue-pair overloads (ccl_qp_create) order operations per queue pair; different queue pairs
+///  - Every wait is bounded by GICL_WAIT_TIMEOUT (all builds). On expiry it returns false and
+///    gicl_comm_get_async_error reports rank, operation, address (heap offset), expected and last
+///    seen value. Waits also return false promptly after gicl_comm_abort.
+///  - Queue-pair overloads (gicl_qp_create) order operations per queue pair; different queue pairs
 ///    are unordered. Over NVLink every queue pair is the default one.
 #pragma once
 
-#include "ccl/ccl.h"
-#include "ccl/device/atomic.cuh"
-#include "ccl/device/coll.cuh"
-#include "ccl/device/comm.cuh"
-#include "ccl/device/primitives.cuh"
-#include "ccl/device/rma.cuh"
-#include "ccl/device/signal.cuh"
-#include "ccl/device/sync.cuh"
-#include "ccl/device/wait.cuh"
-#include "ccl/device_abi.h"
+#include "gicl/device/atomic.cuh"
+#include "gicl/device/coll.cuh"
+#include "gicl/device/comm.cuh"
+#include "gicl/device/primitives.cuh"
+#include "gicl/device/rma.cuh"
+#include "gicl/device/signal.cuh"
+#include "gicl/device/sync.cuh"
+#include "gicl/device/wait.cuh"
+#include "gicl/device_abi.h"
+#include "gicl/gicl.h"
 
 #include <cstdio>
 
-namespace ccl::dev {
+namespace gicl::dev {
 
 /// Launches a kernel whose blocks wait for each other (device-wide barriers, persistent kernels):
-/// refuses, with CCL_INVALID_ARGUMENT and nothing launched, a grid that cannot be co-resident on
+/// refuses, with GICL_INVALID_ARGUMENT and nothing launched, a grid that cannot be co-resident on
 /// the current device; otherwise launches it cooperatively (as nvshmemx_collective_launch). Inline
 /// on purpose: `func` belongs to the caller's CUDA runtime.
-inline ccl_result_t launch_collective(const void* func, dim3 grid, dim3 block, void** args,
-                                      size_t shared_bytes, cudaStream_t stream) {
+inline gicl_result_t launch_collective(const void* func, dim3 grid, dim3 block, void** args,
+                                       size_t shared_bytes, cudaStream_t stream) {
   char msg[256];
-  if (func == nullptr) return ccl_set_last_error(CCL_INVALID_ARGUMENT, "func must not be NULL");
+  if (func == nullptr) return gicl_set_last_error(GICL_INVALID_ARGUMENT, "func must not be NULL");
   const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
   const unsigned threads = block.x * block.y * block.z;
   int device = 0, sms = 0, per_sm = 0, coop = 0;
@@ -55,23 +55,23 @@ inline ccl_result_t launch_collective(const void* func, dim3 grid, dim3 block, v
                                                     shared_bytes) != cudaSuccess) {
     std::snprintf(msg, sizeof(msg), "launch_collective: CUDA query failed: %s",
                   cudaGetErrorString(cudaGetLastError()));
-    return ccl_set_last_error(CCL_UNHANDLED_CUDA_ERROR, msg);
+    return gicl_set_last_error(GICL_UNHANDLED_CUDA_ERROR, msg);
   }
   if (!coop)
-    return ccl_set_last_error(CCL_UNSUPPORTED, "the device cannot launch cooperative kernels");
+    return gicl_set_last_error(GICL_UNSUPPORTED, "the device cannot launch cooperative kernels");
   if (blocks == 0 || threads == 0 || blocks > 1ull * per_sm * sms) {
     std::snprintf(msg, sizeof(msg),
                   "launch_collective: grid of %llu blocks cannot be co-resident: at most %d per SM "
                   "x %d SMs with block=%u threads and shared_bytes=%zu",
                   blocks, per_sm, sms, threads, shared_bytes);
-    return ccl_set_last_error(CCL_INVALID_ARGUMENT, msg);
+    return gicl_set_last_error(GICL_INVALID_ARGUMENT, msg);
   }
   const cudaError_t e = cudaLaunchCooperativeKernel(func, grid, block, args, shared_bytes, stream);
   if (e != cudaSuccess) {
     std::snprintf(msg, sizeof(msg), "cudaLaunchCooperativeKernel: %s", cudaGetErrorString(e));
-    return ccl_set_last_error(CCL_UNHANDLED_CUDA_ERROR, msg);
+    return gicl_set_last_error(GICL_UNHANDLED_CUDA_ERROR, msg);
   }
-  return CCL_SUCCESS;
+  return GICL_SUCCESS;
 }
 
 /// Rank of this device communicator handle.
@@ -82,4 +82,4 @@ __device__ __forceinline__ int rank(const DeviceComm& c) {
 __device__ __forceinline__ int size(const DeviceComm& c) {
   return c.nranks;
 }
-}  // namespace ccl::dev
+}  // namespace gicl::dev

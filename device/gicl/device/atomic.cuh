@@ -4,9 +4,9 @@
 
 #include <type_traits>
 
-#include "ccl/device/comm.cuh"
+#include "gicl/device/comm.cuh"
 
-namespace ccl::dev {
+namespace gicl::dev {
 namespace detail {
 
 template <typename T>
@@ -28,15 +28,15 @@ __device__ __forceinline__ HwInt<T> bits(T v) {
 
 }  // namespace detail
 
-#define CCL_ATOMIC_TARGET(op)                                 \
-  T* q = detail::route(c, CCL_OP_ATOMIC, dst, sizeof(T), pe); \
-  if (q == nullptr) return T {                                \
+#define GICL_ATOMIC_TARGET(op)                                 \
+  T* q = detail::route(c, GICL_OP_ATOMIC, dst, sizeof(T), pe); \
+  if (q == nullptr) return T {                                 \
     }
 
 /// Atomically adds `value` at `pe` and returns the old value.
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch_add(const DeviceComm& c, T* dst, T value, int pe) {
-  CCL_ATOMIC_TARGET(add);
+  GICL_ATOMIC_TARGET(add);
   return static_cast<T>(atomicAdd_system(detail::hw(q), detail::bits(value)));
 }
 template <detail::AtomicInt T>
@@ -46,45 +46,45 @@ __device__ __forceinline__ T atomic_fetch_inc(const DeviceComm& c, T* dst, int p
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_compare_swap(const DeviceComm& c, T* dst, T cond, T value,
                                                  int pe) {
-  CCL_ATOMIC_TARGET(cas);
+  GICL_ATOMIC_TARGET(cas);
   return static_cast<T>(atomicCAS_system(detail::hw(q), detail::bits(cond), detail::bits(value)));
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_swap(const DeviceComm& c, T* dst, T value, int pe) {
-  CCL_ATOMIC_TARGET(swap);
+  GICL_ATOMIC_TARGET(swap);
   return static_cast<T>(atomicExch_system(detail::hw(q), detail::bits(value)));
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch_and(const DeviceComm& c, T* dst, T value, int pe) {
-  CCL_ATOMIC_TARGET(and);
+  GICL_ATOMIC_TARGET(and);
   return static_cast<T>(atomicAnd_system(detail::hw(q), detail::bits(value)));
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch_or(const DeviceComm& c, T* dst, T value, int pe) {
-  CCL_ATOMIC_TARGET(or);
+  GICL_ATOMIC_TARGET(or);
   return static_cast<T>(atomicOr_system(detail::hw(q), detail::bits(value)));
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch_xor(const DeviceComm& c, T* dst, T value, int pe) {
-  CCL_ATOMIC_TARGET(xor);
+  GICL_ATOMIC_TARGET(xor);
   return static_cast<T>(atomicXor_system(detail::hw(q), detail::bits(value)));
 }
 /// Atomic load at `pe` (relaxed, system scope).
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch(const DeviceComm& c, const T* dst_const, int pe) {
   T* dst = const_cast<T*>(dst_const);
-  CCL_ATOMIC_TARGET(fetch);
+  GICL_ATOMIC_TARGET(fetch);
   if constexpr (sizeof(T) == 8)
     return static_cast<T>(detail::load_relaxed_sys(reinterpret_cast<const uint64_t*>(q)));
   else
     return static_cast<T>(detail::load_relaxed_sys(reinterpret_cast<const uint32_t*>(q)));
 }
-#undef CCL_ATOMIC_TARGET
+#undef GICL_ATOMIC_TARGET
 
 /// Atomic store at `pe` (relaxed, system scope).
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_set(const DeviceComm& c, T* dst, T value, int pe) {
-  T* q = detail::route(c, CCL_OP_ATOMIC, dst, sizeof(T), pe);
+  T* q = detail::route(c, GICL_OP_ATOMIC, dst, sizeof(T), pe);
   if (q == nullptr) return;
   if constexpr (sizeof(T) == 8)
     detail::store_relaxed_sys(reinterpret_cast<uint64_t*>(q), static_cast<uint64_t>(value));
@@ -95,7 +95,7 @@ __device__ __forceinline__ void atomic_set(const DeviceComm& c, T* dst, T value,
 // Non-fetching forms: the hardware may skip returning the old value (a reduction).
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_add(const DeviceComm& c, T* dst, T value, int pe) {
-  T* q = detail::route(c, CCL_OP_ATOMIC, dst, sizeof(T), pe);
+  T* q = detail::route(c, GICL_OP_ATOMIC, dst, sizeof(T), pe);
   if (q == nullptr) return;
   if constexpr (sizeof(T) == 8)
     detail::add_relaxed_sys(reinterpret_cast<uint64_t*>(q), static_cast<uint64_t>(value));
@@ -119,4 +119,4 @@ __device__ __forceinline__ void atomic_xor(const DeviceComm& c, T* dst, T value,
   (void)atomic_fetch_xor(c, dst, value, pe);
 }
 
-}  // namespace ccl::dev
+}  // namespace gicl::dev

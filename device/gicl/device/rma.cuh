@@ -5,9 +5,9 @@
 
 #include <type_traits>
 
-#include "ccl/device/comm.cuh"
+#include "gicl/device/comm.cuh"
 
-namespace ccl::dev {
+namespace gicl::dev {
 namespace detail {
 
 /// Loads for scope_copy: a peer's memory (get) is read with ld.global.cg so that no stale copy
@@ -62,7 +62,7 @@ __device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t by
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put(const DeviceComm& c, void* dst, const void* src, size_t bytes,
                                     int pe) {
-  void* p = detail::route(c, CCL_OP_PUT, dst, bytes, pe);
+  void* p = detail::route(c, GICL_OP_PUT, dst, bytes, pe);
   if (p != nullptr) detail::scope_copy<S>(p, src, bytes);
 }
 
@@ -88,7 +88,7 @@ __device__ __forceinline__ void put_nbi(const DeviceComm& c, void* dst, const vo
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void get(const DeviceComm& c, void* dst, const void* src, size_t bytes,
                                     int pe) {
-  const void* p = detail::route(c, CCL_OP_GET, src, bytes, pe);
+  const void* p = detail::route(c, GICL_OP_GET, src, bytes, pe);
   if (p != nullptr) detail::scope_copy<S, true>(dst, p, bytes);
 }
 
@@ -115,7 +115,7 @@ requires(!std::is_void_v<T>) __device__ __forceinline__
 template <typename T>
 __device__ __forceinline__ void p(const DeviceComm& c, T* dst, T value, int pe) {
   static_assert(sizeof(T) <= 8, "p() moves at most 8 bytes; use put()");
-  T* q = detail::route(c, CCL_OP_P, dst, sizeof(T), pe);
+  T* q = detail::route(c, GICL_OP_P, dst, sizeof(T), pe);
   if (q != nullptr) *q = value;  // a plain store: write-combined on the link, visible after quiet()
 }
 
@@ -123,7 +123,7 @@ __device__ __forceinline__ void p(const DeviceComm& c, T* dst, T value, int pe) 
 template <typename T>
 __device__ __forceinline__ T g(const DeviceComm& c, const T* src, int pe) {
   static_assert(sizeof(T) <= 8, "g() moves at most 8 bytes; use get()");
-  const T* q = detail::route(c, CCL_OP_G, src, sizeof(T), pe);
+  const T* q = detail::route(c, GICL_OP_G, src, sizeof(T), pe);
   return q != nullptr ? __ldcg(q) : T{};  // L2 and the link only: never a stale L1 copy
 }
 
@@ -133,7 +133,7 @@ __device__ __forceinline__ void iput(const DeviceComm& c, T* dst, const T* src,
                                      ptrdiff_t dst_stride, ptrdiff_t src_stride, size_t nelems,
                                      int pe) {
   const size_t span = nelems ? ((nelems - 1) * static_cast<size_t>(dst_stride) + 1) * sizeof(T) : 0;
-  T* q = detail::route(c, CCL_OP_IPUT, dst, span, pe);
+  T* q = detail::route(c, GICL_OP_IPUT, dst, span, pe);
   if (q == nullptr) return;
   for (size_t i = detail::scope_rank<S>(); i < nelems; i += detail::scope_size<S>())
     q[i * dst_stride] = src[i * src_stride];
@@ -145,7 +145,7 @@ __device__ __forceinline__ void iget(const DeviceComm& c, T* dst, const T* src,
                                      ptrdiff_t dst_stride, ptrdiff_t src_stride, size_t nelems,
                                      int pe) {
   const size_t span = nelems ? ((nelems - 1) * static_cast<size_t>(src_stride) + 1) * sizeof(T) : 0;
-  const T* q = detail::route(c, CCL_OP_IGET, src, span, pe);
+  const T* q = detail::route(c, GICL_OP_IGET, src, span, pe);
   if (q == nullptr) return;
   for (size_t i = detail::scope_rank<S>(); i < nelems; i += detail::scope_size<S>())
     dst[i * dst_stride] = __ldcg(q + i * src_stride);
@@ -182,4 +182,4 @@ __device__ __forceinline__ T g(const DeviceComm& c, Qp, const T* src, int pe) {
   return g(c, src, pe);
 }
 
-}  // namespace ccl::dev
+}  // namespace gicl::dev

@@ -1,5 +1,5 @@
-// ccl-run -n N [--] prog args: starts N local ranks with the launcher environment (CCL_RANK,
-// CCL_WORLD_SIZE, CCL_LOCAL_RANK, CCL_ROOT_ADDR, CCL_BOOTSTRAP_SECRET), prefixes every output
+// gicl-run -n N [--] prog args: starts N local ranks with the launcher environment (GICL_RANK,
+// GICL_WORLD_SIZE, GICL_LOCAL_RANK, GICL_ROOT_ADDR, GICL_BOOTSTRAP_SECRET), prefixes every output
 // line with its rank, stops all ranks when one fails, and exits with the first failing code.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -38,8 +38,8 @@ void on_signal(int sig) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: ccl-run -n N [--timeout SECONDS] [--] program [args...]\n"
-               "Starts N ranks on this machine. For several nodes use mpirun or srun: ccl reads\n"
+               "usage: gicl-run -n N [--timeout SECONDS] [--] program [args...]\n"
+               "Starts N ranks on this machine. For several nodes use mpirun or srun: gicl reads\n"
                "their rank variables (see docs/launching.md).\n");
   return 2;
 }
@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
     }
     if (std::strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
       int64_t v = 0;
-      if (!ccl::parse_int64(argv[++i], &v) || v < 1 || v > 4096) {
-        std::fprintf(stderr, "ccl-run: -n '%s' must be a number of ranks in 1..4096\n", argv[i]);
+      if (!gicl::parse_int64(argv[++i], &v) || v < 1 || v > 4096) {
+        std::fprintf(stderr, "gicl-run: -n '%s' must be a number of ranks in 1..4096\n", argv[i]);
         return 2;
       }
       n = static_cast<int>(v);
@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
   int port_holder = -1;
   const int port = reserve_port(&port_holder);
   uint8_t secret[16];
-  if (port < 0 || !ccl::bootstrap::random_secret(secret).ok()) {
-    std::fprintf(stderr, "ccl-run: cannot prepare the bootstrap (port or random source)\n");
+  if (port < 0 || !gicl::bootstrap::random_secret(secret).ok()) {
+    std::fprintf(stderr, "gicl-run: cannot prepare the bootstrap (port or random source)\n");
     return 1;
   }
   char hex[33];
@@ -135,21 +135,21 @@ int main(int argc, char** argv) {
   std::vector<Rank> ranks(n);
   for (int r = 0; r < n; ++r) {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return std::perror("ccl-run: pipe"), 1;
+    if (pipe2(fds, O_CLOEXEC) != 0) return std::perror("gicl-run: pipe"), 1;
     pid_t pid = fork();
-    if (pid < 0) return std::perror("ccl-run: fork"), 1;
+    if (pid < 0) return std::perror("gicl-run: fork"), 1;
     if (pid == 0) {
       setpgid(0, 0);
       dup2(fds[1], 1);
       dup2(fds[1], 2);
-      setenv("CCL_RANK", std::to_string(r).c_str(), 1);
-      setenv("CCL_WORLD_SIZE", std::to_string(n).c_str(), 1);
-      setenv("CCL_LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("CCL_ROOT_ADDR", root.c_str(), 1);
-      setenv("CCL_BOOTSTRAP_SECRET", hex, 1);
-      setenv("CCL_SOCKET_IFNAME", "lo", 0);  // one node: keep bootstrap traffic on loopback
+      setenv("GICL_RANK", std::to_string(r).c_str(), 1);
+      setenv("GICL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("GICL_LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("GICL_ROOT_ADDR", root.c_str(), 1);
+      setenv("GICL_BOOTSTRAP_SECRET", hex, 1);
+      setenv("GICL_SOCKET_IFNAME", "lo", 0);  // one node: keep bootstrap traffic on loopback
       execvp(prog[0], prog);
-      std::fprintf(stderr, "ccl-run: cannot run '%s': %s\n", prog[0], std::strerror(errno));
+      std::fprintf(stderr, "gicl-run: cannot run '%s': %s\n", prog[0], std::strerror(errno));
       _exit(127);
     }
     setpgid(pid, pid);
@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
         --live;
         if (ranks[r].code != 0 && first_failure == 0 && !stopping) {
           first_failure = ranks[r].code;
-          std::fprintf(stderr, "ccl-run: rank %d exited with code %d; stopping the other ranks\n",
+          std::fprintf(stderr, "gicl-run: rank %d exited with code %d; stopping the other ranks\n",
                        r, ranks[r].code);
           stopping = true;
           stop_time = std::chrono::steady_clock::now();
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     }
     const auto now = std::chrono::steady_clock::now();
     if (!stopping && g_signal != 0) {
-      std::fprintf(stderr, "ccl-run: signal %d; stopping all ranks\n", static_cast<int>(g_signal));
+      std::fprintf(stderr, "gicl-run: signal %d; stopping all ranks\n", static_cast<int>(g_signal));
       first_failure = 128 + g_signal;
       stopping = true;
       stop_time = now;
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
     }
     if (!stopping && timeout_s > 0 &&
         std::chrono::duration<double>(now - start).count() > timeout_s) {
-      std::fprintf(stderr, "ccl-run: --timeout %.0f s expired; stopping all ranks\n", timeout_s);
+      std::fprintf(stderr, "gicl-run: --timeout %.0f s expired; stopping all ranks\n", timeout_s);
       first_failure = 124;
       stopping = true;
       stop_time = now;

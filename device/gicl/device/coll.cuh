@@ -10,12 +10,12 @@
 
 #include <type_traits>
 
-#include "ccl/device/reduce_op.cuh"
-#include "ccl/device/rma.cuh"
-#include "ccl/device/sync.cuh"
-#include "ccl/types.h"
+#include "gicl/device/reduce_op.cuh"
+#include "gicl/device/rma.cuh"
+#include "gicl/device/sync.cuh"
+#include "gicl/types.h"
 
-namespace ccl::dev {
+namespace gicl::dev {
 
 /// Where a data-movement team collective (broadcast, fcollect, alltoall) is complete on return.
 enum class Completion {
@@ -44,7 +44,7 @@ __device__ __forceinline__ bool team_barrier(const DeviceComm& c, const DeviceTe
 }
 
 /// Element i reduced over the members in order, read through L2 from each member's `src`.
-template <ccl_redop_t Op, typename T>
+template <gicl_redop_t Op, typename T>
 __device__ __forceinline__ T reduce_element(const DeviceComm& c, const Members& m, const T* src,
                                             size_t i) {
   using A = AccOf<T>;
@@ -72,7 +72,7 @@ __device__ __forceinline__ T reduce_element(const DeviceComm& c, const Members& 
 /// reduce_element, element for element, so results do not depend on the path. Each thread keeps
 /// kUnroll packs' loads in flight per member: element-wise loads left the peers' latency exposed
 /// (perf/results/2026-11-25_h100_team_collectives.md).
-template <ccl_redop_t Op, typename T, typename Store>
+template <gicl_redop_t Op, typename T, typename Store>
 __device__ __forceinline__ void reduce_packs(const DeviceComm& c, const Members& m, const T* src,
                                              size_t lo, size_t len, int r, int threads,
                                              Store store) {
@@ -139,7 +139,7 @@ __device__ bool arrivals(const DeviceComm& c, const Members& m, int me, bool sen
   if (scope_leader<S>()) {
     for (int k = 1; k < n && send && ok; ++k) {
       const int to = m.rank((me + k) % n);
-      uint64_t* remote = route(c, CCL_OP_SYNC, c.sync_in + c.rank, sizeof(uint64_t), to);
+      uint64_t* remote = route(c, GICL_OP_SYNC, c.sync_in + c.rank, sizeof(uint64_t), to);
       if (remote == nullptr)
         ok = false;
       else
@@ -150,7 +150,7 @@ __device__ bool arrivals(const DeviceComm& c, const Members& m, int me, bool sen
       if (from >= 0 && j != from) continue;
       const int r = m.rank(j);
       const uint64_t expected = ++c.sync_expected[r];
-      ok = wait(reporter(c), CCL_OP_SYNC, c.sync_in + r, Cmp::kAtLeast, expected, r,
+      ok = wait(reporter(c), GICL_OP_SYNC, c.sync_in + r, Cmp::kAtLeast, expected, r,
                 static_cast<uint64_t*>(nullptr));
     }
   }
@@ -208,7 +208,7 @@ __device__ bool alltoall_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, 
 /// everything into its dst (reduce).
 enum class ReduceShape { kAll, kScatter, kRoot };
 
-template <ccl_redop_t Op, ReduceShape Shape, Scope S, typename T>
+template <gicl_redop_t Op, ReduceShape Shape, Scope S, typename T>
 __device__ bool reduce_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, const T* src,
                             size_t count, int root) {
   const Members m{t, c.nranks};
@@ -281,19 +281,19 @@ __device__ __forceinline__ bool alltoall(const DeviceComm& c, const DeviceTeam& 
   return detail::alltoall_impl<S, C>(c, &t, dst, src, count);
 }
 /// dst = op over members of src, at every member (dst may equal src).
-template <ccl_redop_t Op, Scope S = Scope::kThread, typename T>
+template <gicl_redop_t Op, Scope S = Scope::kThread, typename T>
 __device__ __forceinline__ bool allreduce(const DeviceComm& c, const DeviceTeam& t, T* dst,
                                           const T* src, size_t count) {
   return detail::reduce_impl<Op, detail::ReduceShape::kAll, S>(c, &t, dst, src, count, 0);
 }
 /// Member i's dst (count elements) = op over members of block i of src.
-template <ccl_redop_t Op, Scope S = Scope::kThread, typename T>
+template <gicl_redop_t Op, Scope S = Scope::kThread, typename T>
 __device__ __forceinline__ bool reduce_scatter(const DeviceComm& c, const DeviceTeam& t, T* dst,
                                                const T* src, size_t count) {
   return detail::reduce_impl<Op, detail::ReduceShape::kScatter, S>(c, &t, dst, src, count, 0);
 }
 /// The root member's dst = op over members of src.
-template <ccl_redop_t Op, Scope S = Scope::kThread, typename T>
+template <gicl_redop_t Op, Scope S = Scope::kThread, typename T>
 __device__ __forceinline__ bool reduce(const DeviceComm& c, const DeviceTeam& t, T* dst,
                                        const T* src, size_t count, int root) {
   return detail::reduce_impl<Op, detail::ReduceShape::kRoot, S>(c, &t, dst, src, count, root);
@@ -313,19 +313,19 @@ template <Scope S = Scope::kThread, Completion C = Completion::kAll, typename T>
 __device__ __forceinline__ bool alltoall(const DeviceComm& c, T* dst, const T* src, size_t count) {
   return detail::alltoall_impl<S, C>(c, nullptr, dst, src, count);
 }
-template <ccl_redop_t Op, Scope S = Scope::kThread, typename T>
+template <gicl_redop_t Op, Scope S = Scope::kThread, typename T>
 __device__ __forceinline__ bool allreduce(const DeviceComm& c, T* dst, const T* src, size_t count) {
   return detail::reduce_impl<Op, detail::ReduceShape::kAll, S>(c, nullptr, dst, src, count, 0);
 }
-template <ccl_redop_t Op, Scope S = Scope::kThread, typename T>
+template <gicl_redop_t Op, Scope S = Scope::kThread, typename T>
 __device__ __forceinline__ bool reduce_scatter(const DeviceComm& c, T* dst, const T* src,
                                                size_t count) {
   return detail::reduce_impl<Op, detail::ReduceShape::kScatter, S>(c, nullptr, dst, src, count, 0);
 }
-template <ccl_redop_t Op, Scope S = Scope::kThread, typename T>
+template <gicl_redop_t Op, Scope S = Scope::kThread, typename T>
 __device__ __forceinline__ bool reduce(const DeviceComm& c, T* dst, const T* src, size_t count,
                                        int root) {
   return detail::reduce_impl<Op, detail::ReduceShape::kRoot, S>(c, nullptr, dst, src, count, root);
 }
 
-}  // namespace ccl::dev
+}  // namespace gicl::dev

@@ -3,19 +3,19 @@
 
 #include <type_traits>
 
-#include "ccl/device/comm.cuh"
+#include "gicl/device/comm.cuh"
 
-namespace ccl::dev {
+namespace gicl::dev {
 
-/// Comparison of a wait or test (CCL_CMP_*).
+/// Comparison of a wait or test (GICL_CMP_*).
 enum class Cmp : uint32_t {
-  kEq = CCL_CMP_EQ,
-  kNe = CCL_CMP_NE,
-  kGt = CCL_CMP_GT,
-  kGe = CCL_CMP_GE,
-  kLt = CCL_CMP_LT,
-  kLe = CCL_CMP_LE,
-  kAtLeast = CCL_CMP_AT_LEAST,  ///< wrap-safe counter compare: (int64)(seen - value) >= 0
+  kEq = GICL_CMP_EQ,
+  kNe = GICL_CMP_NE,
+  kGt = GICL_CMP_GT,
+  kGe = GICL_CMP_GE,
+  kLt = GICL_CMP_LT,
+  kLe = GICL_CMP_LE,
+  kAtLeast = GICL_CMP_AT_LEAST,  ///< wrap-safe counter compare: (int64)(seen - value) >= 0
 };
 
 /// True when `seen` satisfies `cmp` against `value`. kAtLeast treats both as counters that may
@@ -59,7 +59,7 @@ __device__ __forceinline__ T load_acquire(const T* p) {
 /// The bound of every device spin loop, checked every 1024 spins: true when the wait must end
 /// because the communicator was aborted (reported), is already in error (reported by whoever
 /// failed first, so one stuck rank does not leave the others spinning), or the wait has passed
-/// wait_timeout_ns (CCL_WAIT_TIMEOUT; reported with rank, op, address, expected and last seen
+/// wait_timeout_ns (GICL_WAIT_TIMEOUT; reported with rank, op, address, expected and last seen
 /// value). The clock is first read at the first check: a wait that succeeds at once, as most of
 /// a small collective's do, never reads it.
 struct Deadline {
@@ -68,14 +68,14 @@ struct Deadline {
                                           uint64_t expected, uint64_t seen, uint32_t cmp) {
     // Host-mapped words: read rarely, they cross PCIe.
     if (c.state->abort) {
-      report(c, CCL_DEVICE_ERROR_ABORTED, op, peer, addr, expected, seen, cmp);
+      report(c, GICL_DEVICE_ERROR_ABORTED, op, peer, addr, expected, seen, cmp);
       return true;
     }
     if (c.state->error.state != 0) return true;
     const uint64_t now = global_ns();
     if (start == 0) start = now;
     if (c.wait_timeout_ns == 0 || now - start <= c.wait_timeout_ns) return false;
-    report(c, CCL_DEVICE_ERROR_TIMEOUT, op, peer, addr, expected, seen, cmp);
+    report(c, GICL_DEVICE_ERROR_TIMEOUT, op, peer, addr, expected, seen, cmp);
     return true;
   }
 };
@@ -101,4 +101,4 @@ __device__ __noinline__ bool wait(Reporter c, uint32_t op, const T* addr, Cmp cm
 }
 
 }  // namespace detail
-}  // namespace ccl::dev
+}  // namespace gicl::dev

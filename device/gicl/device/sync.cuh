@@ -1,13 +1,13 @@
 // Ordering (fence, quiet) and team synchronisation (sync, barrier) on the device.
 #pragma once
 
-#include "ccl/device/signal.cuh"
+#include "gicl/device/signal.cuh"
 
-namespace ccl::dev {
+namespace gicl::dev {
 
 /// Orders this thread's puts, signals and atomics to each peer: those issued before reach a peer
 /// before those issued after. Over P2P a system-scope fence.
-__device__ __forceinline__ void fence(const DeviceComm&, int pe = CCL_RANK_ALL) {
+__device__ __forceinline__ void fence(const DeviceComm&, int pe = GICL_RANK_ALL) {
   (void)pe;
   detail::fence_system();
 }
@@ -15,12 +15,12 @@ __device__ __forceinline__ void fence(const DeviceComm&, int pe = CCL_RANK_ALL) 
 /// Completes everything this thread issued: afterwards every put is visible at its target and
 /// every source buffer may be reused. Over P2P a system-scope fence (stores are performed once
 /// it returns); the proxy and IBGDA transports also wait for their queues here.
-__device__ __forceinline__ void quiet(const DeviceComm&, int pe = CCL_RANK_ALL) {
+__device__ __forceinline__ void quiet(const DeviceComm&, int pe = GICL_RANK_ALL) {
   (void)pe;
   detail::fence_system();
 }
 
-/// Queue-pair forms: `qps` points to `n` handles, or pass CCL_QP_ALL semantics with n = 0.
+/// Queue-pair forms: `qps` points to `n` handles, or pass GICL_QP_ALL semantics with n = 0.
 __device__ __forceinline__ void fence(const DeviceComm& c, int pe, const Qp*, int) {
   fence(c, pe);
 }
@@ -74,17 +74,17 @@ __device__ __forceinline__ bool sync(const DeviceComm& c) {
   bool result = true;
   if (detail::scope_leader<S>())
     result = detail::dissemination(
-        c, c.nranks, c.rank, [](int r) { return r; }, CCL_OP_SYNC);
+        c, c.nranks, c.rank, [](int r) { return r; }, GICL_OP_SYNC);
   return detail::scope_broadcast<S>(result);
 }
 
-/// sync over a team (ccl_team_get_device); ranks outside the team must not call it.
+/// sync over a team (gicl_team_get_device); ranks outside the team must not call it.
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ bool sync(const DeviceComm& c, const DeviceTeam& t) {
   bool result = true;
   if (detail::scope_leader<S>())
     result = detail::dissemination(
-        c, t.size, t.my_index, [&](int r) { return t.members[r]; }, CCL_OP_SYNC);
+        c, t.size, t.my_index, [&](int r) { return t.members[r]; }, GICL_OP_SYNC);
   return detail::scope_broadcast<S>(result);
 }
 
@@ -104,4 +104,4 @@ __device__ __forceinline__ bool barrier(const DeviceComm& c, const DeviceTeam& t
   return sync<S>(c, t);
 }
 
-}  // namespace ccl::dev
+}  // namespace gicl::dev
