@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Draws busbw and latency against message size, gicl beside NCCL, from the --json files of the
 collective benchmarks (all_reduce_perf ... sendrecv_perf).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers for one batched GPU-machine call (sourced by the per-call scripts kept beside the
 # results in perf/results/): every call runs tests and benchmarks under a time limit each, logs
 # them under one folder, and prints a short table last. Not run by CI (no GPU there).

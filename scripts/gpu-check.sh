@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The GPU check: runs every GPU test, example and benchmark that exists (benchmarks with NVSHMEM
 # side by side when the machine has it), writes full logs to $OUT (when set), and prints a short
 # summary last. Uses the bundle in .devinst/ when present (scripts/make-gpu-bundle.sh), else

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds here and packs what the GPU machine runs into .devinst/ (git-ignored, ~10 MB, stripped):
 # tools in bin/, test and benchmark binaries in tests/ and perf/, libgicl in lib/. Carry it with
 # the device tool and run scripts/gpu-check.sh there (it finds .devinst/ by itself).

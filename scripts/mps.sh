@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A private MPS daemon for ranks that share a GPU, so that their kernels run at once
 # (docs/collectives.md, "Ranks sharing a GPU"). Sourced by scripts/gpu-check.sh and
 # scripts/device-call-lib.sh.

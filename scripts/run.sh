@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: set up and build, then run gicl on every local GPU. Without a GPU it says so,
 # prints gicl-info and exits 0.
 set -euo pipefail

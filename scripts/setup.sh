@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what gicl needs on Debian 12 / Ubuntu 24.04 (apt-get), then configures and builds into
 # $GICL_BUILD_DIR (default: build/). Safe to run again: it installs only what is missing.
 set -euo pipefail

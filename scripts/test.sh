@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Set up and build like run.sh, then run every test. GPU tests skip (with the reason) where no
 # GPU is visible. The ctest summary is the last thing printed.
 set -euo pipefail

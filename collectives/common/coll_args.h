@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a collective kernel receives besides the device communicator: the communicator's
 // collective scratch (symmetric staging, per-block flags, pipe FIFOs) and its epoch counter.
 // Shared by the host planner and the kernels: fixed layout.

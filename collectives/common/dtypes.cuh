@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one table of collective element types: storage type, accumulation type, name and size.
 // Kernel instantiations (type x op x algorithm) are generated from GICL_FOR_EACH_DTYPE, with
 // GICL_DTYPE_FILTER narrowing it in development builds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device helpers every collective kernel shares: the per-block entry and exit barriers with
 // published windows, the epoch bookkeeping, addressing a peer's window, and the vectorised
 // block-wide reduce of one slice over many inputs.

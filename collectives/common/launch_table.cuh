@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one instantiation table of the collective kernels: every type x every reduction of a
 // kernel template, generated from GICL_FOR_EACH_DTYPE / GICL_FOR_EACH_REDOP and indexed by the
 // public enums at run time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The 8-byte units the LL protocols carry: loads and stores of any alignment and length (a rank
 // block need not be a multiple of 8 bytes), where rank block j of a buffer starts, and the wait
 // for a unit's two (data, flag) entries. Shared by the LL (ll.cu), LL128 (ll128.cu) and

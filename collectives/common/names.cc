@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names of collectives and algorithms, for logs, error messages and the simulator's reports.
 #include "collectives/common/names.hpp"
 

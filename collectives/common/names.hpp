@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names of collectives and algorithms (logs, GICL_CHECK_MODE reports, the simulator).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct (load/store) collectives: every rank reads what it needs straight from its peers'
 // published windows over NVLink, in one kernel per piece with an entry and an exit barrier per
 // block. A window is the caller's buffer when it lies in the symmetric heap (zero copy) or this

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "collectives/common/kernel_util.cuh"
 #include "collectives/common/launch_table.cuh"
 #include "collectives/common/ll_units.cuh"

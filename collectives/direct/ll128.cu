@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The LL128 protocol: the LL kernel's shape (each rank stores what a peer needs straight into
 // that peer's row, receivers spin on local rows, no barrier) with one flag per 128-byte line
 // instead of one per 8-byte word, so 120 of every 128 bytes crossing NVLink are data (LL: 64).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C API of the collectives, point-to-point operations and groups. Each entry point checks its
 // arguments (nothing is enqueued when one is wrong) and hands the call to run.cc or group.cc.
 #include "collectives/common/dtypes.cuh"

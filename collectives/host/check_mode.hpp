@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GICL_CHECK_MODE: ranks compare each collective call's arguments before running it, so a rank
 // that calls something else (another count, type, op, root, or another collective) is named
 // instead of making the others hang or compute garbage.

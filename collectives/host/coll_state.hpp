@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A communicator's collective resources: symmetric staging, flags and pipe FIFOs, the epoch.
 // Created by the first collective call (collective: it allocates from the heap).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The copy-engine path of the collectives that only move bytes (allgather, broadcast, alltoall;
 // GICL_ALGO=copy_engine): every block a rank sends is one cudaMemcpyAsync into the receiver's
 // window, on side streams so that the copies to different peers and of the own block run on

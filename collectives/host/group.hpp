@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gicl_group_start / gicl_group_end: calls between them are queued per thread and issued at the
 // end, point-to-point operations of one communicator fused into one kernel so that a rank's
 // sends and receives progress together (no send waits for a receive queued behind it).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "collectives/host/local_copy.hpp"
 
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A copy within this rank's GPU, enqueued the fastest way measured: what a one-rank collective
 // and a send/recv pair with the rank itself reduce to.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A communicator's sends and receives, from a checked list to kernel launches: the pairs with
 // the rank itself copied, the rest in batches agreed with every partner (p2p_plan.hpp), the
 // large sends marked for the copy-engine proxy. Used by groups and lone gicl_send/gicl_recv

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The co-residency limit: a collective launch's blocks meet the peers' blocks of the same index
 // (entry and exit flags, FIFO channels, LL rows), so where ranks share a GPU and run at once
 // (MPS) a block can only finish once its partner on the same GPU has started. With more blocks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One collective call from the host API to kernel launches: argument checks (nothing is enqueued
 // when one fails), GICL_CHECK_MODE, the tuner's choice, and the launches in pieces.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Broadcast and allgather as sends and receives (the send_recv algorithm): the direct kernels'
 // data movement, each block one gicl_send/gicl_recv pair, so that the large ones go through the
 // copy-engine proxy (GICL_P2P_COPY_ENGINE), which needs no window exchange on the host: the

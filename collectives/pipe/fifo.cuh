@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pipe FIFOs: per (sender, receiver, channel) rings of inbox slots in the communicator's
 // scratch. A message is a put into the receiver's slot and a signal (head); the receiver stores
 // or reduces the slot and gives it back (tail). Block-wide primitives shared by the pipe

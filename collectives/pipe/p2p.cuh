@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Point-to-point groups (gicl_send / gicl_recv between gicl_group_start and gicl_group_end) as one
 // or more launches of batches (collectives/schedule/p2p_plan.hpp): operations up to the LL size
 // through LL rows, rendezvous-sized sends written straight

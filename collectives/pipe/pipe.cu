@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "collectives/common/launch_table.cuh"
 #include "collectives/pipe/fifo.cuh"
 #include "collectives/pipe/pipe.cuh"

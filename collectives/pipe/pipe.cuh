@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipe collectives: algorithms given as schedules (collectives/schedule) run over pairwise
 // FIFOs of the communicator's scratch. Every message is a put into the receiver's inbox slot
 // followed by a signal (head); the receiver copies or reduces the slot into its working buffer

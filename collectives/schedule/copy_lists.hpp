@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which of a group's local copies (send/recv pairs with the rank itself) share one kernel
 // (collectives/host/local_copy.cc), shared with tests/unit/coll_copy_lists_test.cc. One launch a
 // pair cost 0.5-0.6 x NCCL's time for 40 small pairs a group, which NCCL copies in one kernel.

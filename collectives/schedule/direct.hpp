@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct schedules: every rank exchanges with every other rank in n-1 steps (step s: send to
 // r+s+1, receive from r-s-1), the message pattern of the one-shot and two-shot load/store kernels.
 #pragma once

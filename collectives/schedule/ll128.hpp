@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the LL128 protocol puts each 8-byte unit of a rank block, shared by the kernel
 // (collectives/direct/ll128.cu) and its unit test. A row is a sequence of 128-byte lines; a line
 // carries 15 data units and, in its last 8 bytes, the flag (the epoch). A warp moves 4 lines per

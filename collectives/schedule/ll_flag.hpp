@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The 32-bit flag an LL entry carries beside 4 data bytes (LL collectives: the epoch; point-to-
 // point LL: the operation's sequence number). Both counters are 64-bit; the flag folds them so
 // that it is never 0, the value of rows never written (truncating to the low 32 bits made epoch

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Message order of a point-to-point group (p2p_kernel), shared by the kernel and the protocol
 // model in tests/unit/coll_pipe_protocol_test.cc. Each (peer, direction) pair is one stream: the
 // group's operations with that peer in that direction, in group order, each cut into messages.

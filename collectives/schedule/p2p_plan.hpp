@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a rank packs its point-to-point group into launches (collectives/host/group.cc), shared
 // with the model in tests/unit/coll_p2p_launches_test.cc. The batches (p2p.hpp: p2p_batch_of)
 // are what every rank agrees on; the packing is each rank's own: consecutive batches, in order,

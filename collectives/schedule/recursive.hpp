@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive schedules over p = 2^L "virtual" ranks. When n is not a power of two, the first
 // 2*(n-p) ranks pair up: each even rank hands its data to the odd rank after it (fold in), sits
 // out, and gets the result back at the end (fold out).

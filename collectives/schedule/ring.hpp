@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring schedules. The buffer is cut into n blocks (partition); rank r sends to r+1 and receives
 // from r-1 at every step.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One entry point over every (collective, algorithm) pair: how many steps, and each rank's step.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data movement of every collective algorithm as pure functions of (rank, nranks, count,
 // root, step): which element range goes to which peer, which comes from which peer, and whether
 // it is copied or reduced. The kernels (collectives issue) and the CPU simulator

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU simulator of the collective schedules: n ranks with integer data exchange messages step by
 // step exactly as collectives/schedule says, every send must meet its receive, and the final
 // buffers must equal the collective's definition. Exact (integers), so any wrong index shows.

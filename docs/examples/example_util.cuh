@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every example shares: start from the launcher environment, skip without a GPU, and fail
 // loudly on any error. Start each example with gicl-run -n 2 ./example.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MoE-style dispatch and combine. Every rank holds kTokens tokens of kHidden floats; each token
 // goes to one of kExpertsPerRank * nranks experts. Dispatch: one warp per token puts it (with
 // its token id) into the expert owner's receive buffer; then one atomic per expert publishes how

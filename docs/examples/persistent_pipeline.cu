@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A persistent kernel that computes tiles and streams each finished tile to a peer while it
 // computes the next: in every block, warps 1.. compute tile s into one half of a double buffer
 // while warp 0 sends tile s-1 from the other half with a warp put_signal. Launched with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Send-and-signal producer/consumer: every rank streams K chunks to the next rank through a
 // 4-slot ring buffer. A slot's signal says "chunk k is here"; a credit signal back says "slot
 // free again", so the producer never overwrites a chunk the consumer has not read.

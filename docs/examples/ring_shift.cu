@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring shift: every rank sends an array to the next rank with one block-wide put_signal, then
 // waits for the array of the previous rank. The smallest complete use of the device API.
 #include "example_util.cuh"

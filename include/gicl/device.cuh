@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file device.cuh
 /// The gicl device API: one-sided communication from inside user kernels.
 ///

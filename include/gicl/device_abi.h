@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file device_abi.h
 /// Structs shared by the host library and device code: the device communicator handle, queue-pair
 /// handles and the device state page. Fixed layouts with a version word, explicit padding and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file gicl.h
 /// The gicl host API: communicators, teams and the symmetric heap.
 ///

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file gicl.hpp
 /// Header-only C++ wrapper over gicl.h: RAII communicators and symmetric buffers. Errors become
 /// gicl::Error exceptions here, in the caller's code; the library itself never throws.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file gicl_mpi.h
 /// Communicator creation from an MPI communicator (library gicl_mpi, built with GICL_WITH_MPI).
 #ifndef GICL_GICL_MPI_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file types.h
 /// Element types and reduction operations of the collectives (values are stable ABI).
 #ifndef GICL_TYPES_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // all_gather_perf: gicl_allgather beside ncclAllGather.
 #include "driver.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // all_reduce_perf: gicl_allreduce (and ncclAllReduce with --compare-nccl) through the shared
 // driver.
 #include "driver.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alltoall_perf: gicl_alltoall beside NCCL's alltoall, run both ways NCCL offers where it has
 // them: a group of ncclSend/ncclRecv with every rank (as nccl-tests runs it) and ncclAlltoAll
 // (NCCL 2.28 and later); each size reports the faster. `--p2p` makes gicl's side the same grouped

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // broadcast_perf: gicl_broadcast beside ncclBroadcast.
 #include "driver.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // comm_init_perf: what making and ending a communicator costs, gicl beside NCCL in the same
 // processes (--compare-nccl). One process per GPU: gicl-run -n N -- comm_init_perf.
 //

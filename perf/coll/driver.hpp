@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared driver of the collective benchmarks (the nccl-tests src/common.cu model): each
 // *_perf.cu fills a CollDesc; the driver sets up ranks (one process per GPU under gicl-run /
 // mpirun / srun, or -g GPUs in one process), sweeps sizes, checks results, times out-of-place and

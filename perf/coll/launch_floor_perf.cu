@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // launch_floor_perf: what one call can cost at least on this machine. An empty kernel launched
 // back to back (host time per launch, GPU time per kernel) beside a one-rank gicl_allreduce of 8
 // bytes through the LL one-shot kernel (forced: one rank alone only copies), and ncclAllReduce

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL loaded at run time (dlopen libnccl.so.2) for --compare-nccl: the harness needs no NCCL
 // headers or library at build time, as a machine without NCCL still runs the gicl columns.
 #pragma once

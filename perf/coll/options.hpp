@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command line of the collective benchmarks: the nccl-tests flags plus gicl's extras. Pure host
 // code (unit-tested in tests/unit/perf_options_test.cc).
 #pragma once

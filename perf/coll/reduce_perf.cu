@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // reduce_perf: gicl_reduce beside ncclReduce.
 #include "driver.hpp"
 

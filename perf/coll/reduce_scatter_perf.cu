@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // reduce_scatter_perf: gicl_reduce_scatter beside ncclReduceScatter.
 #include "driver.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sendrecv_perf: every rank sends to rank+1 and receives from rank-1 in one group (gicl_send /
 // gicl_recv beside ncclSend / ncclRecv), as nccl-tests' sendrecv_perf.
 #include "driver.hpp"

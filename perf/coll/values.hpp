@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the benchmarks write and expect: every rank's input elements and each collective's
 // expected output, stored in the benchmark's type the way the library converts, so that the
 // #wrong column compares bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Check macros of every benchmark binary: a failed CUDA or gicl call prints where and why, then
 // exits (a benchmark has nothing sensible to continue with).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alltoall_latency: device-side team alltoall beside NVSHMEM's (see team_coll.cuh).
 #include "team_coll.cuh"
 int main(int argc, char** argv) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // atomic_rate: non-fetching 64-bit atomic adds and fetching adds from every thread of C CTAs x T
 // threads to rank 1, on distinct words (one per thread, so the rate is the link's, not one
 // address's). The "bytes" column is the number of operations per launch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // barrier_latency: `inner` device barriers of all ranks in one kernel (one thread per rank);
 // time per barrier. NVSHMEM: nvshmem_barrier_all from one thread. The "bytes" column is unused.
 #include "bench.cuh"

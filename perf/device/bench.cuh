@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared driver of the device-API benchmarks (the nccl-tests src/common.cu model): argument
 // parsing, ranks from the launcher, CUDA-event timing with warm-up and medians, the table with
 // NVSHMEM side by side and the ratio, and --json output. Each benchmark file fills a Bench.

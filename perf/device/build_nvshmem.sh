@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the device benchmarks with the NVSHMEM columns (-DGICL_PERF_NVSHMEM) against the NVSHMEM
 # of the Python environment (pip package nvidia-nvshmem) and the carried libgicl. Run on the GPU
 # machine (scripts/gpu-check.sh does); prints the NVSHMEM library directory on its last line.

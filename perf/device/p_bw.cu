@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // p_bw: scalar put rate (see scalar_bw.cuh).
 #include "scalar_bw.cuh"
 int main(int argc, char** argv) {

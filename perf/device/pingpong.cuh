@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // put_latency / signal_latency: ping-pong between rank 0 and rank 1 inside one kernel, `inner`
 // round trips per launch; one-way latency = kernel time / inner / 2. put_latency moves `bytes`
 // with put_signal (one warp) each way; signal_latency only the 8-byte signal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // put_bw: block-scope put bandwidth (see rma_bw.cuh).
 #include "rma_bw.cuh"
 int main(int argc, char** argv) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // put_bw / get_bw: put or get of `bytes` split over C CTAs of T threads, rank 0 to rank 1 (both
 // directions at once with --bidir), quiet at the end of each kernel. --scope picks who issues
 // each call: every thread, every warp or (default) every block gets one slice. Same launch shape

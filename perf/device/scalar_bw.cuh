@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // p_bw / g_bw: the rate of scalar 4-byte p or g from every thread of C CTAs x T threads, each
 // thread on consecutive elements (grid-stride), rank 0 to rank 1. Value: millions of ops/s.
 #pragma once

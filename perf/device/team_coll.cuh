@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device-side team collectives (gicl/device/coll.cuh) beside NVSHMEM's (nvshmem[x]_float_*): one
 // CTA calls the collective `inner` times in one kernel over the whole communicator (NVSHMEM:
 // NVSHMEM_TEAM_WORLD), float32, sum for the reductions; time per call and bandwidth. --scope

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Authenticated accept: polls the listening socket and every half-open connection together, so
 // a port scan, a silent client or a flood of garbage never blocks the ranks that are real.
 #pragma once

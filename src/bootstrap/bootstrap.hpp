@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Out-of-band host messaging between the ranks of one job: authenticated TCP connections made
 // on first use, and the collectives init needs (allgather, broadcast, barrier) built on tagged
 // point-to-point messages. Every wait is bounded by GICL_BOOTSTRAP_TIMEOUT and names the rank it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gicl_comm_init_mpi: the unique id travels by MPI_Bcast; everything after is the TCP bootstrap,
 // so an MPI job and a gicl-run job behave the same once initialised.
 #include "gicl/gicl_mpi.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bootstrap root: a thread in the process that created the unique id (or in rank 0 of a
 // launcher-started job). It collects every rank's listening address, then sends the table to
 // all, or, when ranks are missing at the timeout, an abort text naming them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/unique_id.hpp"
 
 #include <sys/random.h>

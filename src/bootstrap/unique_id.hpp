@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Making unique ids: a fresh one with an in-process root (gicl_get_unique_id), or the one a
 // launcher describes through the environment (GICL_ROOT_ADDR + GICL_BOOTSTRAP_SECRET).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bootstrap wire format. Every byte read from a socket is checked against these definitions
 // before use: type, length bound and (for hellos) the job secret.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA helpers for host code: checked runtime calls and the driver entry points that VMM needs.
 // libgicl links the static CUDA runtime and finds the driver at run time, so it loads (and
 // bootstraps) on machines with no GPU driver at all.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deadlines and cancellation for every bounded host-side wait.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every kernel the library launches belongs to a family that registers a loader here, so that
 // communicator init can load them all into the device's context before any of them runs.
 // Why: under lazy module loading (CUDA's default) a kernel is loaded at its first launch, and

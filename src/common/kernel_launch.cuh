@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the library's kernels (collectives, host stream operations) are launched: on the caller's
 // stream, with programmatic dependent launch (PDL) where the communicator allows it. PDL lets the
 // GPU schedule a kernel's blocks while the previous kernel in the stream drains, instead of after

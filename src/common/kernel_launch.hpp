@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where and how a library kernel is enqueued (host side; the kernels' half is kernel_launch.cuh).
 #pragma once
 

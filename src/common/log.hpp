@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Leveled, per-subsystem logging (GICL_DEBUG, GICL_DEBUG_SUBSYS, GICL_DEBUG_FILE).
 #pragma once
 

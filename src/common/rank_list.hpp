@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // "0,3,5" lists for error messages that name ranks.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The typed registry of GICL_* settings (rows in settings.def). Values are read from the
 // environment at each access so that a communicator sees the environment of its creation.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TCP sockets for the bootstrap: interface choice, IPv4/IPv6 addresses, and send/recv that are
 // bounded by a deadline and stop when the owner is cancelled.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal result type and the one check macro every layer uses.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C API: unique ids and communicator life cycle.
 #include <algorithm>
 #include <chrono>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C API: device handles, queue pairs, host stream operations, collective launch.
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one boundary between the C API and the C++ inside: clears the last error, turns a Status
 // into a gicl_result_t, and keeps C++ exceptions from crossing into C callers.
 #pragma once

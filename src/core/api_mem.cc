@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C API: symmetric memory.
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"

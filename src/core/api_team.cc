@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C API: teams.
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"

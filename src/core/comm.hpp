@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The communicator: bootstrap, peer table and paths, teams and the symmetric heap of one rank.
 #pragma once
 

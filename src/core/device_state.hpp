@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device-side resources of a communicator: the state page (error report, abort flag; pinned and
 // mapped so the host reads it while kernels run), the rank tables and the barrier signals.
 #pragma once

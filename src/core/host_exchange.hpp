@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collectives' per-call host exchanges (GICL_CHECK_MODE's call signatures, the copy-engine
 // path's receive windows): through a shared-memory board where every rank of the communicator
 // is on this host, else over the bootstrap.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernels behind gicl_signal_on_stream, gicl_wait_signal_on_stream, gicl_barrier_on_stream and
 // gicl_quiet_on_stream: one thread each, built from the public device API. Launched like the
 // collectives (common/kernel_launch.cuh): with PDL they are scheduled while the kernel before

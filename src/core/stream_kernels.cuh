@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launchers of the small kernels behind the host stream operations (stream_kernels.cu).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Teams: ordered subsets of a communicator's ranks, with O(1) translation both ways.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // First-fit allocator over the symmetric heap's offset space. Pure bookkeeping (no memory is
 // touched), deterministic: every rank that makes the same calls gets the same offsets, which is
 // what makes the heap symmetric.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Passing file descriptors (CUDA POSIX-FD shareable handles) between the ranks of one node over
 // Unix-domain sockets. Each connection is checked twice: the kernel-reported credentials of the
 // connecting process must match the pid the rank announced at init, and its first message must

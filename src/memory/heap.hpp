@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The symmetric heap of one communicator. Every rank allocates at the same offsets (collective
 // calls, deterministic allocator). With POSIX-FD handles (CUDA VMM) one virtual range holds a
 // slot per load/store-reachable rank, so a peer's copy of an address is peer_slot_base + offset:

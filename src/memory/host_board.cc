@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "memory/host_board.hpp"
 
 #include <sched.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An allgather among the ranks of one host through a page of shared memory. The collectives
 // exchange a few bytes on the host at some calls (GICL_CHECK_MODE's call signatures, the
 // copy-engine path's receive windows); over the bootstrap that is one socket round trip per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVLink multicast over the symmetric heap (the NVLS algorithms' real path). The lowest local
 // rank creates the multicast object and hands its POSIX fd to the others; every rank adds its
 // device, binds its own heap chunks at their heap offsets and maps the object. Only reached with

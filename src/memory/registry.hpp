@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Registered buffers (gicl_comm_register): ordinary cudaMalloc memory that every load/store peer
 // maps through CUDA IPC, so that collectives read and write it in place instead of staging it
 // through the symmetric heap. Registration is collective and ordered: the i-th live registration

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/copy_proxy.hpp"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The copy-engine proxy of a communicator: a host thread that issues the copies kernels post
 // into its queue (copy_queue.h) with cudaMemcpyAsync on a stream of its own, each followed by a
 // stream memory write of the request's number into device memory, which the kernel awaits.

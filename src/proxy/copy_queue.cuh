@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel side of the copy-engine proxy (copy_queue.h): post a copy, await its completion. One
 // thread of a launch posts and awaits; the launches that share a queue run one after another
 // (a communicator's point-to-point launches are stream-ordered).

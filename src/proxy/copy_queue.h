@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The copy-engine proxy's command queue as kernels and the proxy thread both see it (plain data,
 // shared by host and device code). A kernel that wants bytes moved by a copy engine posts a
 // request into a ring in pinned host memory; the proxy thread (copy_proxy.hpp) issues it with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gicl-info: version, build options, every GICL_* setting with its value and source, the GPUs and
 // their peer paths, and the machine topology (NICs included).
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gicl-run -n N [--] prog args: starts N local ranks with the launcher environment (GICL_RANK,
 // GICL_WORLD_SIZE, GICL_LOCAL_RANK, GICL_ROOT_ADDR, GICL_BOOTSTRAP_SECRET), prefixes every output
 // line with its rank, stops all ranks when one fails, and exits with the first failing code.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine as hwloc sees it: packages, NUMA nodes, cores, GPUs and NICs with their PCI
 // addresses and NUMA locality. Loaded from the running machine or from an hwloc XML file
 // (GICL_TOPO_FILE, and the synthetic machines in tests/data/).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What each rank tells every other rank at init (one bootstrap allgather), and the path to each
 // peer derived from it. Shared between processes, so the layout is fixed and versioned.
 #pragma once

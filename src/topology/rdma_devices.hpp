@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RDMA devices as rdma-core sees them (the NICs the verbs and IBGDA transports will use).
 #pragma once
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the synthetic hwloc XML machines the topology tests load (run it to regenerate).
 
 Each machine: packages with one NUMA node and a few cores each, and under every package a PCI

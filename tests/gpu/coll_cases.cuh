@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the collective GPU tests share: the call of each collective, one case (buffers, data,
 // bitwise check against the host's reference, run twice), the matrix of one collective, a fresh
 // communicator, and the steps of the matrix test that live in other files.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collectives that must fail cleanly or survive a counter wrap: a rank that stops calling (its
 // peer's timeout report names it, through every kind of wait, and an LL128 report names a line
 // that is missing), buffers of different kinds across ranks, and epochs and sequence numbers

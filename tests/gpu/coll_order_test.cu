@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collectives back to back and in stream order, steps of Collectives.EveryAlgorithmTypeAndReduction
 // (collectives_test.cu): 10^4 mixed calls without a sync, push mode's reused inboxes and
 // alternating staging, and stream order under programmatic dependent launch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host reference of every collective for the GPU tests: inputs per rank and the expected output
 // of one rank, reductions in the canonical order (rank 0..n-1, accumulation type, one rounding).
 #pragma once

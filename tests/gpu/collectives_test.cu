@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every collective on real GPUs, 2 processes on 2 GPUs, 3 to 8 ranks sharing them, and one rank
 // (a copy unless GICL_ALGO forces the general kernels): every algorithm (GICL_ALGO) x every type x
 // every reduction, in place and out of place, ordinary, registered and symmetric buffers,

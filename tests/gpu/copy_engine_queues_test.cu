@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The send/recv copy-engine proxy beside many streams. CUDA runs a process's streams on
 // CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 by default, 2 for an MPS client), so once a
 // process has more streams than queues some share one. A proxy copy queued behind the kernel that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gicl/device.cuh"
 #include "gpu/device_api_kernels.cuh"
 #include "gpu/late_writer.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernels of the device API tests (device_api_kernels.cu). Each writes what it saw into device
 // counters that the host checks; none trusts its own success.
 #pragma once

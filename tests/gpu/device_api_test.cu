@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device API on real GPUs, 2 and 4 processes over the GPUs there are: every RMA operation at
 // every scope with poisoned destinations and fresh random data, scalar and strided forms, the
 // put_signal ordering stress, atomics under contention, every wait comparison, barrier stress

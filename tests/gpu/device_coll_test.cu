@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device-side team collectives (gicl/device/coll.cuh) called from a test kernel at thread, warp
 // and block scope, over the whole communicator and over a team, with 2 and 3 ranks (one per GPU
 // where there are enough, else sharing them): every result checked against the host's, exactly.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers of the multi-process GPU tests: GPU counting without initialising CUDA in the
 // parent, rank set-up on a GPU, and CUDA checks inside ranks.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/heap_kernels.cuh"
 
 namespace gicl::test {

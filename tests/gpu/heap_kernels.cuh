@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernels the heap tests run: every rank stores a pattern into each peer's copy of a symmetric
 // buffer through the peer mapping, and checks what its own copy received.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The symmetric heap on real GPUs: every rank stores into every peer's copy with a kernel and
 // checks what it received, with both handle types, 2 and 4 processes on the GPUs there are,
 // growth, split communicators, one-process init_all, and abort while peers are mapped.

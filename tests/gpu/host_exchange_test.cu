@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collectives whose ranks meet on the host before enqueueing (the copy-engine path's window
 // exchange, GICL_CHECK_MODE): the copy-engine step of the matrix test through the host board and
 // over the bootstrap, one thread driving two ranks through groups, and an absent rank on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The library's kernels are loaded when the communicator is created (common/kernel_families.hpp):
 // under lazy module loading a kernel's first launch waits for every kernel running in the
 // context, so a first launch that a running kernel waits for would stall until GICL_WAIT_TIMEOUT.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the tests of programmatic dependent launch (PDL) put before a library call: a kernel that
 // lets the next kernel of its stream launch at once and writes only later, so that a call which
 // acted before waiting for it would see the old data.

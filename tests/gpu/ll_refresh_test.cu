@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LL rows are rewritten whole once every 2^31 calls per row (ll_refresh,
 // collectives/schedule/ll_flag.hpp), so a unit no call wrote for a long time cannot carry the
 // flag of a later call. Reaching that age takes 2 x (2^32 - 1) calls of a row; the test plants

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the send/recv kernel costs the GPU beyond the communicator's scratch: the driver reserves
 // local memory for the deepest stack of any kernel launched, for every thread the GPU can hold,
 // and keeps it. The point-to-point kernel once took 2432 bytes of stack a thread (its parameter

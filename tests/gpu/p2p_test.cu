@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Send/recv on real GPUs: groups of many sends to one peer, the LL path, the rendezvous path
 // into symmetric, registered and cudaMalloc buffers, the copy-engine proxy (first call captured,
 // one work queue, every kind of window, a proxy that fails), the matrix test's send/recv step

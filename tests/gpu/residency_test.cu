@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ranks sharing one GPU under MPS run their kernels at once, so every launch's grid must fit
 // beside the other sharers' (collectives/host/residency.cc): without the limit, blocks spin at
 // their per-block meetings for partners that have no multiprocessor to start on. The widest

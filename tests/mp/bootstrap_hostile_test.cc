@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bootstrap under hostile or broken conditions: wrong secrets, garbage, truncated and
 // oversized messages, a port scan during init, a rank that never arrives, a rank that dies.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bootstrap between real processes over loopback: 1..16 ranks, every operation, random sizes.
 #include <gtest/gtest.h>
 

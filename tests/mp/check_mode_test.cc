@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GICL_CHECK_MODE=1 between real processes: matching calls pass, and a rank that calls with another
 // count, type or op makes every rank fail with an error naming it (instead of a hang).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Communicators between real processes (and threads) without a GPU: init, split, teams, destroy,
 // abort from another thread, and 1000 init/abort cycles that must leave nothing behind.
 #include <dirent.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A rank started by gicl-run (or mpirun): joins with gicl_comm_init_env, checks its identity,
 // allgathers through a split, and exits with the code named by its arguments:
 //   env_rank [fail_rank code]   rank fail_rank exits with `code` after init; others wait.

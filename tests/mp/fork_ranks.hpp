@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a function as N real processes (fork), each its own rank, and collects their exit codes.
 // A rank reports failure by returning non-zero (after printing why); the parent kills every rank
 // still running when the timeout expires, so a hang fails the test instead of stalling ctest.

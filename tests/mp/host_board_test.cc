@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared-memory host board between real processes: exchanges of every size and rank count
 // checked byte for byte over thousands of back-to-back calls (the two-parity reuse), ranks at
 // different paces, and the failures a rank causes by exiting, never arriving, passing another

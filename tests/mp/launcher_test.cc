@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gicl-run: environment, output prefixes, exit codes and failure propagation.
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* gicl_comm_init_mpi under mpirun: every rank must get its MPI rank and size, and a split and a
    destroy must work. Exits non-zero (failing mpirun and the test) on any mismatch. */
 #include <stdio.h>

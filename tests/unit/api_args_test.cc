@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every C API function given bad arguments returns GICL_INVALID_ARGUMENT with a message that
 // names the argument, and touches nothing.
 #include <gtest/gtest.h>

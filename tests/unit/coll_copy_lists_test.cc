@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A group's pairs with the rank itself as lists of copies (collectives/schedule/copy_lists.hpp):
 // which copies share a kernel, and a model of the list kernel (collectives/direct/copy.cu) that
 // runs its two loops, every thread of every block, with the kernel's own arithmetic

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collective type table on the host: sizes and names for every type, conversions, fp32
 // accumulation of low-precision types, every reduction, fp8 saturation.
 #include <gtest/gtest.h>

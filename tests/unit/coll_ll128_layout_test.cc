@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The LL128 line layout (collectives/schedule/ll128.hpp) on CPU: a rank block written lane by
 // lane as the kernel's warps write it, then read back line by line as receivers read it, must
 // give every byte back, with each line's flag in its last 8 bytes and the row inside its bound.

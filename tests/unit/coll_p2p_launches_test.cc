@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a send/recv group is cut into batches and packed into launches (collectives/schedule/p2p.hpp:
 // p2p_batch_of; p2p_plan.hpp: p2p_plan, used by collectives/host/group.cc), on random matched
 // groups (every send has its receive, every rank interleaves its streams its own way) from 1 to 72

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model of the point-to-point LL path (collectives/pipe/p2p.cu: p2p_ll_block) over many
 // launches, with the kernel's own arithmetic (collectives/schedule/p2p.hpp: p2p_ll_before,
 // p2p_ll_op, p2p_ll_blocks, p2p_ll_grid). Both sides of a pair see the same sequence of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model of the send/recv rendezvous (collectives/pipe/p2p.cu: post_offers, read_offers, the
 // zero-copy copies and await_zero_copy) over many launches, with the ring arithmetic the kernel
 // uses (collectives/schedule/p2p.hpp). Every rank's block 0 posts its receives' offers into a

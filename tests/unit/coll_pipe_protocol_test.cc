@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model of the pipe kernels' message protocol (collectives/pipe/pipe.cu: run_step,
 // canonical_reduce_scatter; collectives/pipe/p2p.cu: p2p_kernel): every rank issues its
 // messages in the kernel's order, each pairwise FIFO holds kPipeSlots messages, a send waits for a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The direct kernels' entry words (collectives/common/coll_args.h) on CPU: a rank's windows
 // written word by word at an epoch come back whole, an entry counts as arrived only when every
 // word carries that epoch (words of an older launch, a zeroed row, or a write still in flight do

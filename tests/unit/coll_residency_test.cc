@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The co-residency limit (ranks sharing a GPU at once: under MPS, or in one process) and what the
 // tuner and the point-to-point launch make of it.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every collective algorithm's schedule, simulated on CPU with exact integer data for 1..64 ranks
 // (non-powers of two included) and counts that are zero, smaller than the rank count, not
 // divisible by it, and large.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tuner's table, GICL_ALGO parsing and the NVLS gates.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The copy-engine proxy's queue (src/proxy/copy_queue.h) between two threads: a poster that does
 // what the kernel's copy_post does (wait until copy_reuse_after(seq) is complete, write the fields,
 // publish the number with a release store) and a taker that does what the proxy thread does

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ wrapper over the installed C API: RAII, move, errors as exceptions.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device-API logic that runs on the host: the comparisons (wrap-safe counters included) and the
 // shared struct layouts. Compiled by nvcc (the header is CUDA), runs without a GPU.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // docs/env.md must be exactly what the registry generates (gicl-info --env-markdown).
 #include <gtest/gtest.h>
 

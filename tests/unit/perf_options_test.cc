@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collective benchmarks' command line and bandwidth factors (perf/coll/options.cc).
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Atomics on 32- and 64-bit symmetric integers at any rank (system scope over NVLink), fetching
 // and non-fetching. T is int32_t, uint32_t, int64_t or uint64_t.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Team collectives callable from user kernels (NVSHMEM's team collectives): every member of the
 // team calls the same function with the same arguments, at thread, warp or block scope, on
 // symmetric `src` and `dst`. Each is barrier, data movement through the device API, barrier: on

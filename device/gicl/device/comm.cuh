@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Address translation, rank checks and error reports on the device communicator handle.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Execution scopes and memory-ordering primitives. Every ordering point of the device API goes
 // through one of these named functions; each comment says which writer and which reader it orders.
 #pragma once

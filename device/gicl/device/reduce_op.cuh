@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The element arithmetic of every reduction, shared by the device-side team collectives and the
 // host collectives' kernels so both round the same way: the accumulation type of each element
 // type, the conversions to and from it, and the operators. Host-compilable (the host collectives'

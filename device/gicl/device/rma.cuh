@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One-sided data movement: put / get (bytes and typed), scalar p / g, strided iput / iget, their
 // non-blocking forms and queue-pair overloads. Over P2P the data path is SM loads and stores,
 // 16 bytes wide when both addresses allow it, spread over the scope's threads.

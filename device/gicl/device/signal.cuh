@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Signals: put_signal (payload, then signal), signal, waits and tests on signals and on any
 // symmetric integer, read / reset.
 #pragma once

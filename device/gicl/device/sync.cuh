@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ordering (fence, quiet) and team synchronisation (sync, barrier) on the device.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Comparisons and the one bounded wait loop every device wait uses.
 #pragma once
 
