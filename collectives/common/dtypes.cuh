@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one table of collective element types: storage type, accumulation type, name and size.
-// Kernel instantiations (type x op x algorithm) are generated from GICL_FOR_EACH_DTYPE, with
-// GICL_DTYPE_FILTER narrowing it in development builds.
+// Kernel instantiations (type x op x algorithm) are generated from GICL_FOR_EACH_DTYPE. Both lists
+// follow the enums' order (launch_table.cuh checks it), which is NCCL's.
 #pragma once
 
 #include <cstdint>
@@ -18,14 +18,14 @@
   X(gicl_int64, int64_t, int64_t, "int64")                 \
   X(gicl_uint64, uint64_t, uint64_t, "uint64")             \
   X(gicl_float16, __half, float, "float16")                \
-  X(gicl_bfloat16, __nv_bfloat16, float, "bfloat16")       \
   X(gicl_float32, float, float, "float32")                 \
   X(gicl_float64, double, double, "float64")               \
+  X(gicl_bfloat16, __nv_bfloat16, float, "bfloat16")       \
   X(gicl_float8_e4m3, __nv_fp8_e4m3, float, "float8_e4m3") \
   X(gicl_float8_e5m2, __nv_fp8_e5m2, float, "float8_e5m2")
 
 #define GICL_FOR_EACH_REDOP(X) \
-  X(gicl_sum, "sum") X(gicl_prod, "prod") X(gicl_min, "min") X(gicl_max, "max") X(gicl_avg, "avg")
+  X(gicl_sum, "sum") X(gicl_prod, "prod") X(gicl_max, "max") X(gicl_min, "min") X(gicl_avg, "avg")
 
 namespace gicl::coll {
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file types.h
-/// Element types and reduction operations of the collectives (values are stable ABI).
+/// Element types and reduction operations of the collectives. The values are stable ABI and equal
+/// to NCCL's (ncclDataType_t, ncclRedOp_t), so code that casts between the two keeps its meaning.
 #ifndef GICL_TYPES_H_
 #define GICL_TYPES_H_
 
@@ -26,9 +27,9 @@ typedef enum GICL_ENUM_INT {
   gicl_int64 = 4,
   gicl_uint64 = 5,
   gicl_float16 = 6,
-  gicl_bfloat16 = 7,
-  gicl_float32 = 8,
-  gicl_float64 = 9,
+  gicl_float32 = 7,
+  gicl_float64 = 8,
+  gicl_bfloat16 = 9,
   gicl_float8_e4m3 = 10,
   gicl_float8_e5m2 = 11,
   gicl_num_datatypes = 12
@@ -39,8 +40,8 @@ typedef enum GICL_ENUM_INT {
 typedef enum GICL_ENUM_INT {
   gicl_sum = 0,
   gicl_prod = 1,
-  gicl_min = 2,
-  gicl_max = 3,
+  gicl_max = 2,
+  gicl_min = 3,
   gicl_avg = 4,
   gicl_num_redops = 5
 } gicl_redop_t;

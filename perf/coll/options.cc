@@ -59,8 +59,8 @@ constexpr struct {
   gicl_redop_t op;
 } kOps[] = {{"sum", gicl_sum},
             {"prod", gicl_prod},
-            {"min", gicl_min},
             {"max", gicl_max},
+            {"min", gicl_min},
             {"avg", gicl_avg}};
 
 /// nccl-tests' long flags, as the short ones they stand for.
@@ -95,8 +95,8 @@ bool parse_op(const std::string& s, gicl_redop_t* op) {
 }
 
 const char* dtype_label(gicl_datatype_t d) {
-  static const char* kLabels[] = {"int8", "uint8",    "int32", "uint32", "int64",  "uint64",
-                                  "half", "bfloat16", "float", "double", "f8e4m3", "f8e5m2"};
+  static const char* kLabels[] = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                                  "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
   return d >= 0 && d < gicl_num_datatypes ? kLabels[d] : "?";
 }
 

@@ -11,7 +11,7 @@ namespace gicl::coll {
 namespace {
 
 TEST(CollDtypes, SizesAndNamesForEveryType) {
-  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
+  const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
   for (int d = 0; d < gicl_num_datatypes; ++d) {
     EXPECT_EQ(dtype_size(static_cast<gicl_datatype_t>(d)), sizes[d]) << d;
     EXPECT_STRNE(dtype_name(static_cast<gicl_datatype_t>(d)), "unknown") << d;
@@ -19,6 +19,18 @@ TEST(CollDtypes, SizesAndNamesForEveryType) {
   EXPECT_EQ(dtype_size(static_cast<gicl_datatype_t>(99)), 0u);
   for (int op = 0; op < gicl_num_redops; ++op)
     EXPECT_STRNE(redop_name(static_cast<gicl_redop_t>(op)), "unknown");
+}
+
+// The kernel tables follow the enums, whose values are NCCL's: NCCL's number for each type and
+// reduction reaches the kernels of that type and reduction.
+TEST(CollDtypes, NcclNumbersNameTheSameTypesAndReductions) {
+  const char* types[] = {"int8",    "uint8",   "int32",   "uint32",   "int64",       "uint64",
+                         "float16", "float32", "float64", "bfloat16", "float8_e4m3", "float8_e5m2"};
+  for (int d = 0; d < gicl_num_datatypes; ++d)
+    EXPECT_STREQ(dtype_name(static_cast<gicl_datatype_t>(d)), types[d]) << d;
+  const char* ops[] = {"sum", "prod", "max", "min", "avg"};
+  for (int op = 0; op < gicl_num_redops; ++op)
+    EXPECT_STREQ(redop_name(static_cast<gicl_redop_t>(op)), ops[op]) << op;
 }
 
 template <gicl_datatype_t D>
