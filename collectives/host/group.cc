@@ -77,6 +77,7 @@ Status prepare_states(const std::vector<Pending>& q) {
   if (todo.size() <= 1) return GICL_SUCCESS;  // the call itself creates it
   return run_concurrently(todo.size(), [&](size_t i) -> Status {
     GICL_CUDA_CHECK(cudaSetDevice(todo[i]->device));
+    log_set_device(todo[i]->device);
     std::lock_guard<std::mutex> lock(todo[i]->op_mutex);
     CollState* st = nullptr;
     return coll_state(todo[i], &st);

@@ -75,8 +75,14 @@ GICL_API const char* gicl_get_error_string(gicl_result_t result);
 /// The calling thread's last error message (empty if none). Valid until the next gicl call on
 /// this thread.
 GICL_API const char* gicl_get_last_error(void);
-/// Library version as GICL_VERSION_CODE.
+/// The library's version as GICL_VERSION_CODE (compare with the header's to catch a mismatch).
 GICL_API gicl_result_t gicl_get_version(int* version);
+/// Parses a byte count as every gicl tool and size setting does: decimal digits with an optional
+/// K, M, G or T suffix (powers of 1024), optionally followed by B ("64K", "1MB", "4096").
+GICL_API gicl_result_t gicl_parse_size(const char* text, size_t* bytes);
+/// Writes a warning line through gicl's log (GICL_DEBUG, GICL_DEBUG_FILE), for header-inline
+/// code that must not fail silently and cannot return an error, such as gicl.hpp's destructors.
+GICL_API void gicl_log_warning(const char* message);
 
 // ---- communicators -------------------------------------------------------------------------
 

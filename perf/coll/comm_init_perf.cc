@@ -11,6 +11,8 @@
 // rounds, then the maximum over ranks. The first gicl init also waits for the other processes to
 // start (nothing can line them up before a communicator exists): with several ranks it is an
 // upper bound. Usage: comm_init_perf [-r ROUNDS] [--compare-nccl]
+#include <getopt.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -47,22 +49,44 @@ struct Options {
   bool compare = false;
 };
 
+int usage(FILE* out, const char* prog, int code) {
+  std::fprintf(out,
+               "usage: %s [-h] [-r ROUNDS] [--compare-nccl]\n"
+               "Communicator set-up and teardown: the process's first init, then ROUNDS of init,\n"
+               "split and destroy; the slowest rank's medians, beside NCCL's with --compare-nccl.\n"
+               "Start it as ranks of a launcher (gicl-run -n 2 %s).\n"
+               "  -r, --rounds N     repetitions, 1..100 (default 10)\n"
+               "      --compare-nccl time ncclCommInitRank / ncclCommSplit too (libnccl.so.2)\n"
+               "  -h, --help         this text\n",
+               prog, prog);
+  return code;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-r" && i + 1 < argc) {
-      o.rounds = std::atoi(argv[++i]);
-    } else if (a == "--compare-nccl") {
+  static const option kLong[] = {{"rounds", required_argument, nullptr, 'r'},
+                                 {"compare-nccl", no_argument, nullptr, 'N'},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {nullptr, 0, nullptr, 0}};
+  for (int c; (c = getopt_long(argc, argv, "r:h", kLong, nullptr)) != -1;) {
+    if (c == 'h') std::exit(usage(stdout, argv[0], 0));
+    if (c == 'N') {
       o.compare = true;
+    } else if (c == 'r') {
+      char* end = nullptr;
+      const long v = std::strtol(optarg, &end, 10);
+      if (end == optarg || *end != '\0' || v < 1 || v > 100) {
+        std::fprintf(stderr, "%s: -r %s: ROUNDS must be 1..100\n", argv[0], optarg);
+        std::exit(usage(stderr, argv[0], 2));
+      }
+      o.rounds = static_cast<int>(v);
     } else {
-      std::fprintf(stderr, "usage: %s [-r ROUNDS (1..100)] [--compare-nccl]\n", argv[0]);
-      std::exit(a == "-h" || a == "--help" ? 0 : 2);
+      std::exit(usage(stderr, argv[0], 2));
     }
   }
-  if (o.rounds < 1 || o.rounds > 100) {
-    std::fprintf(stderr, "-r %d: ROUNDS must be 1..100\n", o.rounds);
-    std::exit(2);
+  if (optind < argc) {
+    std::fprintf(stderr, "%s: unexpected argument '%s'\n", argv[0], argv[optind]);
+    std::exit(usage(stderr, argv[0], 2));
   }
   return o;
 }

@@ -597,13 +597,15 @@ class Driver {
 int run_driver(int argc, char** argv, const CollDesc& desc) {
   CollOptions o;
   std::string error;
-  if (!parse_coll_options(argc, argv, &o, &error)) {
-    std::fprintf(stderr,
-                 "%s: %s\nflags: -b -e -f -i -t -g -n -m -w -c -d -o -r -z -G -a -R (or their "
-                 "nccl-tests long forms) --algo "
-                 "--compare-nccl --json FILE --p2p (alltoall_perf)\n",
-                 argv[0], error.c_str());
-    return 2;
+  const bool ok = parse_coll_options(argc, argv, &o, &error);
+  if (!ok || o.help) {
+    FILE* out = ok ? stdout : stderr;
+    if (!ok) std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
+    std::fprintf(out,
+                 "usage: %s [flags]\nThe %s benchmark in nccl-tests' form: one rank per GPU, "
+                 "started by gicl-run, torchrun, mpirun or srun (or -g N GPUs in one process).\n%s",
+                 argv[0], desc.name, coll_usage());
+    return ok ? 0 : 2;
   }
   if (o.p2p && desc.run_p2p == nullptr) {
     std::fprintf(stderr, "%s: --p2p: only alltoall_perf makes its call of sends and receives\n",

@@ -1,40 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "options.hpp"
 
+#include <getopt.h>
+
 #include <cstdlib>
 #include <cstring>
+
+#include "gicl/gicl.h"
 
 namespace perf {
 namespace {
 
+// The library's parser, so sizes read the same in every tool and setting.
 bool parse_bytes(const char* s, size_t* out) {
-  char* end = nullptr;
-  const double v = std::strtod(s, &end);
-  if (end == s || v < 0) return false;
-  double mul = 1;
-  switch (*end) {
-    case 'K':
-    case 'k':
-      mul = 1024;
-      ++end;
-      break;
-    case 'M':
-    case 'm':
-      mul = 1 << 20;
-      ++end;
-      break;
-    case 'G':
-    case 'g':
-      mul = 1 << 30;
-      ++end;
-      break;
-    default:
-      break;
-  }
-  if (*end == 'B' || *end == 'b') ++end;
-  if (*end != '\0') return false;
-  *out = static_cast<size_t>(v * mul);
-  return true;
+  return gicl_parse_size(s, out) == GICL_SUCCESS;
 }
 
 bool parse_int(const char* s, int lo, int hi, int* out) {
@@ -63,22 +42,34 @@ constexpr struct {
             {"min", gicl_min},
             {"avg", gicl_avg}};
 
-/// nccl-tests' long flags, as the short ones they stand for.
-constexpr struct {
-  const char* name;
-  const char* flag;
-} kLong[] = {{"--minbytes", "-b"},   {"--maxbytes", "-e"},    {"--stepbytes", "-i"},
-             {"--stepfactor", "-f"}, {"--ngpus", "-g"},       {"--nthreads", "-t"},
-             {"--iters", "-n"},      {"--agg_iters", "-m"},   {"--warmup_iters", "-w"},
-             {"--check", "-c"},      {"--datatype", "-d"},    {"--op", "-o"},
-             {"--root", "-r"},       {"--blocking", "-z"},    {"--cudagraph", "-G"},
-             {"--average", "-a"},    {"--registration", "-R"}};
-
-std::string short_flag(const std::string& flag) {
-  for (const auto& l : kLong)
-    if (flag == l.name) return l.flag;
-  return flag;
-}
+// nccl-tests' long flags (and gicl's own), each with its short letter where it has one.
+enum LongOnly : int { kCompareNccl = 256, kP2p, kAlgo, kJson };
+constexpr option kLong[] = {{"minbytes", required_argument, nullptr, 'b'},
+                            {"maxbytes", required_argument, nullptr, 'e'},
+                            {"stepbytes", required_argument, nullptr, 'i'},
+                            {"stepfactor", required_argument, nullptr, 'f'},
+                            {"ngpus", required_argument, nullptr, 'g'},
+                            {"nthreads", required_argument, nullptr, 't'},
+                            {"iters", required_argument, nullptr, 'n'},
+                            {"agg_iters", required_argument, nullptr, 'm'},
+                            {"warmup_iters", required_argument, nullptr, 'w'},
+                            {"check", required_argument, nullptr, 'c'},
+                            {"datatype", required_argument, nullptr, 'd'},
+                            {"op", required_argument, nullptr, 'o'},
+                            {"root", required_argument, nullptr, 'r'},
+                            {"blocking", required_argument, nullptr, 'z'},
+                            {"cudagraph", required_argument, nullptr, 'G'},
+                            {"average", required_argument, nullptr, 'a'},
+                            {"registration", required_argument, nullptr, 'R'},
+                            {"output_file", required_argument, nullptr, 'J'},
+                            {"help", no_argument, nullptr, 'h'},
+                            {"compare-nccl", no_argument, nullptr, kCompareNccl},
+                            {"p2p", no_argument, nullptr, kP2p},
+                            {"algo", required_argument, nullptr, kAlgo},
+                            {"json", required_argument, nullptr, kJson},
+                            {nullptr, 0, nullptr, 0}};
+// '+': no reordering of argv; ':': a missing value is reported as ':' rather than '?'.
+constexpr char kShort[] = "+:b:e:i:f:g:t:n:m:w:c:d:o:r:z:G:a:R:J:h";
 
 }  // namespace
 
@@ -105,91 +96,152 @@ const char* op_label(gicl_redop_t op) {
 }
 
 bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* error) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string typed = argv[i], flag = short_flag(typed);
-    const bool has_value = i + 1 < argc;
-    const char* v = has_value ? argv[i + 1] : "";
+  optind = 0;  // a fresh scan each call (GNU getopt's full reset)
+  opterr = 0;  // the messages below name the flag as typed
+  for (;;) {
+    int index = -1;
+    const int c = getopt_long(argc, argv, kShort, kLong, &index);
+    if (c == -1) break;
+    // The flag as the user spelled it, for messages.
+    const std::string flag = index >= 0             ? std::string("--") + kLong[index].name
+                             : c == '?' || c == ':' ? std::string(argv[optind - 1])
+                                                    : std::string("-") + static_cast<char>(c);
+    const char* v = optarg ? optarg : "";
     auto bad = [&](const char* what) {
-      *error = typed + " " + v + ": " + what;
+      *error = flag + " " + v + ": " + what;
       return false;
     };
-    if (flag == "--compare-nccl") {
-      o->compare_nccl = true;
-      continue;
-    }
-    if (flag == "--p2p") {
-      o->p2p = true;
-      continue;
-    }
-    if (!has_value) return bad("needs a value");
-    ++i;
     int n = 0;
-    if (flag == "-b") {
-      if (!parse_bytes(v, &o->min_bytes)) return bad("not a size");
-    } else if (flag == "-e") {
-      if (!parse_bytes(v, &o->max_bytes)) return bad("not a size");
-    } else if (flag == "-f") {
-      o->factor = std::atof(v);
-      if (o->factor <= 1) return bad("must be > 1");
-    } else if (flag == "-i") {
-      if (!parse_bytes(v, &o->increment)) return bad("not a size");
-    } else if (flag == "-t") {
-      // nccl-tests' threads per process: gicl drives a process's GPUs from one thread (-g).
-      if (!parse_int(v, 1, 1, &n)) return bad("only 1: use -g N for several GPUs in a process");
-    } else if (flag == "-g") {
-      if (!parse_int(v, 1, 64, &o->gpus)) return bad("must be 1..64");
-    } else if (flag == "-n") {
-      if (!parse_int(v, 1, 1 << 24, &o->iters)) return bad("must be >= 1");
-    } else if (flag == "-m") {
-      if (!parse_int(v, 1, 1 << 20, &o->agg_iters)) return bad("must be >= 1");
-    } else if (flag == "-w") {
-      if (!parse_int(v, 0, 1 << 24, &o->warmup)) return bad("must be >= 0");
-    } else if (flag == "-c") {
-      if (!parse_int(v, 0, 1 << 20, &o->check)) return bad("must be >= 0");
-    } else if (flag == "-d") {
-      o->dtypes.clear();
-      if (std::strcmp(v, "all") == 0) {
-        for (int d = 0; d < gicl_num_datatypes; ++d)
-          o->dtypes.push_back(static_cast<gicl_datatype_t>(d));
-      } else {
-        o->dtypes.resize(1);
-        if (!parse_dtype(v, &o->dtypes[0])) return bad("unknown type");
-      }
-    } else if (flag == "-o") {
-      o->ops.clear();
-      if (std::strcmp(v, "all") == 0) {
-        for (int r = 0; r < gicl_num_redops; ++r) o->ops.push_back(static_cast<gicl_redop_t>(r));
-      } else {
-        o->ops.resize(1);
-        if (!parse_op(v, &o->ops[0])) return bad("unknown op");
-      }
-    } else if (flag == "-r") {
-      o->all_roots = std::strcmp(v, "all") == 0;
-      if (!o->all_roots && !parse_int(v, 0, 1 << 24, &o->root)) return bad("must be >= 0 or all");
-      if (o->all_roots) o->root = 0;
-    } else if (flag == "-z") {
-      if (!parse_int(v, 0, 1, &n)) return bad("must be 0 or 1");
-      o->blocking = n;
-    } else if (flag == "-G") {
-      if (!parse_int(v, 0, 1 << 20, &o->graph_iters)) return bad("must be >= 0");
-    } else if (flag == "-a") {
-      if (!parse_int(v, 0, 3, &o->average)) return bad("must be 0..3");
-    } else if (flag == "-R") {
-      if (!parse_int(v, 0, 2, &o->registration)) return bad("must be 0..2");
-    } else if (flag == "--algo") {
-      o->algo = v;
-    } else if (flag == "--json") {
-      o->json = v;
-    } else {
-      *error = "unknown flag " + flag;
-      return false;
+    switch (c) {
+      case 'h':
+        o->help = true;
+        return true;
+      case kCompareNccl:
+        o->compare_nccl = true;
+        break;
+      case kP2p:
+        o->p2p = true;
+        break;
+      case kAlgo:
+        o->algo = v;
+        break;
+      case kJson:
+      case 'J':
+        o->json = v;
+        break;
+      case 'b':
+        if (!parse_bytes(v, &o->min_bytes)) return bad("not a size");
+        break;
+      case 'e':
+        if (!parse_bytes(v, &o->max_bytes)) return bad("not a size");
+        break;
+      case 'f':
+        o->factor = std::atof(v);
+        if (o->factor <= 1) return bad("must be > 1");
+        break;
+      case 'i':
+        if (!parse_bytes(v, &o->increment)) return bad("not a size");
+        break;
+      case 't':
+        // nccl-tests' threads per process: gicl drives a process's GPUs from one thread (-g).
+        if (!parse_int(v, 1, 1, &n)) return bad("only 1: use -g N for several GPUs in a process");
+        break;
+      case 'g':
+        if (!parse_int(v, 1, 64, &o->gpus)) return bad("must be 1..64");
+        break;
+      case 'n':
+        if (!parse_int(v, 1, 1 << 24, &o->iters)) return bad("must be >= 1");
+        break;
+      case 'm':
+        if (!parse_int(v, 1, 1 << 20, &o->agg_iters)) return bad("must be >= 1");
+        break;
+      case 'w':
+        if (!parse_int(v, 0, 1 << 24, &o->warmup)) return bad("must be >= 0");
+        break;
+      case 'c':
+        if (!parse_int(v, 0, 1 << 20, &o->check)) return bad("must be >= 0");
+        break;
+      case 'd':
+        o->dtypes.clear();
+        if (std::strcmp(v, "all") == 0) {
+          for (int d = 0; d < gicl_num_datatypes; ++d)
+            o->dtypes.push_back(static_cast<gicl_datatype_t>(d));
+        } else {
+          o->dtypes.resize(1);
+          if (!parse_dtype(v, &o->dtypes[0])) return bad("unknown type");
+        }
+        break;
+      case 'o':
+        o->ops.clear();
+        if (std::strcmp(v, "all") == 0) {
+          for (int r = 0; r < gicl_num_redops; ++r) o->ops.push_back(static_cast<gicl_redop_t>(r));
+        } else {
+          o->ops.resize(1);
+          if (!parse_op(v, &o->ops[0])) return bad("unknown op");
+        }
+        break;
+      case 'r':
+        o->all_roots = std::strcmp(v, "all") == 0;
+        if (!o->all_roots && !parse_int(v, 0, 1 << 24, &o->root)) return bad("must be >= 0 or all");
+        if (o->all_roots) o->root = 0;
+        break;
+      case 'z':
+        if (!parse_int(v, 0, 1, &n)) return bad("must be 0 or 1");
+        o->blocking = n;
+        break;
+      case 'G':
+        if (!parse_int(v, 0, 1 << 20, &o->graph_iters)) return bad("must be >= 0");
+        break;
+      case 'a':
+        if (!parse_int(v, 0, 3, &o->average)) return bad("must be 0..3");
+        break;
+      case 'R':
+        if (!parse_int(v, 0, 2, &o->registration)) return bad("must be 0..2");
+        break;
+      case ':':
+        *error = flag + ": needs a value";
+        return false;
+      default:
+        *error = "unknown flag " + flag;
+        return false;
     }
+  }
+  if (optind < argc) {
+    *error = std::string("unexpected argument '") + argv[optind] + "'";
+    return false;
   }
   if (o->min_bytes > o->max_bytes) {
     *error = "-b is larger than -e";
     return false;
   }
   return true;
+}
+
+const char* coll_usage() {
+  return "  -b, --minbytes SIZE      smallest message (default 32)\n"
+         "  -e, --maxbytes SIZE      largest message (default 32M)\n"
+         "  -f, --stepfactor F       multiply the size by F between steps (default 2)\n"
+         "  -i, --stepbytes SIZE     add SIZE between steps instead\n"
+         "  -g, --ngpus N            GPUs (ranks) driven by this process (default 1)\n"
+         "  -t, --nthreads 1         threads per process (gicl drives its GPUs from one)\n"
+         "  -n, --iters N            timed calls per size (default 20)\n"
+         "  -w, --warmup_iters N     untimed calls first (default 5)\n"
+         "  -m, --agg_iters N        calls per timed iteration, grouped (default 1)\n"
+         "  -c, --check N            checked calls per size (default 1; 0: none)\n"
+         "  -d, --datatype T         int8 uint8 int32 uint32 int64 uint64 half float double\n"
+         "                           bfloat16 f8e4m3 f8e5m2, or all (default float)\n"
+         "  -o, --op OP              sum prod max min avg, or all (default sum)\n"
+         "  -r, --root R             root rank, or all (default 0)\n"
+         "  -z, --blocking 0|1       synchronize after each call\n"
+         "  -G, --cudagraph N        capture the -n calls in a CUDA graph, replay it N times\n"
+         "  -a, --average 0..3       across ranks: 0 rank 0, 1 average, 2 min, 3 max (default 1)\n"
+         "  -R, --registration 0..2  buffers: 0 cudaMalloc, 1 registered, 2 symmetric\n"
+         "  -J, --output_file FILE   also write the results as JSON (--json FILE too)\n"
+         "      --algo NAME          force an algorithm (GICL_ALGO)\n"
+         "      --compare-nccl       run NCCL (libnccl.so.2) beside gicl, ratio printed\n"
+         "      --p2p                alltoall_perf: gicl's call as grouped send/recv\n"
+         "  -h, --help               this text\n"
+         "SIZE: digits with an optional K, M, G or T suffix (powers of 1024).\n";
 }
 
 std::vector<size_t> sweep(const CollOptions& o, size_t element_bytes) {

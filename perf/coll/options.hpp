@@ -32,12 +32,15 @@ struct CollOptions {
   std::string algo;           // --algo
   bool p2p = false;           // --p2p: gicl's call as grouped gicl_send / gicl_recv (alltoall)
   bool compare_nccl = false;  // --compare-nccl
-  std::string json;           // --json FILE
+  std::string json;           // -J / --output_file / --json FILE
+  bool help = false;          // -h / --help: print the usage and exit 0
 };
 
 /// Parses argv (nccl-tests' short and long flags); on error returns false with a message naming
 /// the flag.
 bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* error);
+/// The flags' descriptions, for the usage text of every collective benchmark.
+const char* coll_usage();
 /// The message sizes of a sweep (bytes, rounded down to whole elements, at least one element).
 std::vector<size_t> sweep(const CollOptions& o, size_t element_bytes);
 /// nccl-tests' bus-bandwidth factor of a collective for n ranks.

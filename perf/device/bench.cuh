@@ -3,13 +3,11 @@
 // parsing, ranks from the launcher, CUDA-event timing with warm-up and medians, the table with
 // NVSHMEM side by side and the ratio, and --json output. Each benchmark file fills a Bench.
 //
-// Flags: -b minbytes -e maxbytes -f stepfactor -n iters -w warmup -r repetitions (median)
-//        -c ctas -t threads --scope thread|warp|block --bidir --json FILE
-//        --local (broadcast, fcollect, alltoall: gicl's Completion::kLocal, NVSHMEM's contract)
-// Run with two ranks: gicl-run -n 2 ./put_bw -b 1M -e 1G
+// Flags: -h lists them (usage() below). Run with two ranks: gicl-run -n 2 ./put_bw -b 1M -e 1G
 #pragma once
 
 #include <cuda_runtime.h>
+#include <getopt.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -41,79 +39,125 @@ struct Options {
   std::string json;
 };
 
-inline size_t parse_size(const char* s) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  switch (*end) {
-    case 'K':
-    case 'k':
-      v *= 1024;
-      break;
-    case 'M':
-    case 'm':
-      v *= 1 << 20;
-      break;
-    case 'G':
-    case 'g':
-      v *= 1 << 30;
-      break;
-    default:
-      break;
-  }
-  return static_cast<size_t>(v);
+inline void usage(FILE* out, const char* prog, const Options& d) {
+  std::fprintf(
+      out,
+      "usage: %s [flags]\n"
+      "A device-API benchmark: two or more ranks, started by gicl-run, torchrun, mpirun or\n"
+      "srun (gicl-run -n 2 %s). Columns: gicl, NVSHMEM where built with it, the ratio.\n"
+      "  -b, --minbytes SIZE     smallest size (default %zu)\n"
+      "  -e, --maxbytes SIZE     largest size (default %zu)\n"
+      "  -f, --stepfactor F      multiply the size by F between steps (default %g)\n"
+      "  -n, --iters N           timed operations per repetition (default %d)\n"
+      "  -w, --warmup_iters N    untimed launches first (default %d)\n"
+      "  -r, --reps N            repetitions; the median is reported (default %d)\n"
+      "  -c, --ctas N            thread blocks (default %d)\n"
+      "  -t, --threads N         threads per block (default %d)\n"
+      "      --scope S           thread, warp or block (default %s)\n"
+      "      --bidir             both ranks send at once\n"
+      "      --local             team collectives: local completion (NVSHMEM's contract)\n"
+      "  -J, --output_file FILE  also write the results as JSON (--json FILE too)\n"
+      "  -h, --help              this text\n"
+      "SIZE: digits with an optional K, M, G or T suffix (powers of 1024).\n",
+      prog, prog, d.min_bytes, d.max_bytes, d.factor, d.iters, d.warmup, d.reps, d.ctas, d.threads,
+      d.scope == 0   ? "thread"
+      : d.scope == 1 ? "warp"
+                     : "block");
 }
 
+/// Parses argv over `o`'s defaults; -h prints the usage and exits 0, a bad flag prints it and
+/// exits 2.
 inline Options parse(int argc, char** argv, Options o) {
-  for (int i = 1; i < argc; ++i) {
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", argv[i]);
+  const Options defaults = o;
+  enum : int { kScope = 256, kBidir, kLocal, kJson };
+  static const option kLong[] = {{"minbytes", required_argument, nullptr, 'b'},
+                                 {"maxbytes", required_argument, nullptr, 'e'},
+                                 {"stepfactor", required_argument, nullptr, 'f'},
+                                 {"iters", required_argument, nullptr, 'n'},
+                                 {"warmup_iters", required_argument, nullptr, 'w'},
+                                 {"reps", required_argument, nullptr, 'r'},
+                                 {"ctas", required_argument, nullptr, 'c'},
+                                 {"threads", required_argument, nullptr, 't'},
+                                 {"scope", required_argument, nullptr, kScope},
+                                 {"bidir", no_argument, nullptr, kBidir},
+                                 {"local", no_argument, nullptr, kLocal},
+                                 {"output_file", required_argument, nullptr, 'J'},
+                                 {"json", required_argument, nullptr, kJson},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {nullptr, 0, nullptr, 0}};
+  auto fail = [&](const char* what, const char* arg) {
+    std::fprintf(stderr, "%s: %s%s%s\n", argv[0], what, arg ? ": " : "", arg ? arg : "");
+    usage(stderr, argv[0], defaults);
+    std::exit(2);
+  };
+  auto size_arg = [&](const char* v) {
+    size_t bytes = 0;
+    if (gicl_parse_size(v, &bytes) != GICL_SUCCESS) fail("not a size", v);
+    return bytes;
+  };
+  auto int_arg = [&](const char* v) {
+    char* end = nullptr;
+    const long x = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || x < 0 || x > (1 << 30)) fail("not a count", v);
+    return static_cast<int>(x);
+  };
+  for (int c; (c = getopt_long(argc, argv, "b:e:f:n:w:r:c:t:J:h", kLong, nullptr)) != -1;) {
+    switch (c) {
+      case 'h':
+        usage(stdout, argv[0], defaults);
+        std::exit(0);
+      case 'b':
+        o.min_bytes = size_arg(optarg);
+        break;
+      case 'e':
+        o.max_bytes = size_arg(optarg);
+        break;
+      case 'f':
+        o.factor = std::atof(optarg);
+        break;
+      case 'n':
+        o.iters = int_arg(optarg);
+        break;
+      case 'w':
+        o.warmup = int_arg(optarg);
+        break;
+      case 'r':
+        o.reps = int_arg(optarg);
+        break;
+      case 'c':
+        o.ctas = int_arg(optarg);
+        break;
+      case 't':
+        o.threads = int_arg(optarg);
+        break;
+      case kScope:
+        o.scope = !std::strcmp(optarg, "thread")  ? 0
+                  : !std::strcmp(optarg, "warp")  ? 1
+                  : !std::strcmp(optarg, "block") ? 2
+                                                  : -1;
+        if (o.scope < 0) fail("--scope takes thread, warp or block", optarg);
+        break;
+      case kBidir:
+        o.bidir = true;
+        break;
+      case kLocal:
+        o.local = true;
+        break;
+      case 'J':
+      case kJson:
+        o.json = optarg;
+        break;
+      default:  // getopt has named the flag
+        usage(stderr, argv[0], defaults);
         std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (!std::strcmp(argv[i], "-b"))
-      o.min_bytes = parse_size(next());
-    else if (!std::strcmp(argv[i], "-e"))
-      o.max_bytes = parse_size(next());
-    else if (!std::strcmp(argv[i], "-f"))
-      o.factor = std::atof(next());
-    else if (!std::strcmp(argv[i], "-n"))
-      o.iters = std::atoi(next());
-    else if (!std::strcmp(argv[i], "-w"))
-      o.warmup = std::atoi(next());
-    else if (!std::strcmp(argv[i], "-r"))
-      o.reps = std::atoi(next());
-    else if (!std::strcmp(argv[i], "-c"))
-      o.ctas = std::atoi(next());
-    else if (!std::strcmp(argv[i], "-t"))
-      o.threads = std::atoi(next());
-    else if (!std::strcmp(argv[i], "--bidir"))
-      o.bidir = true;
-    else if (!std::strcmp(argv[i], "--local"))
-      o.local = true;
-    else if (!std::strcmp(argv[i], "--scope")) {
-      const char* v = next();
-      o.scope = !std::strcmp(v, "thread")  ? 0
-                : !std::strcmp(v, "warp")  ? 1
-                : !std::strcmp(v, "block") ? 2
-                                           : -1;
-      if (o.scope < 0) {
-        std::fprintf(stderr, "--scope takes thread, warp or block\n");
-        std::exit(2);
-      }
-    } else if (!std::strcmp(argv[i], "--json"))
-      o.json = next();
-    else {
-      std::fprintf(stderr, "unknown flag %s (see perf/device/bench.cuh)\n", argv[i]);
-      std::exit(2);
     }
   }
-  if (o.min_bytes == 0 || o.max_bytes < o.min_bytes || o.factor <= 1 || o.iters < 1 || o.reps < 1 ||
-      o.ctas < 1 || o.threads < 32) {
-    std::fprintf(stderr, "bad options\n");
-    std::exit(2);
-  }
+  if (optind < argc) fail("unexpected argument", argv[optind]);
+  if (o.min_bytes == 0 || o.max_bytes < o.min_bytes)
+    fail("-b must be at least 1 and at most -e", nullptr);
+  if (o.factor <= 1) fail("-f must be > 1", nullptr);
+  if (o.iters < 1 || o.reps < 1) fail("-n and -r must be at least 1", nullptr);
+  if (o.ctas < 1 || o.threads < 32) fail("-c must be at least 1 and -t at least 32", nullptr);
   return o;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "bootstrap/root.hpp"
@@ -102,17 +103,18 @@ Status launcher_ranks(int* rank, int* size, int* local_rank) {
   const char* name = nullptr;
   if (r < 0) {
     const char* v =
-        first_env({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, &name);
+        first_env({"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, &name);
     if (v == nullptr)
       return GICL_FAIL(GICL_INVALID_USAGE,
                        "no rank in the environment: set GICL_RANK (gicl-run does) or start under "
-                       "mpirun / srun");
+                       "torchrun, mpirun or srun");
     int x = 0;
     GICL_CHECK(env_int(name, v, &x));
     r = x;
   }
   if (n < 0) {
-    const char* v = first_env({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, &name);
+    const char* v =
+        first_env({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, &name);
     if (v == nullptr)
       return GICL_FAIL(GICL_INVALID_USAGE, "no world size in the environment: set GICL_WORLD_SIZE");
     int x = 0;
@@ -120,8 +122,8 @@ Status launcher_ranks(int* rank, int* size, int* local_rank) {
     n = x;
   }
   if (lr < 0) {
-    const char* v =
-        first_env({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, &name);
+    const char* v = first_env(
+        {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}, &name);
     if (v != nullptr) {
       int x = 0;
       GICL_CHECK(env_int(name, v, &x));
@@ -138,30 +140,51 @@ Status launcher_ranks(int* rank, int* size, int* local_rank) {
   return GICL_SUCCESS;
 }
 
+Status launcher_root(std::string* text, const char** source) {
+  GICL_CHECK(setting_string(Setting::kRootAddr, text));
+  *source = "GICL_ROOT_ADDR";
+  if (!text->empty()) return GICL_SUCCESS;
+  // torchrun: its own store listens on MASTER_ADDR:MASTER_PORT, so the root takes the next port.
+  const char* addr = std::getenv("MASTER_ADDR");
+  const char* port = std::getenv("MASTER_PORT");
+  if (addr != nullptr && *addr != '\0' && port != nullptr && *port != '\0') {
+    int64_t p = 0;
+    if (!parse_int64(port, &p) || p < 1 || p > 65534)
+      return GICL_FAIL(GICL_INVALID_ARGUMENT, "MASTER_PORT='%s' is not a port in 1..65534", port);
+    const bool v6 = std::strchr(addr, ':') != nullptr && addr[0] != '[';
+    *text = (v6 ? "[" + std::string(addr) + "]" : std::string(addr)) + ":" + std::to_string(p + 1);
+    *source = "MASTER_ADDR:MASTER_PORT+1";
+    return GICL_SUCCESS;
+  }
+  return GICL_FAIL(GICL_INVALID_USAGE,
+                   "GICL_ROOT_ADDR is not set (nor torchrun's MASTER_ADDR and MASTER_PORT): launch "
+                   "with gicl-run or torchrun, or set it to host:port of rank 0");
+}
+
 Status launcher_unique_id(int rank, UniqueIdData* id) {
   *id = UniqueIdData{};
   id->version = kWireVersion;
   std::string root_text, secret_text;
-  GICL_CHECK(setting_string(Setting::kRootAddr, &root_text));
+  const char* root_source = nullptr;
+  GICL_CHECK(launcher_root(&root_text, &root_source));
   GICL_CHECK(setting_string(Setting::kBootstrapSecret, &secret_text));
-  if (root_text.empty())
-    return GICL_FAIL(GICL_INVALID_USAGE,
-                     "GICL_ROOT_ADDR is not set: launch with gicl-run, or set it "
-                     "to host:port of rank 0");
   SockAddr root;
-  GICL_CHECK(parse_host_port(root_text.c_str(), "GICL_ROOT_ADDR", &root));
+  GICL_CHECK(parse_host_port(root_text.c_str(), root_source, &root));
   if (!secret_text.empty()) {
     if (!hex_secret(secret_text, id->secret))
       return GICL_FAIL(GICL_INVALID_ARGUMENT, "GICL_BOOTSTRAP_SECRET must be 32 hex digits");
   } else {
-    const char* job = first_env(
-        {"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid", "PMI_JOBID"}, nullptr);
+    const char* job = first_env({"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
+                                 "PMI_JOBID", "TORCHELASTIC_RUN_ID"},
+                                nullptr);
     GICL_WARN(kSubsysBootstrap,
               "GICL_BOOTSTRAP_SECRET is not set; deriving the job secret from %s, which guards "
               "against accidents, not attackers",
-              job ? "the launcher's job id" : "GICL_ROOT_ADDR");
+              job ? "the launcher's job id" : "the root address");
     derive_secret(std::string(job ? job : "") + "|" + root_text, id->secret);
   }
+  GICL_INFO(kSubsysBootstrap, "bootstrap: rank %d of a launcher job, root %s (from %s)", rank,
+            root_text.c_str(), root_source);
   if (rank == 0) {
     int64_t timeout = 0;
     GICL_CHECK(setting_int(Setting::kBootstrapTimeout, &timeout));

@@ -165,15 +165,17 @@ Status cu_fail(CUresult err, const char* expr, const char* file, int line) {
 
 void cuda_warn(cudaError_t err, const char* expr, const char* file, int line) {
   cudaGetLastError();
-  GICL_WARN(kSubsysInit, "%s:%d: %s failed: %s (%s)", file, line, expr, cudaGetErrorName(err),
-            cudaGetErrorString(err));
+  if (log_enabled(LogLevel::kWarn, kSubsysInit))
+    log_message(LogLevel::kWarn, kSubsysInit, file, line, "%s failed: %s (%s)", expr,
+                cudaGetErrorName(err), cudaGetErrorString(err));
 }
 
 void cu_warn(CUresult err, const char* expr, const char* file, int line) {
   const char* text = "unknown";
   if (g_api.cuGetErrorString) g_api.cuGetErrorString(err, &text);
-  GICL_WARN(kSubsysInit, "%s:%d: %s failed: CUresult %d (%s)", file, line, expr,
-            static_cast<int>(err), text);
+  if (log_enabled(LogLevel::kWarn, kSubsysInit))
+    log_message(LogLevel::kWarn, kSubsysInit, file, line, "%s failed: CUresult %d (%s)", expr,
+                static_cast<int>(err), text);
 }
 
 }  // namespace gicl

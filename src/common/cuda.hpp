@@ -8,6 +8,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
+#include "common/log.hpp"
 #include "common/status.hpp"
 
 namespace gicl {
@@ -60,18 +61,20 @@ class DeviceScope {
   // runtime call yet reports device 0 with no context current, and the driver calls made in
   // the scope (cuMemGetAddressRange...) would fail. cudaSetDevice makes the primary context
   // current (CUDA 12 and later).
-  explicit DeviceScope(int device) {
+  explicit DeviceScope(int device) : log_saved_(log_set_device(device)) {
     if (cudaGetDevice(&saved_) != cudaSuccess) saved_ = -1;
     if (device >= 0) cudaSetDevice(device);
     if (device == saved_) saved_ = -1;  // nothing to restore
   }
   ~DeviceScope() {
     if (saved_ >= 0) cudaSetDevice(saved_);
+    log_set_device(log_saved_);
   }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
+  int log_saved_;
   int saved_ = -1;
 };
 

@@ -35,8 +35,12 @@ std::mutex g_mutex;
 FILE* g_file = nullptr;
 char g_host[64] = "?";
 
+thread_local int t_device = -1;
+
 const char* level_name(LogLevel l) {
   switch (l) {
+    case LogLevel::kVersion:
+      return "VERSION";
     case LogLevel::kWarn:
       return "WARN";
     case LogLevel::kInfo:
@@ -89,8 +93,9 @@ void load_locked() {
   g_mask.store(mask, std::memory_order_relaxed);
   g_level.store(level, std::memory_order_release);
   if (idx < 0)
-    std::fprintf(g_file, "%s:%d GICL WARN GICL_DEBUG='%s' is not one of %s; using WARN\n", g_host,
-                 getpid(), lv.c_str(), setting_def(Setting::kDebug).choices);
+    std::fprintf(g_file, "%s:%d:%ld [%d] GICL WARN GICL_DEBUG='%s' is not one of %s; using WARN\n",
+                 g_host, getpid(), static_cast<long>(syscall(SYS_gettid)), t_device, lv.c_str(),
+                 setting_def(Setting::kDebug).choices);
 }
 
 }  // namespace
@@ -125,7 +130,8 @@ void unlock_after_fork() {
   g_mutex.unlock();
 }
 
-bool log_enabled(LogLevel level, uint32_t subsys) {
+namespace {
+int current_level() {
   int cur = g_level.load(std::memory_order_acquire);
   if (cur < 0) {
     static const int once = pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
@@ -134,8 +140,18 @@ bool log_enabled(LogLevel level, uint32_t subsys) {
     if (g_level.load() < 0) load_locked();
     cur = g_level.load();
   }
-  // Warnings are never filtered by subsystem: they are the one line a user reads.
+  return cur;
+}
+}  // namespace
+
+bool log_enabled(LogLevel level, uint32_t subsys) {
+  const int cur = current_level();
+  // The banner shows at VERSION and from INFO up; it is not a problem report, so WARN alone
+  // (the default) stays quiet about it.
+  if (level == LogLevel::kVersion)
+    return cur == static_cast<int>(LogLevel::kVersion) || cur >= static_cast<int>(LogLevel::kInfo);
   if (static_cast<int>(level) > cur) return false;
+  // Warnings are never filtered by subsystem: they are the one line a user reads.
   return level == LogLevel::kWarn || (g_mask.load(std::memory_order_relaxed) & subsys) != 0;
 }
 
@@ -147,21 +163,28 @@ void log_message(LogLevel level, uint32_t subsys, const char* file, int line, co
   va_start(ap, fmt);
   std::vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  const char* base = std::strrchr(file, '/');
-  base = base ? base + 1 : file;
+  // NCCL's layout, so the same greps and parsers work: host:pid:tid [device] GICL LEVEL file:line
+  // message. Paths are relative to the source tree (-fmacro-prefix-map in CMakeLists.txt).
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (level == LogLevel::kTrace)
-    std::fprintf(g_file, "%s:%d:%ld GICL %s %s:%d %s\n", g_host, getpid(),
-                 static_cast<long>(syscall(SYS_gettid)), level_name(level), base, line, msg);
-  else
-    std::fprintf(g_file, "%s:%d:%ld GICL %s %s\n", g_host, getpid(),
-                 static_cast<long>(syscall(SYS_gettid)), level_name(level), msg);
+  std::fprintf(g_file, "%s:%d:%ld [%d] GICL %s %s:%d %s\n", g_host, getpid(),
+               static_cast<long>(syscall(SYS_gettid)), t_device, level_name(level), file, line,
+               msg);
   std::fflush(g_file);
 }
 
 void log_reload() {
   std::lock_guard<std::mutex> lock(g_mutex);
   load_locked();
+}
+
+LogLevel log_level() {
+  return static_cast<LogLevel>(current_level());
+}
+
+int log_set_device(int device) {
+  const int previous = t_device;
+  t_device = device;
+  return previous;
 }
 
 }  // namespace gicl

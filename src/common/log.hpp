@@ -6,7 +6,8 @@
 
 namespace gicl {
 
-enum class LogLevel : int { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
+/// NCCL's order: GICL_DEBUG=VERSION shows the banner alone, WARN and above show problems.
+enum class LogLevel : int { kNone = 0, kVersion = 1, kWarn = 2, kInfo = 3, kTrace = 4 };
 
 /// Subsystems, selectable with GICL_DEBUG_SUBSYS (names as in kSubsysNames).
 enum Subsys : uint32_t {
@@ -30,6 +31,11 @@ void log_message(LogLevel level, uint32_t subsys, const char* file, int line, co
     __attribute__((format(printf, 5, 6)));
 /// Re-reads the GICL_DEBUG* settings (tests change them between cases).
 void log_reload();
+/// The level in effect (GICL_DEBUG).
+LogLevel log_level();
+/// The CUDA device this thread works for, shown in its log lines as NCCL shows it (`[device]`);
+/// -1 until the library makes a device current on the thread. Returns the previous value.
+int log_set_device(int device);
 
 }  // namespace gicl
 

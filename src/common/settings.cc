@@ -2,10 +2,14 @@
 #include "common/settings.hpp"
 
 #include <strings.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "common/log.hpp"
 
@@ -19,6 +23,27 @@ constexpr SettingDef kDefs[] = {
 #undef GICL_SETTING
 };
 static_assert(sizeof(kDefs) / sizeof(kDefs[0]) == static_cast<size_t>(Setting::kCount));
+
+constexpr ToolVariable kTools[] = {
+#define GICL_TOOL_VARIABLE(name, doc) {name, doc},
+#include "common/tool_variables.def"
+#undef GICL_TOOL_VARIABLE
+};
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
 
 const char* raw_value(const SettingDef& d, SettingSource* source) {
   const char* env = std::getenv(d.name);
@@ -37,6 +62,45 @@ const SettingDef& setting_def(Setting s) {
 }
 int setting_count() {
   return static_cast<int>(Setting::kCount);
+}
+
+int tool_variable_count() {
+  return static_cast<int>(sizeof(kTools) / sizeof(kTools[0]));
+}
+const ToolVariable& tool_variable(int i) {
+  return kTools[i];
+}
+
+std::vector<UnknownVariable> unknown_variables(const char* const* environ_entries) {
+  std::vector<UnknownVariable> out;
+  for (const char* const* e = environ_entries; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    const std::string name = eq ? std::string(*e, eq) : std::string(*e);
+    if (name.rfind("GICL_", 0) != 0) continue;
+    bool known = false;
+    std::string closest;
+    size_t best = SIZE_MAX;
+    auto consider = [&](const char* candidate) {
+      if (name == candidate) known = true;
+      const size_t d = edit_distance(name, candidate);
+      if (d < best) best = d, closest = candidate;
+    };
+    for (const SettingDef& d : kDefs) consider(d.name);
+    for (const ToolVariable& t : kTools) consider(t.name);
+    if (!known) out.push_back({name, closest});
+  }
+  return out;
+}
+
+void warn_unknown_variables_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const UnknownVariable& u : unknown_variables(environ))
+      GICL_WARN(kSubsysEnv,
+                "%s is not a gicl setting and is ignored; did you mean %s? (gicl-info "
+                "lists every setting)",
+                u.name.c_str(), u.closest.c_str());
+  });
 }
 
 const char* setting_type_name(SettingType t) {

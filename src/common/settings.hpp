@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.hpp"
 
@@ -43,6 +44,27 @@ Status setting_int(Setting s, int64_t* value, SettingSource* source = nullptr);
 Status setting_string(Setting s, std::string* value, SettingSource* source = nullptr);
 /// The raw text in effect (env or default) without validation, for display.
 std::string setting_raw(Setting s, SettingSource* source);
+
+/// GICL_* variables that gicl's scripts and tests read and the library never does
+/// (tool_variables.def).
+struct ToolVariable {
+  const char* name;
+  const char* doc;
+};
+int tool_variable_count();
+const ToolVariable& tool_variable(int i);
+
+/// A GICL_* variable of the environment that neither the registry nor the tool list knows, with
+/// the known name closest to it (edit distance).
+struct UnknownVariable {
+  std::string name;
+  std::string closest;
+};
+/// The unknown GICL_* names among `environ_entries` ("NAME=value" strings, NULL-terminated).
+std::vector<UnknownVariable> unknown_variables(const char* const* environ_entries);
+/// Warns once per process (at the first communicator or tool start) about each unknown GICL_*
+/// variable of the environment: a mistyped name would otherwise be ignored silently.
+void warn_unknown_variables_once();
 
 /// Parsers shared with tests. Sizes accept K/M/G/T (powers of 1024) suffixes.
 bool parse_int64(const char* text, int64_t* out);

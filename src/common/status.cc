@@ -47,12 +47,14 @@ Status fail(gicl_result_t code, const char* file, int line, const char* fmt, ...
   std::vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   t_last_error = buf;
-  GICL_LOG_AT(LogLevel::kWarn, kSubsysAll, "%s:%d %s: %s", file, line, code_name(code), buf);
+  if (log_enabled(LogLevel::kWarn, kSubsysAll))
+    log_message(LogLevel::kWarn, kSubsysAll, file, line, "%s: %s", code_name(code), buf);
   return code;
 }
 
 void note_propagation(gicl_result_t code, const char* file, int line, const char* expr) {
-  GICL_INFO(kSubsysAll, "%s:%d -> %s (%s)", file, line, code_name(code), expr);
+  if (log_enabled(LogLevel::kInfo, kSubsysAll))
+    log_message(LogLevel::kInfo, kSubsysAll, file, line, "-> %s (%s)", code_name(code), expr);
 }
 
 Status relay(gicl_result_t code, const char* message) {

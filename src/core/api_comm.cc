@@ -8,8 +8,10 @@
 
 #include "bootstrap/root.hpp"
 #include "bootstrap/unique_id.hpp"
+#include "common/build_info.hpp"
 #include "common/cuda.hpp"
 #include "common/log.hpp"
+#include "common/settings.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
 
@@ -17,6 +19,13 @@ using gicl::Status;
 namespace bs = gicl::bootstrap;
 
 namespace {
+
+// The once-per-process notices, before the first communicator or id: the version banner
+// (GICL_DEBUG=VERSION or INFO) and a warning for each mistyped GICL_* variable.
+void process_notices() {
+  gicl::log_banner_once();
+  gicl::warn_unknown_variables_once();
+}
 
 Status decode_id(const gicl_unique_id_t& id, bs::UniqueIdData* out) {
   std::memcpy(out, id.internal, sizeof(*out));
@@ -28,6 +37,7 @@ Status decode_id(const gicl_unique_id_t& id, bs::UniqueIdData* out) {
 }
 
 Status init_rank(gicl_comm_t* comm, int nranks, const bs::UniqueIdData& id, int rank) {
+  process_notices();
   GICL_ARG_CHECK(comm != nullptr, "comm must not be NULL");
   *comm = nullptr;
   GICL_ARG_CHECK(nranks >= 1, "nranks=%d must be >= 1", nranks);
@@ -44,16 +54,9 @@ Status check_comm(gicl_comm_t comm) {
 
 extern "C" {
 
-gicl_result_t gicl_get_version(int* version) {
-  return gicl::api_call([&]() -> Status {
-    GICL_ARG_CHECK(version != nullptr, "version must not be NULL");
-    *version = GICL_VERSION_CODE;
-    return GICL_SUCCESS;
-  });
-}
-
 gicl_result_t gicl_get_unique_id(gicl_unique_id_t* id) {
   return gicl::api_call([&]() -> Status {
+    process_notices();
     GICL_ARG_CHECK(id != nullptr, "id must not be NULL");
     bs::UniqueIdData data;
     GICL_CHECK(bs::make_unique_id(&data));
@@ -73,6 +76,7 @@ gicl_result_t gicl_comm_init_rank(gicl_comm_t* comm, int nranks, gicl_unique_id_
 
 gicl_result_t gicl_comm_init_env(gicl_comm_t* comm) {
   return gicl::api_call([&]() -> Status {
+    process_notices();
     GICL_ARG_CHECK(comm != nullptr, "comm must not be NULL");
     int rank = 0, size = 0, local_rank = -1;
     GICL_CHECK(bs::launcher_ranks(&rank, &size, &local_rank));
@@ -105,6 +109,7 @@ gicl_result_t gicl_comm_init_all(gicl_comm_t* comms, int ndev, const int* devlis
       threads.emplace_back([&, i] {
         results[i] = gicl::api_call([&]() -> Status {
           GICL_CUDA_CHECK(cudaSetDevice(devlist ? devlist[i] : i));
+          gicl::log_set_device(devlist ? devlist[i] : i);
           return init_rank(&comms[i], ndev, data, i);
         });
         errors[i] = gicl::last_error();

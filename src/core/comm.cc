@@ -128,6 +128,7 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   GICL_CHECK(setting_int(Setting::kSymmetricSize, &max_bytes));
   GICL_CHECK(setting_int(Setting::kHeapChunkSize, &chunk));
   if (cuda_device_count() > 0) GICL_CUDA_CHECK(cudaGetDevice(&c->device));
+  log_set_device(c->device);
   InitTimer timer;
 
   GICL_CHECK(bootstrap::Bootstrap::create(id, c->rank, c->nranks, &c->cancel, c->timeout_ms,

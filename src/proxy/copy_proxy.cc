@@ -132,6 +132,7 @@ void CopyProxy::run() {
     mark_failed(cudaGetErrorString(e));
     return;
   }
+  log_set_device(device_);
   // Never barred by another thread's capture: this thread's calls join no graph.
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   if (const cudaError_t e = cudaThreadExchangeStreamCaptureMode(&mode); e != cudaSuccess) {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // gicl-info: version, build options, every GICL_* setting with its value and source, the GPUs and
 // their peer paths, and the machine topology (NICs included).
+#include <getopt.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "common/build_info.hpp"
 #include "common/cuda.hpp"
 #include "common/settings.hpp"
 #include "gicl/gicl.h"
@@ -33,6 +36,23 @@ void print_env_markdown() {
     std::printf("| `%s` | %s | `%s` | %s |\n", d.name, type.c_str(),
                 d.default_value[0] ? d.default_value : "(empty)", d.doc);
   }
+  std::printf(
+      "\n## Read by the scripts and tests\n\nThe library never reads these; they are listed so "
+      "that the check for mistyped `GICL_*` names knows them.\n\n| variable | description |\n| --- "
+      "| --- |\n");
+  for (int i = 0; i < gicl::tool_variable_count(); ++i)
+    std::printf("| `%s` | %s |\n", gicl::tool_variable(i).name, gicl::tool_variable(i).doc);
+}
+
+int usage(FILE* out, int code) {
+  std::fprintf(out,
+               "usage: gicl-info [-h] [--env-markdown]\n"
+               "Prints the version and build options, every GICL_* setting with its value and\n"
+               "where it came from, the GPUs and their peer paths, and the machine topology.\n"
+               "  --env-markdown  print the settings table of docs/env.md and exit\n"
+               "  -h, --help      this text\n"
+               "Exit status: 0, or 2 when a setting in the environment is invalid.\n");
+  return code;
 }
 
 int print_settings() {
@@ -89,20 +109,25 @@ void print_gpus() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--env-markdown") == 0) {
+  static const option kLong[] = {{"help", no_argument, nullptr, 'h'},
+                                 {"env-markdown", no_argument, nullptr, 'm'},
+                                 {nullptr, 0, nullptr, 0}};
+  bool markdown = false;
+  for (int c; (c = getopt_long(argc, argv, "h", kLong, nullptr)) != -1;) {
+    if (c == 'h') return usage(stdout, 0);
+    if (c == 'm') markdown = true;
+    if (c == '?') return usage(stderr, 2);
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "gicl-info: unexpected argument '%s'\n", argv[optind]);
+    return usage(stderr, 2);
+  }
+  if (markdown) {
     print_env_markdown();
     return 0;
   }
-  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    std::printf("usage: gicl-info [--env-markdown]\n");
-    return 0;
-  }
-  int version = 0;
-  if (gicl_get_version(&version) != GICL_SUCCESS) return 1;
-  std::printf("gicl %d.%d.%d\n", version / 10000, version / 100 % 100, version % 100);
-  std::printf("Build: CUDA archs %s, hwloc %s, libfabric %s, verbs %s, MPI %s\n",
-              GICL_BUILD_CUDA_ARCHS, GICL_BUILD_HWLOC ? "on" : "off", GICL_BUILD_OFI ? "on" : "off",
-              GICL_BUILD_VERBS ? "on" : "off", GICL_BUILD_MPI ? "on" : "off");
+  gicl::warn_unknown_variables_once();
+  std::printf("%s\n", gicl::version_banner().c_str());
   const int bad = print_settings();
   print_gpus();
   gicl::MachineTopology topo;

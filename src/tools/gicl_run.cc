@@ -4,6 +4,7 @@
 // line with its rank, stops all ranks when one fails, and exits with the first failing code.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -37,12 +38,19 @@ void on_signal(int sig) {
   g_signal = sig;
 }
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: gicl-run -n N [--timeout SECONDS] [--] program [args...]\n"
-               "Starts N ranks on this machine. For several nodes use mpirun or srun: gicl reads\n"
-               "their rank variables (see docs/launching.md).\n");
-  return 2;
+int usage(FILE* out, int code) {
+  std::fprintf(out,
+               "usage: gicl-run [-h] -n N [--timeout SECONDS] [--] program [args...]\n"
+               "Starts N ranks of `program` on this machine, each with the launcher environment\n"
+               "(GICL_RANK, GICL_WORLD_SIZE, GICL_LOCAL_RANK, GICL_ROOT_ADDR,\n"
+               "GICL_BOOTSTRAP_SECRET), prefixes each output line with its rank, stops every rank\n"
+               "when one fails and exits with the first failing code.\n"
+               "  -n, --np N          ranks to start (1..4096)\n"
+               "  -t, --timeout SEC   stop every rank after SEC seconds (exit 124)\n"
+               "  -h, --help          this text\n"
+               "For several nodes use torchrun, mpirun or srun: gicl reads their variables\n"
+               "(docs/launching.md).\n");
+  return code;
 }
 
 /// A loopback port for rank 0's bootstrap root, held for the launch by a socket bound with
@@ -92,28 +100,44 @@ void signal_all(std::vector<Rank>& ranks, int sig) {
 int main(int argc, char** argv) {
   int n = -1;
   double timeout_s = 0;
-  int i = 1;
-  for (; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) {
-      ++i;
-      break;
-    }
-    if (std::strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
-      int64_t v = 0;
-      if (!gicl::parse_int64(argv[++i], &v) || v < 1 || v > 4096) {
-        std::fprintf(stderr, "gicl-run: -n '%s' must be a number of ranks in 1..4096\n", argv[i]);
-        return 2;
-      }
-      n = static_cast<int>(v);
-    } else if (std::strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
-      timeout_s = std::atof(argv[++i]);
-    } else if (argv[i][0] == '-') {
-      return usage();
-    } else {
-      break;
+  // '+': options end at the program's name, whose own flags are its own.
+  static const option kLong[] = {{"help", no_argument, nullptr, 'h'},
+                                 {"np", required_argument, nullptr, 'n'},
+                                 {"timeout", required_argument, nullptr, 't'},
+                                 {nullptr, 0, nullptr, 0}};
+  for (int c; (c = getopt_long(argc, argv, "+hn:t:", kLong, nullptr)) != -1;) {
+    int64_t v = 0;
+    switch (c) {
+      case 'h':
+        return usage(stdout, 0);
+      case 'n':
+        if (!gicl::parse_int64(optarg, &v) || v < 1 || v > 4096) {
+          std::fprintf(stderr, "gicl-run: -n '%s' must be a number of ranks in 1..4096\n", optarg);
+          return 2;
+        }
+        n = static_cast<int>(v);
+        break;
+      case 't':
+        if (!gicl::parse_int64(optarg, &v) || v < 1) {
+          std::fprintf(stderr, "gicl-run: --timeout '%s' must be a whole number of seconds >= 1\n",
+                       optarg);
+          return 2;
+        }
+        timeout_s = static_cast<double>(v);
+        break;
+      default:
+        return usage(stderr, 2);
     }
   }
-  if (n < 1 || i >= argc) return usage();
+  const int i = optind;
+  if (n < 1) {
+    std::fprintf(stderr, "gicl-run: -n N is required\n");
+    return usage(stderr, 2);
+  }
+  if (i >= argc) {
+    std::fprintf(stderr, "gicl-run: no program to run\n");
+    return usage(stderr, 2);
+  }
   char** prog = argv + i;
 
   int port_holder = -1;
