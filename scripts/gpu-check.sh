@@ -24,8 +24,12 @@ out=${OUT:-/tmp/gicl-gpu-check}
 mkdir -p "$out"
 ranks=${RANKS:-2 4}
 
+if [[ ! -d $root/.devinst/bin && -f $root/.devpack/devinst.tar.xz ]]; then
+  tar xJf "$root/.devpack/devinst.tar.xz" -C "$root" || exit 1
+fi
 if [[ -d $root/.devinst/bin ]]; then
-  bin=$root/.devinst/bin tests=$root/.devinst/tests perf=$root/.devinst/perf ex=$root/.devinst/examples
+  bin=$root/.devinst/bin tests=$root/.devinst/tests perf=$root/.devinst/libexec/gicl
+  ex=$root/.devinst/examples
   export LD_LIBRARY_PATH=$root/.devinst/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 else
   "$root/scripts/setup.sh" || exit 1

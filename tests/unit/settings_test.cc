@@ -2,8 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "common/build_info.hpp"
 #include "common/log.hpp"
 #include "common/settings.hpp"
 
@@ -156,7 +160,70 @@ TEST(Logging, LevelAndFileFollowSettings) {
   EXPECT_NE(text.find("marker 4242"), std::string::npos) << text;
   EXPECT_EQ(text.find("hidden"), std::string::npos) << text;
   EXPECT_NE(text.find("GICL INFO"), std::string::npos) << text;
+  // NCCL's layout: host:pid:tid [device] GICL LEVEL file:line message, the file relative to the
+  // source tree.
+  const std::regex line(
+      R"(^[^:\s]+:\d+:\d+ \[-?\d+\] GICL INFO tests/unit/settings_test\.cc:\d+ marker 4242$)");
+  bool found = false;
+  std::istringstream lines(text);
+  for (std::string l; std::getline(lines, l);) found = found || std::regex_match(l, line);
+  EXPECT_TRUE(found) << text;
   unlink(path);
+}
+
+TEST(Logging, VersionLevelShowsTheBannerAloneAsNcclDebugDoes) {
+  {
+    ScopedEnv lvl("GICL_DEBUG", "VERSION");
+    log_reload();
+    EXPECT_TRUE(log_enabled(LogLevel::kVersion, kSubsysInit));
+    EXPECT_FALSE(log_enabled(LogLevel::kWarn, kSubsysInit));
+  }
+  {
+    ScopedEnv lvl("GICL_DEBUG", "WARN");
+    log_reload();
+    EXPECT_FALSE(log_enabled(LogLevel::kVersion, kSubsysInit));
+    EXPECT_TRUE(log_enabled(LogLevel::kWarn, kSubsysInit));
+  }
+  {
+    ScopedEnv lvl("GICL_DEBUG", "INFO");
+    log_reload();
+    EXPECT_TRUE(log_enabled(LogLevel::kVersion, kSubsysInit));
+  }
+  log_reload();
+  const std::string banner = version_banner();
+  EXPECT_EQ(banner.rfind("gicl " + std::to_string(GICL_MAJOR) + "." + std::to_string(GICL_MINOR) +
+                             "." + std::to_string(GICL_PATCH) + " (CUDA archs ",
+                         0),
+            0u)
+      << banner;
+  EXPECT_NE(banner.find("CUDA runtime"), std::string::npos) << banner;
+  EXPECT_NE(banner.find("driver"), std::string::npos) << banner;
+}
+
+TEST(Settings, UnknownGiclVariablesAreNamedWithTheClosestKnownName) {
+  const char* env[] = {"GICL_SYMETRIC_SIZE=1G",
+                       "GICL_DEBUG=INFO",
+                       "GICL_TEST_JOBS=2",
+                       "GICL_DEBUG_SUBSYSTEM=MEM",
+                       "PATH=/bin",
+                       "NCCL_DEBUG=INFO",
+                       nullptr};
+  const auto unknown = unknown_variables(env);
+  ASSERT_EQ(unknown.size(), 2u);
+  EXPECT_EQ(unknown[0].name, "GICL_SYMETRIC_SIZE");
+  EXPECT_EQ(unknown[0].closest, "GICL_SYMMETRIC_SIZE");
+  EXPECT_EQ(unknown[1].name, "GICL_DEBUG_SUBSYSTEM");
+  EXPECT_EQ(unknown[1].closest, "GICL_DEBUG_SUBSYS");
+  // Every registry row and tool variable is known.
+  std::vector<std::string> rows;
+  for (int i = 0; i < setting_count(); ++i)
+    rows.push_back(std::string(setting_def(static_cast<Setting>(i)).name) + "=1");
+  for (int i = 0; i < tool_variable_count(); ++i)
+    rows.push_back(std::string(tool_variable(i).name) + "=1");
+  std::vector<const char*> all;
+  for (const auto& r : rows) all.push_back(r.c_str());
+  all.push_back(nullptr);
+  EXPECT_TRUE(unknown_variables(all.data()).empty());
 }
 
 }  // namespace
