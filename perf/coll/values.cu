@@ -11,8 +11,26 @@
 namespace perf {
 
 size_t esize(gicl_datatype_t d) {
-  static const size_t k[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};
-  return k[d];
+  switch (d) {
+    case gicl_int8:
+    case gicl_uint8:
+    case gicl_float8_e4m3:
+    case gicl_float8_e5m2:
+      return 1;
+    case gicl_float16:
+    case gicl_bfloat16:
+      return 2;
+    case gicl_int32:
+    case gicl_uint32:
+    case gicl_float32:
+      return 4;
+    case gicl_int64:
+    case gicl_uint64:
+    case gicl_float64:
+      return 8;
+    default:
+      return 0;
+  }
 }
 
 namespace {

@@ -2,7 +2,9 @@
 // The collective benchmarks' command line and bandwidth factors (perf/coll/options.cc).
 #include <gtest/gtest.h>
 
+#include "collectives/common/dtypes.cuh"
 #include "options.hpp"
+#include "values.hpp"
 
 namespace perf {
 namespace {
@@ -140,6 +142,15 @@ TEST(PerfOptions, BadFlagsNameTheFlag) {
     std::string err;
     EXPECT_FALSE(parse(args, &o, &err)) << args[0];
     EXPECT_FALSE(err.empty());
+  }
+}
+
+// The harness's element sizes agree with the library's type table for every type.
+TEST(PerfOptions, ElementSizesMatchTheLibrary) {
+  for (int d = 0; d < gicl_num_datatypes; ++d) {
+    const auto t = static_cast<gicl_datatype_t>(d);
+    EXPECT_EQ(esize(t), gicl::coll::dtype_size(t)) << dtype_label(t);
+    EXPECT_NE(esize(t), 0u) << dtype_label(t);
   }
 }
 
