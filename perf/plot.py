@@ -1,44 +1,42 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Draws busbw and latency against message size, gicl beside NCCL, from the --json files of the
-collective benchmarks (all_reduce_perf ... sendrecv_perf).
+"""Draws gicl beside its peer (NCCL or NVSHMEM) against message size, from baseline rows or from
+benchmark --json files.
 
-    perf/plot.py OUT.png FILE.json [FILE.json ...]
+    perf/plot.py OUT.png perf/baselines/h200x2.jsonl [--benchmark all_reduce_perf] [--config R2]
+    perf/plot.py OUT.png RUN.json [RUN.json ...]
 
-One column per file and sweep (a run with -d/-o/-r all has one sweep per type, reduction and
-root): busbw (GB/s, top) and time (us, bottom, log scale) against size, gicl's out-of-place and
-in-place runs and, when the run had --compare-nccl, NCCL's.
+One panel per (benchmark, configuration, ranks), each a log-log plot of gicl's figure and the
+peer's (time in us, or the benchmark's unit: GB/s, Mops/s). --benchmark and --config keep the
+panels whose names contain the given text.
 """
+import argparse
 import json
+import os
 import sys
 
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_baseline import rows_of_run  # noqa: E402  (one conversion of runs into rows)
 
 
-def sweeps(run):
-    """(title, rows) per sweep of a run, in the run's order; files written before rows named
-    their type, reduction and root hold one sweep."""
-    title = run["benchmark"] + (" (graph)" if run.get("graph") else "")
-    groups = {}
-    for r in run["rows"]:
-        if r["bytes"] > 0:
-            groups.setdefault((r.get("type"), r.get("op"), r.get("root")), []).append(r)
-    if len(groups) <= 1:
-        return [(title, rows) for rows in groups.values()]
-    out = []
-    for (dtype, op, root), rows in groups.items():
-        parts = [dtype] + ([op] if op != "none" else []) + ([f"root {root}"] if root >= 0 else [])
-        out.append((f"{title}: {' '.join(parts)}", rows))
-    return out
+def load_rows(paths):
+    rows = []
+    for p in paths:
+        with open(p) as f:
+            if p.endswith(".jsonl"):
+                rows.extend(json.loads(line) for line in f if line.strip())
+            else:
+                rows.extend(rows_of_run(json.load(f)))
+    return rows
 
 
 def main(argv):
-    if len(argv) < 3:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("inputs", nargs="+")
+    ap.add_argument("--benchmark", default="")
+    ap.add_argument("--config", default="")
+    args = ap.parse_args(argv)
     try:
         import matplotlib
 
@@ -47,35 +45,38 @@ def main(argv):
     except ImportError:
         print("perf/plot.py needs matplotlib (apt-get install python3-matplotlib)", file=sys.stderr)
         return 2
-    columns = [c for p in argv[2:] for c in sweeps(load(p))]
-    fig, axes = plt.subplots(2, len(columns), figsize=(4.2 * len(columns), 7), squeeze=False)
-    for col, (title, rows) in enumerate(columns):
-        size = [r["bytes"] for r in rows]
-        bw, lat = axes[0][col], axes[1][col]
-        bw.plot(size, [r["oop_busbw"] for r in rows], "o-", label="gicl out-of-place")
-        ip = [r for r in rows if r["ip_us"] > 0]  # point to point has no in-place run
-        if ip:
-            bw.plot([r["bytes"] for r in ip], [r["ip_busbw"] for r in ip], "s--",
-                    label="gicl in-place", alpha=0.7)
-        lat.plot(size, [r["oop_us"] for r in rows], "o-", label="gicl")
-        if any(r["nccl_us"] > 0 for r in rows):
-            bw.plot(size, [r["nccl_busbw"] for r in rows], "^-", label="NCCL")
-            lat.plot(size, [r["nccl_us"] for r in rows], "^-", label="NCCL")
-        for ax in (bw, lat):
-            ax.set_xscale("log", base=2)
-            ax.grid(True, which="both", alpha=0.3)
-        lat.set_yscale("log")
-        bw.set_title(title)
-        bw.set_ylabel("busbw (GB/s)")
-        lat.set_ylabel("time (us)")
-        lat.set_xlabel("size (bytes)")
-        bw.legend(fontsize=7)
-        lat.legend(fontsize=7)
+    panels = {}
+    for r in load_rows(args.inputs):
+        if args.benchmark in r["benchmark"] and args.config in r["config"]:
+            panels.setdefault((r["benchmark"], r["config"], r["ranks"]), []).append(r)
+    if not panels:
+        print("no rows match", file=sys.stderr)
+        return 2
+    cols = min(4, len(panels))
+    nrows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.4 * cols, 3.4 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, ((bench, config, ranks), rows) in zip(axes.flat, sorted(panels.items())):
+        rows.sort(key=lambda r: r["bytes"])
+        size = [max(r["bytes"], 1) for r in rows]
+        ax.plot(size, [r["gicl"] for r in rows], "o-", label="gicl")
+        peer = [r for r in rows if r.get("peer_value", 0) > 0]
+        if peer:
+            ax.plot([max(r["bytes"], 1) for r in peer], [r["peer_value"] for r in peer], "^-",
+                    label=peer[0]["peer"][:40])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(f"{bench[:34]}\n{config}, {ranks} ranks", fontsize=8)
+        ax.set_xlabel("bytes", fontsize=8)
+        ax.set_ylabel(rows[0]["metric"], fontsize=8)
+        ax.legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(argv[1], dpi=110)
-    print(argv[1])
+    fig.savefig(args.out, dpi=100)
+    print(args.out)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main(sys.argv[1:]))

@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kThreads)
   const size_t bb = a.block_bytes;
   Collective k = a.coll;
   int root = a.root;
-  const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
+  const bool blocked_src = send_splits(k);
   // The grid has a thread per 8-byte unit of the rank block (ll_blocks): a thread carries at
   // most one, so the small call's path is straight code rather than unit loops.
   const uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;

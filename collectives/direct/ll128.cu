@@ -43,7 +43,7 @@ __device__ __forceinline__ void ll128_run(const gicl_device_comm_t& c, const Col
   char* recv = static_cast<char*>(a.recv);
   const size_t bb = a.block_bytes, lines = ll128_lines(bb), groups = ll128_groups(bb);
   const Collective k = a.coll;
-  const bool blocked_src = k == Collective::kReduceScatter || k == Collective::kAllToAll;
+  const bool blocked_src = send_splits(k);
   const char* own = blocked_src ? blk(send, me, bb) : send;  // this rank's part for itself
   const int lane = threadIdx.x & 31;
   const size_t warp = (static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;

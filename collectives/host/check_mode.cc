@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "collectives/common/dtypes.cuh"
-#include "collectives/common/names.hpp"
+#include "collectives/schedule/tables.hpp"
 #include "common/rank_list.hpp"
 #include "common/settings.hpp"
 #include "core/comm.hpp"

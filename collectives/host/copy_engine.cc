@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "collectives/common/dtypes.cuh"
-#include "collectives/common/names.hpp"
+#include "collectives/schedule/tables.hpp"
 #include "common/cuda.hpp"
 #include "common/log.hpp"
 #include "core/comm.hpp"

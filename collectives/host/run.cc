@@ -5,7 +5,6 @@
 #include <cstdint>
 
 #include "collectives/common/dtypes.cuh"
-#include "collectives/common/names.hpp"
 #include "collectives/direct/direct.cuh"
 #include "collectives/host/check_mode.hpp"
 #include "collectives/host/coll_state.hpp"
@@ -15,6 +14,7 @@
 #include "collectives/host/tuner.hpp"
 #include "collectives/pipe/pipe.cuh"
 #include "collectives/schedule/direct.hpp"
+#include "collectives/schedule/tables.hpp"
 #include "common/cuda.hpp"
 #include "common/log.hpp"
 #include "core/api_guard.hpp"
@@ -23,25 +23,10 @@
 namespace gicl::coll {
 namespace {
 
-bool has_root(Collective c) {
-  return c == Collective::kBroadcast || c == Collective::kReduce;
-}
-
 /// Elements of send and recv for a call of `count` on n ranks.
 void buffer_elems(const CollCall& k, int n, size_t* send, size_t* recv) {
-  switch (k.coll) {
-    case Collective::kReduceScatter:
-      *send = k.count * n, *recv = k.count;
-      break;
-    case Collective::kAllGather:
-      *send = k.count, *recv = k.count * n;
-      break;
-    case Collective::kAllToAll:
-      *send = *recv = k.count * n;
-      break;
-    default:
-      *send = *recv = k.count;
-  }
+  *send = send_elems(k.coll, k.count, n);
+  *recv = recv_elems(k.coll, k.count, n);
 }
 
 /// Heap offset of [p, p + bytes) when all of it is in the mapped symmetric heap.
@@ -146,8 +131,8 @@ Status run_direct(gicl_comm* comm, CollState* st, const CollCall& k, const Choic
   DirectArgs a{};
   a.kind = direct_kind(k.coll, ch.algo);
   a.root = k.root;
-  const bool blocked_send = k.coll == Collective::kReduceScatter || k.coll == Collective::kAllToAll;
-  const bool blocked_recv = k.coll == Collective::kAllGather || k.coll == Collective::kAllToAll;
+  const bool blocked_send = send_splits(k.coll);
+  const bool blocked_recv = recv_splits(k.coll);
   // LL and LL128 store straight into the peers' rows: no windows, no staging. The tuner picks
   // them only for the one-shot and direct kernels and only where the rank block (count x type
   // size) fits their rows.
@@ -347,8 +332,7 @@ Status check_collective(gicl_comm* comm, const CollCall& k, const char* fn) {
   if (has_root(k.coll))
     GICL_ARG_CHECK(k.root >= 0 && k.root < n, "%s: root=%d is out of range [0, %d)", fn, k.root, n);
   const size_t E = dtype_size(k.dtype);
-  const bool blocked = k.coll == Collective::kReduceScatter || k.coll == Collective::kAllGather ||
-                       k.coll == Collective::kAllToAll;
+  const bool blocked = send_splits(k.coll) || recv_splits(k.coll);
   GICL_ARG_CHECK(k.count <= SIZE_MAX / E / (blocked ? n : 1),
                  "%s: count=%zu overflows the byte size of the %s buffers", fn, k.count,
                  dtype_name(k.dtype));

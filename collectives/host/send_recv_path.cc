@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "collectives/common/dtypes.cuh"
-#include "collectives/common/names.hpp"
 #include "collectives/host/local_copy.hpp"
 #include "collectives/host/p2p_issue.hpp"
+#include "collectives/schedule/tables.hpp"
 #include "common/cuda.hpp"
 #include "core/comm.hpp"
 

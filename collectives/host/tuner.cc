@@ -6,18 +6,14 @@
 #include <cstring>
 
 #include "collectives/common/coll_args.h"
-#include "collectives/common/names.hpp"
 #include "collectives/schedule/ll128.hpp"
 #include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
+#include "collectives/schedule/tables.hpp"
 #include "common/settings.hpp"
 
 namespace gicl::coll {
 namespace {
-
-constexpr Collective kAll[kNumCollectives] = {Collective::kAllReduce, Collective::kReduceScatter,
-                                              Collective::kAllGather, Collective::kBroadcast,
-                                              Collective::kReduce,    Collective::kAllToAll};
 
 bool algo_from_name(const std::string& s, Algorithm* out) {
   for (int i = 0; i < kNumAlgorithms; ++i)
@@ -29,12 +25,26 @@ bool algo_from_name(const std::string& s, Algorithm* out) {
 }
 
 bool coll_from_name(const std::string& s, Collective* out) {
-  for (Collective c : kAll)
-    if (s == collective_name(c)) {
-      *out = c;
+  for (int i = 0; i < kNumCollectives; ++i)
+    if (s == collective_name(static_cast<Collective>(i))) {
+      *out = static_cast<Collective>(i);
       return true;
     }
   return false;
+}
+
+/// "a, b, c": every algorithm's name, or every collective's, for the error messages.
+std::string algorithm_names() {
+  std::string out;
+  for (int i = 0; i < kNumAlgorithms; ++i)
+    out += (i ? ", " : "") + std::string(algorithm_name(static_cast<Algorithm>(i)));
+  return out;
+}
+std::string collective_names() {
+  std::string out;
+  for (int i = 0; i < kNumCollectives; ++i)
+    out += (i ? ", " : "") + std::string(collective_name(static_cast<Collective>(i)));
+  return out;
 }
 
 // Crossover points, measured on 2 x H200 NV18 (perf/results/2026-11-23_h200x2_collectives.md,
@@ -85,8 +95,7 @@ int pipe_blocks(size_t bytes) {
 }  // namespace
 
 bool is_pipe(Algorithm a) {
-  return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
-         a == Algorithm::kRabenseifner;
+  return family(a) == Family::kPipe;
 }
 
 namespace {
@@ -108,14 +117,12 @@ Status parse_algo_setting(const std::string& text, TunerConfig* cfg) {
     Algorithm a;
     const std::string an = colon == std::string::npos ? item : item.substr(colon + 1);
     if (!algo_from_name(an, &a))
-      return GICL_FAIL(GICL_INVALID_ARGUMENT,
-                       "GICL_ALGO=%s: unknown algorithm '%s' (one_shot, two_shot, ring, "
-                       "recursive_doubling, rabenseifner, direct, nvls, copy_engine)",
-                       text.c_str(), an.c_str());
+      return GICL_FAIL(GICL_INVALID_ARGUMENT, "GICL_ALGO=%s: unknown algorithm '%s' (%s)",
+                       text.c_str(), an.c_str(), algorithm_names().c_str());
     if (colon == std::string::npos) {
       bool any = false;
-      for (Collective c : kAll)
-        if (supported(c, a)) {
+      for (int i = 0; i < kNumCollectives; ++i)
+        if (const auto c = static_cast<Collective>(i); supported(c, a)) {
           cfg->forced[static_cast<int>(c)] = true;
           cfg->algo[static_cast<int>(c)] = a;
           any = true;
@@ -127,11 +134,8 @@ Status parse_algo_setting(const std::string& text, TunerConfig* cfg) {
     Collective c;
     const std::string cn = item.substr(0, colon);
     if (!coll_from_name(cn, &c))
-      return GICL_FAIL(
-          GICL_INVALID_ARGUMENT,
-          "GICL_ALGO=%s: unknown collective '%s' (allreduce, reduce_scatter, allgather, "
-          "broadcast, reduce, alltoall)",
-          text.c_str(), cn.c_str());
+      return GICL_FAIL(GICL_INVALID_ARGUMENT, "GICL_ALGO=%s: unknown collective '%s' (%s)",
+                       text.c_str(), cn.c_str(), collective_names().c_str());
     if (!supported(c, a))
       return GICL_FAIL(GICL_INVALID_ARGUMENT, "GICL_ALGO=%s: %s has no algorithm %s", text.c_str(),
                        cn.c_str(), an.c_str());
@@ -178,8 +182,7 @@ namespace {
 
 /// Bytes of one rank block: what the LL protocols carry per peer.
 size_t block_bytes(const TunerInput& in) {
-  const bool blocked = in.coll == Collective::kReduceScatter || in.coll == Collective::kAllGather ||
-                       in.coll == Collective::kAllToAll;
+  const bool blocked = send_splits(in.coll) || recv_splits(in.coll);
   return blocked ? in.bytes / std::max(in.nranks, 1) : in.bytes;
 }
 

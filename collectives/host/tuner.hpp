@@ -13,8 +13,6 @@
 
 namespace gicl::coll {
 
-inline constexpr int kNumCollectives = 6;
-
 /// Order as GICL_PROTO's names (settings.def): AUTO, LL, SIMPLE, LL128.
 enum class Proto : uint8_t { kAuto, kLL, kSimple, kLL128 };
 

@@ -10,7 +10,7 @@
 
 #include <cstddef>
 
-#include "collectives/common/coll_args.h"
+#include "collectives/schedule/limits.hpp"
 #include "collectives/schedule/step.hpp"
 
 namespace gicl::coll {

@@ -25,7 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "collectives/common/coll_args.h"
+#include "collectives/schedule/limits.hpp"
 #include "collectives/schedule/step.hpp"
 
 namespace gicl::coll {

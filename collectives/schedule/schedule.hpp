@@ -23,29 +23,6 @@ struct Shape {
   size_t esize = 0;
 };
 
-GICL_HD bool supported(Collective c, Algorithm a) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
-             a == Algorithm::kRabenseifner || a == Algorithm::kOneShot ||
-             a == Algorithm::kTwoShot || a == Algorithm::kNvls;
-    case Collective::kReduceScatter:
-      return a == Algorithm::kRing || a == Algorithm::kDirect;
-    case Collective::kAllGather:
-      return a == Algorithm::kRing || a == Algorithm::kRecursiveDoubling ||
-             a == Algorithm::kDirect || a == Algorithm::kNvls || a == Algorithm::kCopyEngine ||
-             a == Algorithm::kSendRecv;
-    case Collective::kBroadcast:
-      return a == Algorithm::kRing || a == Algorithm::kDirect || a == Algorithm::kCopyEngine ||
-             a == Algorithm::kSendRecv;
-    case Collective::kReduce:
-      return a == Algorithm::kDirect;
-    case Collective::kAllToAll:
-      return a == Algorithm::kDirect || a == Algorithm::kCopyEngine || a == Algorithm::kSendRecv;
-  }
-  return false;
-}
-
 GICL_HD int num_steps(const Shape& sh) {
   const int n = sh.nranks;
   if (n <= 1) return 0;

@@ -9,45 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define GICL_HD __host__ __device__ __forceinline__
-#else
-#define GICL_HD inline
-#endif
+#include "collectives/schedule/tables.hpp"
 
 namespace gicl::coll {
-
-enum class Collective : uint8_t {
-  kAllReduce,
-  kReduceScatter,
-  kAllGather,
-  kBroadcast,
-  kReduce,
-  kAllToAll
-};
-
-/// Whether the collective combines values with a reduction operation (the others only move
-/// bytes, so their kernels need one instantiation per type, or one for all types).
-GICL_HD bool is_reduction(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
-}
-
-enum class Algorithm : uint8_t {
-  kRing,               // chunked ring (allreduce, reduce-scatter, allgather, broadcast as a chain)
-  kRecursiveDoubling,  // allreduce, allgather; non-powers of two folded in and out
-  kRabenseifner,       // allreduce: recursive halving reduce-scatter + recursive doubling allgather
-  kOneShot,            // allreduce: every rank takes every peer's whole input
-  kTwoShot,            // allreduce: reduce-scatter then allgather through the peers
-  kDirect,             // reduce-scatter, allgather, broadcast, reduce, alltoall: straight to peers
-  kNvls,               // allreduce, allgather through NVLink multicast: the data movement of
-                       // two-shot (allreduce) and direct (allgather), one multimem op per element
-  kCopyEngine,         // allgather, broadcast, alltoall: direct's data movement, each block
-                       // pushed by a copy engine into the receiver's window (no SMs)
-  kSendRecv,           // allgather, broadcast, alltoall: direct's data movement as
-                       // gicl_send/gicl_recv (the copy-engine proxy takes the large sends, with
-                       // no host exchange)
-};
-inline constexpr int kNumAlgorithms = 9;
 
 /// What arriving data does to the destination range.
 enum class Action : uint8_t { kNone, kCopy, kReduce };

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "collectives/common/names.hpp"
 #include "collectives/schedule/schedule.hpp"
+#include "collectives/schedule/tables.hpp"
 
 namespace gicl::coll {
 

@@ -513,12 +513,20 @@ class Driver {
   void write_json() const {
     FILE* f = std::fopen(o_.json.c_str(), "w");
     if (!f) return;
-    // The run's type and op at the top (the first of -d/-o all); each row names its own.
+    // The run's type and op at the top (the first of -d/-o all); each row names its own. The
+    // configuration (-R, -G, --algo) and NCCL's are what perf/check_baseline.py matches rows by.
+    int version = 0;
+    PERF_GICL(gicl_get_version(&version));
+    std::string nccl = "none";
+    if (o_.compare_nccl)
+      nccl = nccl_alt_ ? std::string("the faster of ") + desc_.nccl_ways
+                       : "ncclMemAlloc + symmetric windows";
     std::fprintf(f,
-                 "{\"benchmark\":\"%s_perf\",\"ranks\":%d,\"type\":\"%s\",\"op\":\"%s\",\"graph\":%"
-                 "d,\"rows\":[",
-                 desc_.name, nranks_, dtype_label(o_.dtypes[0]), op_label(o_.ops[0]),
-                 o_.graph_iters);
+                 "{\"benchmark\":\"%s_perf\",\"gicl_version\":%d,\"ranks\":%d,\"type\":\"%s\","
+                 "\"op\":\"%s\",\"graph\":%d,\"registration\":%d,\"algo\":\"%s\",\"nccl\":\"%s\","
+                 "\"rows\":[",
+                 desc_.name, version, nranks_, dtype_label(o_.dtypes[0]), op_label(o_.ops[0]),
+                 o_.graph_iters, o_.registration, o_.algo.c_str(), nccl.c_str());
     for (size_t i = 0; i < json_rows_.size(); ++i) {
       const auto& j = json_rows_[i];
       std::fprintf(

@@ -298,9 +298,9 @@ struct Table {
     if (!f) return;
     std::fprintf(f,
                  "{\"benchmark\":\"%s\",\"unit\":\"%s\",\"ranks\":%d,\"ctas\":%d,\"threads\":%d,"
-                 "\"scope\":%d,\"bidir\":%s,\"rows\":[",
+                 "\"scope\":%d,\"bidir\":%s,\"local\":%s,\"rows\":[",
                  name.c_str(), unit.c_str(), env.n, o.ctas, o.threads, o.scope,
-                 o.bidir ? "true" : "false");
+                 o.bidir ? "true" : "false", o.local ? "true" : "false");
     for (size_t i = 0; i < rows.size(); ++i)
       std::fprintf(
           f,

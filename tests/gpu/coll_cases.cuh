@@ -9,7 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "collectives/common/names.hpp"
+#include "collectives/schedule/tables.hpp"
 #include "gicl/gicl.h"
 
 namespace gicl::test {

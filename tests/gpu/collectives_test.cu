@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "collectives/common/coll_args.h"
-#include "collectives/common/names.hpp"
+#include "collectives/schedule/tables.hpp"
 #include "gicl/gicl.h"
 #include "gpu/coll_cases.cuh"
 #include "gpu/coll_reference.hpp"

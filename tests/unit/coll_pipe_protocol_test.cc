@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "collectives/common/coll_args.h"
-#include "collectives/common/names.hpp"
 #include "collectives/schedule/p2p.hpp"
 #include "collectives/schedule/schedule.hpp"
+#include "collectives/schedule/tables.hpp"
 
 namespace gicl::coll {
 namespace {
