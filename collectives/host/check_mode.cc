@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectives/common/dtypes.cuh"
+#include "collectives/host/coll_state.hpp"
 #include "collectives/schedule/tables.hpp"
 #include "common/rank_list.hpp"
 #include "common/settings.hpp"
@@ -29,13 +30,14 @@ std::string describe(const CallSignature& s) {
 }  // namespace
 
 Status check_mode_on(gicl_comm* c, bool* on) {
-  if (c->check_mode < 0) {
+  CollExt& ext = coll_ext(c);
+  if (ext.check_mode < 0) {
     // Read once per communicator: a getenv per call is measurable host overhead.
     int64_t setting = 0;
     GICL_CHECK(setting_int(Setting::kCheckMode, &setting));
-    c->check_mode = setting != 0;
+    ext.check_mode = setting != 0;
   }
-  *on = c->check_mode != 0;
+  *on = ext.check_mode != 0;
   return GICL_SUCCESS;
 }
 
@@ -43,7 +45,7 @@ Status check_call(gicl_comm* c, CallSignature mine) {
   bool on = false;
   GICL_CHECK(check_mode_on(c, &on));
   if (!on) return GICL_SUCCESS;
-  mine.call = ++c->coll_calls;
+  mine.call = ++coll_ext(c).calls;
   std::vector<CallSignature> all(c->nranks);
   all[c->rank] = mine;
   GICL_CHECK(host_allgather(c, all.data(), sizeof(CallSignature)));

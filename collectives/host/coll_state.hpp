@@ -57,6 +57,19 @@ struct CollState {
   }
 };
 
+/// What a communicator keeps for its collectives (gicl_comm::collectives points to it): the
+/// GICL_CHECK_MODE switch and call count, from the first call, and the scratch state, from the
+/// first call that runs a kernel.
+struct CollExt {
+  int check_mode = -1;  // GICL_CHECK_MODE, read at the first collective call
+  uint64_t calls = 0;   // collective calls made (GICL_CHECK_MODE numbers them)
+  std::shared_ptr<CollState> state;
+};
+/// The communicator's collectives extension, made on first use.
+CollExt& coll_ext(gicl_comm* comm);
+/// The state if the communicator has made it (nullptr otherwise): no collective allocation.
+CollState* existing_coll_state(const gicl_comm* comm);
+
 /// The scratch a kernel launch receives: the state's, with the registered-buffer table as it is
 /// now (the registry is made by the first gicl_comm_register, possibly after the state).
 CollScratch launch_scratch(const gicl_comm* comm, const CollState* st);

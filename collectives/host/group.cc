@@ -71,7 +71,7 @@ Status run_concurrently(size_t n, Job job) {
 Status prepare_states(const std::vector<Pending>& q) {
   std::vector<gicl_comm*> todo;
   for (const Pending& p : q)
-    if (p.comm->heap && !p.comm->coll_state &&
+    if (p.comm->heap && existing_coll_state(p.comm) == nullptr &&
         std::find(todo.begin(), todo.end(), p.comm) == todo.end())
       todo.push_back(p.comm);
   if (todo.size() <= 1) return GICL_SUCCESS;  // the call itself creates it

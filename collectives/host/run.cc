@@ -362,7 +362,7 @@ Status meets_on_host(gicl_comm* comm, bool* meets) {
   std::lock_guard<std::mutex> lock(comm->op_mutex);
   GICL_CHECK(check_mode_on(comm, meets));
   // The tuner never picks the copy engines by itself: only GICL_ALGO does.
-  if (const auto* st = static_cast<const CollState*>(comm->coll_state.get()); st != nullptr)
+  if (const CollState* st = existing_coll_state(comm); st != nullptr)
     for (int c = 0; c < kNumCollectives; ++c)
       *meets |= st->cfg.forced[c] && st->cfg.algo[c] == Algorithm::kCopyEngine;
   return GICL_SUCCESS;

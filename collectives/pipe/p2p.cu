@@ -9,7 +9,7 @@
 #include "collectives/pipe/p2p.cuh"
 #include "collectives/schedule/p2p.hpp"
 #include "common/kernel_launch.cuh"
-#include "proxy/copy_queue.cuh"
+#include "gicl/device/detail/copy_queue.cuh"
 
 namespace gicl::coll {
 namespace {

@@ -11,7 +11,7 @@
 #include "collectives/common/coll_args.h"
 #include "common/kernel_launch.hpp"
 #include "gicl/gicl.h"
-#include "proxy/copy_queue.h"
+#include "gicl/device/detail/copy_queue.h"
 
 namespace gicl::coll {
 

@@ -247,8 +247,8 @@ bool device_idle_within(int device, int ms) {
 
 void comm_free(gicl_comm* c, int idle_wait_ms) {
   const bool idle = !c->dev || device_idle_within(c->device, idle_wait_ms);
-  if (!idle) new std::shared_ptr<void>(std::move(c->coll_state));  // in use by kernels: leak
-  c->coll_state.reset();
+  if (!idle) new std::shared_ptr<void>(std::move(c->collectives));  // in use by kernels: leak
+  c->collectives.reset();
   device_resources_free(c, idle);
   // The registered buffers' and the heap's mappings next; then the bootstrap.
   if (!idle) {

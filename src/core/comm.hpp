@@ -30,9 +30,9 @@ struct gicl_comm {
   std::unique_ptr<gicl::SymmetricHeap> heap;
   std::unique_ptr<gicl::BufferRegistry> registry;  // gicl_comm_register, made by the first call
   std::unique_ptr<gicl::DeviceResources> dev;      // device API state (VMM heaps only)
-  std::shared_ptr<void> coll_state;        // collectives' scratch (collectives/host), lazily
-  uint64_t coll_calls = 0;                 // collective calls made (GICL_CHECK_MODE)
-  int check_mode = -1;                     // GICL_CHECK_MODE, read at the first collective
+  // The collectives' state, owned and typed by collectives/ (collectives/host/coll_state.hpp:
+  // CollExt), made at the first collective call. Opaque here: core knows nothing of collectives.
+  std::shared_ptr<void> collectives;
   std::unique_ptr<gicl::HostBoard> board;  // host exchanges (core/host_exchange.cc)
   int board_state = -1;                    // -1: not decided yet, 0: bootstrap, 1: board
   gicl_team world;

@@ -23,7 +23,7 @@
 
 #include "common/cuda.hpp"
 #include "common/status.hpp"
-#include "proxy/copy_queue.h"
+#include "proxy/copy_take.hpp"
 
 namespace gicl {
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/copy_queue.h"
+#include "proxy/copy_take.hpp"
 
 namespace gicl {
 namespace {

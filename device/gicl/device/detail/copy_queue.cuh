@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernel side of the copy-engine proxy (copy_queue.h): post a copy, await its completion. One
-// thread of a launch posts and awaits; the launches that share a queue run one after another
-// (a communicator's point-to-point launches are stream-ordered).
+// Kernel side of the copy-engine proxy (detail/copy_queue.h): post a copy, await its completion.
+// One thread of a launch posts and awaits; the launches that share a queue run one after another (a
+// communicator's point-to-point launches are stream-ordered).
 #pragma once
 
+#include "gicl/device/detail/copy_queue.h"
 #include "gicl/device/wait.cuh"
-#include "proxy/copy_queue.h"
 
 namespace gicl {
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The copy-engine proxy's command queue as kernels and the proxy thread both see it (plain data,
-// shared by host and device code). A kernel that wants bytes moved by a copy engine posts a
-// request into a ring in pinned host memory; the proxy thread (copy_proxy.hpp) issues it with
-// cudaMemcpyAsync on a stream of its own and, stream-ordered after the copy, stores the
-// request's number into `done` in device memory, which the kernel polls.
+// shared by host and device code; internal to gicl, not part of the device API's contract). A
+// kernel that wants bytes moved by a copy engine posts a request into a ring in pinned host memory;
+// the proxy thread (copy_proxy.hpp) issues it with cudaMemcpyAsync on a stream of its own and,
+// stream-ordered after the copy, stores the request's number into `done` in device memory, which
+// the kernel polls.
 #pragma once
 
 #include <cstdint>
@@ -44,21 +45,7 @@ GICL_QUEUE_HD uint64_t copy_reuse_after(uint64_t seq, uint32_t slots) {
   return seq > slots ? seq - slots : 0;
 }
 
-/// What the proxy finds in the slot of the request it expects next.
-enum class CopyTake { kEmpty, kReady, kOverrun };
-
-/// Host side: takes request `next` from the ring into *out once the kernel has published it.
-/// kOverrun: the slot holds a later request, so request `next` was overwritten before it was
-/// taken (a poster that did not wait for copy_reuse_after).
-inline CopyTake copy_take(const CopyRequest* ring, uint32_t slots, uint64_t next,
-                          CopyRequest* out) {
-  const CopyRequest& slot = ring[copy_slot(next, slots)];
-  const uint64_t seq = __atomic_load_n(&slot.seq, __ATOMIC_ACQUIRE);
-  if (seq != next) return seq > next ? CopyTake::kOverrun : CopyTake::kEmpty;
-  *out = {__atomic_load_n(&slot.dst, __ATOMIC_RELAXED),
-          __atomic_load_n(&slot.src, __ATOMIC_RELAXED),
-          __atomic_load_n(&slot.bytes, __ATOMIC_RELAXED), seq};
-  return CopyTake::kReady;
-}
+static_assert(sizeof(CopyRequest) == 32, "CopyRequest is shared by kernels and the proxy thread");
+static_assert(sizeof(CopyQueue) == 40, "CopyQueue is passed to kernels by value");
 
 }  // namespace gicl
