@@ -62,16 +62,17 @@ struct Copy {
   const void* src;
 };
 
-}  // namespace
-
-Status run_copy_engine(gicl_comm* comm, CollState* st, const CollCall& k, bool* ran) {
-  *ran = false;
+/// Every rank's offer of its receive window, allgathered; mismatched calls fail on every rank
+/// before anything is enqueued (a push sized by the wrong count would write past a buffer).
+/// `able` is false where some rank cannot take pushes (logged once at GICL_DEBUG=INFO).
+Status exchange_offers(gicl_comm* comm, CollState* st, const CollCall& k, std::vector<CeOffer>* all,
+                       bool* able) {
   const int n = comm->nranks, me = comm->rank;
   const bool bcast = k.coll == Collective::kBroadcast;
   const size_t block = k.count * dtype_size(k.dtype);
   const bool receives = !bcast || me != k.root;
-  std::vector<CeOffer> all(n);
-  CeOffer& mine = all[me];
+  all->assign(n, CeOffer{});
+  CeOffer& mine = (*all)[me];
   mine = {kNoWindow, block, static_cast<int32_t>(k.coll), bcast ? k.root : -1, kAble, 0};
   uint64_t w = 0;
   if (k.coll == Collective::kAllToAll && k.send == k.recv)
@@ -80,53 +81,76 @@ Status run_copy_engine(gicl_comm* comm, CollState* st, const CollCall& k, bool* 
     mine.unable = kNoRecvWindow;
   else if (receives)
     mine.window = w;
-  GICL_CHECK(host_allgather(comm, all.data(), sizeof(CeOffer)));
-  for (int r = 0; r < n; ++r)
-    if (all[r].coll != mine.coll || all[r].block != mine.block || all[r].root != mine.root)
+  GICL_CHECK(host_allgather(comm, all->data(), sizeof(CeOffer)));
+  for (int r = 0; r < n; ++r) {
+    const CeOffer& o = (*all)[r];
+    if (o.coll != mine.coll || o.block != mine.block || o.root != mine.root)
       return GICL_FAIL(GICL_INVALID_USAGE,
                        "%s (copy_engine): rank %d called %s of %llu bytes per block (root %d), "
                        "rank %d %s of %llu (root %d)",
                        collective_name(k.coll), me, collective_name(k.coll),
                        static_cast<unsigned long long>(block), mine.root, r,
-                       collective_name(static_cast<Collective>(all[r].coll)),
-                       static_cast<unsigned long long>(all[r].block), all[r].root);
-  for (int r = 0; r < n; ++r)
-    if (all[r].unable != kAble) {
-      // Once per collective and reason at GICL_DEBUG=INFO (bit 63: apart from run.cc's keys).
-      const uint64_t key = (uint64_t{1} << 63) | (static_cast<uint64_t>(k.coll) << 8) |
-                           static_cast<uint64_t>(all[r].unable);
-      if (log_enabled(LogLevel::kInfo, kSubsysColl) && st->first_report(key))
-        GICL_INFO(kSubsysColl, "%s (copy_engine): %s; the SM kernels run it",
-                  collective_name(k.coll),
-                  all[r].unable == kInPlaceAllToAll
-                      ? "an in-place alltoall"
-                      : "a receive buffer is neither symmetric nor registered");
-      return GICL_SUCCESS;
-    }
-  // Every rank pushes its blocks into the peers' windows; its own block is a local copy.
+                       collective_name(static_cast<Collective>(o.coll)),
+                       static_cast<unsigned long long>(o.block), o.root);
+  }
+  *able = true;
+  for (int r = 0; r < n && *able; ++r) {
+    const CeOffer& o = (*all)[r];
+    if (o.unable == kAble) continue;
+    *able = false;
+    // Once per collective and reason at GICL_DEBUG=INFO (bit 63: apart from run.cc's keys).
+    const uint64_t key = (uint64_t{1} << 63) | (static_cast<uint64_t>(k.coll) << 8) |
+                         static_cast<uint64_t>(o.unable);
+    if (log_enabled(LogLevel::kInfo, kSubsysColl) && st->first_report(key))
+      GICL_INFO(kSubsysColl, "%s (copy_engine): %s; the SM kernels run it", collective_name(k.coll),
+                o.unable == kInPlaceAllToAll
+                    ? "an in-place alltoall"
+                    : "a receive buffer is neither symmetric nor registered");
+  }
+  return GICL_SUCCESS;
+}
+
+/// This rank's pushes into its peers' windows and its own block's local copy (dst null: none).
+Status plan_copies(gicl_comm* comm, const CollCall& k, const std::vector<CeOffer>& all,
+                   std::vector<Copy>* pushes, Copy* local) {
+  const int n = comm->nranks, me = comm->rank;
+  const bool bcast = k.coll == Collective::kBroadcast;
+  const size_t block = k.count * dtype_size(k.dtype);
   const char* send = static_cast<const char*>(k.send);
   char* recv = static_cast<char*>(k.recv);
-  std::vector<Copy> pushes;
-  for (int step = 1; step < n; ++step) {
+  for (int step = 1; step < n && !(bcast && me != k.root); ++step) {
     const int j = (me + step) % n;
-    if (bcast && me != k.root) break;
     char* dst = peer_window(comm, all[j].window, j);
     if (dst == nullptr)
       return GICL_FAIL(GICL_INTERNAL_ERROR, "%s (copy_engine): rank %d's window is not mapped here",
                        collective_name(k.coll), j);
     if (bcast)
-      pushes.push_back({dst, send});
+      pushes->push_back({dst, send});
     else if (k.coll == Collective::kAllGather)
-      pushes.push_back({dst + me * block, send});
+      pushes->push_back({dst + me * block, send});
     else
-      pushes.push_back({dst + me * block, send + j * block});
+      pushes->push_back({dst + me * block, send + j * block});
   }
-  Copy local{nullptr, nullptr};
-  if (bcast && me == k.root && send != recv) local = {recv, send};
+  *local = {nullptr, nullptr};
+  if (bcast && me == k.root && send != recv) *local = {recv, send};
   if (k.coll == Collective::kAllGather && recv + me * block != send)
-    local = {recv + me * block, send};
-  if (k.coll == Collective::kAllToAll) local = {recv + me * block, send + me * block};
+    *local = {recv + me * block, send};
+  if (k.coll == Collective::kAllToAll) *local = {recv + me * block, send + me * block};
+  return GICL_SUCCESS;
+}
 
+}  // namespace
+
+Status run_copy_engine(gicl_comm* comm, CollState* st, const CollCall& k, bool* ran) {
+  *ran = false;
+  std::vector<CeOffer> all;
+  bool able = false;
+  GICL_CHECK(exchange_offers(comm, st, k, &all, &able));
+  if (!able) return GICL_SUCCESS;
+  std::vector<Copy> pushes;
+  Copy local;
+  GICL_CHECK(plan_copies(comm, k, all, &pushes, &local));
+  const size_t block = k.count * dtype_size(k.dtype);
   const int sides = std::min(static_cast<int>(pushes.size()), kMaxSideStreams);
   GICL_CHECK(make_side_streams(st, sides));
   const Launch l{k.stream, comm->pdl};

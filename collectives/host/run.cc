@@ -9,6 +9,7 @@
 #include "collectives/host/check_mode.hpp"
 #include "collectives/host/coll_state.hpp"
 #include "collectives/host/copy_engine.hpp"
+#include "collectives/host/direct_plan.hpp"
 #include "collectives/host/local_copy.hpp"
 #include "collectives/host/send_recv_path.hpp"
 #include "collectives/host/tuner.hpp"
@@ -117,124 +118,65 @@ DirectKind direct_kind(Collective c, Algorithm a) {
 /// Blocks of the real NVLS kernels (the host checks 16-byte packs per block slice against it).
 constexpr int kNvlsBlocks = 32;
 
-/// Extra blocks that copy a rank's own block (allgather, alltoall) from this block size on.
-constexpr int kLocalBlocks = 16;
-constexpr size_t kLocalBlocksFrom = size_t{1} << 20;
+/// The facts plan_direct reads: the call's shape and where its buffers are windows.
+DirectCall describe_direct(gicl_comm* comm, const CollState* st, const CollCall& k,
+                           const Choice& ch, DirectKind kind, int grid) {
+  DirectCall c;
+  c.kind = kind;
+  c.nranks = comm->nranks;
+  c.rank = comm->rank;
+  c.root = k.root;
+  c.count = k.count;
+  c.esize = dtype_size(k.dtype);
+  c.send_is_recv = k.send == k.recv;
+  c.send_null = k.send == nullptr;
+  c.own_block_in_place =
+      kind == DirectKind::kAllGather && k.recv != nullptr &&
+      static_cast<const char*>(k.recv) + static_cast<size_t>(c.rank) * k.count * c.esize == k.send;
+  size_t send_n, recv_n;
+  buffer_elems(k, c.nranks, &send_n, &recv_n);
+  // NVLS windows are multicast addresses: heap offsets only (registered buffers are staged).
+  const bool nvls = kind == DirectKind::kNvlsAllReduce || kind == DirectKind::kNvlsAllGather;
+  uint64_t w = 0;
+  if (window_of(comm, k.send, send_n * c.esize, !nvls, &w)) c.send_window = w;
+  if (window_of(comm, k.recv, recv_n * c.esize, !nvls, &w)) c.recv_window = w;
+  if (kind == DirectKind::kAllToAll && c.send_is_recv &&
+      window_of(comm, k.recv, recv_n * c.esize, true, &w))
+    c.recv_swap_window = w;
+  if (kind == DirectKind::kBroadcast && c.rank != k.root && c.send_null &&
+      window_of(comm, k.recv, send_n * c.esize, !nvls, &w))
+    c.recv_as_send_window = w;
+  c.push_first_range = ch.push_first;
+  c.time_sliced = st->time_sliced;
+  c.local_blocks_fit = st->fits(grid + kLocalBlocks);
+  c.stage_bytes = st->scratch.stage_bytes;
+  return c;
+}
 
-/// Direct kernels, in pieces of what the staging holds when a buffer has to be staged.
+/// Direct kernels, in the pieces plan_direct cuts (what the staging holds, where a rank stages or
+/// pushes). LL and LL128 store straight into the peers' rows: no windows, no staging; the tuner
+/// picks them only where the rank block fits their rows.
 Status run_direct(gicl_comm* comm, CollState* st, const CollCall& k, const Choice& ch) {
-  const int n = comm->nranks, me = comm->rank;
-  const size_t E = dtype_size(k.dtype);
   const CollScratch s = launch_scratch(comm, st);
   const gicl_device_comm_t& dc = comm->dev->handle;
   const Launch l{k.stream, comm->pdl};
-  DirectArgs a{};
-  a.kind = direct_kind(k.coll, ch.algo);
-  a.root = k.root;
-  const bool blocked_send = send_splits(k.coll);
-  const bool blocked_recv = recv_splits(k.coll);
-  // LL and LL128 store straight into the peers' rows: no windows, no staging. The tuner picks
-  // them only for the one-shot and direct kernels and only where the rank block (count x type
-  // size) fits their rows.
   if (ch.proto == Proto::kLL || ch.proto == Proto::kLL128) {
-    const LLArgs ll{k.send, k.recv, k.count * E, k.root, k.coll};
+    const LLArgs ll{k.send, k.recv, k.count * dtype_size(k.dtype), k.root, k.coll};
     GICL_CUDA_CHECK(ch.proto == Proto::kLL ? launch_ll(k.dtype, k.op, dc, s, ll, l)
                                            : launch_ll128(k.dtype, k.op, dc, s, ll, l));
     return GICL_SUCCESS;
   }
-  size_t send_elems, recv_elems;
-  buffer_elems(k, n, &send_elems, &recv_elems);
-  // NVLS windows are multicast addresses: heap offsets only (registered buffers are staged).
-  const bool nvls = a.kind == DirectKind::kNvlsAllReduce || a.kind == DirectKind::kNvlsAllGather;
-  // The source window: the caller's send buffer when symmetric or registered, else staging. An
-  // in-place one-shot stages it: a rank would overwrite the input its peers still read.
-  uint64_t send_off = 0, recv_off = 0;
-  bool src_zero = window_of(comm, k.send, send_elems * E, !nvls, &send_off);
-  if (a.kind == DirectKind::kOneShot && k.send == k.recv) src_zero = false;
-  if (a.kind == DirectKind::kAllToAll && k.send == k.recv) src_zero = false;
-  // Push first (direct.cu): in the tuner's range every rank pushes from its send buffer, whatever
-  // its kind, so none publishes a source window and all cut push mode's pieces; elsewhere a rank
-  // without a source window (push mode's cause) pushes first on its own.
-  const bool pusher = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter;
-  a.push_first = pusher && (ch.push_first || !src_zero);
-  if (a.push_first) src_zero = false;
-  // The destination window: two-shot pushes its results there (else into staging); allgather
-  // and alltoall peers push into it instead of this rank pulling. Not for an in-place alltoall:
-  // peers would overwrite blocks this rank has yet to send.
-  const bool wants_dst = a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kAllGather ||
-                         nvls || (a.kind == DirectKind::kAllToAll && k.send != k.recv);
-  const bool dst_zero = wants_dst && window_of(comm, k.recv, recv_elems * E, !nvls, &recv_off);
-  // Two-shot, reduce-scatter and alltoall push a staged (or in-place alltoall) buffer's blocks
-  // into the peers' inboxes (their staging) rather than copying it into this rank's staging: n
-  // slots of a rank block, each rounded to 16 bytes, fill the staging (direct.cu, push mode).
-  const bool pushes =
-      !src_zero && (a.kind == DirectKind::kTwoShot || a.kind == DirectKind::kReduceScatter ||
-                    a.kind == DirectKind::kAllToAll);
-  // A broadcast's non-roots stage nothing but must cut the call where the root does, and the
-  // root's buffer is not theirs to see: their own send buffer stands for it or, where they pass
-  // NULL (as NCCL allows), their receive buffer (ranks allocate alike; a wrong guess fails the
-  // call through the kernels' count check instead of pairing different pieces).
-  bool cut_as_staged = !src_zero;
-  if (a.kind == DirectKind::kBroadcast && me != k.root && k.send == nullptr) {
-    uint64_t unused = 0;
-    cut_as_staged = !window_of(comm, k.recv, send_elems * E, !nvls, &unused);
-  }
-  // Piece size in elements of `count` (per rank block where blocked).
-  size_t piece = k.count;
-  if (pushes) {
-    const size_t slot = direct::inbox_block_limit(s.stage_bytes, n, E);
-    piece = std::min(piece, a.kind == DirectKind::kTwoShot ? slot * n : slot);
-  } else if (cut_as_staged) {
-    piece = std::min(piece, s.stage_bytes / E / (blocked_send ? n : 1));
-  }
-  // An in-place alltoall that spans several pieces offers its buffer for a swap: where every
-  // rank's is a window the ranks trade blocks in place (direct.cu, swap_blocks) instead of pushing
-  // to inboxes and copying each piece back, in the same pieces, so that ranks with other buffer
-  // kinds pair the same launches. Within one piece the push measured faster on one GPU (2 ranks
-  // under MPS, one H100: 4-16 MiB 11-14 % slower swapped, 64-256 MiB 7 % faster;
-  // perf/results/2026-11-25_h100_inplace_alltoall.md); the crossover over NVLink is to be
-  // measured. Not where ranks time-slice a GPU: each chunk's handshake waits for a time slice
-  // (64 MiB: 45 ms a call against 4.2 pushed).
-  uint64_t swap_off = kNoWindow;
-  const bool swaps = a.kind == DirectKind::kAllToAll && k.send == k.recv && piece < k.count &&
-                     !st->time_sliced && window_of(comm, k.recv, recv_elems * E, true, &swap_off);
-  const bool unstage = (a.kind == DirectKind::kTwoShot || nvls) && !dst_zero;
-  if (unstage)
-    piece = std::min(piece, s.stage_bytes / E / (a.kind == DirectKind::kNvlsAllGather ? n : 1));
-  a.mc = nvls ? st->mc_base : nullptr;
-  // Allgather and alltoall out of place copy their own block on extra blocks, beside the ones
-  // that push and pull (perf/results/2026-11-23_h200x2_collectives_v2.md).
-  const bool own_block_moves =
-      (a.kind == DirectKind::kAllGather || a.kind == DirectKind::kAllToAll) && k.send != k.recv &&
-      !(a.kind == DirectKind::kAllGather &&
-        static_cast<const char*>(k.recv) + static_cast<size_t>(me) * k.count * E == k.send);
-  const int local_blocks =
-      own_block_moves && st->fits(ch.blocks + kLocalBlocks) && k.count * E >= kLocalBlocksFrom
-          ? kLocalBlocks
-          : 0;
-  a.local_blocks = local_blocks;
-  if (piece == 0)
+  const DirectKind kind = direct_kind(k.coll, ch.algo);
+  const DirectCall c = describe_direct(comm, st, k, ch, kind, ch.blocks);
+  const DirectPlan plan = plan_direct(c);
+  if (plan.piece == 0)
     return GICL_FAIL(GICL_INVALID_ARGUMENT,
                      "GICL_COLL_SCRATCH_SIZE is too small to stage one element per rank");
-  for (size_t done = 0; done < k.count; done += piece) {
-    const size_t len = std::min(piece, k.count - done);
-    a.count = len;
-    a.send_ld = blocked_send ? k.count : 0;
-    a.recv_ld = blocked_recv ? k.count : 0;
-    a.send = static_cast<const char*>(k.send) + done * E;
-    a.recv = static_cast<char*>(k.recv) + done * E;
-    a.stage_src = !src_zero && !pushes;
-    a.src_off = src_zero ? send_off + done * E : kNoWindow;
-    a.src_ld = src_zero ? a.send_ld : len;
-    a.unstage_dst = unstage;
-    a.dst_off = dst_zero ? recv_off + done * E : kNoWindow;
-    a.swap_off = swaps ? swap_off + done * E : kNoWindow;
-    a.dst_ld = blocked_recv ? (dst_zero ? k.count : len) : 0;
-    // NVLS allgather pushes from the local send buffer: nothing to stage.
-    if (a.kind == DirectKind::kNvlsAllGather) a.stage_src = false;
-    // Non-roots of a broadcast have nothing to publish or stage.
-    if (a.kind == DirectKind::kBroadcast && me != k.root) a.stage_src = false;
-    GICL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + local_blocks, l));
+  const bool nvls = kind == DirectKind::kNvlsAllReduce || kind == DirectKind::kNvlsAllGather;
+  for (size_t done = 0; done < k.count; done += plan.piece) {
+    DirectArgs a = piece_args(c, plan, k.send, k.recv, done);
+    a.mc = nvls ? st->mc_base : nullptr;
+    GICL_CUDA_CHECK(launch_direct(k.dtype, k.op, dc, s, a, ch.blocks + plan.local_blocks, l));
   }
   return GICL_SUCCESS;
 }
