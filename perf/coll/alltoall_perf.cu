@@ -42,17 +42,33 @@ int nccl_native(const perf::Nccl& x, const void* s, void* r, size_t n, gicl_data
   return x.alltoall(s, r, n, d, c, st);
 }
 
+// The size is each buffer (n blocks); block j of rank r's send lands in block r of rank j's recv.
+perf::Counts counts(size_t elems, int n, int) {
+  const size_t count = elems / n;
+  return {count, count * n, count * n};
+}
+double expected(int rank, int, size_t i, size_t count, gicl_redop_t, int, bool uns) {
+  return perf::input_value(static_cast<int>(i / count), rank * count + i % count, uns);
+}
+// Each rank sends n-1 of its n blocks and receives n-1.
+double busbw_factor(int n) {
+  return n > 1 ? double(n - 1) / n : 0.0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   perf::CollDesc desc{
-      "alltoall",
-      perf::Kind::kAllToAll,
-      false,
-      false,
-      [](const void* s, void* r, size_t n, gicl_datatype_t d, gicl_redop_t, int, gicl_comm_t c,
-         cudaStream_t st) { return gicl_alltoall(s, r, n, d, c, st); },
-      nccl_grouped};
+      .name = "alltoall",
+      .has_op = false,
+      .has_root = false,
+      .counts = counts,
+      .expected = expected,
+      .busbw_factor = busbw_factor,
+      .busbw_formula = "(n-1)/n",
+      .run = [](const void* s, void* r, size_t n, gicl_datatype_t d, gicl_redop_t, int,
+                gicl_comm_t c, cudaStream_t st) { return gicl_alltoall(s, r, n, d, c, st); },
+      .run_nccl = nccl_grouped};
   desc.run_nccl_alt = nccl_native;
   desc.nccl_alt_ready = [](const perf::Nccl& x) { return x.has_alltoall(); };
   desc.nccl_ways = "grouped ncclSend/ncclRecv and ncclAlltoAll";

@@ -22,11 +22,6 @@ __global__ void empty_kernel() {}
 
 int g_rank = 0, g_ranks = 1;
 
-/// Whether the benchmark's size holds n rank blocks (the call's count is per rank).
-bool per_rank(Kind k) {
-  return k == Kind::kReduceScatter || k == Kind::kAllGather || k == Kind::kAllToAll;
-}
-
 struct Rank {
   int rank = 0, device = 0;
   gicl_comm_t comm = nullptr;
@@ -229,67 +224,60 @@ class Driver {
     PERF_CUDA(cudaDeviceSynchronize());
   }
 
-  long long count_wrong(Rank& r, const void* buf, size_t count) {
-    if (desc_.kind == Kind::kReduce && r.rank != cur_.root) return 0;  // only the root receives
-    const size_t es = esize(cur_.dtype);
-    const size_t elems =
-        count * (desc_.kind == Kind::kAllGather || desc_.kind == Kind::kAllToAll ? nranks_ : 1);
+  long long count_wrong(Rank& r, const void* buf, const Counts& c) {
+    if (desc_.root_receives_only && r.rank != cur_.root) return 0;
+    const size_t es = esize(cur_.dtype), elems = c.recv_elems;
     std::vector<char> got(elems * es), want(elems * es);
     PERF_CUDA(cudaSetDevice(r.device));
     PERF_CUDA(cudaMemcpy(got.data(), buf, got.size(), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < elems; ++i)
-      store_as(cur_.dtype,
-               expected_value(desc_.kind, r.rank, nranks_, i, count, cur_.op, cur_.root,
-                              is_unsigned(cur_.dtype)),
-               want.data(), i);
+      store_as(
+          cur_.dtype,
+          desc_.expected(r.rank, nranks_, i, c.count, cur_.op, cur_.root, is_unsigned(cur_.dtype)),
+          want.data(), i);
     long long wrong = 0;
     for (size_t i = 0; i < elems; ++i) wrong += std::memcmp(&got[i * es], &want[i * es], es) != 0;
     return wrong;
   }
 
-  size_t send_elems(size_t count) const {
-    return count *
-           (desc_.kind == Kind::kReduceScatter || desc_.kind == Kind::kAllToAll ? nranks_ : 1);
-  }
-
-  /// nccl-tests' in-place layout inside the receive buffer.
+  /// The call's buffers. Out of place: the rank's two buffers; in place: nccl-tests' layout
+  /// inside the receive buffer (the collective's Counts say where).
   struct Buffers {
     const void* send;
     void* recv;
   };
-
-  /// Out of place: the rank's two buffers; in place: nccl-tests' layout inside the receive
-  /// buffer.
-  Buffers buffers(const Rank& r, size_t count, bool in_place) const {
+  Buffers buffers(const Rank& r, const Counts& c, bool in_place) const {
     if (!in_place) return {r.send, r.recv};
     char* b = static_cast<char*>(r.recv);
-    const size_t off = static_cast<size_t>(r.rank) * count * esize(cur_.dtype);
-    if (desc_.kind == Kind::kAllGather) return {b + off, b};
-    if (desc_.kind == Kind::kReduceScatter) return {b, b + off};
-    return {b, b};
+    const size_t es = esize(cur_.dtype);
+    return {b + c.in_place_send_off * es, b + c.in_place_recv_off * es};
   }
 
   /// One column of the row: -c checked calls, each on freshly filled inputs (and, out of place,
   /// a poisoned output), then the timed calls (which repeat the call on its own output).
-  Result measure(size_t bytes, size_t count, bool in_place) {
+  Result measure(size_t bytes, size_t elems, bool in_place) {
     Result res;
+    auto counts = [&](const Rank& r) { return desc_.counts(elems, nranks_, r.rank); };
     auto call = [&](Rank& r) {
-      const Buffers b = buffers(r, count, in_place);
-      PERF_GICL((o_.p2p ? desc_.run_p2p : desc_.run)(b.send, b.recv, count, cur_.dtype, cur_.op,
+      const Counts c = counts(r);
+      const Buffers b = buffers(r, c, in_place);
+      PERF_GICL((o_.p2p ? desc_.run_p2p : desc_.run)(b.send, b.recv, c.count, cur_.dtype, cur_.op,
                                                      cur_.root, r.comm, r.stream));
     };
     auto prepare = [&] {
       each([&](Rank& r) {
+        const Counts c = counts(r);
         if (!in_place) PERF_CUDA(cudaMemset(r.recv, 0x5a, bytes));
-        fill(r, const_cast<void*>(buffers(r, count, in_place).send), send_elems(count));
+        fill(r, const_cast<void*>(buffers(r, c, in_place).send), c.send_elems);
       });
     };
-    for (int c = 0; c < o_.check; ++c) {
+    for (int k = 0; k < o_.check; ++k) {
       prepare();
       round(call);
       each([&](Rank& r) {
         PERF_CUDA(cudaStreamSynchronize(r.stream));
-        res.wrong += count_wrong(r, buffers(r, count, in_place).recv, count);
+        const Counts c = counts(r);
+        res.wrong += count_wrong(r, buffers(r, c, in_place).recv, c);
       });
     }
     if (o_.check == 0) prepare();
@@ -444,18 +432,17 @@ class Driver {
   }
 
   void row(size_t bytes, size_t elems) {
-    const size_t count = per_rank(desc_.kind) ? elems / nranks_ : elems;
+    const size_t count = desc_.counts(elems, nranks_, 0).count;
     if (count == 0) return;  // fewer elements than ranks: nothing to move
     enqueue_us_ = 0;
-    const Result oop = measure(bytes, count, false);
+    const Result oop = measure(bytes, elems, false);
     const double enq = enqueue_us_;
     // Point to point has no in-place form: a rank's send would race with the data arriving
     // (sendrecv_perf, and alltoall_perf --p2p).
-    const Result ip =
-        desc_.kind != Kind::kSendRecv && !o_.p2p ? measure(bytes, count, true) : Result{};
+    const Result ip = desc_.in_place && !o_.p2p ? measure(bytes, elems, true) : Result{};
     const gicl_redop_t op = cur_.op;
     const int root = cur_.root;
-    const double factor = busbw_factor(desc_.name, nranks_);
+    const double factor = desc_.busbw_factor(nranks_);
     double nccl_us = 0;
     if (o_.compare_nccl) nccl_us = nccl_time(count);
     // #wrong counts every rank's wrong elements (each rank checks its own output).
@@ -611,8 +598,9 @@ int run_driver(int argc, char** argv, const CollDesc& desc) {
     if (!ok) std::fprintf(stderr, "%s: %s\n", argv[0], error.c_str());
     std::fprintf(out,
                  "usage: %s [flags]\nThe %s benchmark in nccl-tests' form: one rank per GPU, "
-                 "started by gicl-run, torchrun, mpirun or srun (or -g N GPUs in one process).\n%s",
-                 argv[0], desc.name, coll_usage());
+                 "started by gicl-run, torchrun, mpirun or srun (or -g N GPUs in one process).\n"
+                 "busbw = algbw x %s (n ranks; docs/performance.md).\n%s",
+                 argv[0], desc.name, desc.busbw_formula, coll_usage());
     return ok ? 0 : 2;
   }
   if (o.p2p && desc.run_p2p == nullptr) {

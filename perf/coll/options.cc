@@ -257,11 +257,4 @@ std::vector<size_t> sweep(const CollOptions& o, size_t element_bytes) {
   return out;
 }
 
-double busbw_factor(const std::string& c, int n) {
-  if (n <= 1) return c == "broadcast" || c == "reduce" || c == "sendrecv" ? 1.0 : 0.0;
-  if (c == "all_reduce") return 2.0 * (n - 1) / n;
-  if (c == "reduce_scatter" || c == "all_gather" || c == "alltoall") return double(n - 1) / n;
-  return 1.0;  // broadcast, reduce, sendrecv
-}
-
 }  // namespace perf

@@ -43,8 +43,6 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
 const char* coll_usage();
 /// The message sizes of a sweep (bytes, rounded down to whole elements, at least one element).
 std::vector<size_t> sweep(const CollOptions& o, size_t element_bytes);
-/// nccl-tests' bus-bandwidth factor of a collective for n ranks.
-double busbw_factor(const std::string& collective, int n);
 bool parse_dtype(const std::string& s, gicl_datatype_t* d);
 bool parse_op(const std::string& s, gicl_redop_t* op);
 const char* dtype_label(gicl_datatype_t d);

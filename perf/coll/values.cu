@@ -33,8 +33,6 @@ size_t esize(gicl_datatype_t d) {
   }
 }
 
-namespace {
-
 double reduce_inputs(int n, size_t i, gicl_redop_t op, bool uns) {
   double acc = input_value(0, i, uns);
   for (int q = 1; q < n; ++q) {
@@ -49,28 +47,6 @@ double reduce_inputs(int n, size_t i, gicl_redop_t op, bool uns) {
       acc = v > acc ? v : acc;
   }
   return op == gicl_avg ? acc / n : acc;
-}
-
-}  // namespace
-
-double expected_value(Kind k, int rank, int n, size_t i, size_t count, gicl_redop_t op, int root,
-                      bool uns) {
-  switch (k) {
-    case Kind::kAllReduce:
-    case Kind::kReduce:
-      return reduce_inputs(n, i, op, uns);
-    case Kind::kReduceScatter:
-      return reduce_inputs(n, rank * count + i, op, uns);
-    case Kind::kAllGather:
-      return input_value(static_cast<int>(i / count), i % count, uns);
-    case Kind::kBroadcast:
-      return input_value(root, i, uns);
-    case Kind::kAllToAll:
-      return input_value(static_cast<int>(i / count), rank * count + i % count, uns);
-    case Kind::kSendRecv:
-      return input_value((rank + n - 1) % n, i, uns);
-  }
-  return 0;
 }
 
 bool is_unsigned(gicl_datatype_t d) {

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the benchmarks write and expect: every rank's input elements and each collective's
 // expected output, stored in the benchmark's type the way the library converts, so that the
-// #wrong column compares bytes.
+// #wrong column compares bytes. Each collective's expected values are its *_perf.cu's.
 #pragma once
 
 #include <cstddef>
 
-#include "driver.hpp"
 #include "gicl/gicl.h"
 
 namespace perf {
@@ -21,9 +20,9 @@ inline double input_value(int q, size_t i, bool is_unsigned) {
                      : static_cast<double>(static_cast<int>((q + i) % 3) - 1);
 }
 
-/// Expected element i of `rank`'s receive buffer for a call of `count` on n ranks.
-double expected_value(Kind k, int rank, int n, size_t i, size_t count, gicl_redop_t op, int root,
-                      bool uns);
+/// Element i of the inputs of ranks 0..n-1 reduced with `op` (avg: the sum divided by n), the
+/// expected value of a reduction's element i.
+double reduce_inputs(int n, size_t i, gicl_redop_t op, bool is_unsigned);
 
 /// Writes v as element i of a `d` array, converting like the library does (through fp32 for the
 /// low-precision floats).
