@@ -8,26 +8,7 @@
 #include "gicl/device/comm.cuh"
 
 namespace gicl::dev {
-namespace detail {
-
-template <typename T>
-concept AtomicInt = std::is_same_v<T, int32_t> || std::is_same_v<T, uint32_t> ||
-    std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t>;
-
-// The hardware operand type of T (two's complement makes signed add/and/or/xor/cas/exch equal).
-template <typename T>
-using HwInt = std::conditional_t<sizeof(T) == 8, unsigned long long, unsigned int>;
-
-template <typename T>
-__device__ __forceinline__ HwInt<T>* hw(T* p) {
-  return reinterpret_cast<HwInt<T>*>(p);
-}
-template <typename T>
-__device__ __forceinline__ HwInt<T> bits(T v) {
-  return static_cast<HwInt<T>>(v);
-}
-
-}  // namespace detail
+#include "gicl/device/detail/atomic.cuh"
 
 #define GICL_ATOMIC_TARGET(op)                                 \
   T* q = detail::route(c, GICL_OP_ATOMIC, dst, sizeof(T), pe); \

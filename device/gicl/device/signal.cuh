@@ -11,22 +11,7 @@ namespace gicl::dev {
 /// How a signal is updated (GICL_SIGNAL_*).
 enum class SignalOp : uint32_t { kSet = GICL_SIGNAL_SET, kAdd = GICL_SIGNAL_ADD };
 
-namespace detail {
-/// Updates a signal word at the peer, relaxed: no ordering with earlier stores by itself.
-__device__ __forceinline__ void signal_update(uint64_t* remote_sig, uint64_t value, SignalOp op) {
-  if (op == SignalOp::kAdd)
-    add_relaxed_sys(remote_sig, value);
-  else
-    store_relaxed_sys(remote_sig, value);
-}
-/// Payload before signal: the fence makes every store of the calling scope (ordered to this
-/// thread by scope_sync: a barrier followed by a fence is cumulative) visible at the peer before
-/// the signal word changes. One system-scope fence per signal: it is the dominant cost.
-__device__ __forceinline__ void signal_remote(uint64_t* remote_sig, uint64_t value, SignalOp op) {
-  fence_system();
-  signal_update(remote_sig, value, op);
-}
-}  // namespace detail
+#include "gicl/device/detail/signal.cuh"
 
 /// put, then set/add `sig` (a symmetric uint64) at `pe` once the payload is visible there.
 template <Scope S = Scope::kThread>

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Implementation of gicl/device/rma.cuh, which includes it inside namespace gicl::dev where
+// it stands (after the types it uses). Not part of the contract; not self-contained.
+#pragma once
+
+namespace detail {
+
+/// Loads for scope_copy: a peer's memory (get) is read with ld.global.cg so that no stale copy
+/// stays in L1; a local source (put) may be anywhere, stack and shared memory included.
+template <bool kPeerSrc, typename T>
+__device__ __forceinline__ T copy_load(const T* p) {
+  if constexpr (kPeerSrc)
+    return __ldcg(p);
+  else
+    return *p;
+}
+
+/// Copies `bytes` with all threads of scope S. Loads are issued eight at a time before the stores
+/// so that each thread keeps several NVLink transactions in flight.
+template <Scope S, bool kPeerSrc = false>
+__device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t bytes) {
+  const int r = scope_rank<S>(), n = scope_size<S>();
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  size_t done = 0;
+  if (((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s)) & 15) == 0) {
+    const size_t n16 = bytes / 16;
+    int4* d4 = reinterpret_cast<int4*>(d);
+    const int4* s4 = reinterpret_cast<const int4*>(s);
+    size_t i = r;
+    constexpr int kDepth = 8;
+    for (; i + (kDepth - 1) * static_cast<size_t>(n) < n16; i += kDepth * static_cast<size_t>(n)) {
+      int4 v[kDepth];
+#pragma unroll
+      for (int k = 0; k < kDepth; ++k)
+        v[k] = copy_load<kPeerSrc>(s4 + i + k * static_cast<size_t>(n));
+#pragma unroll
+      for (int k = 0; k < kDepth; ++k) d4[i + k * static_cast<size_t>(n)] = v[k];
+    }
+    for (; i < n16; i += n) d4[i] = copy_load<kPeerSrc>(s4 + i);
+    done = n16 * 16;
+  } else if (((reinterpret_cast<uintptr_t>(d) | reinterpret_cast<uintptr_t>(s)) & 3) == 0) {
+    const size_t n4 = bytes / 4;
+    for (size_t i = r; i < n4; i += n)
+      reinterpret_cast<uint32_t*>(d)[i] =
+          copy_load<kPeerSrc>(reinterpret_cast<const unsigned int*>(s) + i);
+    done = n4 * 4;
+  }
+  for (size_t i = done + r; i < bytes; i += n) d[i] = s[i];
+}
+
+}  // namespace detail

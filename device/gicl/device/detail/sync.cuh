@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// Implementation of gicl/device/sync.cuh, which includes it inside namespace gicl::dev where
+// it stands (after the types it uses). Not part of the contract; not self-contained.
+#pragma once
+
+namespace detail {
+
+/// One dissemination round per power of two: notify the rank `d` ahead, wait for the rank `d`
+/// behind. Signals are counted per sender (sync_in[sender] at the receiver, sync_expected[sender]
+/// locally), so barriers of different teams may interleave as long as each pair of ranks meets
+/// its barriers in the same order. Called by one thread.
+template <typename Member>
+__device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, Member member,
+                                           uint32_t op) {
+  bool ok = true;
+  for (int d = 1; d < n && ok; d <<= 1) {
+    const int to = member((me + d) % n), from = member((me - d % n + n) % n);
+    uint64_t* remote = route(c, op, c.sync_in + c.rank, sizeof(uint64_t), to);
+    if (remote == nullptr) return false;
+    add_relaxed_sys(remote, 1);  // arrival only; barrier() fences before the first round
+    const uint64_t expected = ++c.sync_expected[from];
+    ok = wait(reporter(c), op, c.sync_in + from, Cmp::kAtLeast, expected, from,
+              static_cast<uint64_t*>(nullptr));
+  }
+  return ok;
+}
+
+/// The leader's result, given to every thread of the scope.
+template <Scope S>
+__device__ __forceinline__ bool scope_broadcast(bool leader_result) {
+  if constexpr (S == Scope::kBlock) {
+    __shared__ bool result;
+    if (scope_leader<S>()) result = leader_result;
+    __syncthreads();
+    return result;
+  } else if constexpr (S == Scope::kWarp) {
+    return __shfl_sync(0xffffffffu, leader_result, 0);
+  } else {
+    return leader_result;
+  }
+}
+
+}  // namespace detail
