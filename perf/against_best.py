@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Compares the collective benchmarks' --json results with a table of NCCL's best times per size
-(the format of ../shared/anchors/NCCL_BEST.txt: a "## all_reduce" line per collective, then rows
-"bytes time_us busbw from"), the issue's bar "no size more than 3 % slower than NCCL's best".
+"""Compares the collective benchmarks' --json results with a table of NCCL's best times per size,
+taken over every configuration NCCL was run in (a "## all_reduce" line per collective, then rows
+"bytes time_us busbw from"), for the bar "no size more than 3 % slower than NCCL's best".
 
     perf/against_best.py BEST.txt FILE.json [FILE.json ...] [--all]
 

@@ -4,7 +4,7 @@
 
     perf/check_baseline.py BASELINE.jsonl RUN.json [RUN.json ...] [--tolerance 0.05]
     perf/check_baseline.py --record BASELINE.jsonl --machine h200x2 --commit 1a2b3c4 \\
-        [--date 2026-11-27] [--versions "CUDA 13.0, driver 580.159.04"] RUN.json [...]
+        [--date YYYY-MM-DD] [--versions "CUDA 13.0, driver 580.159.04"] RUN.json [...]
 
 RUN.json files are what the benchmarks write with -J (or --json): the collective benchmarks
 (all_reduce_perf ... sendrecv_perf) and the device-API benchmarks (put_bw ... alltoall_latency).

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The local copy kernel (collectives/host/local_copy.cc: one-rank collectives, whose result is
 // their input, and send/recv pairs with the rank itself). Below kCopyKernelBelow this kernel beats
-// cudaMemcpyAsync on one H200: eagerly it enqueues faster (3.8-4.7 us against 5.1-5.2 a call,
-// host-bound), and in a graph its programmatic (PDL) edge costs less than a memcpy node's (8 B
-// 0.72-0.82 us against 0.98-1.02, 2 MiB 1.48 against 1.58); without PDL the node is ahead in a
-// graph (0.87 against 0.95 us), and from 64 MiB the copy engine is faster either way
-// (perf/results/2026-11-24_h200_one_rank.md). The list kernel copies a group's several pairs
-// with the rank itself in one launch (collectives/schedule/copy_lists.hpp).
+// cudaMemcpyAsync on one H200: eagerly it enqueues faster (host-bound), and in a graph its
+// programmatic (PDL) edge costs less than a memcpy node's; without PDL the node is ahead in a
+// graph, and from 64 MiB the copy engine is faster either way. The list kernel copies a group's
+// several pairs with the rank itself in one launch (collectives/schedule/copy_lists.hpp).
 #include <algorithm>
 
 #include "collectives/direct/direct.cuh"

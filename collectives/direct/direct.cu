@@ -155,8 +155,7 @@ struct SwapBuffers {
 /// kGlobalSource: `from` is global memory a peer wrote (read through L2 only; a shared-memory
 /// source must not be, ld.global.cg on it faults). The device API's scope_copy does the same job
 /// with eight loads in flight per thread, but measured 5-7 % slower here (in-place alltoall,
-/// 64-512 MiB, one H100 under MPS, the two alternated in one run:
-/// perf/results/2026-11-25_h100_inplace_alltoall.md), why not yet known.
+/// 64-512 MiB, one H100 under MPS).
 template <bool kGlobalSource>
 __device__ __forceinline__ void copy_block(char* to, const char* from, size_t bytes) {
   auto pack = [&](size_t i) {

@@ -47,37 +47,17 @@ std::string collective_names() {
   return out;
 }
 
-// Crossover points, measured on 2 x H200 NV18 (perf/results/2026-11-23_h200x2_collectives.md,
-// each algorithm forced over one sweep, symmetric buffers, median of 20 calls):
-//   bytes      one_shot LL   one_shot SIMPLE   two_shot   ring
-//   16 KiB       6.98 us        -               13.41 us   16.78 us
-//   64 KiB       6.84         13.65             13.17      20.43
-//   256 KiB      8.08         15.22             14.72      34.24
-//   512 KiB     10.26         15.63             15.19        -
-//   1 MiB         -           16.24             16.26      34.31
-//   16 MiB        -           64.17             64.22     117.34
-// The LL one-shot (data with flags, no barrier) wins up to the LL rows' capacity (512 KiB on up
-// to 8 ranks); above it the barrier-delimited one-shot and two-shot are within 3% of each other
-// on two ranks and two-shot moves half the bytes per rank as ranks grow, so it takes the rest.
-// The other collectives, LL against SIMPLE per rank block (us, 2 ranks):
-//   block      reduce_scatter   allgather     broadcast     reduce        alltoall
-//   64 KiB      7.75 / 13.48    7.13 / 12.79   5.85 / 13.02  6.16 / 13.51  7.06 / 12.56
-//   512 KiB    10.66 / 14.67   10.21 / 14.33   8.45 / 14.18  8.50 / 15.53 10.59 / 13.77
-// LL beats SIMPLE everywhere it fits (ll_capacity(nranks)); where every GPU pair is on NVLink,
-// LL128 takes the blocks above 128 KiB (table further down).
+// Algorithms and protocols (docs/design/tuner.md has the measured crossovers): the LL one-shot
+// (data with flags, no barrier) wins up to the LL rows' capacity; above it the barrier-delimited
+// one-shot and two-shot are level on two ranks and two-shot moves half the bytes per rank as ranks
+// grow, so it takes the rest. For the other collectives LL beats SIMPLE wherever its rows hold
+// the rank block; where every GPU pair is on NVLink, LL128 takes the blocks above 128 KiB.
 
 // Blocks of the direct kernels: one per 64 KiB, at least 4, at most 32 below 64 MiB and all 64
-// (kMaxBlocks) from there. Measured at 1 GiB (2 x H200, 2026-11-23 second sweep): 64 blocks
-// against 32 lift allreduce 325 -> 338 GB/s, allgather 353 -> 360, alltoall 340 -> 361; below
-// 64 MiB the extra entry/exit flags cost more than the bandwidth brings. Two ranks' collectives
-// whose traffic runs both ways take all 64 from 4 MiB since the entry flags need no fence
-// (2026-11-27, the table against 64 forced and then 64 against 32 forced, us): allreduce 4 MiB
-// 20.9-21.1 -> 20.5-20.8, 8 MiB 33.7-34.0 -> 32.9-33.5, 32 MiB 110.0-110.7 -> 108.3-108.6;
-// allgather and alltoall 8-32 MiB 0.3-1.8 us less; reduce_scatter 8 and 32 MiB 0.3-0.8 less, 4
-// and 16 MiB 0.1-0.5 more. Broadcast (one way) was level to 0.4 us slower and keeps 32, as does
-// reduce (one way, not measured); 48 blocks lost everywhere, and so did 96 and 128 (a kMaxBlocks
-// raised in experiment libraries, 2026-11-27: allreduce 4 MiB 20.9 -> 22.5 / 21.1 us, allgather
-// 8 MiB 19.6 -> 20.7 / 26.3; only allreduce 8 MiB gained 0.5 at 128). More ranks: not measured.
+// (kMaxBlocks) from there: below, the extra blocks' entry and exit flags cost more than their
+// bandwidth brings. Two ranks' collectives whose traffic runs both ways (not broadcast or reduce)
+// take all 64 from 4 MiB, where the links are busy both ways. 48, 96 and 128 blocks measured
+// slower on 2 x H200. Beyond two ranks: docs/design/tuner.md.
 constexpr size_t kManyBlocksFrom = size_t{64} << 20;
 constexpr size_t kManyBlocksFromTwoWays = size_t{4} << 20;
 
@@ -186,30 +166,11 @@ size_t block_bytes(const TunerInput& in) {
   return blocked ? in.bytes / std::max(in.nranks, 1) : in.bytes;
 }
 
-// LL128 against LL and SIMPLE, per rank block (us, 2 x H200 NV18, 2026-11-24, each protocol
-// forced over one sweep, perf/results/2026-11-24_h200x2_collectives.md; allreduce one-shot,
-// two-shot in brackets):
-//   block   allreduce            allgather           reduce_scatter     broadcast
-//           LL / LL128 / SIMPLE  LL / LL128 / SIMPLE LL / LL128 / SIMPLE LL / LL128 / SIMPLE
-//   128 K   4.98/ 4.97/10.66     4.77/ 5.11/10.44    5.11/ 5.18/11.21   5.22/ 4.72/12.45
-//   256 K   5.80/ 5.51/12.29     6.20/ 5.63/11.21    5.99/ 5.81/12.06   5.05/ 4.86/10.90
-//   512 K   7.68/ 7.00/13.26     7.63/ 7.12/11.80    8.34/ 7.10/12.38   5.54/ 5.18/11.96
-//   1 M       - / 9.38/13.80(14.40) - /10.26/14.38     - / 9.46/13.83   13.43/ 7.03/13.15
-//   2 M       - /14.89/16.78(17.29) - /17.45/16.01     - /15.17/17.42     - /11.57/16.02
-//   4 M       - /23.42/23.26(23.33)                                        - /21.78/21.74
-// (reduce and alltoall follow broadcast and allgather.) LL128 wins from 256 KiB blocks (128 KiB
-// is a tie) until each GPU receives or sends 2 MiB; allgather and alltoall only to 1 MiB, as
-// their SIMPLE kernels copy the own block on blocks of its own beside the NVLink ones. At 4 MiB
-// all are within noise of each other. Beyond two ranks the limit is the bytes crossing the
-// busiest GPU's links, (n - 1) blocks: not measured there. One rank moves nothing over links,
-// and its LL128 call is the slower copy (one H200, 256 KiB in a graph: LL 2.10 us, LL128 2.78).
-//
-// With 96-block grids and 4.5 MiB rows (2026-11-27,
-// perf/results/2026-11-27_h200x2_ll128_refresh.md, LL128 forced against the table's SIMPLE in the
-// same call, us): reduce_scatter 8 MiB (4 MiB blocks) 19.9-20.0 against 21.0-21.5 and broadcast 4
-// MiB 17.9-18.4 against 19.9-20.0 moved to LL128; allreduce 4 MiB (one-shot LL128 20.7-20.8,
-// two-shot 20.5-20.9) stays two-shot; allgather and alltoall 4 MiB (14.6-15.3 against 13.8-14.1)
-// stay SIMPLE. Reduce 4 MiB, either root: 15.7-16.1 against 20.7-20.8, LL128 too.
+// LL128 wins from rank blocks above 128 KiB until each GPU sends or receives 2 MiB (allreduce),
+// 4 MiB (reduce_scatter, broadcast, reduce) or 1 MiB (allgather, alltoall, whose SIMPLE kernels
+// copy the own block on extra blocks beside the NVLink ones), as measured on 2 x H200 (NV18).
+// The limit is the bytes crossing the busiest GPU's links, (n - 1) rank blocks. One rank moves
+// nothing over links, and its LL128 call is the slower copy.
 constexpr size_t kLL128From = size_t{128} << 10;  // blocks above it
 size_t ll128_traffic_limit(Collective c) {
   switch (c) {
@@ -233,16 +194,11 @@ bool ll128_wins(const TunerInput& in) {
          traffic <= ll128_traffic_limit(in.coll);
 }
 
-// Push first (direct.cu) against the pull for symmetric buffers, two-shot allreduce (2 x H200
-// NV18, 2026-11-27, us, three alternations each; perf/results/2026-11-27_h200x2_push_first.md):
-//   size     1 M    2 M    4 M    8 M    16 M   32 M    64 M    128 M
-//   pull     12.2   15.1   20.6   33.2   57.8   108.4   206.7   403.1
-//   push     14.3   17.2   22.7   34.2   57.1   102.1   204.8   409.1
-// The pushes' fenced barrier costs more than the pulls' latency up to 8 MiB; from 16 MiB NVLink
-// writes outrun reads, until the staging cuts the call into pieces (32 MiB of staging: 128 MiB
-// runs in four, each paying the barriers). Reduce-scatter lost from 16 MiB (35.4 against 34.3
-// at 16 MiB, 65.6 against 60.3 at 32) and takes LL128 below: not pushed first. Ranks without a
-// source window always push first (direct.cu), whatever this range. More ranks: not measured.
+// Push first (direct.cu) for symmetric buffers, two-shot allreduce: below 16 MiB the pushes'
+// fenced entry barrier costs more than the pulls' latency; from 16 MiB NVLink writes outrun
+// reads, until the staging cuts the call into pieces that each pay the barriers (above 64 MiB).
+// Reduce-scatter measured slower pushed first and is not. Ranks without a source window always
+// push first (direct.cu), whatever this range.
 constexpr size_t kPushFirstFrom = size_t{16} << 20;
 constexpr size_t kPushFirstTo = size_t{64} << 20;
 
@@ -291,18 +247,12 @@ Choice table_choice(const TunerInput& in) {
   return ch;
 }
 
-// Two ranks' broadcasts, allgathers and alltoalls whose sends the copy-engine proxy takes (2 x
-// H200 NV18, 2026-11-27; perf/results/2026-11-27_h200x2_send_recv_path.md and
-// 2026-11-27_h200x2_alltoall_send_recv.md), against the SM kernels, out of place / in place:
-// broadcast 512 MiB 387.4 / 388.5 GB/s against 364.8 / 367.7, 128 MiB 369.0 / 363.5 us against
-// 401.3 / 372.6, cudaMalloc buffers 284.5 / 307.7 GB/s against 283.9 / 284.5; allgather 512 MiB
-// 372.4 / 378.6 against 360.1, 256 MiB 376.4 / 369.2 us against 379.1 / 382.8, cudaMalloc 512
-// MiB 274.7 / 307.3 GB/s against 247.3 / 254.9 (once the FIFO channels sent and received on
-// blocks of their own: 200.7 before); alltoall 512 MiB 372.0 / 320.5 against 360.3 / 264.4,
-// 256 MiB 375.8 / 431.0 us against 378.9 / 519.1, cudaMalloc 512 MiB 271.0 / 274.5 GB/s against
-// 259.7 / 263.2. Below the proxy's size the SM kernels win (allgather and alltoall 64-128 MiB:
-// 2-13 %). An allgather's and an alltoall's size is the whole buffer: the block for the peer is
-// half. Beyond two ranks a broadcast root would send the whole buffer to every peer (not measured).
+// Two ranks' broadcasts, allgathers and alltoalls whose send to the peer reaches the copy-engine
+// proxy's size (GICL_P2P_COPY_ENGINE) run as send/recv: the copy engines then carry them faster
+// than the SM kernels, out of place and in place, symmetric and cudaMalloc buffers alike; below
+// that size the SM kernels win. An allgather's and an alltoall's size is the whole buffer: the
+// block for the peer is half. Beyond two ranks a broadcast root would send the whole buffer to
+// every peer.
 bool send_recv_wins(const TunerConfig& cfg, const TunerInput& in) {
   if (in.nranks != 2 || !in.all_p2p || in.resident != 0) return false;
   switch (in.coll) {

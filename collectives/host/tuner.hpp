@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tuner: which algorithm, protocol and block count a collective call runs with. A table of
-// crossover points measured on the GPU machine (docs/collectives.md, perf/results), overridden
-// by GICL_ALGO, GICL_PROTO and GICL_NCHANNELS. Pure functions of its inputs: unit-tested.
+// crossover points measured on the GPU machine (docs/design/tuner.md), overridden by GICL_ALGO,
+// GICL_PROTO and GICL_NCHANNELS. Pure functions of its inputs: unit-tested.
 #pragma once
 
 #include <cstddef>

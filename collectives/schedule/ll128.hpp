@@ -87,10 +87,8 @@ GICL_HD LL128Role ll128_role(Collective k, int me, int root) {
 
 /// Grid of the LL128 kernel: a warp per line group, at most 96 blocks (warps then loop). A rank
 /// block's time grows with the line groups each warp carries one after another, not with the
-/// bytes on the link: 64 blocks -> 96 took 2 x H200 allreduce 2 MiB from 13.7 to 12.2 us,
-/// reduce_scatter 4 MiB 13.8 -> 12.3; 128 measured no better (one block of 512 threads fits an
-/// SM, 132 SMs). Keeping the next loads in flight at 64 blocks (own input beside a peer's lines,
-/// next groups while storing) or four groups a warp did not help (2026-11-27).
+/// bytes on the link, so more warps help up to 96 blocks on 2 x H200 (one block of 512 threads
+/// fits an SM, 132 SMs); 128 measured no better.
 inline constexpr int kMaxLL128Blocks = 96;
 GICL_HD int ll128_blocks(size_t bytes) {
   const size_t per_block = kLLThreads / 32;

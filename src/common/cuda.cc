@@ -109,8 +109,8 @@ Status enable_peer_access(int peer_device) {
 namespace {
 // One set-up stream per context, made at the first set-up of the process and kept. A fresh stream
 // per copy would make a first launch each time; first launches from several threads at once can
-// land behind another stream's kernel that waits for this thread (reproduced without gicl:
-// perf/results/2026-11-25_h100_one_process_flake.md), and ranks' first calls run set-up at once.
+// land behind another stream's kernel that waits for this thread (reproduced without gicl;
+// docs/design/sharing-a-gpu.md), and ranks' first calls run set-up at once.
 // Keyed by context: after cudaDeviceReset the old stream is gone with its context.
 std::mutex g_setup_mutex;
 std::map<uint64_t, cudaStream_t> g_setup_streams;

@@ -54,7 +54,7 @@ __global__ void empty_kernel() {}
 /// Gives a fresh stream its first launch and waits for it. Threads of one process whose fresh
 /// streams make their first launches at the same instant can end up with one rank's kernels
 /// queued behind another rank's waiting kernel, until GICL_WAIT_TIMEOUT (reproduced without gicl:
-/// perf/results/2026-11-25_h100_one_process_flake.md); a stream that has run a kernel did not.
+/// docs/design/sharing-a-gpu.md); a stream that has run a kernel did not.
 int prime_stream(cudaStream_t s) {
   empty_kernel<<<1, 1, 0, s>>>();
   RANK_CUDA(cudaGetLastError());
@@ -176,7 +176,7 @@ int wide_calls(gicl_unique_id_t id, const gicl_unique_id_t* id_ll, int n, int r)
   // Back to back, no sync between: 20 reduce-scatters of 4 MiB on cudaMalloc buffers (staged,
   // pushed), each in place on the last one's result. With programmatic dependent launch each
   // call's grid would start early and hold multiprocessors the partners' current grids need
-  // (4 ranks stalled until GICL_WAIT_TIMEOUT, perf/results/2026-11-24_h200_mps_residency/).
+  // (4 ranks stalled so until GICL_WAIT_TIMEOUT).
   {
     const size_t rs_total = (size_t{4} << 20) / sizeof(int), rs_block = rs_total / n;
     int* buf = nullptr;
@@ -507,12 +507,12 @@ int twelve_communicators(bool prime) {
 }
 
 /// Reproducer of the hang of ranks of one process on one GPU whose fresh streams make their first
-/// launches at once (docs/collectives.md, "Not built yet"): one process runs 12 communicators in
+/// launches at once (docs/design/sharing-a-gpu.md): one process runs 12 communicators in
 /// a row, 4 and 2 ranks as threads of GPU 0, each through a 64 MiB pageable copy, an alltoall and
 /// an allgather of one element and 64 LL allreduces of 4 KiB without a sync between, every
 /// result checked, the streams not primed. On one H100 it failed in 3 to 7 runs of 12; every time
 /// one rank's next kernel, launched by its host on time, started only when its partners' kernels
-/// had given up at GICL_WAIT_TIMEOUT (perf/results/2026-11-25_h100_one_process_flake.md).
+/// had given up at GICL_WAIT_TIMEOUT.
 /// Disabled because it fails; run it with --gtest_also_run_disabled_tests --gtest_repeat=12.
 TEST(OneProcessHang, DISABLED_TwelveCommunicatorsInARow) {
   REQUIRE_GPUS(1);

@@ -200,6 +200,21 @@ TEST(Logging, VersionLevelShowsTheBannerAloneAsNcclDebugDoes) {
   EXPECT_NE(banner.find("driver"), std::string::npos) << banner;
 }
 
+// A setting's doc is one or two sentences (gicl-info and docs/env.md print it); what a setting
+// does in depth belongs to the docs it points to.
+TEST(Settings, DocsAreOneOrTwoSentences) {
+  const std::regex sentence_end(R"(\.(\s+[A-Z0-9(]|$))");
+  for (int i = 0; i < setting_count(); ++i) {
+    const SettingDef& d = setting_def(static_cast<Setting>(i));
+    const std::string doc = d.doc;
+    const auto n = std::distance(std::sregex_iterator(doc.begin(), doc.end(), sentence_end),
+                                 std::sregex_iterator());
+    EXPECT_GE(n, 1) << d.name << ": " << doc;
+    EXPECT_LE(n, 2) << d.name << ": " << doc;
+    EXPECT_LE(doc.size(), 320u) << d.name;
+  }
+}
+
 TEST(Settings, UnknownGiclVariablesAreNamedWithTheClosestKnownName) {
   const char* env[] = {"GICL_SYMETRIC_SIZE=1G",
                        "GICL_DEBUG=INFO",

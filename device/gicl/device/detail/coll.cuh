@@ -45,8 +45,7 @@ __device__ __forceinline__ T reduce_element(const DeviceComm& c, const Members& 
 /// Packs [lo, lo + len) of `src` (16 bytes each) reduced over the members in order, each handed
 /// to `store(pack index, pack)`; thread r of the scope's `threads`. The same arithmetic as
 /// reduce_element, element for element, so results do not depend on the path. Each thread keeps
-/// kUnroll packs' loads in flight per member: element-wise loads left the peers' latency exposed
-/// (perf/results/2026-11-25_h100_team_collectives.md).
+/// kUnroll packs' loads in flight per member: element-wise loads left the peers' latency exposed.
 template <gicl_redop_t Op, typename T, typename Store>
 __device__ __forceinline__ void reduce_packs(const DeviceComm& c, const Members& m, const T* src,
                                              size_t lo, size_t len, int r, int threads,
@@ -89,11 +88,9 @@ __device__ __forceinline__ void reduce_packs(const DeviceComm& c, const Members&
 }
 
 /// Below this many bytes, where no thread of the scope has more than two elements to reduce, the
-/// reductions go element by element: on one H100 (two ranks under MPS) 8-512 B allreduces took
-/// 5.5 us a call against 6.3 in packs at block scope and 5.5 against 7.5 at warp scope, and packs
-/// won from 2 KiB. Each element a thread reduces is a round trip to every member, so one thread
-/// alone (thread scope) packs from 16 bytes: 512 B took 43 us element by element, 8.9 in packs
-/// (perf/results/2026-11-25_h100_team_collectives.md).
+/// reductions go element by element: small allreduces measured faster so at block and warp scope
+/// (one H100, two ranks under MPS), and packs won from 2 KiB. Each element a thread reduces is a
+/// round trip to every member, so one thread alone (thread scope) packs from 16 bytes.
 constexpr size_t kPackedFrom = 2048;
 
 __device__ __forceinline__ bool aligned16(const void* p) {

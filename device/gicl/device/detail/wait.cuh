@@ -40,9 +40,9 @@ struct Deadline {
 };
 
 /// Spins until *addr satisfies cmp with acquire loads: the satisfying load orders the loads that
-/// follow after the writer's payload. Measured on H200 NVLink (perf/results), acquire polling beats
-/// relaxed polling followed by a system fence (+0.5 us one way) or by an acquire re-read
-/// (+0.2 us). False when the Deadline ends it.
+/// follow after the writer's payload. Measured over NVLink on H200, acquire polling beats relaxed
+/// polling followed by a system fence (+0.5 us one way) or by an acquire re-read (+0.2 us). False
+/// when the Deadline ends it.
 template <typename T>
 __device__ __noinline__ bool wait(Reporter c, uint32_t op, const T* addr, Cmp cmp, T value,
                                   int peer, T* seen_out) {
