@@ -59,15 +59,15 @@ def rows_of_run(run):
                 "peer_value": r.get("nccl_us", 0.0),
             })
         return out
-    # Device-API benchmarks: the unit says whether higher (GB/s, Mops/s) or lower (us) is better.
-    unit = run.get("unit", "us")
+    # Device-API benchmarks: the time per operation (their tables' unit, GB/s or Mops/s, follows
+    # from it and rounds small sizes to 0).
     config = f"{run.get('ctas', 0)}x{run.get('threads', 0)}" + (" local" if run.get("local") else "")
     for r in run["rows"]:
-        value = r.get("gicl", r.get("ccl"))
-        ref = r.get("nvshmem", 0.0)
+        value = r.get("gicl_us", r.get("ccl_us"))
+        ref = r.get("nvshmem_us", 0.0)
         out.append({
             "benchmark": bench, "config": config, "ranks": run["ranks"], "bytes": r["bytes"],
-            "metric": unit, "gicl": value,
+            "metric": "us", "gicl": value,
             "peer": "NVSHMEM" if ref and ref > 0 else "none", "peer_value": ref if ref > 0 else 0.0,
         })
     return out
