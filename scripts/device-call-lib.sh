@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# Helpers for one batched GPU-machine call (sourced by the per-call scripts kept beside the
-# results in perf/results/): every call runs tests and benchmarks under a time limit each, logs
-# them under one folder, and prints a short table last. Not run by CI (no GPU there).
+# Helpers for a script that runs a batch of GPU tests and benchmarks on a GPU machine (a bundle
+# from scripts/make-gpu-bundle.sh in .devinst/): each step under a time limit, logs under one
+# folder, a short table last. Not run by CI (no GPU there).
 #
 #   source scripts/device-call-lib.sh NAME   # logs in /tmp/NAME, a tarball of them in $OUT
 #   T test_name 200 cmd...                   # a command with a timeout, its rc in summary.txt
@@ -22,6 +22,7 @@ export LD_LIBRARY_PATH=$r/lib
 # NCCL for --compare-nccl: the pip wheel's library on the GPU machine.
 nccl=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)/lib
 R="$r/bin/gicl-run -n 2 --"
+X=$r/libexec/gicl  # the benchmarks
 
 elapsed() { echo $(($(date +%s) - t0)); }
 

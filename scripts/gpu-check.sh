@@ -12,7 +12,7 @@
 #   TESTS='gpu_*'    which GPU test binaries to run
 #   MPS=0            skip the tests of ranks sharing a GPU under MPS
 #   ONLY='regex'     run only the jobs whose names match (e.g. 'sendrecv|alltoall'), to split the
-#                    check over several device calls of at most 10 minutes each
+#                    check into parts
 #   JOB_TIMEOUT=S    stop any job still running after S seconds (its process group, so forked
 #                    ranks too); its row reads FAIL:124 and the jobs after it still run
 set -uo pipefail

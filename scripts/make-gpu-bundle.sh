@@ -17,7 +17,7 @@ find "$build/tests" -maxdepth 1 -type f -executable \( -name 'gpu_*' -o -name 'm
   -exec cp {} "$dest/tests/" \;
 find "$build/examples" -maxdepth 1 -type f -executable -exec cp {} "$dest/examples/" \;
 strip --strip-unneeded "$dest"/tests/* "$dest"/examples/* 2>/dev/null || true
-# The kernels' fat binaries make the folder larger than a device call may carry; packed, it is
+# The kernels' fat binaries make the folder large (tens of MiB); packed, it is
 # about a quarter. scripts/gpu-check.sh unpacks .devpack/devinst.tar.xz where .devinst/ is absent.
 mkdir -p "$root/.devpack"
 tar cf - -C "$root" .devinst | xz -6 -T0 >"$root/.devpack/devinst.tar.xz"
