@@ -14,8 +14,10 @@ bool is_nvls(DirectKind k) {
 bool splits_send(DirectKind k) {
   return k == DirectKind::kReduceScatter || k == DirectKind::kAllToAll;
 }
+// NVLS allgather is an allgather: its receive buffer holds a block per rank.
 bool splits_recv(DirectKind k) {
-  return k == DirectKind::kAllGather || k == DirectKind::kAllToAll;
+  return k == DirectKind::kAllGather || k == DirectKind::kAllToAll ||
+         k == DirectKind::kNvlsAllGather;
 }
 
 /// Elements of `count` each launch may take.

@@ -127,5 +127,32 @@ TEST(DirectPlan, PieceArgumentsWalkTheCall) {
   EXPECT_EQ(last.count, 5u);
 }
 
+// Every kind strides its buffers as its collective does: per-rank blocks of the whole call where
+// the collective splits a buffer, none elsewhere.
+TEST(DirectPlan, BlockStridesFollowTheCollective) {
+  struct Case {
+    DirectKind kind;
+    bool send_blocks, recv_blocks;
+  } cases[] = {
+      {DirectKind::kOneShot, false, false},      {DirectKind::kTwoShot, false, false},
+      {DirectKind::kReduceScatter, true, false}, {DirectKind::kReduce, false, false},
+      {DirectKind::kAllGather, false, true},     {DirectKind::kBroadcast, false, false},
+      {DirectKind::kAllToAll, true, true},       {DirectKind::kNvlsAllReduce, false, false},
+      {DirectKind::kNvlsAllGather, false, true}};
+  char send[64], recv[64];
+  for (const Case& k : cases) {
+    for (bool windows : {false, true}) {
+      const DirectCall c = call(k.kind, 1 << 20, windows);
+      const DirectPlan p = plan_direct(c);
+      ASSERT_GT(p.piece, 0u);
+      const DirectArgs a = piece_args(c, p, send, recv, 0);
+      SCOPED_TRACE(static_cast<int>(k.kind));
+      EXPECT_EQ(a.send_ld, k.send_blocks ? c.count : 0u);
+      EXPECT_EQ(a.recv_ld, k.recv_blocks ? c.count : 0u);
+      EXPECT_EQ(a.dst_ld, k.recv_blocks ? (p.dst_zero ? c.count : a.count) : 0u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gicl::coll
