@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 
 #include "collectives/schedule/limits.hpp"
 #include "collectives/schedule/step.hpp"
@@ -48,41 +47,6 @@ GICL_HD size_t ll128_lines(size_t bytes) {
 /// Line groups (warp iterations) of a rank block of `bytes`.
 GICL_HD size_t ll128_groups(size_t bytes) {
   return (ll128_lines(bytes) + kLL128LinesPerWarp - 1) / kLL128LinesPerWarp;
-}
-
-/// What a rank does in an LL128 collective: which peers it stores lines into (and with which part
-/// of its input) and what it makes of the lines it receives. A pure function of the call, so the
-/// kernel's send and receive halves branch on these fields alone.
-enum class LL128Receive : uint8_t {
-  kNone,      // reduce's non-roots: nothing arrives
-  kReduce,    // every rank's lines reduced in rank order (allreduce, reduce_scatter, reduce's root)
-  kGather,    // rank r's lines into block r of recv (allgather, alltoall)
-  kFromRoot,  // the root's lines into recv (broadcast's non-roots)
-  kCopyOwn,   // the root copies its own input (broadcast)
-};
-struct LL128Role {
-  bool sends;        // stores lines into its peers' rows
-  bool blocked_src;  // peer j gets block j of the input (reduce_scatter, alltoall), not all of it
-  int only_peer;     // the one peer it sends to (reduce: the root), or -1 for every peer
-  LL128Receive receive;
-};
-GICL_HD LL128Role ll128_role(Collective k, int me, int root) {
-  switch (k) {
-    case Collective::kAllReduce:
-      return {true, false, -1, LL128Receive::kReduce};
-    case Collective::kReduceScatter:
-      return {true, true, -1, LL128Receive::kReduce};
-    case Collective::kReduce:
-      return {true, false, root, me == root ? LL128Receive::kReduce : LL128Receive::kNone};
-    case Collective::kAllGather:
-      return {true, false, -1, LL128Receive::kGather};
-    case Collective::kAllToAll:
-      return {true, true, -1, LL128Receive::kGather};
-    case Collective::kBroadcast:
-      return {me == root, false, -1,
-              me == root ? LL128Receive::kCopyOwn : LL128Receive::kFromRoot};
-  }
-  return {false, false, -1, LL128Receive::kNone};
 }
 
 /// Grid of the LL128 kernel: a warp per line group, at most 96 blocks (warps then loop). A rank

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "collectives/common/coll_args.h"
@@ -70,99 +69,6 @@ TEST(LL128Layout, CapacityFitsTheRow) {
     EXPECT_GT(ll128_lines(cap + 8) * kLL128LineBytes, row) << n;  // nothing wasted
     EXPECT_EQ(row % 4096, 0u);
   }
-}
-
-// The roles, run on CPU: each rank stores what its role sends into its peers' rows, then makes
-// of its rows what its role receives. The outcome must be each collective's result (integer sum,
-// so any order is exact), for every rank count and root.
-TEST(LL128Roles, EveryCollectiveComputesItsResult) {
-  const size_t b = 3;  // elements of a rank block
-  for (int n = 1; n <= 5; ++n)
-    for (int root = 0; root < n; ++root)
-      for (int ci = 0; ci < kNumCollectives; ++ci) {
-        const auto k = static_cast<Collective>(ci);
-        SCOPED_TRACE(std::string(collective_name(k)) + " n=" + std::to_string(n) +
-                     " root=" + std::to_string(root));
-        const size_t in_len = send_splits(k) ? b * n : b, out_len = recv_splits(k) ? b * n : b;
-        std::vector<std::vector<long>> in(n, std::vector<long>(in_len)), out(n);
-        for (int r = 0; r < n; ++r)
-          for (size_t i = 0; i < in_len; ++i) in[r][i] = 1000 * r + static_cast<long>(i) + 1;
-        // rows[to][from]: the rank block `from` stored into `to`'s row.
-        std::vector<std::vector<std::vector<long>>> rows(n, std::vector<std::vector<long>>(n));
-        auto part = [&](int r, int j) {
-          const LL128Role role = ll128_role(k, r, root);
-          const size_t at = role.blocked_src ? b * j : 0;
-          return std::vector<long>(in[r].begin() + at, in[r].begin() + at + b);
-        };
-        for (int r = 0; r < n; ++r) {
-          const LL128Role role = ll128_role(k, r, root);
-          if (!role.sends) continue;
-          for (int j = 0; j < n; ++j)
-            if (j != r && (role.only_peer < 0 || role.only_peer == j)) rows[j][r] = part(r, j);
-        }
-        for (int r = 0; r < n; ++r) {
-          const LL128Role role = ll128_role(k, r, root);
-          auto from = [&](int q) { return q == r ? part(r, r) : rows[r][q]; };
-          out[r].assign(out_len, -1);
-          switch (role.receive) {
-            case LL128Receive::kNone:
-              break;
-            case LL128Receive::kReduce:
-              for (size_t i = 0; i < b; ++i) {
-                out[r][i] = 0;
-                for (int q = 0; q < n; ++q) {
-                  ASSERT_EQ(from(q).size(), b) << "rank " << r << " has nothing from " << q;
-                  out[r][i] += from(q)[i];
-                }
-              }
-              break;
-            case LL128Receive::kGather:
-              for (int q = 0; q < n; ++q) {
-                ASSERT_EQ(from(q).size(), b) << "rank " << r << " has nothing from " << q;
-                for (size_t i = 0; i < b; ++i) out[r][q * b + i] = from(q)[i];
-              }
-              break;
-            case LL128Receive::kFromRoot:
-              ASSERT_EQ(rows[r][root].size(), b);
-              for (size_t i = 0; i < b; ++i) out[r][i] = rows[r][root][i];
-              break;
-            case LL128Receive::kCopyOwn:
-              for (size_t i = 0; i < b; ++i) out[r][i] = in[r][i];
-              break;
-          }
-        }
-        for (int r = 0; r < n; ++r)
-          for (size_t i = 0; i < out_len; ++i) {
-            long want = -1;
-            const size_t blk = i / b, e = i % b;
-            switch (k) {
-              case Collective::kAllReduce:
-                want = 0;
-                for (int q = 0; q < n; ++q) want += in[q][i];
-                break;
-              case Collective::kReduceScatter:
-                want = 0;
-                for (int q = 0; q < n; ++q) want += in[q][b * r + i];
-                break;
-              case Collective::kReduce:
-                if (r == root) {
-                  want = 0;
-                  for (int q = 0; q < n; ++q) want += in[q][i];
-                }
-                break;
-              case Collective::kAllGather:
-                want = in[blk][e];
-                break;
-              case Collective::kAllToAll:
-                want = in[blk][b * r + e];
-                break;
-              case Collective::kBroadcast:
-                want = in[root][i];
-                break;
-            }
-            EXPECT_EQ(out[r][i], want) << "rank " << r << " element " << i;
-          }
-      }
 }
 
 }  // namespace
