@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "net/op_table.hpp"
+
+namespace gicl::net {
+
+void OpTable::init(int nranks, int capacity) {
+  slots_.assign(capacity, Slot{});
+  free_.clear();
+  for (int i = capacity - 1; i >= 0; --i) free_.push_back(i);
+  peers_.assign(nranks, Peer{});
+  ready_.clear();
+  inflight_ = 0;
+}
+
+int OpTable::begin(int peer, uint64_t cookie, int64_t now_ns) {
+  const int slot = free_.back();
+  free_.pop_back();
+  Peer& p = peers_[peer];
+  slots_[slot] = Slot{peer, cookie, p.next++, now_ns, true, false};
+  p.done.push_back(0);
+  ++inflight_;
+  return slot;
+}
+
+void OpTable::cancel(int slot) {
+  Slot& s = slots_[slot];
+  Peer& p = peers_[s.peer];
+  // Only the newest operation of a peer can be cancelled (it was refused at its post).
+  if (s.seq + 1 == p.next) {
+    --p.next;
+    p.done.pop_back();
+  } else {
+    p.done[s.seq - p.base] = 1;
+  }
+  s.busy = false;
+  free_.push_back(slot);
+  --inflight_;
+  advance(s.peer);
+}
+
+void OpTable::complete(int slot, gicl_result_t status, uint64_t value) {
+  Slot& s = slots_[slot];
+  if (s.expired) {  // its kDone fired at expiry: the slot is free again only now
+    s.busy = s.expired = false;
+    free_.push_back(slot);
+    --inflight_;
+    return;
+  }
+  Peer& p = peers_[s.peer];
+  Event e;
+  e.kind = EventKind::kDone;
+  e.status = status;
+  e.peer = s.peer;
+  e.cookie = s.cookie;
+  e.value = value;
+  ready_.push_back(e);
+  if (status != GICL_SUCCESS && p.failed == GICL_SUCCESS) p.failed = status;
+  p.done[s.seq - p.base] = 1;
+  s.busy = false;
+  free_.push_back(slot);
+  --inflight_;
+  advance(s.peer);
+}
+
+int OpTable::expire(int64_t now_ns, int64_t timeout_ns) {
+  if (now_ns < next_scan_ns_) return 0;
+  next_scan_ns_ = now_ns + timeout_ns / 8;
+  int n = 0;
+  for (Slot& s : slots_) {
+    if (!s.busy || s.expired || now_ns - s.posted_ns <= timeout_ns) continue;
+    Peer& p = peers_[s.peer];
+    Event e;
+    e.kind = EventKind::kDone;
+    e.status = GICL_TIMEOUT;
+    e.peer = s.peer;
+    e.cookie = s.cookie;
+    ready_.push_back(e);
+    if (p.failed == GICL_SUCCESS) p.failed = GICL_TIMEOUT;
+    p.done[s.seq - p.base] = 1;
+    s.expired = true;
+    if (n++ == 0) expired_peer_ = s.peer;
+    advance(s.peer);
+  }
+  return n;
+}
+
+void OpTable::advance(int peer) {
+  Peer& p = peers_[peer];
+  while (!p.done.empty() && p.done.front()) {
+    p.done.pop_front();
+    ++p.base;
+  }
+  while (!p.markers.empty() && (p.markers.front().seq <= p.base || p.failed != GICL_SUCCESS)) {
+    Event e;
+    e.kind = EventKind::kDone;
+    e.status = p.failed;
+    e.peer = peer;
+    e.cookie = p.markers.front().cookie;
+    ready_.push_back(e);
+    p.markers.pop_front();
+  }
+}
+
+void OpTable::flush(int peer, uint64_t cookie) {
+  peers_[peer].markers.push_back(Marker{peers_[peer].next, cookie});
+  advance(peer);
+}
+
+void OpTable::fail_peer(int peer, gicl_result_t status) {
+  if (peers_[peer].failed == GICL_SUCCESS) peers_[peer].failed = status;
+  advance(peer);
+}
+
+int OpTable::take(Event* out, int max) {
+  int n = 0;
+  while (n < max && !ready_.empty()) {
+    out[n++] = ready_.front();
+    ready_.pop_front();
+  }
+  return n;
+}
+
+}  // namespace gicl::net

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "net/transport.hpp"
+
+#include "common/settings.hpp"
+#include "net/null/null_transport.hpp"
+#ifdef GICL_HAVE_OFI
+#include "net/ofi/ofi_transport.hpp"
+#endif
+
+namespace gicl::net {
+
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::kNull:
+      return "null";
+    case Backend::kOfi:
+      return "ofi";
+    case Backend::kVerbs:
+      return "verbs";
+  }
+  return "?";
+}
+
+const char* atomic_op_name(AtomicOp op) {
+  switch (op) {
+    case AtomicOp::kAdd:
+      return "atomic add";
+    case AtomicOp::kFetchAdd:
+      return "atomic fetch_add";
+    case AtomicOp::kSwap:
+      return "atomic swap";
+    case AtomicOp::kCompareSwap:
+      return "atomic compare_swap";
+  }
+  return "atomic ?";
+}
+
+Status open_transport(Backend backend, const OpenArgs& args_in, std::unique_ptr<Transport>* out) {
+  OpenArgs args = args_in;
+  if (args.timeout_ms < 0) GICL_CHECK(setting_int(Setting::kNetTimeout, &args.timeout_ms));
+  switch (backend) {
+    case Backend::kNull:
+      return open_null(args, out);
+    case Backend::kOfi:
+#ifdef GICL_HAVE_OFI
+      return open_ofi(args, out);
+#else
+      break;
+#endif
+    case Backend::kVerbs:
+      break;
+  }
+  return GICL_FAIL(GICL_UNSUPPORTED, "net: the %s backend is not built", backend_name(backend));
+}
+
+}  // namespace gicl::net

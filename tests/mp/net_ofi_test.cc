@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: Apache-2.0
+// The libfabric backend between real processes over loopback, on the providers every machine
+// has (tcp;ofi_rxm and shm): writes land where they were aimed and are visible when they
+// complete, an immediate is seen only after its payload, atomics from every rank add up exactly,
+// reads return the peer's bytes, a flush completes after every earlier write, bad arguments are
+// named, ranks on different providers are told so, and a peer that dies fails the operations to
+// it, named, within GICL_NET_TIMEOUT.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <future>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/unique_id.hpp"
+#include "mp/fork_ranks.hpp"
+#include "net/connect.hpp"
+#include "net/transport.hpp"
+
+namespace gicl::net {
+namespace {
+
+using bootstrap::Bootstrap;
+using test::fork_ranks;
+
+/// A rank's transport with one registered host region and every rank's key for it. Members are
+/// destroyed in reverse: the region before the transport that registered it.
+struct NetRank {
+  std::unique_ptr<Bootstrap> bs;
+  std::unique_ptr<Transport> t;
+  std::vector<uint8_t> mem;
+  std::unique_ptr<Region> region;
+  std::vector<RemoteKey> keys;
+  std::vector<Event> events;  // seen while waiting, in order
+
+  /// Polls until `done()` or the deadline; every event is appended to `events`, and every
+  /// event ready is taken before `done()` is asked.
+  Status poll_until(const std::function<bool()>& done, int64_t ms = 30000) {
+    const Deadline d = Deadline::after_ms(ms);
+    Event ev[64];
+    for (;;) {
+      int n = 0;
+      do {
+        GICL_CHECK(t->poll(ev, 64, &n));
+        events.insert(events.end(), ev, ev + n);
+      } while (n == 64);
+      if (done()) return GICL_SUCCESS;
+      if (d.expired())
+        return GICL_FAIL(GICL_TIMEOUT, "test: condition not reached in %lld ms",
+                         static_cast<long long>(ms));
+    }
+  }
+  /// A bootstrap barrier while this rank keeps serving peers' operations (manual progress).
+  Status barrier() {
+    auto f = std::async(std::launch::async, [this] { return bs->barrier(); });
+    GICL_CHECK(poll_until(
+        [&] { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }));
+    return f.get();
+  }
+  size_t done_events(uint64_t cookie_lo, uint64_t cookie_hi) const {
+    return static_cast<size_t>(std::count_if(events.begin(), events.end(), [&](const Event& e) {
+      return e.kind == EventKind::kDone && e.cookie >= cookie_lo && e.cookie < cookie_hi;
+    }));
+  }
+};
+
+void use_provider(const std::string& provider) {
+  setenv("GICL_OFI_PROVIDER", provider.c_str(), 1);
+  setenv("FI_TCP_IFACE", "lo", 1);  // libfabric's own variable: tcp on loopback
+}
+
+Status open_rank(const bootstrap::UniqueIdData& id, int rank, int n, size_t bytes, NetRank* r) {
+  GICL_CHECK(Bootstrap::create(id, rank, n, nullptr, 30000, &r->bs));
+  OpenArgs args;
+  args.rank = rank;
+  args.nranks = n;
+  args.max_inflight = 256;
+  GICL_CHECK(open_transport(Backend::kOfi, args, &r->t));
+  GICL_CHECK(connect_all(*r->t, *r->bs));
+  r->mem.assign(bytes, 0);
+  GICL_CHECK(r->t->register_memory(r->mem.data(), bytes, MemKind::kHost, &r->region));
+  return exchange_keys(*r->bs, *r->region, &r->keys);
+}
+
+uint8_t pattern(int from, int to, size_t i) {
+  return static_cast<uint8_t>(from * 131 + to * 17 + i * 7 + (i >> 9) + 1);
+}
+
+bool any_ofi() {
+  static const bool ok = [] {
+    auto rc = fork_ranks(1, [](int) {
+      use_provider("tcp;ofi_rxm");
+      std::unique_ptr<Transport> t;
+      return open_transport(Backend::kOfi, OpenArgs{}, &t).ok() ? 0 : 1;
+    });
+    return rc[0].code == 0;
+  }();
+  return ok;
+}
+
+#define REQUIRE_OFI()                                                                    \
+  do {                                                                                   \
+    if (!any_ofi()) GTEST_SKIP() << "libfabric's tcp;ofi_rxm provider cannot open here"; \
+  } while (0)
+
+struct Case {
+  const char* provider;
+  int ranks;
+};
+std::string case_name(const ::testing::TestParamInfo<Case>& p) {
+  std::string s = p.param.provider;
+  s = s.substr(0, s.find(';'));
+  return s + "_" + std::to_string(p.param.ranks) + "ranks";
+}
+
+class OfiRanks : public ::testing::TestWithParam<Case> {};
+
+/// Each rank writes pieces of odd sizes into its own block of every peer's region, then, after
+/// their completions, a write_imm naming itself: the target checks the whole block when it sees
+/// the immediate, without polling in between.
+TEST_P(OfiRanks, WritesLandAndAnImmediateFollowsItsPayload) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  constexpr size_t kBlock = 1 << 20;
+  const size_t cuts[] = {0, 1, 8, 4099, 65536 + 3, 300001, kBlock - 8};  // piece boundaries
+  auto results = fork_ranks(c.ranks, [&](int me) {
+    use_provider(c.provider);
+    NetRank r;
+    RANK_OK(open_rank(id, me, c.ranks, kBlock * (c.ranks + 1), &r));
+    // Source: this rank's outgoing bytes in the extra block at the end of its region.
+    uint8_t* out = r.mem.data() + kBlock * c.ranks;
+    uint64_t cookie = 1;
+    for (int p = 0; p < c.ranks; ++p) {
+      if (p == me) continue;
+      for (size_t i = 0; i < kBlock - 8; ++i) out[i] = pattern(me, p, i);
+      for (size_t k = 0; k + 1 < std::size(cuts); ++k) {
+        const size_t off = cuts[k], len = cuts[k + 1] - cuts[k];
+        RANK_OK(r.t->write(p, *r.region, out + off, r.keys[p], kBlock * me + off, len, cookie++));
+      }
+      // The source block is rewritten for the next peer: wait for these writes first.
+      const uint64_t upto = cookie;
+      RANK_OK(r.poll_until([&] { return r.done_events(1, upto) == upto - 1; }));
+      RANK_OK(r.t->write_imm(p, *r.region, out, r.keys[p], kBlock * me + kBlock - 8, 8,
+                             (uint64_t{0xabc} << 40) | static_cast<uint64_t>(me), 1000 + p));
+    }
+    // Each immediate is checked right after the poll that returned it, before any other.
+    std::set<int> heard;
+    size_t scanned = 0;
+    std::string bad;
+    RANK_OK(r.poll_until([&] {
+      for (; scanned < r.events.size() && bad.empty(); ++scanned) {
+        const Event& e = r.events[scanned];
+        if (e.kind != EventKind::kImmediate) continue;
+        const int from = static_cast<int>(e.value & 0xff);
+        if (e.value >> 40 != 0xabc || from >= c.ranks || !heard.insert(from).second) {
+          bad = "unexpected immediate " + std::to_string(e.value);
+          break;
+        }
+        const uint8_t* got = r.mem.data() + kBlock * from;
+        for (size_t i = 0; i < kBlock - 8 && bad.empty(); ++i)
+          if (got[i] != pattern(from, me, i))
+            bad = "byte " + std::to_string(i) + " from rank " + std::to_string(from) +
+                  " was not there when its immediate arrived";
+      }
+      return !bad.empty() || heard.size() + 1 == static_cast<size_t>(c.ranks);
+    }));
+    RANK_CHECK(bad.empty(), "%s", bad.c_str());
+    for (const Event& e : r.events)
+      RANK_CHECK(e.kind != EventKind::kDone || e.status == GICL_SUCCESS, "op %llu failed",
+                 (unsigned long long)e.cookie);
+    RANK_OK(r.poll_until([&] { return r.t->inflight() == 0; }));
+    RANK_OK(r.barrier());
+    return 0;
+  });
+  for (int i = 0; i < c.ranks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+/// Every rank hammers rank 0's words: fetch-adds hand out each ticket once, adds sum exactly,
+/// one compare-swap wins and the others see the winner, swaps chain.
+TEST_P(OfiRanks, AtomicsFromEveryRankAreExact) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  constexpr int kOps = 300;
+  auto results = fork_ranks(c.ranks, [&](int me) {
+    use_provider(c.provider);
+    NetRank r;
+    RANK_OK(open_rank(id, me, c.ranks, 4096, &r));
+    if (!r.t->caps().atomics) {
+      std::fprintf(stderr, "%s has no atomics\n", r.t->provider().c_str());
+      return 1;
+    }
+    RANK_OK(r.barrier());
+    const RemoteKey& k = r.keys[0];
+    for (int i = 0; i < kOps; ++i) {
+      RANK_OK(r.t->atomic(0, AtomicOp::kFetchAdd, k, 0, 1, 0, 1 + i));
+      RANK_OK(r.t->atomic(0, AtomicOp::kAdd, k, 8, static_cast<uint64_t>(me + 1), 0, 10000 + i));
+    }
+    RANK_OK(r.t->atomic(0, AtomicOp::kCompareSwap, k, 16, static_cast<uint64_t>(me + 1), 0, 20000));
+    RANK_OK(r.t->atomic(0, AtomicOp::kSwap, k, 24, static_cast<uint64_t>(me + 1) << 8, 0, 20001));
+    RANK_OK(r.poll_until([&] { return r.t->inflight() == 0; }));
+    std::vector<uint64_t> mine(kOps + 2);
+    for (const Event& e : r.events) {
+      if (e.kind != EventKind::kDone) continue;
+      RANK_CHECK(e.status == GICL_SUCCESS, "atomic %llu failed", (unsigned long long)e.cookie);
+      if (e.cookie >= 1 && e.cookie <= kOps) mine[e.cookie - 1] = e.value;
+      if (e.cookie == 20000) mine[kOps] = e.value;
+      if (e.cookie == 20001) mine[kOps + 1] = e.value;
+    }
+    RANK_OK(r.barrier());
+    std::vector<uint64_t> all(mine.size() * c.ranks);
+    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<long>(mine.size() * me));
+    RANK_OK(r.bs->allgather(all.data(), mine.size() * sizeof(uint64_t)));
+    std::set<uint64_t> tickets;
+    int winners = 0;
+    std::multiset<uint64_t> swapped;
+    for (int q = 0; q < c.ranks; ++q) {
+      const uint64_t* v = &all[mine.size() * q];
+      for (int i = 0; i < kOps; ++i) tickets.insert(v[i]);
+      winners += v[kOps] == 0;
+      swapped.insert(v[kOps + 1]);
+    }
+    RANK_CHECK(tickets.size() == static_cast<size_t>(kOps * c.ranks) &&
+                   *tickets.rbegin() == static_cast<uint64_t>(kOps * c.ranks - 1),
+               "fetch-add handed out %zu distinct tickets, the largest %llu", tickets.size(),
+               (unsigned long long)*tickets.rbegin());
+    RANK_CHECK(winners == 1, "%d compare-swaps saw 0", winners);
+    if (me == 0) {
+      uint64_t w[4];
+      std::memcpy(w, r.mem.data(), sizeof(w));
+      uint64_t sum = 0;
+      for (int q = 0; q < c.ranks; ++q) sum += static_cast<uint64_t>(q + 1) * kOps;
+      RANK_CHECK(w[0] == static_cast<uint64_t>(kOps * c.ranks), "fetch-add word %llu",
+                 (unsigned long long)w[0]);
+      RANK_CHECK(w[1] == sum, "add word %llu, expected %llu", (unsigned long long)w[1],
+                 (unsigned long long)sum);
+      RANK_CHECK(w[2] >= 1 && w[2] <= static_cast<uint64_t>(c.ranks), "cswap word %llu",
+                 (unsigned long long)w[2]);
+      for (int q = 0; q < c.ranks; ++q)
+        RANK_CHECK(all[mine.size() * q + kOps] == 0 || all[mine.size() * q + kOps] == w[2],
+                   "rank %d's compare-swap saw %llu, neither 0 nor the winner", q,
+                   (unsigned long long)all[mine.size() * q + kOps]);
+      // The swaps form one chain: the old values and the final one are 0 and every new value.
+      swapped.insert(w[3]);
+      std::multiset<uint64_t> expect{0};
+      for (int q = 0; q < c.ranks; ++q) expect.insert(static_cast<uint64_t>(q + 1) << 8);
+      RANK_CHECK(swapped == expect, "the swaps do not chain");
+    }
+    RANK_OK(r.barrier());
+    return 0;
+  });
+  for (int i = 0; i < c.ranks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+/// Each rank reads an odd-sized, odd-offset range of every peer's region.
+TEST_P(OfiRanks, ReadsReturnThePeersBytes) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  constexpr size_t kBytes = 1 << 20;
+  auto results = fork_ranks(c.ranks, [&](int me) {
+    use_provider(c.provider);
+    NetRank r;
+    RANK_OK(open_rank(id, me, c.ranks, 2 * kBytes, &r));
+    for (size_t i = 0; i < kBytes; ++i) r.mem[i] = pattern(me, me, i);
+    RANK_OK(r.barrier());
+    uint8_t* in = r.mem.data() + kBytes;
+    for (int p = 0; p < c.ranks; ++p) {
+      const size_t off = 3 + static_cast<size_t>(p) * 1000, len = kBytes - 7 - off;
+      RANK_OK(r.t->read(p, *r.region, in, r.keys[p], off, len, 1 + p));
+      RANK_OK(r.poll_until([&] { return r.t->inflight() == 0; }));
+      for (size_t i = 0; i < len; ++i)
+        RANK_CHECK(in[i] == pattern(p, p, off + i), "byte %zu read from rank %d", i, p);
+    }
+    RANK_OK(r.barrier());
+    return 0;
+  });
+  for (int i = 0; i < c.ranks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+/// Rank 0 posts a burst of writes and a flush to rank 1: the flush's event comes after every
+/// write's, and rank 1 sees all the bytes once rank 0 says so.
+TEST_P(OfiRanks, AFlushCompletesAfterEveryEarlierWrite) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  constexpr size_t kPiece = 16 << 10;
+  constexpr int kPieces = 400;  // more than max_inflight: posting waits for room
+  auto results = fork_ranks(c.ranks, [&](int me) {
+    use_provider(c.provider);
+    NetRank r;
+    RANK_OK(open_rank(id, me, c.ranks, 2 * kPiece * kPieces, &r));
+    if (me == 0) {
+      uint8_t* out = r.mem.data() + kPiece * kPieces;
+      for (size_t i = 0; i < kPiece * kPieces; ++i) out[i] = pattern(0, 1, i);
+      for (int i = 0; i < kPieces; ++i)
+        RANK_OK(r.t->write(1, *r.region, out + kPiece * i, r.keys[1], kPiece * i, kPiece, 1 + i));
+      RANK_OK(r.t->flush(1, 9999));
+      RANK_OK(r.poll_until([&] { return r.done_events(9999, 10000) == 1; }));
+      const auto flush_at = std::find_if(r.events.begin(), r.events.end(),
+                                         [](const Event& e) { return e.cookie == 9999; });
+      RANK_CHECK(flush_at->status == GICL_SUCCESS, "flush failed");
+      size_t before = 0;
+      for (auto it = r.events.begin(); it != flush_at; ++it) before += it->cookie <= kPieces;
+      RANK_CHECK(before == kPieces, "the flush fired after %zu of %d writes", before, kPieces);
+    }
+    RANK_OK(r.barrier());
+    if (me == 1)
+      for (size_t i = 0; i < kPiece * kPieces; ++i)
+        RANK_CHECK(r.mem[i] == pattern(0, 1, i), "byte %zu", i);
+    RANK_OK(r.barrier());
+    return 0;
+  });
+  for (int i = 0; i < c.ranks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, OfiRanks,
+                         ::testing::Values(Case{"tcp;ofi_rxm", 2}, Case{"tcp;ofi_rxm", 3},
+                                           Case{"shm", 2}, Case{"shm", 3}),
+                         case_name);
+
+int expect_error(Status s, gicl_result_t code, const char* needle) {
+  RANK_CHECK(s.code() == code, "got %d (%s), expected %d", s.code(), last_error(), code);
+  RANK_CHECK(std::strstr(last_error(), needle) != nullptr, "message '%s' lacks '%s'", last_error(),
+             needle);
+  return 0;
+}
+
+TEST(Ofi, BadArgumentsAreNamed) {
+  REQUIRE_OFI();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  auto results = fork_ranks(1, [&](int) {
+    use_provider("tcp;ofi_rxm");
+    NetRank r;
+    RANK_OK(open_rank(id, 0, 1, 4096, &r));
+    std::vector<uint8_t> other(64);
+    int bad = 0;
+    bad |= expect_error(r.t->write(0, *r.region, other.data(), r.keys[0], 0, 8, 1),
+                        GICL_INVALID_ARGUMENT, "outside its registered region");
+    bad |= expect_error(r.t->write(0, *r.region, r.mem.data() + 4000, r.keys[0], 0, 200, 1),
+                        GICL_INVALID_ARGUMENT, "outside its registered region");
+    bad |= expect_error(r.t->write(0, *r.region, r.mem.data(), r.keys[0], 4000, 200, 1),
+                        GICL_INVALID_ARGUMENT, "offset 4000 + 200 bytes exceeds");
+    bad |= expect_error(r.t->write(3, *r.region, r.mem.data(), r.keys[0], 0, 8, 1),
+                        GICL_INVALID_ARGUMENT, "peer 3 is not a rank of [0, 1)");
+    bad |= expect_error(r.t->atomic(0, AtomicOp::kAdd, r.keys[0], 4, 1, 0, 1),
+                        GICL_INVALID_ARGUMENT, "not 8-byte aligned");
+    RemoteKey foreign = r.keys[0];
+    foreign.backend = static_cast<uint8_t>(Backend::kVerbs);
+    bad |= expect_error(r.t->read(0, *r.region, r.mem.data(), foreign, 0, 8, 1),
+                        GICL_INVALID_ARGUMENT, "is not a key of the ofi backend");
+    RANK_CHECK(r.t->inflight() == 0, "a refused operation stayed in flight");
+    return bad;
+  });
+  EXPECT_EQ(results[0].code, 0);
+}
+
+TEST(Ofi, AnUnknownProviderListsTheOnesHere) {
+  REQUIRE_OFI();
+  auto results = fork_ranks(1, [&](int) {
+    use_provider("no-such-provider");
+    std::unique_ptr<Transport> t;
+    return expect_error(open_transport(Backend::kOfi, OpenArgs{}, &t), GICL_INVALID_ARGUMENT,
+                        "GICL_OFI_PROVIDER=no-such-provider") |
+           expect_error(open_transport(Backend::kOfi, OpenArgs{}, &t), GICL_INVALID_ARGUMENT,
+                        "tcp;ofi_rxm");
+  });
+  EXPECT_EQ(results[0].code, 0);
+}
+
+TEST(Ofi, RanksOnDifferentProvidersAreNamed) {
+  REQUIRE_OFI();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  auto results = fork_ranks(2, [&](int me) {
+    use_provider(me == 0 ? "tcp;ofi_rxm" : "shm");
+    NetRank r;
+    const Status s = open_rank(id, me, 2, 4096, &r);
+    return expect_error(s, GICL_REMOTE_ERROR, me == 0 ? "rank 1 opened ofi shm" : "rank 0 opened");
+  });
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+/// Rank 1 dies after connecting; rank 0 keeps writing to it and flushes. Whatever the provider
+/// reports (a connection error, or nothing at all), the flush fails naming rank 1 within the
+/// timeout, and rank 0 is not left hanging.
+class OfiProviders : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OfiProviders, APeerThatDiesFailsTheOperationsToItNamed) {
+  REQUIRE_OFI();
+  const Case c{GetParam(), 2};
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  auto results = fork_ranks(2, [&](int me) {
+    use_provider(c.provider);
+    setenv("GICL_NET_TIMEOUT", "2000", 1);
+    NetRank r;
+    RANK_OK(open_rank(id, me, 2, 1 << 20, &r));
+    RANK_OK(r.barrier());
+    if (me == 1) _exit(0);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = GICL_SUCCESS;
+    for (int i = 0; i < 64 && s.ok(); ++i)
+      s = r.t->write(1, *r.region, r.mem.data(), r.keys[1], 0, 64 << 10, 1 + i);
+    if (s.ok()) s = r.t->flush(1, 500);
+    if (s.ok()) s = r.poll_until([&] { return r.done_events(500, 501) == 1; }, 20000);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_CHECK(secs < 15, "took %.1f s", secs);
+    if (!s.ok()) {  // refused at posting: the message names the peer
+      RANK_CHECK(std::strstr(last_error(), "rank 1") != nullptr, "message '%s'", last_error());
+      return 0;
+    }
+    const auto f = std::find_if(r.events.begin(), r.events.end(),
+                                [](const Event& e) { return e.cookie == 500; });
+    RANK_CHECK(f->status != GICL_SUCCESS && f->peer == 1,
+               "the flush to the dead rank 1 reported status %d for rank %d", f->status, f->peer);
+    return 0;
+  });
+  EXPECT_EQ(results[0].code, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, OfiProviders, ::testing::Values("tcp;ofi_rxm", "shm"),
+                         [](const ::testing::TestParamInfo<const char*>& p) {
+                           return std::string(p.param).substr(0, 3);
+                         });
+
+}  // namespace
+}  // namespace gicl::net
