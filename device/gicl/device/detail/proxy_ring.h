@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+// The network proxy's request ring as kernels and the proxy thread both see it (plain data and
+// header-only logic shared by host and device code; internal to gicl, not part of the device
+// API's contract).
+//
+// Many producers (GPU threads, or host threads in tests), one consumer (the proxy). The ring is
+// `size` 16-byte slots in pinned host memory; an operation takes 1 to kProxyMaxSlots consecutive
+// slots. A producer takes tickets from `head` (device memory, one atomic add), waits until the
+// proxy has consumed the previous lap of those slots (`tail`, read through `tail_cache`), and
+// writes each slot as two 8-byte stores. Every 8-byte word carries the lap's commit bit in bit 63,
+// so a word is valid exactly when its bit matches its ticket's lap: the proxy needs no separate
+// flag, never clears a slot, and cannot see half a word. The commit bit of lap k is 1 - (k & 1),
+// so the zeroed ring holds nothing.
+//
+// The proxy publishes `tail` (slots consumed, so free for the next lap) and `done` (every
+// operation whose first ticket is below it has completed at its target), both in pinned host
+// memory the GPU reads. A producer that cannot get room before its deadline fails the
+// communicator; the tickets it took are never written, so the proxy stops there too.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define GICL_RING_HD __host__ __device__ __forceinline__
+#else
+#define GICL_RING_HD inline
+#endif
+
+namespace gicl {
+
+inline constexpr uint32_t kProxyRingVersion = 1;
+/// Most slots one operation takes (a put with a signal, both in long form).
+inline constexpr uint32_t kProxyMaxSlots = 4;
+
+struct alignas(16) ProxySlot {
+  uint64_t w[2];
+};
+static_assert(sizeof(ProxySlot) == 16, "a slot is one 16-byte store's worth");
+
+/// One ring as the producers see it; the proxy holds the same pointers in its own view.
+struct ProxyRing {
+  ProxySlot* slots;                 // pinned host memory: `size` slots, zeroed
+  unsigned long long* head;         // device memory: tickets taken
+  unsigned long long* tail_cache;   // device memory: the largest `tail` a producer has read
+  const volatile uint64_t* tail;    // pinned host memory, written by the proxy: slots consumed
+  const volatile uint64_t* done;    // pinned host memory, written by the proxy: completion mark
+  const volatile uint32_t* failed;  // pinned host memory: nonzero once the proxy has failed
+  uint32_t size;                    // slots, a power of two >= kProxyMaxSlots
+  uint32_t version;                 // kProxyRingVersion
+};
+static_assert(sizeof(ProxyRing) == 56, "ProxyRing is passed to kernels by value");
+
+// ---- slot words -------------------------------------------------------------------------------
+
+inline constexpr uint64_t kProxyCommitBit = uint64_t{1} << 63;
+inline constexpr uint64_t kProxyPayloadMask = kProxyCommitBit - 1;
+
+/// The commit bit of every word written for ticket `t` (lap t / size; size a power of two).
+GICL_RING_HD uint64_t proxy_commit_bit(uint64_t t, uint32_t size) {
+  return ((t / size) & 1) ? 0 : kProxyCommitBit;
+}
+GICL_RING_HD uint64_t proxy_word(uint64_t payload, uint64_t t, uint32_t size) {
+  return (payload & kProxyPayloadMask) | proxy_commit_bit(t, size);
+}
+/// True when `word` was written for ticket `t` (not for the lap before).
+GICL_RING_HD bool proxy_word_committed(uint64_t word, uint64_t t, uint32_t size) {
+  return (word & kProxyCommitBit) == proxy_commit_bit(t, size);
+}
+
+// ---- operations -------------------------------------------------------------------------------
+//
+// Word 0 of an operation's first slot: op (5 bits) | long form (1) | peer (20) | A (37).
+// Word 1: B (37) | C (26). Short forms fit offsets below 2^37 (128 GiB of heap) and puts below
+// 2^26 bytes (64 MiB; the device side cuts larger ones); long forms carry 63-bit fields in a
+// second slot.
+//
+//   op                  short form (1 slot)                  long form (2 slots)
+//   kPut, kGet          A dst, B src, C bytes                A bytes; slot 2: dst, src
+//   kSignalSet/Add      A signal, B|C value (63 bits)        slot 2: signal, value
+//   kPutSignalSet/Add   a put slot, then a signal slot (each short or long): 2 to 4 slots
+//   kFence              peer (kProxyAllPeers: every peer)
+//   kNop                nothing (fills a reservation)
+//
+// Offsets are symmetric-heap offsets: src of a put and dst of a get are this rank's, the others
+// the peer's.
+
+enum class ProxyOp : uint8_t {
+  kNop = 0,
+  kPut = 1,
+  kGet = 2,
+  kSignalSet = 3,
+  kSignalAdd = 4,
+  kPutSignalSet = 5,
+  kPutSignalAdd = 6,
+  kFence = 7,
+};
+inline constexpr uint32_t kProxyOpCount = 8;
+
+inline constexpr int kProxyPeerBits = 20;
+inline constexpr uint32_t kProxyAllPeers = (1u << kProxyPeerBits) - 1;
+inline constexpr int kProxyFieldABits = 37;
+inline constexpr int kProxyFieldCBits = 26;
+inline constexpr uint64_t kProxyShortOffsetLimit = uint64_t{1} << kProxyFieldABits;
+inline constexpr uint64_t kProxyShortBytesLimit = uint64_t{1} << kProxyFieldCBits;
+static_assert(5 + 1 + kProxyPeerBits + kProxyFieldABits == 63, "word 0 holds 63 payload bits");
+static_assert(kProxyFieldABits + kProxyFieldCBits == 63, "word 1 holds 63 payload bits");
+
+/// An operation as the proxy reads it back.
+struct ProxyRequest {
+  ProxyOp op;
+  uint32_t slots;  // slots it took
+  uint32_t peer;
+  uint64_t dst;  // kPut/kGet/kPutSignal*: the put's destination offset
+  uint64_t src;
+  uint64_t bytes;
+  uint64_t signal;  // kSignal*/kPutSignal*: the signal word's offset at the peer
+  uint64_t value;   // kSignal*/kPutSignal*: its operand
+};
+
+GICL_RING_HD uint64_t proxy_word0(ProxyOp op, bool long_form, uint32_t peer, uint64_t a) {
+  return static_cast<uint64_t>(op) | (static_cast<uint64_t>(long_form) << 5) |
+         (static_cast<uint64_t>(peer) << 6) | (a << (6 + kProxyPeerBits));
+}
+GICL_RING_HD ProxyOp proxy_op_of(uint64_t w0) {
+  return static_cast<ProxyOp>(w0 & 31);
+}
+GICL_RING_HD bool proxy_long_of(uint64_t w0) {
+  return (w0 >> 5) & 1;
+}
+GICL_RING_HD uint32_t proxy_peer_of(uint64_t w0) {
+  return static_cast<uint32_t>((w0 >> 6) & kProxyAllPeers);
+}
+GICL_RING_HD uint64_t proxy_a_of(uint64_t w0) {
+  return (w0 >> (6 + kProxyPeerBits)) & (kProxyShortOffsetLimit - 1);
+}
+
+/// Encodes a transfer (kPut, kGet) into `w` (payload words, two per slot); returns its slots.
+GICL_RING_HD uint32_t proxy_encode_transfer(uint64_t* w, ProxyOp op, uint32_t peer, uint64_t dst,
+                                            uint64_t src, uint64_t bytes) {
+  if (dst < kProxyShortOffsetLimit && src < kProxyShortOffsetLimit &&
+      bytes < kProxyShortBytesLimit) {
+    w[0] = proxy_word0(op, false, peer, dst);
+    w[1] = src | (bytes << kProxyFieldABits);
+    return 1;
+  }
+  w[0] = proxy_word0(op, true, peer, bytes & (kProxyShortOffsetLimit - 1));
+  w[1] = bytes >> kProxyFieldABits;
+  w[2] = dst;
+  w[3] = src;
+  return 2;
+}
+
+/// Encodes a signal (kSignalSet, kSignalAdd); returns its slots.
+GICL_RING_HD uint32_t proxy_encode_signal(uint64_t* w, ProxyOp op, uint32_t peer, uint64_t signal,
+                                          uint64_t value) {
+  if (signal < kProxyShortOffsetLimit && value <= kProxyPayloadMask) {
+    w[0] = proxy_word0(op, false, peer, signal);
+    w[1] = value;
+    return 1;
+  }
+  w[0] = proxy_word0(op, true, peer, 0);
+  w[1] = value >> 63;  // the bit the second slot's word cannot carry
+  w[2] = signal;
+  w[3] = value & kProxyPayloadMask;
+  return 2;
+}
+
+/// Encodes a put followed by a signal into one reservation (2 to 4 slots).
+GICL_RING_HD uint32_t proxy_encode_put_signal(uint64_t* w, bool add, uint32_t peer, uint64_t dst,
+                                              uint64_t src, uint64_t bytes, uint64_t signal,
+                                              uint64_t value) {
+  const uint32_t n = proxy_encode_transfer(w, add ? ProxyOp::kPutSignalAdd : ProxyOp::kPutSignalSet,
+                                           peer, dst, src, bytes);
+  return n + proxy_encode_signal(w + 2 * n, add ? ProxyOp::kSignalAdd : ProxyOp::kSignalSet, peer,
+                                 signal, value);
+}
+
+/// Decodes the operation whose first ticket is `t`, reading payload words through
+/// `load(ticket, word)` (which returns the word with its commit bit). Returns the slots it took,
+/// or 0 while any of them is not committed yet; `out->op` is kNop for an unknown op code.
+template <typename Load>
+GICL_RING_HD uint32_t proxy_decode(Load&& load, uint64_t t, uint32_t size, ProxyRequest* out) {
+  uint64_t w[2 * kProxyMaxSlots];
+  uint32_t have = 0;
+  auto need = [&](uint32_t slots) {
+    for (; have < slots; ++have) {
+      w[2 * have] = load(t + have, 0);
+      w[2 * have + 1] = load(t + have, 1);
+      if (!proxy_word_committed(w[2 * have], t + have, size) ||
+          !proxy_word_committed(w[2 * have + 1], t + have, size))
+        return false;
+      w[2 * have] &= kProxyPayloadMask;
+      w[2 * have + 1] &= kProxyPayloadMask;
+    }
+    return true;
+  };
+  if (!need(1)) return 0;
+  const ProxyOp op = proxy_op_of(w[0]);
+  *out = ProxyRequest{op, 1, proxy_peer_of(w[0]), 0, 0, 0, 0, 0};
+  uint32_t at = 0;  // first slot of the part being decoded
+  auto transfer = [&]() -> bool {
+    const uint64_t* p = w + 2 * at;
+    if (!proxy_long_of(p[0])) {
+      out->dst = proxy_a_of(p[0]);
+      out->src = p[1] & (kProxyShortOffsetLimit - 1);
+      out->bytes = p[1] >> kProxyFieldABits;
+      at += 1;
+      return true;
+    }
+    if (!need(at + 2)) return false;
+    p = w + 2 * at;
+    out->bytes = proxy_a_of(p[0]) | (p[1] << kProxyFieldABits);
+    out->dst = p[2];
+    out->src = p[3];
+    at += 2;
+    return true;
+  };
+  auto signal = [&]() -> bool {
+    if (!need(at + 1)) return false;
+    const uint64_t* p = w + 2 * at;
+    if (!proxy_long_of(p[0])) {
+      out->signal = proxy_a_of(p[0]);
+      out->value = p[1];
+      at += 1;
+      return true;
+    }
+    if (!need(at + 2)) return false;
+    p = w + 2 * at;
+    out->signal = p[2];
+    out->value = p[3] | (p[1] << 63);
+    at += 2;
+    return true;
+  };
+  switch (op) {
+    case ProxyOp::kPut:
+    case ProxyOp::kGet:
+      if (!transfer()) return 0;
+      break;
+    case ProxyOp::kSignalSet:
+    case ProxyOp::kSignalAdd:
+      if (!signal()) return 0;
+      break;
+    case ProxyOp::kPutSignalSet:
+    case ProxyOp::kPutSignalAdd:
+      if (!transfer() || !signal()) return 0;
+      break;
+    case ProxyOp::kFence:
+    case ProxyOp::kNop:
+      at = 1;
+      break;
+    default:
+      out->op = ProxyOp::kNop;  // unknown: the consumer reports it
+      at = 1;
+      break;
+  }
+  out->slots = at;
+  return at;
+}
+
+/// Posts one operation of `n` slots (payload words `w`, two per slot) with the memory policy
+/// `m`: `m.take(head, n)` (atomic add, returns the old value), `m.room(ring, first, n)` (waits
+/// until slots [first, first + n) are free, false when it gave up) and `m.store(word, value)`.
+/// Returns the first ticket, or ~0 when there was no room in time.
+template <typename Mem>
+GICL_RING_HD uint64_t proxy_post(const ProxyRing& q, const uint64_t* w, uint32_t n, Mem& m) {
+  const uint64_t t = m.take(q.head, n);
+  if (!m.room(q, t, n)) return ~uint64_t{0};
+  for (uint32_t i = 0; i < n; ++i) {
+    ProxySlot* s = q.slots + ((t + i) & (q.size - 1));
+    m.store(&s->w[0], proxy_word(w[2 * i], t + i, q.size));
+    m.store(&s->w[1], proxy_word(w[2 * i + 1], t + i, q.size));
+  }
+  return t;
+}
+
+}  // namespace gicl

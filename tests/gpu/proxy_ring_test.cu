@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// The network proxy's request ring with GPU threads as producers and a host thread reading it as
+// the proxy does: every thread of many blocks posts its sequence and the reader sees each one
+// complete and in order; a full ring makes producers wait and, with no reader, report a timeout;
+// a failed proxy ends their waits; a quiet returns only once the reader has completed what came
+// before it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "gicl/device/detail/proxy_ring.cuh"
+#include "gpu/gpu_ranks.cuh"
+#include "proxy/ring_memory.hpp"
+#include "proxy/ring_reader.hpp"
+
+namespace gicl::test {
+namespace {
+
+/// A Reporter with its own error state, as a communicator's kernels get one.
+struct Errors {
+  Errors(uint64_t timeout_ns) {
+    EXPECT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&state), sizeof(*state), cudaHostAllocMapped),
+              cudaSuccess);
+    std::memset(state, 0, sizeof(*state));
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&lock), sizeof(uint32_t)), cudaSuccess);
+    EXPECT_EQ(cudaMemset(lock, 0, sizeof(uint32_t)), cudaSuccess);
+    gicl_device_state_t* dev_state = nullptr;
+    EXPECT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_state), state, 0),
+              cudaSuccess);
+    reporter = {dev_state, lock, nullptr, 0, timeout_ns, 0, 1};
+  }
+  ~Errors() {
+    cudaFree(lock);
+    cudaFreeHost(state);
+  }
+  uint32_t kind() const {
+    return __atomic_load_n(&state->error.state, __ATOMIC_ACQUIRE) == 2 ? state->error.kind : 0;
+  }
+  gicl_device_state_t* state = nullptr;
+  uint32_t* lock = nullptr;
+  dev::detail::Reporter reporter{};
+};
+
+__host__ __device__ uint64_t src_of(uint64_t s) {
+  return (s & 3) == 3 ? kProxyShortOffsetLimit + s : s;  // every fourth in long form
+}
+
+__global__ void produce(dev::detail::Reporter r, ProxyRing q, uint32_t per, uint32_t* gave_up) {
+  const uint32_t id = blockIdx.x * blockDim.x + threadIdx.x;
+  for (uint32_t s = 0; s < per; ++s) {
+    uint64_t w[2 * kProxyMaxSlots];
+    const uint32_t n = proxy_encode_transfer(w, ProxyOp::kPut, id, s, src_of(s), s & 1023);
+    if (proxy_submit(r, q, w, n, GICL_OP_PUT, static_cast<int>(id)) == ~uint64_t{0}) {
+      atomicAdd(gave_up, 1u);
+      return;
+    }
+  }
+}
+
+__global__ void post_then_quiet(dev::detail::Reporter r, ProxyRing q, uint32_t ops,
+                                uint32_t* returned) {
+  for (uint32_t s = 0; s < ops; ++s) {
+    uint64_t w[2 * kProxyMaxSlots];
+    const uint32_t n = proxy_encode_signal(w, ProxyOp::kSignalAdd, 1, 64, s);
+    if (proxy_submit(r, q, w, n, GICL_OP_SIGNAL, 1) == ~uint64_t{0}) return;
+  }
+  if (proxy_wait_done(r, q, proxy_head(q), GICL_OP_QUIET, 1))
+    dev::detail::store_relaxed_sys(returned, 1u);
+}
+
+struct Fixture {
+  explicit Fixture(uint32_t slots, uint64_t timeout_ns) : errors(timeout_ns) {
+    EXPECT_TRUE(proxy::RingMemory::create(0, slots, &mem).ok()) << last_error();
+    EXPECT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&flag), sizeof(uint32_t), cudaHostAllocMapped),
+              cudaSuccess);
+    *flag = 0;
+    EXPECT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev_flag), flag, 0), cudaSuccess);
+  }
+  ~Fixture() { cudaFreeHost(flag); }
+  proxy::RingReader reader() {
+    return proxy::RingReader(mem->slots(), mem->ring().size, mem->tail(), mem->done());
+  }
+  Errors errors;
+  std::unique_ptr<proxy::RingMemory> mem;
+  uint32_t* flag = nullptr;
+  uint32_t* dev_flag = nullptr;
+};
+
+TEST(ProxyRingGpu, EveryThreadsSequenceArrivesCompleteAndInOrder) {
+  REQUIRE_GPUS(1);
+  const uint32_t blocks = 132, threads = 256, per = 64;  // 2.16 M operations, 2.7 M slots
+  const uint32_t producers = blocks * threads;
+  Fixture f(4096, 10'000'000'000ull);
+  proxy::RingReader rd = f.reader();
+  produce<<<blocks, threads>>>(f.errors.reporter, f.mem->ring(), per, f.dev_flag);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::vector<uint32_t> next(producers, 0);
+  uint64_t got = 0, bad = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (got < uint64_t{producers} * per && bad == 0) {
+    ProxyRequest q{};
+    uint64_t t = 0;
+    if (!rd.next(&q, &t)) {
+      rd.publish_tail(true);
+      if (f.errors.kind() != 0 || std::chrono::steady_clock::now() > deadline) break;
+      continue;
+    }
+    const uint32_t s = next[q.peer < producers ? q.peer : 0];
+    if (q.op != ProxyOp::kPut || q.peer >= producers || q.dst != s || q.src != src_of(s) ||
+        q.bytes != (s & 1023)) {
+      ADD_FAILURE() << "ticket " << t << ": producer " << q.peer << " seq " << q.dst << " expected "
+                    << s;
+      ++bad;
+      break;
+    }
+    ++next[q.peer];
+    ++got;
+    rd.complete(t);
+  }
+  if (bad != 0) f.mem->mark_failed();  // let waiting producers stop
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(f.errors.kind(), 0u);
+  EXPECT_EQ(*f.flag, 0u) << "producers gave up";
+  EXPECT_EQ(got, uint64_t{producers} * per);
+  uint64_t head = 0;
+  ASSERT_EQ(cudaMemcpy(&head, f.mem->ring().head, sizeof(head), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(rd.position(), head);
+  EXPECT_EQ(*f.mem->done(), head);
+  ProxyRequest q{};
+  uint64_t t = 0;
+  EXPECT_FALSE(rd.next(&q, &t)) << "an operation nobody posted";
+}
+
+TEST(ProxyRingGpu, AFullRingWithNoProxyReportsATimeout) {
+  REQUIRE_GPUS(1);
+  Fixture f(8, 100'000'000ull);  // 100 ms
+  produce<<<1, 1>>>(f.errors.reporter, f.mem->ring(), 16, f.dev_flag);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(f.errors.kind(), static_cast<uint32_t>(GICL_DEVICE_ERROR_TIMEOUT));
+  EXPECT_EQ(*f.flag, 1u);
+  proxy::RingReader rd = f.reader();
+  ProxyRequest q{};
+  uint64_t t = 0;
+  int read = 0;
+  while (rd.next(&q, &t)) ++read;
+  EXPECT_LE(read, 8);
+  EXPECT_GE(read, 5);  // the ring held as many as fit (long forms take two slots)
+}
+
+TEST(ProxyRingGpu, AFailedProxyEndsTheProducersWaits) {
+  REQUIRE_GPUS(1);
+  Fixture f(8, 60'000'000'000ull);  // a minute: only the failure can end the wait in time
+  produce<<<1, 1>>>(f.errors.reporter, f.mem->ring(), 16, f.dev_flag);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  f.mem->mark_failed();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(f.errors.kind(), static_cast<uint32_t>(GICL_DEVICE_ERROR_PROXY));
+  EXPECT_EQ(f.errors.state->error.op, static_cast<uint32_t>(GICL_OP_PUT));
+}
+
+TEST(ProxyRingGpu, QuietReturnsOnlyAfterTheProxyCompletedEverythingBefore) {
+  REQUIRE_GPUS(1);
+  Fixture f(64, 10'000'000'000ull);
+  proxy::RingReader rd = f.reader();
+  post_then_quiet<<<1, 1>>>(f.errors.reporter, f.mem->ring(), 10, f.dev_flag);
+  std::vector<uint64_t> tickets;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (tickets.size() < 10 && std::chrono::steady_clock::now() < deadline) {
+    ProxyRequest q{};
+    uint64_t t = 0;
+    if (rd.next(&q, &t)) tickets.push_back(t);
+  }
+  ASSERT_EQ(tickets.size(), 10u);
+  for (size_t i = 1; i < tickets.size(); ++i) rd.complete(tickets[i]);  // all but the first
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(__atomic_load_n(f.flag, __ATOMIC_ACQUIRE), 0u) << "quiet returned with one open";
+  rd.complete(tickets[0]);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(*f.flag, 1u);
+  EXPECT_EQ(f.errors.kind(), 0u);
+}
+
+}  // namespace
+}  // namespace gicl::test

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: Apache-2.0
+// The proxy's request ring with host threads as producers (the same header-only code kernels
+// run, with a host memory policy): every field round-trips in short and long form, a slot is read
+// only once all its words carry the ticket's lap, producers wait for room and never overwrite,
+// and many producers lose, duplicate and reorder nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gicl/device/detail/proxy_ring.h"
+#include "proxy/ring_reader.hpp"
+
+namespace gicl::proxy {
+namespace {
+
+/// Pinned-memory stand-in: a zeroed ring with its counters, as the communicator allocates it.
+struct HostRing {
+  explicit HostRing(uint32_t size) : slots(size) {
+    ring.slots = slots.data();
+    ring.head = &head;
+    ring.tail_cache = &tail_cache;
+    ring.tail = &tail;
+    ring.done = &done;
+    ring.failed = &failed;
+    ring.size = size;
+    ring.version = kProxyRingVersion;
+  }
+  RingReader reader() { return RingReader(slots.data(), ring.size, &tail, &done); }
+
+  std::vector<ProxySlot> slots;
+  unsigned long long head = 0;
+  unsigned long long tail_cache = 0;
+  uint64_t tail = 0;
+  uint64_t done = 0;
+  uint32_t failed = 0;
+  ProxyRing ring{};
+};
+
+/// The host producers' memory policy: what the device policy does with atomics and system-scope
+/// loads, with std::this_thread::yield instead of __nanosleep and a deadline.
+struct HostMem {
+  std::chrono::milliseconds patience{5000};
+  uint64_t take(unsigned long long* head, uint32_t n) {
+    return __atomic_fetch_add(head, n, __ATOMIC_RELAXED);
+  }
+  bool room(const ProxyRing& q, uint64_t first, uint32_t n) {
+    const uint64_t need = first + n;  // every slot below need - size consumed
+    if (need <= q.size) return true;
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    for (;;) {
+      const uint64_t seen = __atomic_load_n(q.tail_cache, __ATOMIC_RELAXED);
+      if (need - q.size <= seen) return true;
+      const uint64_t tail = __atomic_load_n(const_cast<uint64_t*>(q.tail), __ATOMIC_ACQUIRE);
+      if (need - q.size <= tail) {
+        unsigned long long cur = seen;
+        while (cur < tail && !__atomic_compare_exchange_n(q.tail_cache, &cur, tail, true,
+                                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+        return true;
+      }
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::yield();
+    }
+  }
+  void store(uint64_t* word, uint64_t value) { __atomic_store_n(word, value, __ATOMIC_RELEASE); }
+};
+
+uint64_t post_transfer(HostRing& r, HostMem& m, ProxyOp op, uint32_t peer, uint64_t dst,
+                       uint64_t src, uint64_t bytes) {
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n = proxy_encode_transfer(w, op, peer, dst, src, bytes);
+  return proxy_post(r.ring, w, n, m);
+}
+
+TEST(ProxyRing, EveryFieldRoundTripsInShortAndLongForm) {
+  const uint64_t offsets[] = {0, 1, kProxyShortOffsetLimit - 1, kProxyShortOffsetLimit,
+                              kProxyPayloadMask};
+  const uint64_t sizes[] = {0, 1, kProxyShortBytesLimit - 1, kProxyShortBytesLimit,
+                            kProxyPayloadMask};
+  const uint64_t values[] = {0, 1, kProxyPayloadMask, kProxyCommitBit, ~uint64_t{0}};
+  const uint32_t peers[] = {0, 1, kProxyAllPeers - 1};
+  HostRing r(64);
+  RingReader rd = r.reader();
+  HostMem m;
+  int checked = 0;
+  for (uint64_t dst : offsets)
+    for (uint64_t bytes : sizes)
+      for (uint64_t value : values)
+        for (uint32_t peer : peers) {
+          const uint64_t src = offsets[(checked + 3) % 5];
+          const uint64_t signal = offsets[(checked + 1) % 5];
+          uint64_t w[2 * kProxyMaxSlots];
+          const bool add = checked & 1;
+          const uint32_t n = proxy_encode_put_signal(w, add, peer, dst, src, bytes, signal, value);
+          const uint32_t expect_slots =
+              (dst < kProxyShortOffsetLimit && src < kProxyShortOffsetLimit &&
+                       bytes < kProxyShortBytesLimit
+                   ? 1
+                   : 2) +
+              (signal < kProxyShortOffsetLimit && value <= kProxyPayloadMask ? 1 : 2);
+          ASSERT_EQ(n, expect_slots);
+          const uint64_t t = proxy_post(r.ring, w, n, m);
+          ProxyRequest q{};
+          uint64_t ticket = 0;
+          ASSERT_TRUE(rd.next(&q, &ticket));
+          EXPECT_EQ(ticket, t);
+          EXPECT_EQ(q.op, add ? ProxyOp::kPutSignalAdd : ProxyOp::kPutSignalSet);
+          EXPECT_EQ(q.slots, n);
+          EXPECT_EQ(q.peer, peer);
+          EXPECT_EQ(q.dst, dst);
+          EXPECT_EQ(q.src, src);
+          EXPECT_EQ(q.bytes, bytes);
+          EXPECT_EQ(q.signal, signal);
+          EXPECT_EQ(q.value, value);
+          rd.complete(ticket);
+          ++checked;
+        }
+  EXPECT_EQ(checked, 5 * 5 * 5 * 3);
+  EXPECT_EQ(rd.done(), rd.position());
+  EXPECT_EQ(r.done, rd.position());
+}
+
+TEST(ProxyRing, AnOperationIsReadOnlyOnceEveryWordIsCommitted) {
+  HostRing r(8);
+  RingReader rd = r.reader();
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n = proxy_encode_signal(w, ProxyOp::kSignalAdd, 3, kProxyPayloadMask, 7);
+  ASSERT_EQ(n, 2u);
+  ProxyRequest q{};
+  uint64_t ticket = 0;
+  // Write the words one at a time in an order a weakly ordered producer could show them.
+  const int order[] = {3, 0, 2, 1};
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_FALSE(rd.next(&q, &ticket)) << "read with " << k << " of 4 words written";
+    const int i = order[k];
+    r.slots[i / 2].w[i % 2] = proxy_word(w[i], i / 2, r.ring.size);
+  }
+  ASSERT_TRUE(rd.next(&q, &ticket));
+  EXPECT_EQ(q.op, ProxyOp::kSignalAdd);
+  EXPECT_EQ(q.signal, kProxyPayloadMask);
+  EXPECT_EQ(q.value, 7u);
+  EXPECT_EQ(rd.position(), 2u);
+}
+
+TEST(ProxyRing, TheLastLapsWordsAreNotReadAsNewOnes) {
+  HostRing r(4);
+  RingReader rd = r.reader();
+  HostMem m;
+  ProxyRequest q{};
+  uint64_t ticket = 0;
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_NE(post_transfer(r, m, ProxyOp::kPut, 1, 64 * i, 0, 8), ~uint64_t{0});
+    ASSERT_TRUE(rd.next(&q, &ticket));
+  }
+  // The slots still hold lap 0; lap 1 reads none of them until a producer writes it.
+  EXPECT_FALSE(rd.next(&q, &ticket));
+  rd.publish_tail(true);
+  EXPECT_EQ(r.tail, 4u);
+  ASSERT_NE(post_transfer(r, m, ProxyOp::kGet, 2, 5, 6, 7), ~uint64_t{0});
+  ASSERT_TRUE(rd.next(&q, &ticket));
+  EXPECT_EQ(ticket, 4u);
+  EXPECT_EQ(q.op, ProxyOp::kGet);
+  EXPECT_EQ(q.peer, 2u);
+  EXPECT_FALSE(rd.next(&q, &ticket));
+}
+
+TEST(ProxyRing, AFullRingMakesTheProducerWaitAndGiveUpAtItsDeadline) {
+  HostRing r(8);
+  HostMem m;
+  m.patience = std::chrono::milliseconds(50);
+  for (int i = 0; i < 8; ++i) ASSERT_NE(post_transfer(r, m, ProxyOp::kPut, 0, i, 0, 1), ~0ull);
+  const std::vector<ProxySlot> before = r.slots;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(post_transfer(r, m, ProxyOp::kPut, 0, 99, 0, 1), ~uint64_t{0});
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(50));
+  for (size_t i = 0; i < before.size(); ++i) {  // nothing overwritten
+    EXPECT_EQ(r.slots[i].w[0], before[i].w[0]) << "slot " << i;
+    EXPECT_EQ(r.slots[i].w[1], before[i].w[1]) << "slot " << i;
+  }
+}
+
+TEST(ProxyRing, AWaitingProducerWritesOnceTheProxyPublishesRoom) {
+  HostRing r(8);
+  RingReader rd = r.reader();
+  HostMem m;
+  for (int i = 0; i < 8; ++i) ASSERT_NE(post_transfer(r, m, ProxyOp::kPut, 0, i, 0, 1), ~0ull);
+  std::atomic<uint64_t> posted{~uint64_t{0}};
+  std::thread producer([&] { posted = post_transfer(r, m, ProxyOp::kPut, 0, 1234, 0, 1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(posted.load(), ~uint64_t{0}) << "posted into a full ring";
+  ProxyRequest q{};
+  uint64_t ticket = 0;
+  ASSERT_TRUE(rd.next(&q, &ticket));  // consumes slot 0 and publishes nothing yet (< size / 4)
+  ASSERT_TRUE(rd.next(&q, &ticket));  // 2 of 8: publishes
+  producer.join();
+  EXPECT_EQ(posted.load(), 8u);
+  for (int i = 2; i < 8; ++i) ASSERT_TRUE(rd.next(&q, &ticket));
+  ASSERT_TRUE(rd.next(&q, &ticket));
+  EXPECT_EQ(ticket, 8u);
+  EXPECT_EQ(q.dst, 1234u);
+}
+
+TEST(ProxyRing, DoneAdvancesOnlyPastOperationsCompletedWithAllBeforeThem) {
+  HostRing r(16);
+  RingReader rd = r.reader();
+  HostMem m;
+  std::vector<uint64_t> tickets;
+  for (int i = 0; i < 4; ++i) {
+    // alternate 1- and 2-slot operations
+    post_transfer(r, m, ProxyOp::kPut, 0, i & 1 ? kProxyShortOffsetLimit : 0, 0, 1);
+    ProxyRequest q{};
+    uint64_t t = 0;
+    ASSERT_TRUE(rd.next(&q, &t));
+    tickets.push_back(t);
+  }
+  ASSERT_EQ(tickets, (std::vector<uint64_t>{0, 1, 3, 4}));
+  rd.complete(tickets[2]);
+  rd.complete(tickets[1]);
+  EXPECT_EQ(r.done, 0u);
+  rd.complete(tickets[0]);
+  EXPECT_EQ(r.done, 4u);    // through the third operation (tickets 3..3)
+  rd.complete(tickets[0]);  // a repeated completion changes nothing
+  EXPECT_EQ(r.done, 4u);
+  rd.complete(tickets[3]);
+  EXPECT_EQ(r.done, 6u);
+  EXPECT_EQ(rd.outstanding(), 0u);
+}
+
+uint64_t stress_count(uint64_t fallback) {
+  const char* v = std::getenv("GICL_TEST_RING_STRESS");
+  return v != nullptr ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// Producers tag each operation with their id (peer) and sequence number (dst); one consumer checks
+// that each producer's sequence arrives complete and in order, and completes operations out of
+// order to drive `done`. 10^7 operations by default; GICL_TEST_RING_STRESS sets another total.
+TEST(ProxyRing, ManyProducersLoseDuplicateAndReorderNothing) {
+  const int producers = 8;
+  const uint64_t total = stress_count(10'000'000);
+  const uint64_t each = total / producers;
+  HostRing r(256);
+  RingReader rd = r.reader();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int p = 0; p < producers; ++p)
+    threads.emplace_back([&, p] {
+      HostMem m;
+      for (uint64_t s = 0; s < each; ++s) {
+        // Every fourth operation in long form (2 slots) to straddle the ring's end.
+        const uint64_t src = (s & 3) == 3 ? kProxyShortOffsetLimit + s : s;
+        if (post_transfer(r, m, ProxyOp::kPut, p, s, src, s & 1023) == ~uint64_t{0}) {
+          failures++;
+          return;
+        }
+      }
+    });
+  std::vector<uint64_t> next(producers, 0);
+  std::vector<uint64_t> pending;
+  std::mt19937_64 rng(42);
+  uint64_t got = 0;
+  bool ok = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (got < each * producers && ok) {
+    ProxyRequest q{};
+    uint64_t t = 0;
+    if (!rd.next(&q, &t)) {
+      rd.publish_tail(true);
+      while (!pending.empty()) {
+        rd.complete(pending.back());
+        pending.pop_back();
+      }
+      if (std::chrono::steady_clock::now() > deadline || failures.load() != 0) break;
+      std::this_thread::yield();
+      continue;
+    }
+    const uint64_t s = q.dst;
+    if (q.op != ProxyOp::kPut || q.peer >= static_cast<uint32_t>(producers) || s != next[q.peer] ||
+        q.bytes != (s & 1023) || q.src != ((s & 3) == 3 ? kProxyShortOffsetLimit + s : s)) {
+      ADD_FAILURE() << "ticket " << t << ": producer " << q.peer << " seq " << s << " expected "
+                    << (q.peer < static_cast<uint32_t>(producers) ? next[q.peer] : 0);
+      ok = false;
+      break;
+    }
+    ++next[q.peer];
+    ++got;
+    pending.push_back(t);
+    if (pending.size() == 8) {  // complete a batch in a shuffled order
+      std::shuffle(pending.begin(), pending.end(), rng);
+      for (uint64_t x : pending) rd.complete(x);
+      pending.clear();
+    }
+  }
+  for (uint64_t x : pending) rd.complete(x);
+  if (!ok || failures.load() != 0) r.tail = ~uint64_t{0} >> 1;  // release any waiting producer
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(got, each * producers);
+  for (int p = 0; p < producers; ++p) EXPECT_EQ(next[p], each) << "producer " << p;
+  ProxyRequest q{};
+  uint64_t t = 0;
+  EXPECT_FALSE(rd.next(&q, &t)) << "an operation nobody posted";
+  EXPECT_EQ(r.done, rd.position());
+  EXPECT_EQ(rd.position(), r.head);
+}
+
+}  // namespace
+}  // namespace gicl::proxy
