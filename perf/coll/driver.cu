@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/checks.hpp"
@@ -30,6 +31,7 @@ struct Rank {
   void *reg_s = nullptr, *reg_r = nullptr;  // -R 1
   void* ncomm = nullptr;
   void *nsend = nullptr, *nrecv = nullptr, *nwin_s = nullptr, *nwin_r = nullptr;
+  void *dsend = nullptr, *drecv = nullptr;  // NCCL's default configuration: cudaMalloc
   cudaEvent_t start = nullptr, stop = nullptr;
 };
 
@@ -144,8 +146,10 @@ class Driver {
     return r;
   }
 
-  // NCCL in its best configuration: ncclMemAlloc buffers registered as symmetric windows. The
-  // unique id travels through gicl's symmetric memory (rank 0 stores it into every peer's copy).
+  // NCCL in the configurations that can be its best for a size (--compare-nccl=W): ncclMemAlloc
+  // buffers registered as symmetric windows (the faster below about 128 MB on 4 x H200) and plain
+  // cudaMalloc buffers (NCCL's default, 10-13 % faster there above it). The unique id travels
+  // through gicl's symmetric memory (rank 0 stores it into every peer's copy).
   void setup_nccl() {
     if (ranks_.size() != 1) {
       std::fprintf(stderr,
@@ -178,24 +182,33 @@ class Driver {
     g_rank = r.rank;
     g_ranks = nranks_;
     int rc = nccl_.init_rank(&r.ncomm, nranks_, id, r.rank);
-    if (rc == 0) rc = nccl_.mem_alloc(&r.nsend, o_.max_bytes);
-    if (rc == 0) rc = nccl_.mem_alloc(&r.nrecv, o_.max_bytes);
-    if (rc == 0) rc = nccl_.window_register(r.ncomm, r.nsend, o_.max_bytes, &r.nwin_s);
-    if (rc == 0) rc = nccl_.window_register(r.ncomm, r.nrecv, o_.max_bytes, &r.nwin_r);
+    if (o_.nccl_configs & kNcclSymmetric) {
+      if (rc == 0) rc = nccl_.mem_alloc(&r.nsend, o_.max_bytes);
+      if (rc == 0) rc = nccl_.mem_alloc(&r.nrecv, o_.max_bytes);
+      if (rc == 0) rc = nccl_.window_register(r.ncomm, r.nsend, o_.max_bytes, &r.nwin_s);
+      if (rc == 0) rc = nccl_.window_register(r.ncomm, r.nrecv, o_.max_bytes, &r.nwin_r);
+    }
     if (rc != 0) {
       std::fprintf(stderr, "NCCL setup: %s\n", nccl_.error_string(rc));
       std::exit(5);
     }
+    if (o_.nccl_configs & kNcclDefault) {
+      PERF_CUDA(cudaMalloc(&r.dsend, o_.max_bytes));
+      PERF_CUDA(cudaMalloc(&r.drecv, o_.max_bytes));
+    }
     // NCCL's results are not checked: any input of the right size serves every type.
-    fill(r, r.nsend, o_.max_bytes / esize(cur_.dtype));
-    PERF_CUDA(cudaMemset(r.nrecv, 0, o_.max_bytes));
+    for (auto [send, recv] : {std::pair{r.nsend, r.nrecv}, std::pair{r.dsend, r.drecv}}) {
+      if (send == nullptr) continue;
+      fill(r, send, o_.max_bytes / esize(cur_.dtype));
+      PERF_CUDA(cudaMemset(recv, 0, o_.max_bytes));
+    }
     nccl_alt_ = desc_.run_nccl_alt != nullptr && desc_.nccl_alt_ready(nccl_);
   }
 
   void header() const {
     std::printf(
         "# gicl %s_perf: %d ranks, type %s, op %s, root %s, iters %d, agg %d, warmup %d, "
-        "graph %d, check %d, buffers %s%s%s\n",
+        "graph %d, check %d, buffers %s%s%s%s\n",
         desc_.name, nranks_, o_.dtypes.size() > 1 ? "all" : dtype_label(o_.dtypes[0]),
         o_.ops.size() > 1 ? "all" : op_label(o_.ops[0]),
         o_.all_roots ? "all" : std::to_string(o_.root).c_str(), o_.iters, o_.agg_iters, o_.warmup,
@@ -203,13 +216,19 @@ class Driver {
         o_.registration == 2   ? "symmetric (gicl_mem_alloc)"
         : o_.registration == 1 ? "cudaMalloc + gicl_comm_register"
                                : "cudaMalloc",
-        o_.compare_nccl ? ", NCCL: ncclMemAlloc + symmetric windows" : "",
+        o_.compare_nccl ? ", NCCL: " : "", o_.compare_nccl ? nccl_label().c_str() : "",
         o_.p2p ? ", gicl: grouped gicl_send/gicl_recv" : "");
-    if (nccl_alt_) std::printf("# NCCL time: the faster of %s, per size\n", desc_.nccl_ways);
+    if (o_.compare_nccl)
+      std::printf(
+          "# NCCL time: the fastest of its configurations per size (nccl_cfg: sym, "
+          "default%s); ratio = NCCL time / gicl's out-of-place time\n",
+          nccl_alt_ ? "; +alt: the second way of the call" : "");
+    if (nccl_alt_) std::printf("# NCCL's ways of the call: %s\n", desc_.nccl_ways);
     std::printf("#%11s %12s %8s %6s %5s   %9s %8s %8s %7s   %9s %8s %8s %7s", "size", "count",
                 "type", "redop", "root", "time(us)", "algbw", "busbw", "#wrong", "time(us)",
                 "algbw", "busbw", "#wrong");
-    if (o_.compare_nccl) std::printf("   %9s %8s %6s", "nccl(us)", "busbw", "ratio");
+    if (o_.compare_nccl)
+      std::printf("   %9s %8s %6s %-11s", "nccl(us)", "busbw", "ratio", "nccl_cfg");
     if (o_.graph_iters == 0) std::printf("   %7s", "enq(us)");
     std::printf("\n");
   }
@@ -444,7 +463,8 @@ class Driver {
     const int root = cur_.root;
     const double factor = desc_.busbw_factor(nranks_);
     double nccl_us = 0;
-    if (o_.compare_nccl) nccl_us = nccl_time(count);
+    std::string nccl_cfg;
+    if (o_.compare_nccl) nccl_us = nccl_time(count, &nccl_cfg);
     // #wrong counts every rank's wrong elements (each rank checks its own output).
     const long long oop_wrong = sum_over_ranks(oop.wrong), ip_wrong = sum_over_ranks(ip.wrong);
     wrong_ += oop_wrong + ip_wrong;
@@ -457,14 +477,14 @@ class Driver {
                 alg_i * factor, ip_wrong);
     if (o_.compare_nccl) {
       const double nbus = bytes / nccl_us / 1e3 * factor;
-      std::printf("   %9.2f %8.2f %6.3f", nccl_us, nbus, nccl_us / oop.us);
+      std::printf("   %9.2f %8.2f %6.3f %-11s", nccl_us, nbus, nccl_us / oop.us, nccl_cfg.c_str());
     }
     if (o_.graph_iters == 0) std::printf("   %7.2f", enq);
     std::printf("\n");
     std::fflush(stdout);
     json_rows_.push_back({cur_, bytes, count, oop.us, alg_o * factor, oop_wrong, ip.us,
                           alg_i * factor, ip_wrong, nccl_us,
-                          nccl_us > 0 ? bytes / nccl_us / 1e3 * factor : 0});
+                          nccl_us > 0 ? bytes / nccl_us / 1e3 * factor : 0, nccl_cfg});
     // nccl-tests' average: every timed column, out of place and in place.
     bus_sum_ += alg_o * factor + alg_i * factor;
     bus_runs_ += ip.us > 0 ? 2 : 1;
@@ -484,17 +504,39 @@ class Driver {
     std::printf("#\n");
   }
 
-  double nccl_time(size_t count) {
-    auto time_of = [&](decltype(desc_.run_nccl) run) {
-      return timed(
-          [&](Rank& r) {
-            check_nccl(run(nccl_, r.nsend, r.nrecv, count, cur_.dtype, cur_.op, cur_.root, r.ncomm,
-                           r.stream));
-          },
-          true);
-    };
-    const double t = time_of(desc_.run_nccl);
-    return nccl_alt_ ? std::min(t, time_of(desc_.run_nccl_alt)) : t;
+  /// NCCL's fastest time per call over its configurations and ways of the call; `cfg` names the
+  /// one that gave it (sym or default, +alt for the descriptor's second way).
+  double nccl_time(size_t count, std::string* cfg) {
+    const bool sym = o_.nccl_configs & kNcclSymmetric;
+    const Rank& r0 = ranks_[0];
+    double best = 1e30;
+    for (int k = 0; k < 2; ++k) {
+      if (k == 0 ? !sym : r0.dsend == nullptr) continue;
+      for (int way = 0; way < (nccl_alt_ ? 2 : 1); ++way) {
+        const auto run = way == 0 ? desc_.run_nccl : desc_.run_nccl_alt;
+        const double t = timed(
+            [&](Rank& r) {
+              check_nccl(run(nccl_, k == 0 ? r.nsend : r.dsend, k == 0 ? r.nrecv : r.drecv, count,
+                             cur_.dtype, cur_.op, cur_.root, r.ncomm, r.stream));
+            },
+            true);
+        if (t < best) {
+          best = t;
+          *cfg = std::string(k == 0 ? "sym" : "default") + (way == 1 ? "+alt" : "");
+        }
+      }
+    }
+    return best;
+  }
+
+  std::string nccl_label() const {
+    const unsigned c = o_.nccl_configs;
+    std::string s = c == (kNcclSymmetric | kNcclDefault)
+                        ? "the faster of ncclMemAlloc + symmetric windows and cudaMalloc"
+                    : c == kNcclSymmetric ? "ncclMemAlloc + symmetric windows"
+                                          : "cudaMalloc";
+    if (nccl_alt_) s += std::string(", each as ") + desc_.nccl_ways;
+    return s;
   }
 
   void write_json() const {
@@ -504,10 +546,7 @@ class Driver {
     // configuration (-R, -G, --algo) and NCCL's are what perf/check_baseline.py matches rows by.
     int version = 0;
     PERF_GICL(gicl_get_version(&version));
-    std::string nccl = "none";
-    if (o_.compare_nccl)
-      nccl = nccl_alt_ ? std::string("the faster of ") + desc_.nccl_ways
-                       : "ncclMemAlloc + symmetric windows";
+    const std::string nccl = o_.compare_nccl ? nccl_label() : "none";
     std::fprintf(f,
                  "{\"benchmark\":\"%s_perf\",\"gicl_version\":%d,\"ranks\":%d,\"type\":\"%s\","
                  "\"op\":\"%s\",\"graph\":%d,\"registration\":%d,\"algo\":\"%s\",\"nccl\":\"%s\","
@@ -520,10 +559,10 @@ class Driver {
           f,
           "%s{\"type\":\"%s\",\"op\":\"%s\",\"root\":%d,\"bytes\":%zu,\"count\":%zu,"
           "\"oop_us\":%.3f,\"oop_busbw\":%.3f,\"oop_wrong\":%lld,\"ip_us\":%.3f,\"ip_busbw\":%.3f,"
-          "\"ip_wrong\":%lld,\"nccl_us\":%.3f,\"nccl_busbw\":%.3f}",
+          "\"ip_wrong\":%lld,\"nccl_us\":%.3f,\"nccl_busbw\":%.3f,\"nccl_config\":\"%s\"}",
           i ? "," : "", dtype_label(j.combo.dtype), desc_.has_op ? op_label(j.combo.op) : "none",
           desc_.has_root ? j.combo.root : -1, j.bytes, j.count, j.oop_us, j.oop_bus, j.oop_wrong,
-          j.ip_us, j.ip_bus, j.ip_wrong, j.nccl_us, j.nccl_bus);
+          j.ip_us, j.ip_bus, j.ip_wrong, j.nccl_us, j.nccl_bus, j.nccl_cfg.c_str());
     }
     std::fprintf(f, "]}\n");
     std::fclose(f);
@@ -532,10 +571,16 @@ class Driver {
   void teardown() {
     if (o_.compare_nccl) {
       Rank& r = ranks_[0];
-      nccl_.window_deregister(r.ncomm, r.nwin_s);
-      nccl_.window_deregister(r.ncomm, r.nwin_r);
-      nccl_.mem_free(r.nsend);
-      nccl_.mem_free(r.nrecv);
+      if (r.nsend != nullptr) {
+        nccl_.window_deregister(r.ncomm, r.nwin_s);
+        nccl_.window_deregister(r.ncomm, r.nwin_r);
+        nccl_.mem_free(r.nsend);
+        nccl_.mem_free(r.nrecv);
+      }
+      if (r.dsend != nullptr) {
+        PERF_CUDA(cudaFree(r.dsend));
+        PERF_CUDA(cudaFree(r.drecv));
+      }
       nccl_.destroy(r.ncomm);
     }
     for (auto& r : ranks_) PERF_GICL(gicl_barrier_on_stream(r.comm, r.stream));
@@ -571,6 +616,7 @@ class Driver {
     double ip_us, ip_bus;
     long long ip_wrong;
     double nccl_us, nccl_bus;
+    std::string nccl_cfg;
   };
 
   const CollDesc& desc_;

@@ -63,7 +63,7 @@ constexpr option kLong[] = {{"minbytes", required_argument, nullptr, 'b'},
                             {"registration", required_argument, nullptr, 'R'},
                             {"output_file", required_argument, nullptr, 'J'},
                             {"help", no_argument, nullptr, 'h'},
-                            {"compare-nccl", no_argument, nullptr, kCompareNccl},
+                            {"compare-nccl", optional_argument, nullptr, kCompareNccl},
                             {"p2p", no_argument, nullptr, kP2p},
                             {"algo", required_argument, nullptr, kAlgo},
                             {"json", required_argument, nullptr, kJson},
@@ -118,6 +118,14 @@ bool parse_coll_options(int argc, char** argv, CollOptions* o, std::string* erro
         return true;
       case kCompareNccl:
         o->compare_nccl = true;
+        if (const std::string w = v; w.empty() || w == "best")
+          o->nccl_configs = kNcclSymmetric | kNcclDefault;
+        else if (w == "sym")
+          o->nccl_configs = kNcclSymmetric;
+        else if (w == "default")
+          o->nccl_configs = kNcclDefault;
+        else
+          return bad("is not best, sym or default");
         break;
       case kP2p:
         o->p2p = true;
@@ -238,7 +246,10 @@ const char* coll_usage() {
          "  -R, --registration 0..2  buffers: 0 cudaMalloc, 1 registered, 2 symmetric\n"
          "  -J, --output_file FILE   also write the results as JSON (--json FILE too)\n"
          "      --algo NAME          force an algorithm (GICL_ALGO)\n"
-         "      --compare-nccl       run NCCL (libnccl.so.2) beside gicl, ratio printed\n"
+         "      --compare-nccl[=W]   run NCCL (libnccl.so.2) beside gicl, ratio printed: W best "
+         "(the\n"
+         "                           faster of symmetric windows and cudaMalloc buffers per size,\n"
+         "                           the default), sym or default\n"
          "      --p2p                alltoall_perf: gicl's call as grouped send/recv\n"
          "  -h, --help               this text\n"
          "SIZE: digits with an optional K, M, G or T suffix (powers of 1024).\n";

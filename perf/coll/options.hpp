@@ -11,6 +11,10 @@
 
 namespace perf {
 
+/// NCCL's buffer configurations --compare-nccl can time.
+inline constexpr unsigned kNcclSymmetric = 1;  // ncclMemAlloc + symmetric windows
+inline constexpr unsigned kNcclDefault = 2;    // cudaMalloc, nothing registered
+
 struct CollOptions {
   size_t min_bytes = 32, max_bytes = 32 << 20;
   double factor = 2;     // -f: multiply (nccl-tests' stepfactor)
@@ -31,9 +35,11 @@ struct CollOptions {
   int registration = 0;
   std::string algo;           // --algo
   bool p2p = false;           // --p2p: gicl's call as grouped gicl_send / gicl_recv (alltoall)
-  bool compare_nccl = false;  // --compare-nccl
-  std::string json;           // -J / --output_file / --json FILE
-  bool help = false;          // -h / --help: print the usage and exit 0
+  bool compare_nccl = false;  // --compare-nccl[=best|sym|default]
+  // NCCL's configurations to time, the faster per size reported (kNccl* bits): both by default.
+  unsigned nccl_configs = 0;
+  std::string json;   // -J / --output_file / --json FILE
+  bool help = false;  // -h / --help: print the usage and exit 0
 };
 
 /// Parses argv (nccl-tests' short and long flags); on error returns false with a message naming

@@ -69,11 +69,27 @@ TEST(PerfOptions, NcclTestsFlags) {
   EXPECT_EQ(o.registration, 2);
   EXPECT_EQ(o.algo, "one_shot");
   EXPECT_TRUE(o.compare_nccl);
+  EXPECT_EQ(o.nccl_configs, kNcclSymmetric | kNcclDefault);  // the best of both by default
   EXPECT_TRUE(o.p2p);
   EXPECT_EQ(o.json, "out.json");
   CollOptions plain;
   ASSERT_TRUE(parse({"-b", "8"}, &plain, &err)) << err;
   EXPECT_FALSE(plain.p2p);
+}
+
+TEST(PerfOptions, CompareNcclNamesItsConfigurations) {
+  std::string err;
+  CollOptions sym, def, best, bad;
+  ASSERT_TRUE(parse({"--compare-nccl=sym"}, &sym, &err)) << err;
+  EXPECT_TRUE(sym.compare_nccl);
+  EXPECT_EQ(sym.nccl_configs, kNcclSymmetric);
+  ASSERT_TRUE(parse({"--compare-nccl=default"}, &def, &err)) << err;
+  EXPECT_EQ(def.nccl_configs, kNcclDefault);
+  ASSERT_TRUE(parse({"--compare-nccl=best"}, &best, &err)) << err;
+  EXPECT_EQ(best.nccl_configs, kNcclSymmetric | kNcclDefault);
+  EXPECT_FALSE(parse({"--compare-nccl=fast"}, &bad, &err));
+  EXPECT_NE(err.find("--compare-nccl"), std::string::npos) << err;
+  EXPECT_NE(err.find("best, sym or default"), std::string::npos) << err;
 }
 
 TEST(PerfOptions, AllTypesOpsAndRoots) {
