@@ -15,67 +15,14 @@
 
 #include "gicl/device/detail/proxy_ring.h"
 #include "proxy/ring_reader.hpp"
+#include "unit/host_ring.hpp"
 
 namespace gicl::proxy {
 namespace {
 
-/// Pinned-memory stand-in: a zeroed ring with its counters, as the communicator allocates it.
-struct HostRing {
-  explicit HostRing(uint32_t size) : slots(size) {
-    ring.slots = slots.data();
-    ring.head = &head;
-    ring.tail_cache = &tail_cache;
-    ring.tail = &tail;
-    ring.done = &done;
-    ring.failed = &failed;
-    ring.size = size;
-    ring.version = kProxyRingVersion;
-  }
-  RingReader reader() { return RingReader(slots.data(), ring.size, &tail, &done); }
-
-  std::vector<ProxySlot> slots;
-  unsigned long long head = 0;
-  unsigned long long tail_cache = 0;
-  uint64_t tail = 0;
-  uint64_t done = 0;
-  uint32_t failed = 0;
-  ProxyRing ring{};
-};
-
-/// The host producers' memory policy: what the device policy does with atomics and system-scope
-/// loads, with std::this_thread::yield instead of __nanosleep and a deadline.
-struct HostMem {
-  std::chrono::milliseconds patience{5000};
-  uint64_t take(unsigned long long* head, uint32_t n) {
-    return __atomic_fetch_add(head, n, __ATOMIC_RELAXED);
-  }
-  bool room(const ProxyRing& q, uint64_t first, uint32_t n) {
-    const uint64_t need = first + n;  // every slot below need - size consumed
-    if (need <= q.size) return true;
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    for (;;) {
-      const uint64_t seen = __atomic_load_n(q.tail_cache, __ATOMIC_RELAXED);
-      if (need - q.size <= seen) return true;
-      const uint64_t tail = __atomic_load_n(const_cast<uint64_t*>(q.tail), __ATOMIC_ACQUIRE);
-      if (need - q.size <= tail) {
-        unsigned long long cur = seen;
-        while (cur < tail && !__atomic_compare_exchange_n(q.tail_cache, &cur, tail, true,
-                                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        }
-        return true;
-      }
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::yield();
-    }
-  }
-  void store(uint64_t* word, uint64_t value) { __atomic_store_n(word, value, __ATOMIC_RELEASE); }
-};
-
 uint64_t post_transfer(HostRing& r, HostMem& m, ProxyOp op, uint32_t peer, uint64_t dst,
                        uint64_t src, uint64_t bytes) {
-  uint64_t w[2 * kProxyMaxSlots];
-  const uint32_t n = proxy_encode_transfer(w, op, peer, dst, src, bytes);
-  return proxy_post(r.ring, w, n, m);
+  return host_put(r, m, op, peer, dst, src, bytes);
 }
 
 TEST(ProxyRing, EveryFieldRoundTripsInShortAndLongForm) {

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "proxy/net_proxy.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "common/log.hpp"
+
+namespace gicl::proxy {
+namespace {
+
+const char* op_name(ProxyOp op) {
+  switch (op) {
+    case ProxyOp::kPut:
+      return "put";
+    case ProxyOp::kGet:
+      return "get";
+    case ProxyOp::kSignalSet:
+      return "signal set";
+    case ProxyOp::kSignalAdd:
+      return "signal add";
+    case ProxyOp::kPutSignalSet:
+      return "put with signal set";
+    case ProxyOp::kPutSignalAdd:
+      return "put with signal add";
+    case ProxyOp::kFence:
+      return "fence";
+    default:
+      return "nop";
+  }
+}
+
+bool has_transfer(ProxyOp op) {
+  return op == ProxyOp::kPut || op == ProxyOp::kGet || op == ProxyOp::kPutSignalSet ||
+         op == ProxyOp::kPutSignalAdd;
+}
+bool has_signal(ProxyOp op) {
+  return op == ProxyOp::kSignalSet || op == ProxyOp::kSignalAdd || op == ProxyOp::kPutSignalSet ||
+         op == ProxyOp::kPutSignalAdd;
+}
+bool signal_adds(ProxyOp op) {
+  return op == ProxyOp::kSignalAdd || op == ProxyOp::kPutSignalAdd;
+}
+
+/// True when [offset, offset + bytes) lies in [0, limit) (without overflow).
+bool fits(uint64_t offset, uint64_t bytes, uint64_t limit) {
+  return offset <= limit && bytes <= limit - offset;
+}
+
+}  // namespace
+
+NetProxy::NetProxy(NetProxyArgs args)
+    : args_(std::move(args)), nranks_(static_cast<int>(args_.heap.keys.size())) {
+  const size_t max_write = args_.transport->caps().max_write;
+  max_piece_ = max_write > 0 ? max_write : size_t{1} << 30;
+  rings_.reserve(args_.rings.size());
+  for (const RingView& v : args_.rings)
+    rings_.push_back(Ring{v, RingReader(v.slots, v.size, v.tail, v.done),
+                          std::vector<uint32_t>(nranks_, 0), 0, false, 0, 0});
+}
+
+Status NetProxy::start(NetProxyArgs args, std::unique_ptr<NetProxy>* out) {
+  GICL_ARG_CHECK(args.transport != nullptr, "network proxy: no transport");
+  GICL_ARG_CHECK(
+      args.heap.region != nullptr && args.heap.region->contains(args.heap.base, args.heap.bytes),
+      "network proxy: the heap [%p, +%zu) is not inside its registered region",
+      static_cast<void*>(args.heap.base), args.heap.bytes);
+  GICL_ARG_CHECK(args.rank >= 0 && args.rank < static_cast<int>(args.heap.keys.size()),
+                 "network proxy: rank %d with %zu heap keys", args.rank, args.heap.keys.size());
+  for (size_t i = 0; i < args.rings.size(); ++i) {
+    const RingView& v = args.rings[i];
+    GICL_ARG_CHECK(
+        v.slots != nullptr && v.tail != nullptr && v.done != nullptr && v.failed != nullptr &&
+            v.size >= kProxyMaxSlots && (v.size & (v.size - 1)) == 0,
+        "network proxy: ring %zu is incomplete or its size %u is not a power of two", i, v.size);
+  }
+  std::unique_ptr<NetProxy> p(new NetProxy(std::move(args)));
+  p->thread_ = std::thread([q = p.get()] { q->run(); });
+  if (p->args_.cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(p->args_.cpu, &set);
+    // Placement is a performance choice: a refusal (a cgroup without that core) is logged.
+    if (const int rc = pthread_setaffinity_np(p->thread_.native_handle(), sizeof(set), &set))
+      GICL_WARN(kSubsysProxy, "network proxy: not pinned to core %d (error %d)", p->args_.cpu, rc);
+  }
+  *out = std::move(p);
+  return GICL_SUCCESS;
+}
+
+NetProxy::~NetProxy() {
+  stop_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+}
+
+gicl_result_t NetProxy::error(std::string* why) const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  if (why != nullptr) *why = error_;
+  return error_code_;
+}
+
+NetProxyStats NetProxy::stats() const {
+  return {issued_.load(std::memory_order_relaxed), completed_.load(std::memory_order_relaxed),
+          sleeps_.load(std::memory_order_relaxed)};
+}
+
+void NetProxy::fail(gicl_result_t code, const std::string& why, bool logged) {
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (error_code_ != GICL_SUCCESS) return;
+    error_code_ = code;
+    error_ = why;
+  }
+  if (!logged) GICL_WARN(kSubsysProxy, "%s", why.c_str());
+  failed_.store(true, std::memory_order_release);
+  for (Ring& r : rings_) __atomic_store_n(r.view.failed, 1u, __ATOMIC_RELEASE);
+}
+
+void NetProxy::fail_posting(Status s, const ProxyRequest& q, uint32_t ring, uint64_t ticket) {
+  const std::string why = last_error();
+  if (why.rfind("network proxy:", 0) == 0) return fail(s.code(), why, true);  // names it already
+  char head[160];
+  std::snprintf(head, sizeof(head),
+                "network proxy: %s to peer %u (ring %u, ticket %" PRIu64 "): ", op_name(q.op),
+                q.peer, ring, ticket);
+  fail(s.code(), head + why);
+}
+
+void NetProxy::run() {
+  auto last_work = std::chrono::steady_clock::now();
+  auto nap = std::chrono::microseconds(0);
+  while (!stop_.load(std::memory_order_acquire) && !failed_.load(std::memory_order_acquire)) {
+    bool work = false;
+    for (uint32_t i = 0; i < rings_.size() && !failed_.load(std::memory_order_relaxed); ++i)
+      work |= serve(rings_[i], i);
+    work |= poll();
+    const auto now = std::chrono::steady_clock::now();
+    if (work) {
+      last_work = now;
+      nap = std::chrono::microseconds(0);
+      continue;
+    }
+    if (now - last_work < kBusyFor) continue;
+    nap = std::min(kMaxSleep, std::max(std::chrono::microseconds(1), nap * 2));
+    sleeps_.fetch_add(1, std::memory_order_relaxed);
+    std::this_thread::sleep_for(nap);
+  }
+}
+
+bool NetProxy::fence_clear(const Ring& r) const {
+  return r.fence_peer == kProxyAllPeers ? r.outstanding_all == 0 : r.outstanding[r.fence_peer] == 0;
+}
+
+/// Reads and issues up to kBatch operations of ring `index`; true when it did anything.
+bool NetProxy::serve(Ring& r, uint32_t index) {
+  bool work = false;
+  for (int n = 0; n < kBatch; ++n) {
+    if (r.fenced) {
+      if (!fence_clear(r)) break;
+      r.fenced = false;
+      r.reader.complete(r.fence_ticket);
+      completed_.fetch_add(1, std::memory_order_relaxed);
+      work = true;
+    }
+    ProxyRequest q{};
+    uint64_t ticket = 0;
+    bool bad_op = false;
+    if (!r.reader.next(&q, &ticket, &bad_op)) {
+      r.reader.publish_tail(true);  // producers wait for room only as long as the proxy reads
+      break;
+    }
+    work = true;
+    if (bad_op) {
+      char msg[160];
+      std::snprintf(msg, sizeof(msg),
+                    "network proxy: ring %u, ticket %" PRIu64 ": unknown operation code", index,
+                    ticket);
+      fail(GICL_INTERNAL_ERROR, msg);
+      return true;
+    }
+    if (const Status s = issue(index, ticket, q); !s.ok()) {
+      fail_posting(s, q, index, ticket);
+      return true;
+    }
+  }
+  return work;
+}
+
+Status NetProxy::check_request(const ProxyRequest& q, uint32_t ring, uint64_t ticket) const {
+  const char* what = op_name(q.op);
+  if (q.op == ProxyOp::kFence && q.peer == kProxyAllPeers) return GICL_SUCCESS;
+  if (q.peer >= static_cast<uint32_t>(nranks_))
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "network proxy: ring %u, ticket %" PRIu64 ": %s to peer %u of %d ranks", ring,
+                     ticket, what, q.peer, nranks_);
+  const uint64_t peer_bytes = args_.heap.keys[q.peer].bytes;
+  if (has_transfer(q.op)) {
+    const bool get = q.op == ProxyOp::kGet;
+    const uint64_t local = get ? q.dst : q.src, remote = get ? q.src : q.dst;
+    if (!fits(local, q.bytes, args_.heap.bytes) || !fits(remote, q.bytes, peer_bytes))
+      return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                       "network proxy: ring %u, ticket %" PRIu64 ": %s of %" PRIu64
+                       " B to peer %u: local offset %" PRIu64 " or peer offset %" PRIu64
+                       " outside the heap (%zu B here, %" PRIu64 " B at the peer)",
+                       ring, ticket, what, q.bytes, q.peer, local, remote, args_.heap.bytes,
+                       peer_bytes);
+  }
+  if (has_signal(q.op) && (q.signal % 8 != 0 || !fits(q.signal, 8, peer_bytes)))
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "network proxy: ring %u, ticket %" PRIu64
+                     ": %s to peer %u: signal offset %" PRIu64
+                     " is not an aligned word inside the peer's heap (%" PRIu64 " B)",
+                     ring, ticket, what, q.peer, q.signal, peer_bytes);
+  return GICL_SUCCESS;
+}
+
+uint32_t NetProxy::new_op(uint32_t ring, uint64_t ticket, const ProxyRequest& q) {
+  uint32_t cookie;
+  if (!free_ops_.empty()) {
+    cookie = free_ops_.back();
+    free_ops_.pop_back();
+  } else {
+    cookie = static_cast<uint32_t>(ops_.size());
+    ops_.emplace_back();
+  }
+  ops_[cookie] = Op{ring, ticket, q, 0, false};
+  Ring& r = rings_[ring];
+  ++r.outstanding[q.peer];
+  ++r.outstanding_all;
+  return cookie;
+}
+
+Status NetProxy::issue(uint32_t ring, uint64_t ticket, const ProxyRequest& q) {
+  Ring& r = rings_[ring];
+  GICL_CHECK(check_request(q, ring, ticket));
+  switch (q.op) {
+    case ProxyOp::kNop:
+      r.reader.complete(ticket);
+      completed_.fetch_add(1, std::memory_order_relaxed);
+      return GICL_SUCCESS;
+    case ProxyOp::kFence:
+      r.fenced = true;
+      r.fence_peer = q.peer;
+      r.fence_ticket = ticket;
+      return GICL_SUCCESS;  // serve() completes it once clear
+    case ProxyOp::kSignalSet:
+    case ProxyOp::kSignalAdd:
+      return post_signal(new_op(ring, ticket, q));
+    default: {
+      const uint32_t cookie = new_op(ring, ticket, q);
+      ops_[cookie].signal_pending = has_signal(q.op);
+      if (q.bytes == 0) {  // nothing to move: straight to the signal, or done
+        if (ops_[cookie].signal_pending) {
+          ops_[cookie].signal_pending = false;
+          return post_signal(cookie);
+        }
+        finish(cookie);
+        return GICL_SUCCESS;
+      }
+      return post_transfer(cookie);
+    }
+  }
+}
+
+Status NetProxy::post_transfer(uint32_t cookie) {
+  const ProxyRequest q = ops_[cookie].req;
+  const net::RemoteKey& key = args_.heap.keys[q.peer];
+  const net::Region& region = *args_.heap.region;
+  const int peer = static_cast<int>(q.peer);
+  for (uint64_t off = 0; off < q.bytes; off += max_piece_) {
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(max_piece_, q.bytes - off));
+    ++ops_[cookie].parts;  // before the post: a post may poll and complete earlier pieces
+    if (q.op == ProxyOp::kGet)
+      GICL_CHECK(args_.transport->read(peer, region, args_.heap.base + q.dst + off, key,
+                                       q.src + off, len, cookie));
+    else
+      GICL_CHECK(args_.transport->write(peer, region, args_.heap.base + q.src + off, key,
+                                        q.dst + off, len, cookie));
+    issued_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return GICL_SUCCESS;
+}
+
+Status NetProxy::post_signal(uint32_t cookie) {
+  const ProxyRequest q = ops_[cookie].req;
+  ops_[cookie].parts = 1;
+  GICL_CHECK(args_.transport->atomic(static_cast<int>(q.peer),
+                                     signal_adds(q.op) ? net::AtomicOp::kAdd : net::AtomicOp::kSwap,
+                                     args_.heap.keys[q.peer], q.signal, q.value, 0, cookie));
+  issued_.fetch_add(1, std::memory_order_relaxed);
+  return GICL_SUCCESS;
+}
+
+void NetProxy::finish(uint32_t cookie) {
+  Op& o = ops_[cookie];
+  Ring& r = rings_[o.ring];
+  --r.outstanding[o.req.peer];
+  --r.outstanding_all;
+  r.reader.complete(o.ticket);
+  completed_.fetch_add(1, std::memory_order_relaxed);
+  free_ops_.push_back(cookie);
+}
+
+/// Progresses the transport and handles what completed; true when anything did.
+bool NetProxy::poll() {
+  net::Event ev[64];
+  int n = 0;
+  if (const Status s = args_.transport->poll(ev, 64, &n); !s.ok()) {
+    fail(s.code(), last_error(), true);
+    return true;
+  }
+  for (int i = 0; i < n && !failed_.load(std::memory_order_relaxed); ++i) {
+    if (ev[i].kind != net::EventKind::kDone) continue;  // immediates: not used by these ops
+    const uint32_t cookie = static_cast<uint32_t>(ev[i].cookie);
+    Op& o = ops_[cookie];
+    if (ev[i].status != GICL_SUCCESS) {
+      char msg[512];
+      std::snprintf(
+          msg, sizeof(msg), "network proxy: %s to peer %u (ring %u, ticket %" PRIu64 ") failed: %s",
+          op_name(o.req.op), o.req.peer, o.ring, o.ticket, gicl_get_error_string(ev[i].status));
+      fail(ev[i].status, msg);
+      return true;
+    }
+    if (--o.parts > 0) continue;
+    if (o.signal_pending) {
+      o.signal_pending = false;  // every piece is delivered: the signal may go
+      if (const Status s = post_signal(cookie); !s.ok()) {
+        fail_posting(s, o.req, o.ring, o.ticket);
+        return true;
+      }
+      continue;
+    }
+    finish(cookie);
+  }
+  return n > 0;
+}
+
+}  // namespace gicl::proxy

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// The network proxy of one GPU: a host thread that reads the request rings kernels post into
+// (gicl/device/detail/proxy_ring.h), issues each operation to the transport, progresses the
+// transport (which is also what lands peers' data here: manual progress), and completes
+// operations back into the rings' `done` words that quiet waits for.
+//
+// What each operation means on the wire (the transport orders nothing; net/transport.hpp):
+// - put: one write per max_write piece; complete when every piece is delivered at the target.
+// - get: one read per piece; complete when every piece is here.
+// - signal set / add: one 64-bit atomic (swap / add) on the peer's word.
+// - put with signal: the put's pieces, then, only once all are delivered, the signal's atomic:
+//   a peer that sees the signal sees the payload.
+// - fence: later operations of the same ring to that peer (every peer for kProxyAllPeers) are
+//   issued only after every earlier one of the ring to it has completed. The ring is read in
+//   order, so a fence holds the whole ring until then.
+// Operations complete in any order; a ring's `done` moves past each one completed with all
+// before it.
+//
+// A failed operation, a refused post or a bad request fails the proxy: it records the first
+// error (naming the peer), sets every ring's `failed` word, so producers and quiet stop waiting
+// and report GICL_DEVICE_ERROR_PROXY, and stops.
+//
+// Idle, the thread polls busily for kBusyFor after the last work, then sleeps between polls,
+// doubling from 1 us to kMaxSleep: a request posted after a long pause waits up to that long.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.hpp"
+#include "gicl/device/detail/proxy_ring.h"
+#include "net/transport.hpp"
+#include "proxy/ring_reader.hpp"
+
+namespace gicl::proxy {
+
+/// One request ring as the proxy sees it (host pointers into its pinned memory).
+struct RingView {
+  const ProxySlot* slots = nullptr;
+  uint32_t size = 0;
+  uint64_t* tail = nullptr;
+  uint64_t* done = nullptr;
+  uint32_t* failed = nullptr;
+};
+
+/// This rank's heap as the transport reaches it: requests name offsets into it and into peers'.
+struct HeapView {
+  char* base = nullptr;  // inside `region`
+  size_t bytes = 0;
+  const net::Region* region = nullptr;
+  std::vector<net::RemoteKey> keys;  // [rank]: every rank's heap, this rank's included
+};
+
+struct NetProxyArgs {
+  int rank = 0;
+  net::Transport* transport = nullptr;  // connected; from start on, driven by the proxy alone
+  HeapView heap;
+  std::vector<RingView> rings;
+  int cpu = -1;  // core to pin the thread to (the GPU's NUMA node); -1: not pinned
+};
+
+struct NetProxyStats {
+  uint64_t issued = 0;     // transport operations posted
+  uint64_t completed = 0;  // ring operations completed
+  uint64_t sleeps = 0;     // idle sleeps
+};
+
+class NetProxy {
+ public:
+  static constexpr auto kBusyFor = std::chrono::microseconds(500);
+  static constexpr auto kMaxSleep = std::chrono::microseconds(200);
+  static constexpr int kBatch = 64;  // operations read from one ring before the next is served
+
+  static Status start(NetProxyArgs args, std::unique_ptr<NetProxy>* out);
+  /// Stops the thread. Operations in flight are abandoned with the transport.
+  ~NetProxy();
+  NetProxy(const NetProxy&) = delete;
+  NetProxy& operator=(const NetProxy&) = delete;
+
+  /// GICL_SUCCESS while healthy; else the first failure's code, its message in `why`.
+  gicl_result_t error(std::string* why) const;
+  NetProxyStats stats() const;
+
+ private:
+  struct Op {
+    uint32_t ring = 0;
+    uint64_t ticket = 0;
+    ProxyRequest req{};
+    uint32_t parts = 0;           // transport operations of the current stage not yet done
+    bool signal_pending = false;  // a put's signal, posted once its pieces are delivered
+  };
+  struct Ring {
+    RingView view;
+    RingReader reader;
+    std::vector<uint32_t> outstanding;  // [peer]: this ring's operations in flight to it
+    uint64_t outstanding_all = 0;
+    bool fenced = false;  // a fence waits: reading stops until it is satisfied
+    uint32_t fence_peer = 0;
+    uint64_t fence_ticket = 0;
+  };
+
+  explicit NetProxy(NetProxyArgs args);
+  void run();
+  bool serve(Ring& r, uint32_t index);
+  bool fence_clear(const Ring& r) const;
+  Status issue(uint32_t ring, uint64_t ticket, const ProxyRequest& q);
+  Status post_transfer(uint32_t cookie);
+  Status post_signal(uint32_t cookie);
+  Status check_request(const ProxyRequest& q, uint32_t ring, uint64_t ticket) const;
+  bool poll();
+  void finish(uint32_t cookie);
+  uint32_t new_op(uint32_t ring, uint64_t ticket, const ProxyRequest& q);
+  /// Records the first failure (`logged`: GICL_FAIL already logged it) and tells every ring.
+  void fail(gicl_result_t code, const std::string& why, bool logged = false);
+  /// fail() for a post the transport (or the checks) refused: the message names the operation.
+  void fail_posting(Status s, const ProxyRequest& q, uint32_t ring, uint64_t ticket);
+
+  NetProxyArgs args_;
+  int nranks_;
+  size_t max_piece_;
+  std::vector<Ring> rings_;
+  std::vector<Op> ops_;  // by cookie
+  std::vector<uint32_t> free_ops_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> failed_{false};
+  mutable std::mutex error_mutex_;
+  gicl_result_t error_code_ = GICL_SUCCESS;
+  std::string error_;
+  std::atomic<uint64_t> issued_{0}, completed_{0}, sleeps_{0};
+};
+
+}  // namespace gicl::proxy

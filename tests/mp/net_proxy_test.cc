@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+// The network proxy between real processes over libfabric on loopback (tcp;ofi_rxm and shm),
+// host memory standing in for the symmetric heap and host threads for the GPU's producers:
+// puts, gets and signals land where they were aimed and a quiet means delivered at the target;
+// a put's signal is never seen before its payload; and a peer that dies fails the proxy with an
+// error naming it, within GICL_NET_TIMEOUT, and the producers stop waiting.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/unique_id.hpp"
+#include "mp/fork_ranks.hpp"
+#include "net/connect.hpp"
+#include "net/transport.hpp"
+#include "proxy/net_proxy.hpp"
+#include "unit/host_ring.hpp"
+
+namespace gicl::proxy {
+namespace {
+
+using bootstrap::Bootstrap;
+using test::fork_ranks;
+using namespace std::chrono_literals;
+
+/// One rank: a transport over a registered host heap, `rings` request rings and the proxy that
+/// serves them. Members go in reverse: the proxy first, the transport last.
+struct ProxyRank {
+  std::unique_ptr<Bootstrap> bs;
+  std::unique_ptr<net::Transport> t;
+  std::vector<uint8_t> heap;
+  std::unique_ptr<net::Region> region;
+  std::vector<net::RemoteKey> keys;
+  std::vector<std::unique_ptr<HostRing>> rings;
+  std::unique_ptr<NetProxy> proxy;
+};
+
+Status open_rank(const bootstrap::UniqueIdData& id, int me, int n, size_t heap, int rings,
+                 ProxyRank* r) {
+  GICL_CHECK(Bootstrap::create(id, me, n, nullptr, 30000, &r->bs));
+  net::OpenArgs args;
+  args.rank = me;
+  args.nranks = n;
+  args.max_inflight = 256;
+  GICL_CHECK(net::open_transport(net::Backend::kOfi, args, &r->t));
+  GICL_CHECK(net::connect_all(*r->t, *r->bs));
+  r->heap.assign(heap, 0);
+  GICL_CHECK(r->t->register_memory(r->heap.data(), heap, net::MemKind::kHost, &r->region));
+  GICL_CHECK(net::exchange_keys(*r->bs, *r->region, &r->keys));
+  NetProxyArgs a;
+  a.rank = me;
+  a.transport = r->t.get();
+  a.heap = HeapView{reinterpret_cast<char*>(r->heap.data()), heap, r->region.get(), r->keys};
+  for (int i = 0; i < rings; ++i) {
+    r->rings.push_back(std::make_unique<HostRing>(256));
+    a.rings.push_back(r->rings.back()->view());
+  }
+  return NetProxy::start(a, &r->proxy);
+}
+
+void use_provider(const std::string& provider) {
+  setenv("GICL_OFI_PROVIDER", provider.c_str(), 1);
+  setenv("FI_TCP_IFACE", "lo", 1);
+}
+
+bool ofi_opens() {
+  static const bool ok = [] {
+    auto rc = fork_ranks(1, [](int) {
+      use_provider("tcp;ofi_rxm");
+      std::unique_ptr<net::Transport> t;
+      return net::open_transport(net::Backend::kOfi, net::OpenArgs{}, &t).ok() ? 0 : 1;
+    });
+    return rc[0].code == 0;
+  }();
+  return ok;
+}
+
+#define REQUIRE_OFI()                                                                      \
+  do {                                                                                     \
+    if (!ofi_opens()) GTEST_SKIP() << "libfabric's tcp;ofi_rxm provider cannot open here"; \
+  } while (0)
+
+uint8_t pattern(int from, int to, size_t i) {
+  return static_cast<uint8_t>(from * 29 + to * 13 + i * 5 + (i >> 11) + 3);
+}
+
+struct Case {
+  const char* provider;
+  int ranks;
+};
+std::string case_name(const ::testing::TestParamInfo<Case>& p) {
+  std::string s = p.param.provider;
+  return s.substr(0, s.find(';')) + "_" + std::to_string(p.param.ranks) + "ranks";
+}
+
+class ProxyRanks : public ::testing::TestWithParam<Case> {};
+
+// Heap layout per rank: [0, n * kBlock) blocks written by each rank (block q from rank q),
+// [n * kBlock, (n + 1) * kBlock) this rank's source, then one block for gets, then signal words.
+constexpr size_t kBlock = 256 << 10;
+
+/// Two producer threads (two rings) each put half of this rank's block to every peer (itself
+/// included) in pieces of odd sizes and add to rank 0's counter; after both quiet, a bootstrap
+/// barrier (which carries no data) and every block must be in place. Then each rank gets every
+/// peer's source block and checks it after a quiet.
+TEST_P(ProxyRanks, PutsGetsAndSignalsLandAndQuietMeansDelivered) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  const int n = c.ranks;
+  constexpr int kAdds = 200;
+  auto results = fork_ranks(n, [&](int me) {
+    use_provider(c.provider);
+    const size_t src = n * kBlock, got = (n + 1) * kBlock, counter = (n + 2) * kBlock;
+    ProxyRank r;
+    RANK_OK(open_rank(id, me, n, counter + 4096, 2, &r));
+    for (size_t i = 0; i < kBlock; ++i) r.heap[src + i] = pattern(me, me, i);
+    RANK_OK(r.bs->barrier());
+    const size_t cuts[] = {0, 1, 4099, 65539, kBlock / 2, kBlock / 2 + 8, 200001, kBlock};
+    std::vector<std::thread> producers;
+    bool posted[2] = {true, true};
+    for (int k = 0; k < 2; ++k)
+      producers.emplace_back([&, k] {
+        HostMem m;
+        for (int p = 0; p < n; ++p)
+          for (size_t j = k; j + 1 < std::size(cuts); j += 2) {
+            const size_t off = cuts[j], len = cuts[j + 1] - cuts[j];
+            if (host_put(*r.rings[k], m, ProxyOp::kPut, p, me * kBlock + off, src + off, len) ==
+                ~0ull)
+              posted[k] = false;
+          }
+        for (int a = 0; a < kAdds / 2; ++a)
+          if (host_signal(*r.rings[k], m, true, 0, counter, 1) == ~0ull) posted[k] = false;
+        if (!r.rings[k]->quiet()) posted[k] = false;
+      });
+    for (auto& th : producers) th.join();
+    std::string why;
+    RANK_CHECK(posted[0] && posted[1], "a producer failed: %s",
+               r.proxy->error(&why) != GICL_SUCCESS ? why.c_str() : "timeout");
+    RANK_OK(r.bs->barrier());  // every rank's quiet returned: every byte is in place
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < kBlock; ++i)
+        RANK_CHECK(r.heap[q * kBlock + i] == pattern(q, q, i),
+                   "byte %zu of rank %d's block missing after its quiet", i, q);
+    uint64_t total = 0;
+    std::memcpy(&total, &r.heap[counter], 8);
+    if (me == 0)
+      RANK_CHECK(total == uint64_t{kAdds} * n, "counter %llu", (unsigned long long)total);
+    // Gets: every peer's source block, read into this rank's get block one peer at a time.
+    HostMem m;
+    for (int p = 0; p < n; ++p) {
+      RANK_CHECK(host_put(*r.rings[0], m, ProxyOp::kGet, p, got, src, kBlock) != ~0ull, "get");
+      RANK_CHECK(r.rings[0]->quiet(), "quiet after a get from rank %d", p);
+      for (size_t i = 0; i < kBlock; ++i)
+        RANK_CHECK(r.heap[got + i] == pattern(p, p, i), "byte %zu got from rank %d", i, p);
+    }
+    RANK_OK(r.bs->barrier());
+    return 0;
+  });
+  for (int i = 0; i < n; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+/// Rank 0 puts 256 blocks to rank 1, each with a signal word set after it; rank 1 checks each
+/// block the moment it sees the block's signal.
+TEST_P(ProxyRanks, APutsSignalIsNeverSeenBeforeItsPayload) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  constexpr int kPuts = 256;
+  constexpr size_t kPiece = 16 << 10;
+  const size_t signals = kPuts * kPiece;
+  auto results = fork_ranks(c.ranks, [&](int me) {
+    use_provider(c.provider);
+    ProxyRank r;
+    RANK_OK(open_rank(id, me, c.ranks, signals + kPuts * 8, 1, &r));
+    if (me == 0)
+      for (size_t i = 0; i < signals; ++i) r.heap[i] = pattern(0, 1, i);
+    RANK_OK(r.bs->barrier());
+    if (me == 0) {
+      HostMem m;
+      for (int k = 0; k < kPuts; ++k)
+        RANK_CHECK(host_put_signal(*r.rings[0], m, false, 1, k * kPiece, k * kPiece, kPiece,
+                                   signals + 8 * k, k + 1) != ~0ull,
+                   "put %d", k);
+      RANK_CHECK(r.rings[0]->quiet(), "quiet");
+    } else if (me == 1) {
+      std::vector<bool> seen(kPuts, false);
+      int left = kPuts;
+      const auto until = std::chrono::steady_clock::now() + 60s;
+      while (left > 0) {
+        RANK_CHECK(std::chrono::steady_clock::now() < until, "%d signals never came", left);
+        for (int k = 0; k < kPuts; ++k) {
+          if (seen[k]) continue;
+          const uint64_t s = __atomic_load_n(
+              reinterpret_cast<const uint64_t*>(&r.heap[signals + 8 * k]), __ATOMIC_ACQUIRE);
+          if (s == 0) continue;
+          RANK_CHECK(s == static_cast<uint64_t>(k + 1), "signal %d holds %llu", k,
+                     (unsigned long long)s);
+          for (size_t i = 0; i < kPiece; ++i)
+            RANK_CHECK(r.heap[k * kPiece + i] == pattern(0, 1, k * kPiece + i),
+                       "block %d byte %zu not there when its signal was", k, i);
+          seen[k] = true;
+          --left;
+        }
+      }
+    }
+    RANK_OK(r.bs->barrier());
+    return 0;
+  });
+  for (int i = 0; i < c.ranks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, ProxyRanks,
+                         ::testing::Values(Case{"tcp;ofi_rxm", 2}, Case{"tcp;ofi_rxm", 3},
+                                           Case{"shm", 2}),
+                         case_name);
+
+/// Rank 1 exits without a word after connecting; rank 0 keeps putting to it. Its proxy fails
+/// naming rank 1 within GICL_NET_TIMEOUT (2 s here), the ring's failed word stops the producer,
+/// and nothing hangs.
+TEST(ProxyFailure, APeerThatDiesFailsTheProxyNamingIt) {
+  REQUIRE_OFI();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  auto results = fork_ranks(2, [&](int me) {
+    use_provider("tcp;ofi_rxm");
+    setenv("GICL_NET_TIMEOUT", "2000", 1);
+    ProxyRank r;
+    RANK_OK(open_rank(id, me, 2, 1 << 20, 1, &r));
+    RANK_OK(r.bs->barrier());
+    if (me == 1) _exit(0);  // gone: no goodbye, no more progress
+    std::this_thread::sleep_for(200ms);
+    HostMem m;
+    m.patience = std::chrono::milliseconds(20000);
+    const auto t0 = std::chrono::steady_clock::now();
+    bool stopped = false;
+    for (int k = 0; k < 100000 && !stopped; ++k) {
+      stopped = host_put(*r.rings[0], m, ProxyOp::kPut, 1, 0, 0, 64 << 10) == ~0ull;
+      if (k % 64 == 63 && !stopped) stopped = !r.rings[0]->quiet(20000ms);
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    RANK_CHECK(stopped, "every put to a dead peer completed");
+    std::string why;
+    const gicl_result_t code = r.proxy->error(&why);
+    RANK_CHECK(code == GICL_TIMEOUT || code == GICL_REMOTE_ERROR, "proxy error %d: %s", code,
+               why.c_str());
+    RANK_CHECK(why.find("peer 1") != std::string::npos, "the error does not name rank 1: %s",
+               why.c_str());
+    RANK_CHECK(s < 15, "took %.1f s to notice", s);
+    return 0;
+  });
+  EXPECT_EQ(results[0].code, 0);
+  EXPECT_EQ(results[1].code, 0);
+}
+
+}  // namespace
+}  // namespace gicl::proxy
