@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -320,6 +321,7 @@ TEST(NetProxy, AnIdleProxySleepsInsteadOfSpinningACore) {
   std::this_thread::sleep_for(500ms);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double share = (process_cpu_seconds() - cpu0) / wall;
+  std::printf("idle proxy: %.1f %% of a core\n", share * 100);
   EXPECT_LT(share, 0.5) << "the idle proxy used " << share * 100 << " % of a core";
   EXPECT_GT(rig.proxy->stats().sleeps, 0u);
   // And it still answers: a request after the pause is served.
