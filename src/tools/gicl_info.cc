@@ -13,6 +13,7 @@
 #include "common/settings.hpp"
 #include "gicl/gicl.h"
 #include "topology/machine.hpp"
+#include "topology/nic_affinity.hpp"
 #include "topology/rdma_devices.hpp"
 
 namespace {
@@ -131,9 +132,14 @@ int main(int argc, char** argv) {
   const int bad = print_settings();
   print_gpus();
   gicl::MachineTopology topo;
-  if (gicl::load_machine_topology("", &topo).ok())
+  if (gicl::load_machine_topology("", &topo).ok()) {
     std::printf("%s", gicl::describe(topo).c_str());
-  else
+    int64_t rails = 0;
+    if (!topo.gpus.empty() && gicl::setting_int(gicl::Setting::kNetRails, &rails).ok())
+      std::printf("NICs of each GPU (closest by PCIe distance, GICL_NET_RAILS=%lld):\n%s",
+                  static_cast<long long>(rails),
+                  gicl::describe_nic_choice(topo, static_cast<int>(rails)).c_str());
+  } else
     std::printf("topology: %s\n", gicl_get_last_error());
   std::vector<gicl::RdmaDevice> rdma;
   if (gicl::list_rdma_devices(&rdma).ok()) {

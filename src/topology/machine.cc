@@ -54,6 +54,8 @@ PciDevice to_device(hwloc_topology_t topo, hwloc_obj_t obj) {
   }
   for (hwloc_obj_t c = obj->io_first_child; c != nullptr; c = c->next_sibling)
     if (c->type == HWLOC_OBJ_OS_DEVICE && c->name) d.os_names.push_back(c->name);
+  for (hwloc_obj_t p = obj->parent; p != nullptr && p->type == HWLOC_OBJ_BRIDGE; p = p->parent)
+    d.pci_path.insert(d.pci_path.begin(), p->gp_index);
   return d;
 }
 #endif

@@ -20,6 +20,9 @@ struct PciDevice {
   int numa_node = -1;                 // closest NUMA node, -1 if unknown
   std::string cpuset;                 // hwloc cpuset string of the closest CPUs
   std::vector<std::string> os_names;  // "cuda0", "mlx5_0", "eth0"...
+  // The PCI bridges above the device, host bridge first (hwloc gp_index): two devices behind the
+  // same switch share all but their last hops.
+  std::vector<uint64_t> pci_path;
 };
 
 struct MachineTopology {

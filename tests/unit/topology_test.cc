@@ -6,6 +6,7 @@
 #include <string>
 
 #include "topology/machine.hpp"
+#include "topology/nic_affinity.hpp"
 #include "topology/peer_info.hpp"
 
 namespace gicl {
@@ -53,6 +54,107 @@ TEST(Topology, MachinesWithoutNicsOrGpus) {
   EXPECT_TRUE(t.gpus.empty());
   ASSERT_EQ(t.nics.size(), 1u);
   EXPECT_EQ(t.nics[0].class_id, 0x0200);
+}
+
+// NIC affinity on synthetic 8-GPU machines: each GPU takes the NICs closest to it by PCIe
+// distance, shared evenly among the GPUs equally close, up to GICL_NET_RAILS.
+std::vector<std::vector<std::string>> nic_names(const MachineTopology& t, int rails,
+                                                PciDistance* distance = nullptr) {
+  std::vector<std::vector<std::string>> out;
+  for (const NicChoice& c : assign_nics(t, rails)) {
+    out.emplace_back();
+    for (int n : c.nics) out.back().push_back(t.nics[n].os_names.at(0));
+    if (distance != nullptr) *distance = c.distance;
+  }
+  return out;
+}
+
+MachineTopology load(const char* file) {
+  MachineTopology t;
+  EXPECT_TRUE(load_machine_topology(data_file(file), &t).ok()) << last_error();
+  return t;
+}
+
+TEST(NicAffinity, TwoGpusShareTheNicOfTheirSwitch) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  const MachineTopology t = load("hgx_8gpu_4nic_switches.xml");
+  ASSERT_EQ(t.gpus.size(), 8u);
+  ASSERT_EQ(t.nics.size(), 4u);
+  EXPECT_EQ(pci_distance(t.gpus[0], t.nics[0]), PciDistance::kSwitch);
+  EXPECT_EQ(pci_distance(t.gpus[0], t.nics[1]), PciDistance::kHostBridge);
+  EXPECT_EQ(pci_distance(t.gpus[0], t.nics[2]), PciDistance::kSystem);
+  PciDistance d{};
+  const auto names = nic_names(t, 0, &d);
+  for (int g = 0; g < 8; ++g)
+    EXPECT_EQ(names[g], std::vector<std::string>{"mlx5_" + std::to_string(g / 2)}) << "GPU " << g;
+  EXPECT_EQ(d, PciDistance::kSwitch);
+}
+
+TEST(NicAffinity, OneNicPerGpuBehindItsSwitch) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  const MachineTopology t = load("hgx_8gpu_8nic_switches.xml");
+  const auto names = nic_names(t, 0);
+  for (int g = 0; g < 8; ++g)
+    EXPECT_EQ(names[g], std::vector<std::string>{"mlx5_" + std::to_string(g)}) << "GPU " << g;
+}
+
+TEST(NicAffinity, FourNicsPerGpuAreRailsCappedByTheSetting) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  const MachineTopology t = load("hgx_8gpu_32nic_switches.xml");
+  ASSERT_EQ(t.nics.size(), 32u);
+  for (int rails : {0, 4, 8, 2, 1}) {
+    const auto names = nic_names(t, rails);
+    const int want = rails == 0 || rails > 4 ? 4 : rails;
+    for (int g = 0; g < 8; ++g) {
+      ASSERT_EQ(names[g].size(), static_cast<size_t>(want)) << "GPU " << g << " rails " << rails;
+      for (int i = 0; i < want; ++i)
+        EXPECT_EQ(names[g][i], "mlx5_" + std::to_string(4 * g + i)) << "GPU " << g;
+    }
+  }
+}
+
+TEST(NicAffinity, GpusOnAHostBridgeAlternateItsNicsAndAFarSocketSharesTheOnlyOnes) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  const MachineTopology dgx = load("dgx_h200_8gpu_4nic.xml");
+  const auto names = nic_names(dgx, 0);
+  const char* want[] = {"mlx5_0", "mlx5_1", "mlx5_0", "mlx5_1",
+                        "mlx5_2", "mlx5_3", "mlx5_2", "mlx5_3"};
+  for (int g = 0; g < 8; ++g) EXPECT_EQ(names[g], std::vector<std::string>{want[g]}) << "GPU " << g;
+  EXPECT_EQ(assign_nics(dgx, 0)[0].distance, PciDistance::kHostBridge);
+  const MachineTopology one = load("hgx_8gpu_2nic_one_socket.xml");
+  const auto choice = assign_nics(one, 0);
+  EXPECT_EQ(choice[1].distance, PciDistance::kHostBridge);
+  EXPECT_EQ(choice[5].distance, PciDistance::kSystem);
+  const auto far = nic_names(one, 0);
+  for (int g = 0; g < 8; ++g)
+    EXPECT_EQ(far[g], std::vector<std::string>{g % 2 ? "mlx5_1" : "mlx5_0"}) << "GPU " << g;
+  EXPECT_NE(describe_nic_choice(one, 0).find("cuda5 0000:"), std::string::npos);
+  EXPECT_NE(describe_nic_choice(one, 0).find("mlx5_1 (system)"), std::string::npos);
+}
+
+TEST(NicAffinity, NoNicMeansNoChoice) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  const MachineTopology t = load("two_gpu_no_nic.xml");
+  for (const NicChoice& c : assign_nics(t, 0)) EXPECT_TRUE(c.nics.empty());
+  EXPECT_TRUE(nics_for_gpu(t, t.gpus[0].bus_id, 0).nics.empty());
+  EXPECT_NE(describe_nic_choice(t, 0).find("no NIC"), std::string::npos);
+}
+
+TEST(NicAffinity, DistanceFollowsTheSharedBridges) {
+  PciDevice gpu, nic;
+  gpu.pci_path = {1, 2, 3};  // host bridge 1, switch 2, switch 3
+  nic.pci_path = {1, 2, 4};
+  EXPECT_EQ(pci_distance(gpu, nic), PciDistance::kSwitches);
+  nic.pci_path = {1, 2, 3};
+  EXPECT_EQ(pci_distance(gpu, nic), PciDistance::kSwitch);
+  nic.pci_path = {1, 5};
+  EXPECT_EQ(pci_distance(gpu, nic), PciDistance::kHostBridge);
+  nic.pci_path = {6};
+  gpu.numa_node = nic.numa_node = 1;
+  EXPECT_EQ(pci_distance(gpu, nic), PciDistance::kNumaNode);
+  nic.numa_node = 0;
+  EXPECT_EQ(pci_distance(gpu, nic), PciDistance::kSystem);
+  EXPECT_EQ(nics_for_gpu(MachineTopology{}, "0000:00:00.0", 0).nics.size(), 0u);
 }
 
 TEST(Topology, BadXmlIsAnErrorNamingTheFile) {
