@@ -146,15 +146,20 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   timer.mark("peer exchange");
 
   const PeerInfo& me = c->peers[c->rank];
-  c->paths = compute_paths(c->peers, c->rank, [&](const PeerInfo& p) {
-    if (same_gpu(p, me)) return true;
-    int local = -1, ok = 0;
-    if (cudaDeviceGetByPCIBusId(&local, p.pci_bus_id) != cudaSuccess) {
-      cudaGetLastError();
-      return false;  // not visible to this process
-    }
-    return cudaDeviceCanAccessPeer(&ok, c->device, local) == cudaSuccess && ok != 0;
-  });
+  int64_t p2p_disable = 0;
+  GICL_CHECK(setting_int(Setting::kP2pDisable, &p2p_disable));
+  c->paths = compute_paths(
+      c->peers, c->rank,
+      [&](const PeerInfo& p) {
+        if (same_gpu(p, me)) return true;
+        int local = -1, ok = 0;
+        if (cudaDeviceGetByPCIBusId(&local, p.pci_bus_id) != cudaSuccess) {
+          cudaGetLastError();
+          return false;  // not visible to this process
+        }
+        return cudaDeviceCanAccessPeer(&ok, c->device, local) == cudaSuccess && ok != 0;
+      },
+      p2p_disable == 0);
   log_paths(c);
   static std::once_flag machine_logged;
   if (log_enabled(LogLevel::kInfo, kSubsysTopo))

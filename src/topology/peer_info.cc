@@ -13,6 +13,7 @@
 
 #include "common/cuda.hpp"
 #include "common/rank_list.hpp"
+#include "common/settings.hpp"
 #include "gicl/version.h"
 
 namespace gicl {
@@ -30,12 +31,17 @@ const char* peer_path_name(PeerPath p) {
 }
 
 uint64_t host_hash() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::string text = host;
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  if (boot >> id) text += "|" + id;
+  std::string text;
+  if (!setting_string(Setting::kHostId, &text).ok() || text.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    text = host;
+    std::ifstream boot("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    if (boot >> id) text += "|" + id;
+  } else {
+    text = "GICL_HOSTID=" + text;  // never equal to a host name's hash input
+  }
   uint64_t h = 0xcbf29ce484222325ull;
   for (char c : text) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
   return h;

@@ -55,15 +55,17 @@ Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info);
 
 /// Paths from `me` to every rank. `can_access(peer)` answers whether this process's device
 /// can map the peer's device memory; it is only asked for same-host peers with a device.
+/// `p2p_allowed` false (GICL_P2P_DISABLE=1): every other rank over the network.
 template <typename CanAccess>
 std::vector<PeerPath> compute_paths(const std::vector<PeerInfo>& peers, int me,
-                                    CanAccess&& can_access) {
+                                    CanAccess&& can_access, bool p2p_allowed = true) {
   std::vector<PeerPath> paths(peers.size(), PeerPath::kNetwork);
   for (size_t r = 0; r < peers.size(); ++r) {
     if (static_cast<int>(r) == me) {
       paths[r] = PeerPath::kSelf;
       continue;
     }
+    if (!p2p_allowed) continue;
     const PeerInfo& p = peers[r];
     if (p.host_hash != peers[me].host_hash || p.device < 0 || peers[me].device < 0) continue;
     if (can_access(p)) paths[r] = PeerPath::kP2P;
@@ -157,7 +159,8 @@ bool every_gpu_pair(const std::vector<PeerInfo>& peers, Pred&& pred) {
   return true;
 }
 
-/// Hash of the host name and the kernel boot id: equal exactly for processes of one OS.
+/// Hash of the host name and the kernel boot id: equal exactly for processes of one OS; of
+/// GICL_HOSTID instead where it is set (node emulation).
 uint64_t host_hash();
 
 }  // namespace gicl

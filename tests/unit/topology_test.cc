@@ -197,6 +197,18 @@ TEST(PeerPaths, SelfP2PAndNetwork) {
   EXPECT_EQ(asked, 1);
   auto denied = compute_paths(peers, 0, [](const PeerInfo&) { return false; });
   EXPECT_EQ(denied[1], PeerPath::kNetwork);
+  // GICL_P2P_DISABLE=1: every other rank over the network, without asking.
+  asked = 0;
+  auto disabled = compute_paths(
+      peers, 0,
+      [&](const PeerInfo&) {
+        ++asked;
+        return true;
+      },
+      false);
+  EXPECT_EQ(disabled, (std::vector<PeerPath>{PeerPath::kSelf, PeerPath::kNetwork,
+                                             PeerPath::kNetwork, PeerPath::kNetwork}));
+  EXPECT_EQ(asked, 0);
   EXPECT_STREQ(peer_path_name(PeerPath::kP2P), "P2P");
 }
 
@@ -222,6 +234,24 @@ TEST(PeerPaths, EveryGpuPairSkipsSharedGpusAndRanksWithoutOne) {
 
 TEST(PeerPaths, HostHashIsStable) {
   EXPECT_EQ(host_hash(), host_hash());
+}
+
+// Node emulation: processes with different GICL_HOSTID are different nodes, the same value is
+// one node, and neither equals the real host's identity.
+TEST(PeerPaths, HostIdNamesTheNode) {
+  const uint64_t real = host_hash();
+  setenv("GICL_HOSTID", "node-a", 1);
+  const uint64_t a = host_hash();
+  EXPECT_EQ(a, host_hash());
+  setenv("GICL_HOSTID", "node-b", 1);
+  const uint64_t b = host_hash();
+  unsetenv("GICL_HOSTID");
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, real);
+  EXPECT_EQ(host_hash(), real);
+  PeerInfo me{};
+  ASSERT_TRUE(local_peer_info(0, -1, 0, &me).ok()) << last_error();
+  EXPECT_EQ(me.host_hash, real);
 }
 
 }  // namespace

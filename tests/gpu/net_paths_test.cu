@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// Path selection on one machine: by default two ranks on GPUs that map each other's memory are
+// one node (P2P); GICL_P2P_DISABLE=1, or a different GICL_HOSTID per rank (node emulation), puts
+// the peer on the network path, which the node team and the operations that need a transport
+// show.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "gicl/gicl.h"
+#include "gpu/gpu_ranks.cuh"
+
+namespace gicl::test {
+namespace {
+
+enum class How { kDefault, kP2pDisable, kHostId };
+
+int node_team_size(How how) {
+  gicl_unique_id_t id;
+  if (gicl_get_unique_id(&id) != GICL_SUCCESS) return -1;
+  auto results = fork_ranks(2, [&](int r) {
+    if (how == How::kP2pDisable) setenv("GICL_P2P_DISABLE", "1", 1);
+    if (how == How::kHostId) setenv("GICL_HOSTID", r == 0 ? "node-a" : "node-b", 1);
+    gicl_comm_t comm;
+    if (init_on_gpu(id, 2, r, &comm)) return 1;
+    gicl_team_t node;
+    RANK_OK(gicl_comm_get_team(comm, GICL_TEAM_NODE, &node));
+    int size = 0;
+    RANK_OK(gicl_team_size(node, &size));
+    gicl_qp_t qp;
+    const gicl_result_t qp_rc = gicl_qp_create(comm, 1, &qp);
+    if (size == 1) {
+      RANK_CHECK(qp_rc == GICL_UNSUPPORTED, "gicl_qp_create with a network peer: %d", qp_rc);
+      RANK_CHECK(std::string(gicl_get_last_error()).find("rank " + std::to_string(1 - r)) !=
+                     std::string::npos,
+                 "the error does not name the peer: %s", gicl_get_last_error());
+    } else {
+      RANK_CHECK(qp_rc == GICL_SUCCESS, "gicl_qp_create: %s", gicl_get_last_error());
+    }
+    RANK_OK(gicl_comm_destroy(comm));
+    return 10 + size;  // the node team's size, as the exit code
+  });
+  if (results[0].code != results[1].code) return -2;
+  return results[0].code - 10;
+}
+
+TEST(NetworkPaths, P2pDisableAndHostIdPutThePeerOnTheNetwork) {
+  REQUIRE_GPUS(2);
+  EXPECT_EQ(node_team_size(How::kDefault), 2);
+  EXPECT_EQ(node_team_size(How::kP2pDisable), 1);
+  EXPECT_EQ(node_team_size(How::kHostId), 1);
+}
+
+}  // namespace
+}  // namespace gicl::test
