@@ -417,10 +417,14 @@ void OfiTransport::on_completion(const fi_cq_data_entry& e) {
     ev.kind = EventKind::kImmediate;
     ev.value = e.data;
     table_.push(ev);
-    if (c != nullptr && c->slot < 0) post_imm_receive(c).ignore();  // logged on failure
+    // A remote write's completion names one of our posted receives only in FI_RX_CQ_DATA mode;
+    // otherwise its context is not ours (shm reports the sender's, an address in another
+    // process): compare, never dereference.
+    if (rx_cq_data_ && c >= receives_.data() && c < receives_.data() + receives_.size())
+      post_imm_receive(c).ignore();  // logged on failure
     return;
   }
-  if (c == nullptr || c->slot < 0) return;
+  if (c == nullptr || c < ops_.data() || c >= ops_.data() + ops_.size() || c->slot < 0) return;
   const int slot = c->slot;
   table_.complete(slot, GICL_SUCCESS, scratch_[static_cast<size_t>(slot) * 3 + 2]);
 }
@@ -433,7 +437,8 @@ Status OfiTransport::on_error() {
   char detail[256] = "";
   const char* prov = fi_cq_strerror(cq_, err.prov_errno, err.err_data, detail, sizeof(detail));
   auto* c = static_cast<OpContext*>(err.op_context);
-  if (c == nullptr || c->slot < 0) {
+  const bool ours = c != nullptr && c >= ops_.data() && c < ops_.data() + ops_.size();
+  if (!ours || c->slot < 0) {
     // A failure on the receiving side (a peer's write that did not land): nothing of ours to
     // complete, so the communicator learns it here.
     return GICL_FAIL(GICL_REMOTE_ERROR, "net: a transfer to this rank failed: %s (%s)",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "proxy/net_proxy.hpp"
 
+#include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -9,54 +10,14 @@
 #include <cstdio>
 
 #include "common/log.hpp"
+#include "proxy/proxy_ops.hpp"
 
 namespace gicl::proxy {
-namespace {
-
-const char* op_name(ProxyOp op) {
-  switch (op) {
-    case ProxyOp::kPut:
-      return "put";
-    case ProxyOp::kGet:
-      return "get";
-    case ProxyOp::kSignalSet:
-      return "signal set";
-    case ProxyOp::kSignalAdd:
-      return "signal add";
-    case ProxyOp::kPutSignalSet:
-      return "put with signal set";
-    case ProxyOp::kPutSignalAdd:
-      return "put with signal add";
-    case ProxyOp::kFence:
-      return "fence";
-    default:
-      return "nop";
-  }
-}
-
-bool has_transfer(ProxyOp op) {
-  return op == ProxyOp::kPut || op == ProxyOp::kGet || op == ProxyOp::kPutSignalSet ||
-         op == ProxyOp::kPutSignalAdd;
-}
-bool has_signal(ProxyOp op) {
-  return op == ProxyOp::kSignalSet || op == ProxyOp::kSignalAdd || op == ProxyOp::kPutSignalSet ||
-         op == ProxyOp::kPutSignalAdd;
-}
-bool signal_adds(ProxyOp op) {
-  return op == ProxyOp::kSignalAdd || op == ProxyOp::kPutSignalAdd;
-}
-
-/// True when [offset, offset + bytes) lies in [0, limit) (without overflow).
-bool fits(uint64_t offset, uint64_t bytes, uint64_t limit) {
-  return offset <= limit && bytes <= limit - offset;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 NetProxy::NetProxy(NetProxyArgs args)
     : args_(std::move(args)), nranks_(static_cast<int>(args_.heap.keys.size())) {
-  const size_t max_write = args_.transport->caps().max_write;
-  max_piece_ = max_write > 0 ? max_write : size_t{1} << 30;
+  if (args_.delivery == nullptr) args_.delivery = make_direct_delivery(args_.transport, args_.heap);
   rings_.reserve(args_.rings.size());
   for (const RingView& v : args_.rings)
     rings_.push_back(Ring{v, RingReader(v.slots, v.size, v.tail, v.done),
@@ -66,7 +27,8 @@ NetProxy::NetProxy(NetProxyArgs args)
 Status NetProxy::start(NetProxyArgs args, std::unique_ptr<NetProxy>* out) {
   GICL_ARG_CHECK(args.transport != nullptr, "network proxy: no transport");
   GICL_ARG_CHECK(
-      args.heap.region != nullptr && args.heap.region->contains(args.heap.base, args.heap.bytes),
+      args.delivery != nullptr || (args.heap.region != nullptr &&
+                                   args.heap.region->contains(args.heap.base, args.heap.bytes)),
       "network proxy: the heap [%p, +%zu) is not inside its registered region",
       static_cast<void*>(args.heap.base), args.heap.bytes);
   GICL_ARG_CHECK(args.rank >= 0 && args.rank < static_cast<int>(args.heap.keys.size()),
@@ -131,6 +93,15 @@ void NetProxy::fail_posting(Status s, const ProxyRequest& q, uint32_t ring, uint
 }
 
 void NetProxy::run() {
+  if (args_.device >= 0) {
+    if (const cudaError_t rc = cudaSetDevice(args_.device); rc != cudaSuccess) {
+      char msg[160];
+      std::snprintf(msg, sizeof(msg), "network proxy: cudaSetDevice(%d): %s", args_.device,
+                    cudaGetErrorString(rc));
+      fail(GICL_UNHANDLED_CUDA_ERROR, msg);
+      return;
+    }
+  }
   auto last_work = std::chrono::steady_clock::now();
   auto nap = std::chrono::microseconds(0);
   while (!stop_.load(std::memory_order_acquire) && !failed_.load(std::memory_order_acquire)) {
@@ -227,7 +198,7 @@ uint32_t NetProxy::new_op(uint32_t ring, uint64_t ticket, const ProxyRequest& q)
     cookie = static_cast<uint32_t>(ops_.size());
     ops_.emplace_back();
   }
-  ops_[cookie] = Op{ring, ticket, q, 0, false};
+  ops_[cookie] = Op{ring, ticket, q};
   Ring& r = rings_[ring];
   ++r.outstanding[q.peer];
   ++r.outstanding_all;
@@ -247,65 +218,31 @@ Status NetProxy::issue(uint32_t ring, uint64_t ticket, const ProxyRequest& q) {
       r.fence_peer = q.peer;
       r.fence_ticket = ticket;
       return GICL_SUCCESS;  // serve() completes it once clear
-    case ProxyOp::kSignalSet:
-    case ProxyOp::kSignalAdd:
-      return post_signal(new_op(ring, ticket, q));
     default: {
-      const uint32_t cookie = new_op(ring, ticket, q);
-      ops_[cookie].signal_pending = has_signal(q.op);
-      if (q.bytes == 0) {  // nothing to move: straight to the signal, or done
-        if (ops_[cookie].signal_pending) {
-          ops_[cookie].signal_pending = false;
-          return post_signal(cookie);
-        }
-        finish(cookie);
-        return GICL_SUCCESS;
-      }
-      return post_transfer(cookie);
+      Delivery& d = *args_.delivery;
+      const uint64_t before = d.issued();
+      const Status s = d.start(new_op(ring, ticket, q), q);
+      issued_.fetch_add(d.issued() - before, std::memory_order_relaxed);
+      finish_completed();  // an empty put completes at once
+      return s;
     }
   }
 }
 
-Status NetProxy::post_transfer(uint32_t cookie) {
-  const ProxyRequest q = ops_[cookie].req;
-  const net::RemoteKey& key = args_.heap.keys[q.peer];
-  const net::Region& region = *args_.heap.region;
-  const int peer = static_cast<int>(q.peer);
-  for (uint64_t off = 0; off < q.bytes; off += max_piece_) {
-    const size_t len = static_cast<size_t>(std::min<uint64_t>(max_piece_, q.bytes - off));
-    ++ops_[cookie].parts;  // before the post: a post may poll and complete earlier pieces
-    if (q.op == ProxyOp::kGet)
-      GICL_CHECK(args_.transport->read(peer, region, args_.heap.base + q.dst + off, key,
-                                       q.src + off, len, cookie));
-    else
-      GICL_CHECK(args_.transport->write(peer, region, args_.heap.base + q.src + off, key,
-                                        q.dst + off, len, cookie));
-    issued_.fetch_add(1, std::memory_order_relaxed);
+void NetProxy::finish_completed() {
+  for (uint32_t cookie : args_.delivery->completed()) {
+    Op& o = ops_[cookie];
+    Ring& r = rings_[o.ring];
+    --r.outstanding[o.req.peer];
+    --r.outstanding_all;
+    r.reader.complete(o.ticket);
+    completed_.fetch_add(1, std::memory_order_relaxed);
+    free_ops_.push_back(cookie);
   }
-  return GICL_SUCCESS;
+  args_.delivery->completed().clear();
 }
 
-Status NetProxy::post_signal(uint32_t cookie) {
-  const ProxyRequest q = ops_[cookie].req;
-  ops_[cookie].parts = 1;
-  GICL_CHECK(args_.transport->atomic(static_cast<int>(q.peer),
-                                     signal_adds(q.op) ? net::AtomicOp::kAdd : net::AtomicOp::kSwap,
-                                     args_.heap.keys[q.peer], q.signal, q.value, 0, cookie));
-  issued_.fetch_add(1, std::memory_order_relaxed);
-  return GICL_SUCCESS;
-}
-
-void NetProxy::finish(uint32_t cookie) {
-  Op& o = ops_[cookie];
-  Ring& r = rings_[o.ring];
-  --r.outstanding[o.req.peer];
-  --r.outstanding_all;
-  r.reader.complete(o.ticket);
-  completed_.fetch_add(1, std::memory_order_relaxed);
-  free_ops_.push_back(cookie);
-}
-
-/// Progresses the transport and handles what completed; true when anything did.
+/// Progresses the transport and the delivery and handles what completed; true when anything did.
 bool NetProxy::poll() {
   net::Event ev[64];
   int n = 0;
@@ -313,30 +250,29 @@ bool NetProxy::poll() {
     fail(s.code(), last_error(), true);
     return true;
   }
-  for (int i = 0; i < n && !failed_.load(std::memory_order_relaxed); ++i) {
-    if (ev[i].kind != net::EventKind::kDone) continue;  // immediates: not used by these ops
-    const uint32_t cookie = static_cast<uint32_t>(ev[i].cookie);
-    Op& o = ops_[cookie];
-    if (ev[i].status != GICL_SUCCESS) {
-      char msg[512];
-      std::snprintf(
-          msg, sizeof(msg), "network proxy: %s to peer %u (ring %u, ticket %" PRIu64 ") failed: %s",
-          op_name(o.req.op), o.req.peer, o.ring, o.ticket, gicl_get_error_string(ev[i].status));
-      fail(ev[i].status, msg);
-      return true;
+  Delivery& d = *args_.delivery;
+  const uint64_t before = d.issued();
+  Status s = GICL_SUCCESS;
+  for (int i = 0; i < n && s.ok(); ++i) s = d.on_event(ev[i]);
+  bool work = false;
+  if (s.ok()) s = d.progress(&work);
+  work |= n > 0;
+  issued_.fetch_add(d.issued() - before, std::memory_order_relaxed);
+  if (!s.ok()) {
+    const uint32_t cookie = d.failed_op();
+    if (cookie == Delivery::kNoOp) {
+      fail(s.code(), std::string("network proxy: ") + last_error());
+    } else {
+      char head[96];
+      std::snprintf(head, sizeof(head),
+                    "network proxy (ring %u, ticket %" PRIu64 "): ", ops_[cookie].ring,
+                    ops_[cookie].ticket);
+      fail(s.code(), head + std::string(last_error()));
     }
-    if (--o.parts > 0) continue;
-    if (o.signal_pending) {
-      o.signal_pending = false;  // every piece is delivered: the signal may go
-      if (const Status s = post_signal(cookie); !s.ok()) {
-        fail_posting(s, o.req, o.ring, o.ticket);
-        return true;
-      }
-      continue;
-    }
-    finish(cookie);
+    return true;
   }
-  return n > 0;
+  finish_completed();
+  return work;
 }
 
 }  // namespace gicl::proxy

@@ -36,6 +36,7 @@
 #include "common/status.hpp"
 #include "gicl/device/detail/proxy_ring.h"
 #include "net/transport.hpp"
+#include "proxy/delivery.hpp"
 #include "proxy/ring_reader.hpp"
 
 namespace gicl::proxy {
@@ -49,20 +50,14 @@ struct RingView {
   uint32_t* failed = nullptr;
 };
 
-/// This rank's heap as the transport reaches it: requests name offsets into it and into peers'.
-struct HeapView {
-  char* base = nullptr;  // inside `region`
-  size_t bytes = 0;
-  const net::Region* region = nullptr;
-  std::vector<net::RemoteKey> keys;  // [rank]: every rank's heap, this rank's included
-};
-
 struct NetProxyArgs {
   int rank = 0;
   net::Transport* transport = nullptr;  // connected; from start on, driven by the proxy alone
-  HeapView heap;
+  HeapView heap;                        // bounds every request
+  std::unique_ptr<Delivery> delivery;   // null: direct RMA on heap.region
   std::vector<RingView> rings;
-  int cpu = -1;  // core to pin the thread to (the GPU's NUMA node); -1: not pinned
+  int cpu = -1;     // core to pin the thread to (the GPU's NUMA node); -1: not pinned
+  int device = -1;  // CUDA device the thread makes current (the staged path's copies); -1: none
 };
 
 struct NetProxyStats {
@@ -92,8 +87,6 @@ class NetProxy {
     uint32_t ring = 0;
     uint64_t ticket = 0;
     ProxyRequest req{};
-    uint32_t parts = 0;           // transport operations of the current stage not yet done
-    bool signal_pending = false;  // a put's signal, posted once its pieces are delivered
   };
   struct Ring {
     RingView view;
@@ -110,8 +103,7 @@ class NetProxy {
   bool serve(Ring& r, uint32_t index);
   bool fence_clear(const Ring& r) const;
   Status issue(uint32_t ring, uint64_t ticket, const ProxyRequest& q);
-  Status post_transfer(uint32_t cookie);
-  Status post_signal(uint32_t cookie);
+  void finish_completed();
   Status check_request(const ProxyRequest& q, uint32_t ring, uint64_t ticket) const;
   bool poll();
   void finish(uint32_t cookie);
@@ -123,7 +115,6 @@ class NetProxy {
 
   NetProxyArgs args_;
   int nranks_;
-  size_t max_piece_;
   std::vector<Ring> rings_;
   std::vector<Op> ops_;  // by cookie
   std::vector<uint32_t> free_ops_;

@@ -13,6 +13,7 @@
 
 #include "gicl/device/detail/proxy_ring.cuh"
 #include "gpu/gpu_ranks.cuh"
+#include "proxy/cuda_copier.hpp"
 #include "proxy/ring_memory.hpp"
 #include "proxy/ring_reader.hpp"
 
@@ -184,6 +185,45 @@ TEST(ProxyRingGpu, QuietReturnsOnlyAfterTheProxyCompletedEverythingBefore) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(*f.flag, 1u);
   EXPECT_EQ(f.errors.kind(), 0u);
+}
+
+// The staged network path's copier: bytes to the GPU and back, signals applied after the copies
+// before them, markers returned in issue order once done.
+TEST(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::unique_ptr<proxy::CudaCopier> copier;
+  ASSERT_TRUE(proxy::CudaCopier::create(0, &copier).ok()) << last_error();
+  const size_t n = 3 << 20;
+  char* dev = nullptr;
+  char *in = nullptr, *out = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, n + 64), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dev, 0, n + 64), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&in), n, cudaHostAllocDefault), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&out), n + 64, cudaHostAllocDefault),
+            cudaSuccess);
+  for (size_t i = 0; i < n; ++i) in[i] = static_cast<char>(i * 7 + (i >> 12));
+  auto* word = reinterpret_cast<uint64_t*>(dev + n);
+  ASSERT_TRUE(copier->to_device(dev, in, n).ok());
+  ASSERT_TRUE(copier->signal(word, true, 5).ok());
+  ASSERT_TRUE(copier->signal(word, true, 6).ok());
+  ASSERT_TRUE(copier->mark(11).ok());
+  ASSERT_TRUE(copier->signal(word + 1, false, 42).ok());
+  ASSERT_TRUE(copier->to_host(out, dev, n + 64).ok());
+  ASSERT_TRUE(copier->mark(12).ok());
+  std::vector<uint64_t> done;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (done.size() < 2 && std::chrono::steady_clock::now() < until)
+    ASSERT_TRUE(copier->poll(&done).ok()) << last_error();
+  EXPECT_EQ(done, (std::vector<uint64_t>{11, 12}));
+  EXPECT_EQ(std::memcmp(in, out, n), 0);
+  uint64_t words[2];
+  std::memcpy(words, out + n, sizeof(words));
+  EXPECT_EQ(words[0], 11u);
+  EXPECT_EQ(words[1], 42u);
+  cudaFreeHost(in);
+  cudaFreeHost(out);
+  cudaFree(dev);
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The network proxy between real processes over libfabric on loopback (tcp;ofi_rxm and shm),
-// host memory standing in for the symmetric heap and host threads for the GPU's producers:
-// puts, gets and signals land where they were aimed and a quiet means delivered at the target;
-// a put's signal is never seen before its payload; and a peer that dies fails the proxy with an
-// error naming it, within GICL_NET_TIMEOUT, and the producers stop waiting.
+// host memory standing in for the symmetric heap and host threads for the GPU's producers, on
+// both deliveries: direct (the heap registered) and staged (the heap unregistered, as GPU memory
+// is on these providers: chunks through small staging slots, applied by the target's proxy and
+// acknowledged). Puts, gets (direct) and signals land where they were aimed and a quiet means
+// delivered at the target; a put's signal is never seen before its payload; and a peer that dies
+// fails the proxy with an error naming it, within GICL_NET_TIMEOUT, and the producers stop
+// waiting.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -19,6 +22,8 @@
 #include "net/connect.hpp"
 #include "net/transport.hpp"
 #include "proxy/net_proxy.hpp"
+#include "proxy/staged_delivery.hpp"
+#include "unit/host_copier.hpp"
 #include "unit/host_ring.hpp"
 
 namespace gicl::proxy {
@@ -34,14 +39,26 @@ struct ProxyRank {
   std::unique_ptr<Bootstrap> bs;
   std::unique_ptr<net::Transport> t;
   std::vector<uint8_t> heap;
-  std::unique_ptr<net::Region> region;
+  std::unique_ptr<net::Region> region;  // the heap's (direct) or the staging area's (staged)
   std::vector<net::RemoteKey> keys;
+  std::vector<uint8_t> staging;
+  HostCopier copier;
   std::vector<std::unique_ptr<HostRing>> rings;
   std::unique_ptr<NetProxy> proxy;
 };
 
+// Small staging slots, few of them: a 256 KiB block takes 32 chunks and waits for credits.
+StagingLayout test_layout(int n) {
+  StagingLayout l;
+  l.chunk = 8 << 10;
+  l.send_slots = 4;
+  l.recv_slots = 2;
+  l.nranks = n;
+  return l;
+}
+
 Status open_rank(const bootstrap::UniqueIdData& id, int me, int n, size_t heap, int rings,
-                 ProxyRank* r) {
+                 bool staged, ProxyRank* r) {
   GICL_CHECK(Bootstrap::create(id, me, n, nullptr, 30000, &r->bs));
   net::OpenArgs args;
   args.rank = me;
@@ -50,17 +67,36 @@ Status open_rank(const bootstrap::UniqueIdData& id, int me, int n, size_t heap, 
   GICL_CHECK(net::open_transport(net::Backend::kOfi, args, &r->t));
   GICL_CHECK(net::connect_all(*r->t, *r->bs));
   r->heap.assign(heap, 0);
-  GICL_CHECK(r->t->register_memory(r->heap.data(), heap, net::MemKind::kHost, &r->region));
-  GICL_CHECK(net::exchange_keys(*r->bs, *r->region, &r->keys));
   NetProxyArgs a;
   a.rank = me;
   a.transport = r->t.get();
-  a.heap = HeapView{reinterpret_cast<char*>(r->heap.data()), heap, r->region.get(), r->keys};
+  if (!staged) {
+    GICL_CHECK(r->t->register_memory(r->heap.data(), heap, net::MemKind::kHost, &r->region));
+    GICL_CHECK(net::exchange_keys(*r->bs, *r->region, &r->keys));
+    a.heap = HeapView{reinterpret_cast<char*>(r->heap.data()), heap, r->region.get(), r->keys};
+  } else {
+    StagingView sv;
+    sv.layout = test_layout(n);
+    GICL_CHECK(sv.layout.check());
+    r->staging.assign(sv.layout.bytes(), 0);
+    GICL_CHECK(r->t->register_memory(r->staging.data(), r->staging.size(), net::MemKind::kHost,
+                                     &r->region));
+    GICL_CHECK(net::exchange_keys(*r->bs, *r->region, &sv.keys));
+    sv.base = reinterpret_cast<char*>(r->staging.data());
+    sv.region = r->region.get();
+    // The heap is not registered: its keys only bound the requests (every heap is `heap` B).
+    net::RemoteKey bound{};
+    bound.bytes = heap;
+    a.heap = HeapView{reinterpret_cast<char*>(r->heap.data()), heap, nullptr,
+                      std::vector<net::RemoteKey>(n, bound)};
+    a.delivery = make_staged_delivery(r->t.get(), me, a.heap, sv, &r->copier,
+                                      std::chrono::milliseconds(2000));
+  }
   for (int i = 0; i < rings; ++i) {
     r->rings.push_back(std::make_unique<HostRing>(256));
     a.rings.push_back(r->rings.back()->view());
   }
-  return NetProxy::start(a, &r->proxy);
+  return NetProxy::start(std::move(a), &r->proxy);
 }
 
 void use_provider(const std::string& provider) {
@@ -92,10 +128,12 @@ uint8_t pattern(int from, int to, size_t i) {
 struct Case {
   const char* provider;
   int ranks;
+  bool staged;
 };
 std::string case_name(const ::testing::TestParamInfo<Case>& p) {
   std::string s = p.param.provider;
-  return s.substr(0, s.find(';')) + "_" + std::to_string(p.param.ranks) + "ranks";
+  return s.substr(0, s.find(';')) + "_" + std::to_string(p.param.ranks) + "ranks" +
+         (p.param.staged ? "_staged" : "_direct");
 }
 
 class ProxyRanks : public ::testing::TestWithParam<Case> {};
@@ -119,7 +157,7 @@ TEST_P(ProxyRanks, PutsGetsAndSignalsLandAndQuietMeansDelivered) {
     use_provider(c.provider);
     const size_t src = n * kBlock, got = (n + 1) * kBlock, counter = (n + 2) * kBlock;
     ProxyRank r;
-    RANK_OK(open_rank(id, me, n, counter + 4096, 2, &r));
+    RANK_OK(open_rank(id, me, n, counter + 4096, 2, c.staged, &r));
     for (size_t i = 0; i < kBlock; ++i) r.heap[src + i] = pattern(me, me, i);
     RANK_OK(r.bs->barrier());
     const size_t cuts[] = {0, 1, 4099, 65539, kBlock / 2, kBlock / 2 + 8, 200001, kBlock};
@@ -152,9 +190,9 @@ TEST_P(ProxyRanks, PutsGetsAndSignalsLandAndQuietMeansDelivered) {
     std::memcpy(&total, &r.heap[counter], 8);
     if (me == 0)
       RANK_CHECK(total == uint64_t{kAdds} * n, "counter %llu", (unsigned long long)total);
-    // Gets: every peer's source block, read into this rank's get block one peer at a time.
+    // Gets (direct only): every peer's source block, read into this rank's get block.
     HostMem m;
-    for (int p = 0; p < n; ++p) {
+    for (int p = 0; p < (c.staged ? 0 : n); ++p) {
       RANK_CHECK(host_put(*r.rings[0], m, ProxyOp::kGet, p, got, src, kBlock) != ~0ull, "get");
       RANK_CHECK(r.rings[0]->quiet(), "quiet after a get from rank %d", p);
       for (size_t i = 0; i < kBlock; ++i)
@@ -179,7 +217,7 @@ TEST_P(ProxyRanks, APutsSignalIsNeverSeenBeforeItsPayload) {
   auto results = fork_ranks(c.ranks, [&](int me) {
     use_provider(c.provider);
     ProxyRank r;
-    RANK_OK(open_rank(id, me, c.ranks, signals + kPuts * 8, 1, &r));
+    RANK_OK(open_rank(id, me, c.ranks, signals + kPuts * 8, 1, c.staged, &r));
     if (me == 0)
       for (size_t i = 0; i < signals; ++i) r.heap[i] = pattern(0, 1, i);
     RANK_OK(r.bs->barrier());
@@ -218,46 +256,51 @@ TEST_P(ProxyRanks, APutsSignalIsNeverSeenBeforeItsPayload) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, ProxyRanks,
-                         ::testing::Values(Case{"tcp;ofi_rxm", 2}, Case{"tcp;ofi_rxm", 3},
-                                           Case{"shm", 2}),
+                         ::testing::Values(Case{"tcp;ofi_rxm", 2, false},
+                                           Case{"tcp;ofi_rxm", 3, false}, Case{"shm", 2, false},
+                                           Case{"tcp;ofi_rxm", 2, true},
+                                           Case{"tcp;ofi_rxm", 3, true}, Case{"shm", 2, true}),
                          case_name);
 
 /// Rank 1 exits without a word after connecting; rank 0 keeps putting to it. Its proxy fails
 /// naming rank 1 within GICL_NET_TIMEOUT (2 s here), the ring's failed word stops the producer,
-/// and nothing hangs.
+/// and nothing hangs; on both deliveries.
 TEST(ProxyFailure, APeerThatDiesFailsTheProxyNamingIt) {
   REQUIRE_OFI();
-  bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
-  auto results = fork_ranks(2, [&](int me) {
-    use_provider("tcp;ofi_rxm");
-    setenv("GICL_NET_TIMEOUT", "2000", 1);
-    ProxyRank r;
-    RANK_OK(open_rank(id, me, 2, 1 << 20, 1, &r));
-    RANK_OK(r.bs->barrier());
-    if (me == 1) _exit(0);  // gone: no goodbye, no more progress
-    std::this_thread::sleep_for(200ms);
-    HostMem m;
-    m.patience = std::chrono::milliseconds(20000);
-    const auto t0 = std::chrono::steady_clock::now();
-    bool stopped = false;
-    for (int k = 0; k < 100000 && !stopped; ++k) {
-      stopped = host_put(*r.rings[0], m, ProxyOp::kPut, 1, 0, 0, 64 << 10) == ~0ull;
-      if (k % 64 == 63 && !stopped) stopped = !r.rings[0]->quiet(20000ms);
-    }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    RANK_CHECK(stopped, "every put to a dead peer completed");
-    std::string why;
-    const gicl_result_t code = r.proxy->error(&why);
-    RANK_CHECK(code == GICL_TIMEOUT || code == GICL_REMOTE_ERROR, "proxy error %d: %s", code,
-               why.c_str());
-    RANK_CHECK(why.find("peer 1") != std::string::npos, "the error does not name rank 1: %s",
-               why.c_str());
-    RANK_CHECK(s < 15, "took %.1f s to notice", s);
-    return 0;
-  });
-  EXPECT_EQ(results[0].code, 0);
-  EXPECT_EQ(results[1].code, 0);
+  for (const bool staged : {false, true}) {
+    SCOPED_TRACE(staged ? "staged" : "direct");
+    bootstrap::UniqueIdData id;
+    ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+    auto results = fork_ranks(2, [&](int me) {
+      use_provider("tcp;ofi_rxm");
+      setenv("GICL_NET_TIMEOUT", "2000", 1);
+      ProxyRank r;
+      RANK_OK(open_rank(id, me, 2, 1 << 20, 1, staged, &r));
+      RANK_OK(r.bs->barrier());
+      if (me == 1) _exit(0);  // gone: no goodbye, no more progress
+      std::this_thread::sleep_for(200ms);
+      HostMem m;
+      m.patience = std::chrono::milliseconds(20000);
+      const auto t0 = std::chrono::steady_clock::now();
+      bool stopped = false;
+      for (int k = 0; k < 100000 && !stopped; ++k) {
+        stopped = host_put(*r.rings[0], m, ProxyOp::kPut, 1, 0, 0, 64 << 10) == ~0ull;
+        if (k % 64 == 63 && !stopped) stopped = !r.rings[0]->quiet(20000ms);
+      }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      RANK_CHECK(stopped, "every put to a dead peer completed");
+      std::string why;
+      const gicl_result_t code = r.proxy->error(&why);
+      RANK_CHECK(code == GICL_TIMEOUT || code == GICL_REMOTE_ERROR, "proxy error %d: %s", code,
+                 why.c_str());
+      RANK_CHECK(why.find("peer 1") != std::string::npos, "the error does not name rank 1: %s",
+                 why.c_str());
+      RANK_CHECK(s < 15, "took %.1f s to notice", s);
+      return 0;
+    });
+    EXPECT_EQ(results[0].code, 0);
+    EXPECT_EQ(results[1].code, 0);
+  }
 }
 
 }  // namespace

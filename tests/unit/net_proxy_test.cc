@@ -134,7 +134,7 @@ struct Rig {
     a.heap.region = &region;
     a.heap.keys.assign(2, net::RemoteKey{net::RemoteKey::kVersion, 0, {}, 0, 0, kHeap});
     for (auto& r : ring) a.rings.push_back(r->view());
-    EXPECT_TRUE(NetProxy::start(a, &proxy).ok()) << last_error();
+    EXPECT_TRUE(NetProxy::start(std::move(a), &proxy).ok()) << last_error();
   }
   /// Waits until ring `i`'s done word reaches `mark`; false after a second.
   bool done_reaches(uint64_t mark, int i = 0) {

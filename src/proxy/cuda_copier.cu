@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "common/cuda.hpp"
+#include "proxy/cuda_copier.hpp"
+
+namespace gicl::proxy {
+namespace {
+
+/// One signal after the copies before it on the stream: those completed before this kernel
+/// began, so a reader that sees the new value and then reads the payload finds it.
+__global__ void apply_signal(unsigned long long* word, bool add, unsigned long long value) {
+  __threadfence();
+  if (add)
+    atomicAdd(word, value);
+  else
+    atomicExch(word, value);
+}
+
+}  // namespace
+
+Status CudaCopier::create(int device, std::unique_ptr<CudaCopier>* out) {
+  std::unique_ptr<CudaCopier> c(new CudaCopier(device));
+  DeviceScope scope(device);
+  GICL_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream_, cudaStreamNonBlocking));
+  *out = std::move(c);
+  return GICL_SUCCESS;
+}
+
+CudaCopier::~CudaCopier() {
+  DeviceScope scope(device_);
+  // Teardown: wait for what was issued, then free; nothing to report a failure to.
+  if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+  for (const Pending& p : pending_) (void)cudaEventDestroy(p.event);
+  for (cudaEvent_t e : free_events_) (void)cudaEventDestroy(e);
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+Status CudaCopier::to_host(void* dst, const void* src, size_t bytes) {
+  GICL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  return GICL_SUCCESS;
+}
+
+Status CudaCopier::to_device(void* dst, const void* src, size_t bytes) {
+  GICL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  return GICL_SUCCESS;
+}
+
+Status CudaCopier::signal(uint64_t* word, bool add, uint64_t value) {
+  apply_signal<<<1, 1, 0, stream_>>>(reinterpret_cast<unsigned long long*>(word), add, value);
+  GICL_CUDA_CHECK(cudaGetLastError());
+  return GICL_SUCCESS;
+}
+
+Status CudaCopier::mark(uint64_t token) {
+  cudaEvent_t e;
+  if (!free_events_.empty()) {
+    e = free_events_.back();
+    free_events_.pop_back();
+  } else {
+    GICL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  pending_.push_back(Pending{e, token});
+  GICL_CUDA_CHECK(cudaEventRecord(e, stream_));
+  return GICL_SUCCESS;
+}
+
+Status CudaCopier::poll(std::vector<uint64_t>* done) {
+  while (!pending_.empty()) {
+    const cudaError_t rc = cudaEventQuery(pending_.front().event);
+    if (rc == cudaErrorNotReady) break;
+    GICL_CUDA_CHECK(rc);
+    done->push_back(pending_.front().token);
+    free_events_.push_back(pending_.front().event);
+    pending_.pop_front();
+  }
+  return GICL_SUCCESS;
+}
+
+}  // namespace gicl::proxy

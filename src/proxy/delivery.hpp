@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// How the network proxy moves an operation it read from a ring (proxy/net_proxy.hpp): straight
+// between registered heaps (DirectDelivery, where the transport registers the heap's memory) or
+// through pinned staging buffers and the target's proxy (StagedDelivery, where it cannot: GPU
+// memory on providers without FI_HMEM / DMA-BUF). Both complete an operation only once its
+// effect is in the target's heap, and a put's signal only after its payload.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.hpp"
+#include "gicl/device/detail/proxy_ring.h"
+#include "net/transport.hpp"
+
+namespace gicl::proxy {
+
+/// This rank's heap as the transport reaches it: requests name offsets into it and into peers'.
+struct HeapView {
+  char* base = nullptr;  // this rank's heap (device memory in the staged path)
+  size_t bytes = 0;
+  const net::Region* region = nullptr;  // the heap's registration; null in the staged path
+  std::vector<net::RemoteKey> keys;     // [rank]: every rank's heap (`bytes` bounds requests)
+};
+
+class Delivery {
+ public:
+  static constexpr uint32_t kNoOp = ~0u;
+
+  virtual ~Delivery() = default;
+  /// Starts operation `cookie`: a put, get, signal or put with signal, already checked against
+  /// both heaps.
+  virtual Status start(uint32_t cookie, const ProxyRequest& q) = 0;
+  /// Handles one transport event. A failure returns its Status (the message names the peer) and
+  /// sets failed_op() to the operation's cookie where it has one.
+  virtual Status on_event(const net::Event& e) = 0;
+  /// Work not driven by an event (staging copies, chunks waiting for room, lost answers); sets
+  /// `*work` when it did something.
+  virtual Status progress(bool* work) = 0;
+
+  /// Operations completed since the caller last cleared the list.
+  std::vector<uint32_t>& completed() { return completed_; }
+  uint32_t failed_op() const { return failed_op_; }
+  uint64_t issued() const { return issued_; }
+
+ protected:
+  std::vector<uint32_t> completed_;
+  uint32_t failed_op_ = kNoOp;
+  uint64_t issued_ = 0;  // transport operations posted
+};
+
+/// RMA on registered heaps: puts and gets in max_write pieces, signals as atomics, a put's signal
+/// posted once every piece is delivered.
+std::unique_ptr<Delivery> make_direct_delivery(net::Transport* t, const HeapView& heap);
+
+}  // namespace gicl::proxy

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// Names and classes of the ring's operations, for the proxy's deliveries and messages.
+#pragma once
+
+#include <cstdint>
+
+#include "gicl/device/detail/proxy_ring.h"
+
+namespace gicl::proxy {
+
+inline const char* op_name(ProxyOp op) {
+  switch (op) {
+    case ProxyOp::kPut:
+      return "put";
+    case ProxyOp::kGet:
+      return "get";
+    case ProxyOp::kSignalSet:
+      return "signal set";
+    case ProxyOp::kSignalAdd:
+      return "signal add";
+    case ProxyOp::kPutSignalSet:
+      return "put with signal set";
+    case ProxyOp::kPutSignalAdd:
+      return "put with signal add";
+    case ProxyOp::kFence:
+      return "fence";
+    default:
+      return "nop";
+  }
+}
+
+inline bool has_transfer(ProxyOp op) {
+  return op == ProxyOp::kPut || op == ProxyOp::kGet || op == ProxyOp::kPutSignalSet ||
+         op == ProxyOp::kPutSignalAdd;
+}
+inline bool has_signal(ProxyOp op) {
+  return op == ProxyOp::kSignalSet || op == ProxyOp::kSignalAdd || op == ProxyOp::kPutSignalSet ||
+         op == ProxyOp::kPutSignalAdd;
+}
+inline bool signal_adds(ProxyOp op) {
+  return op == ProxyOp::kSignalAdd || op == ProxyOp::kPutSignalAdd;
+}
+
+/// True when [offset, offset + bytes) lies in [0, limit) (without overflow).
+inline bool fits(uint64_t offset, uint64_t bytes, uint64_t limit) {
+  return offset <= limit && bytes <= limit - offset;
+}
+
+}  // namespace gicl::proxy

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "proxy/staged_delivery.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "proxy/proxy_ops.hpp"
+
+namespace gicl::proxy {
+
+Status StagingLayout::check() const {
+  GICL_ARG_CHECK(chunk >= 2 * sizeof(StagedHeader) && chunk % 64 == 0,
+                 "staging chunk of %u bytes: a multiple of 64 of at least 128 bytes", chunk);
+  GICL_ARG_CHECK(send_slots >= 1 && recv_slots >= 1 && recv_slots <= 65536,
+                 "staging slots: %u send, %u receive per peer (1..65536)", send_slots, recv_slots);
+  GICL_ARG_CHECK(nranks >= 1 && nranks <= 16384,
+                 "staged network path: %d ranks, at most 16384 fit the immediate", nranks);
+  return GICL_SUCCESS;
+}
+
+namespace {
+
+// The immediate (32 bits): kind (2) | rank (14) | slot (16).
+constexpr uint32_t kImmData = 1, kImmAck = 2;
+uint64_t make_imm(uint32_t kind, int rank, uint32_t slot) {
+  return (uint64_t{kind} << 30) | (uint64_t(rank) << 16) | slot;
+}
+uint32_t imm_kind(uint64_t v) {
+  return static_cast<uint32_t>(v >> 30) & 3;
+}
+int imm_rank(uint64_t v) {
+  return static_cast<int>((v >> 16) & 0x3fff);
+}
+uint32_t imm_slot(uint64_t v) {
+  return static_cast<uint32_t>(v & 0xffff);
+}
+
+// Transport cookies and copier tokens carry what they belong to in their top bits.
+constexpr uint64_t kTagChunk = uint64_t{1} << 62;  // a chunk's write / its staging copy
+constexpr uint64_t kTagAck = uint64_t{2} << 62;    // an acknowledgement / a received chunk
+constexpr uint64_t kTagMask = uint64_t{3} << 62;
+
+class StagedDelivery : public Delivery {
+ public:
+  StagedDelivery(net::Transport* t, int rank, const HeapView& heap, const StagingView& staging,
+                 Copier* copier, std::chrono::milliseconds ack_timeout)
+      : t_(t), me_(rank), heap_(heap), st_(staging), copier_(copier), ack_timeout_(ack_timeout) {
+    const StagingLayout& l = st_.layout;
+    for (uint32_t s = l.send_slots; s-- > 0;) free_send_.push_back(s);
+    credits_.resize(l.nranks);
+    awaiting_.assign(l.nranks, std::vector<uint32_t>(l.recv_slots, kNone));
+    for (auto& c : credits_)
+      for (uint32_t k = l.recv_slots; k-- > 0;) c.push_back(k);
+  }
+
+  Status start(uint32_t cookie, const ProxyRequest& q) override {
+    if (q.op == ProxyOp::kGet)
+      return GICL_FAIL(GICL_UNSUPPORTED,
+                       "get from peer %u: the staged network path (a transport that cannot "
+                       "register GPU memory) does not carry gets yet",
+                       q.peer);
+    if (cookie >= ops_.size()) ops_.resize(cookie + 1);
+    const uint64_t bytes = has_transfer(q.op) ? q.bytes : 0;
+    const size_t payload = st_.layout.payload();
+    const uint32_t n = bytes == 0 ? 1 : static_cast<uint32_t>((bytes + payload - 1) / payload);
+    if (bytes == 0 && !has_signal(q.op)) {
+      completed_.push_back(cookie);  // an empty put: nothing to move
+      return GICL_SUCCESS;
+    }
+    ops_[cookie] = Op{q, n, 0, kNone};
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t off = uint64_t{i} * payload;
+      Chunk c{};
+      c.op = cookie;
+      c.peer = static_cast<int>(q.peer);
+      c.header.dst = q.dst + off;
+      c.header.bytes = std::min<uint64_t>(payload, bytes - std::min(bytes, off));
+      c.src = q.src + off;
+      if (i + 1 == n && has_signal(q.op)) {
+        c.header.flags = StagedHeader::kSignal | (signal_adds(q.op) ? StagedHeader::kSignalAdd : 0);
+        c.header.signal = q.signal;
+        c.header.value = q.value;
+      }
+      const uint32_t id = new_chunk(c);
+      // The signal's chunk waits for every other chunk's acknowledgement.
+      if (i + 1 == n && n > 1 && has_signal(q.op))
+        ops_[cookie].held = id;
+      else
+        waiting_.push_back(id);
+    }
+    return GICL_SUCCESS;
+  }
+
+  Status on_event(const net::Event& e) override {
+    if (e.kind == net::EventKind::kImmediate) return on_immediate(e.value);
+    if (e.status != GICL_SUCCESS) {
+      if ((e.cookie & kTagMask) == kTagChunk) {
+        const Chunk& c = chunks_[e.cookie & ~kTagMask];
+        failed_op_ = c.op;
+        return GICL_FAIL(e.status, "%s to peer %d failed: a staged chunk's write: %s",
+                         op_name(ops_[c.op].req.op), c.peer, gicl_get_error_string(e.status));
+      }
+      return GICL_FAIL(e.status, "the acknowledgement to peer %d failed: %s", e.peer,
+                       gicl_get_error_string(e.status));
+    }
+    if ((e.cookie & kTagMask) == kTagChunk) {
+      // Delivered into the peer's receive slot: the send slot is free; the chunk waits for its
+      // acknowledgement.
+      const uint32_t id = static_cast<uint32_t>(e.cookie & ~kTagMask);
+      Chunk& c = chunks_[id];
+      free_send_.push_back(c.send_slot);
+      c.sent = true;
+      if (c.acked) free_chunks_.push_back(id);  // its acknowledgement came first
+    }
+    return GICL_SUCCESS;
+  }
+
+  Status progress(bool* work) override {
+    *work = false;
+    done_tokens_.clear();
+    GICL_CHECK(copier_->poll(&done_tokens_));
+    for (uint64_t token : done_tokens_) {
+      *work = true;
+      if ((token & kTagMask) == kTagChunk)
+        GICL_CHECK(post_chunk(static_cast<uint32_t>(token & ~kTagMask)));
+      else
+        GICL_CHECK(post_ack(static_cast<int>((token & ~kTagMask) >> 16),
+                            static_cast<uint32_t>(token & 0xffff)));
+    }
+    // Chunks waiting for a send slot and a credit at their peer, oldest first; a peer without
+    // credits does not hold up the others.
+    for (size_t i = 0; i < waiting_.size() && !free_send_.empty();) {
+      const uint32_t id = waiting_[i];
+      auto& credit = credits_[chunks_[id].peer];
+      if (credit.empty()) {
+        ++i;
+        continue;
+      }
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+      GICL_CHECK(stage(id, credit.back()));
+      credit.pop_back();
+      *work = true;
+    }
+    return check_lost_acks();
+  }
+
+ private:
+  static constexpr uint32_t kNone = ~0u;
+
+  struct Op {
+    ProxyRequest req;
+    uint32_t chunks;  // in all
+    uint32_t acked;
+    uint32_t held;  // the signal's chunk, sent once the others are acknowledged
+  };
+  struct Chunk {
+    uint32_t op;
+    int peer;
+    uint64_t src;  // heap offset of the payload here
+    StagedHeader header;
+    uint32_t send_slot;
+    uint32_t recv_slot;
+    bool sent;   // the write is delivered (its send slot is free)
+    bool acked;  // the target applied it
+    std::chrono::steady_clock::time_point staged_at;
+  };
+
+  uint32_t new_chunk(const Chunk& c) {
+    uint32_t id;
+    if (!free_chunks_.empty()) {
+      id = free_chunks_.back();
+      free_chunks_.pop_back();
+      chunks_[id] = c;
+    } else {
+      id = static_cast<uint32_t>(chunks_.size());
+      chunks_.push_back(c);
+    }
+    return id;
+  }
+
+  char* send_slot(uint32_t s) { return st_.base + st_.layout.send_offset(s); }
+
+  /// Takes a send slot, fills it (header now, payload by the copier) and marks the copy.
+  Status stage(uint32_t id, uint32_t recv_slot) {
+    Chunk& c = chunks_[id];
+    c.send_slot = free_send_.back();
+    free_send_.pop_back();
+    c.recv_slot = recv_slot;
+    c.sent = false;
+    c.acked = false;
+    c.staged_at = std::chrono::steady_clock::now();
+    awaiting_[c.peer][recv_slot] = id;
+    char* slot = send_slot(c.send_slot);
+    std::memcpy(slot, &c.header, sizeof(StagedHeader));
+    if (c.header.bytes > 0)
+      GICL_CHECK(copier_->to_host(slot + sizeof(StagedHeader), heap_.base + c.src, c.header.bytes));
+    return copier_->mark(kTagChunk | id);
+  }
+
+  /// The chunk's payload is in its send slot: one write with immediate into the peer's slot.
+  Status post_chunk(uint32_t id) {
+    const Chunk& c = chunks_[id];
+    ++issued_;
+    const Status s = t_->write_imm(c.peer, *st_.region, send_slot(c.send_slot), st_.keys[c.peer],
+                                   st_.layout.recv_offset(me_, c.recv_slot),
+                                   sizeof(StagedHeader) + c.header.bytes,
+                                   make_imm(kImmData, me_, c.recv_slot), kTagChunk | id);
+    if (s.ok()) return s;
+    failed_op_ = c.op;
+    const std::string why = last_error();
+    return GICL_FAIL(s.code(), "%s to peer %d: %s", op_name(ops_[c.op].req.op), c.peer,
+                     why.c_str());
+  }
+
+  Status on_immediate(uint64_t imm) {
+    const int from = imm_rank(imm);
+    const uint32_t slot = imm_slot(imm);
+    if (from >= st_.layout.nranks || slot >= st_.layout.recv_slots)
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "staged network path: an immediate 0x%llx names rank %d slot %u, outside "
+                       "%d ranks x %u slots",
+                       static_cast<unsigned long long>(imm), from, slot, st_.layout.nranks,
+                       st_.layout.recv_slots);
+    if (imm_kind(imm) == kImmAck) return on_ack(from, slot);
+    if (imm_kind(imm) != kImmData)
+      return GICL_FAIL(GICL_REMOTE_ERROR, "staged network path: rank %d sent immediate 0x%llx",
+                       from, static_cast<unsigned long long>(imm));
+    // A chunk from `from` landed in its slot here: apply it to the heap, then acknowledge.
+    const char* slot_base = st_.base + st_.layout.recv_offset(from, slot);
+    StagedHeader h;
+    std::memcpy(&h, slot_base, sizeof(h));
+    if (!fits(h.dst, h.bytes, heap_.bytes) ||
+        ((h.flags & StagedHeader::kSignal) && (h.signal % 8 || !fits(h.signal, 8, heap_.bytes))))
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "staged network path: rank %d's chunk (offset %llu, %llu B, signal %llu) "
+                       "lies outside this rank's heap of %zu B",
+                       from, static_cast<unsigned long long>(h.dst),
+                       static_cast<unsigned long long>(h.bytes),
+                       static_cast<unsigned long long>(h.signal), heap_.bytes);
+    if (h.bytes > 0)
+      GICL_CHECK(copier_->to_device(heap_.base + h.dst, slot_base + sizeof(h), h.bytes));
+    if (h.flags & StagedHeader::kSignal)
+      GICL_CHECK(copier_->signal(reinterpret_cast<uint64_t*>(heap_.base + h.signal),
+                                 (h.flags & StagedHeader::kSignalAdd) != 0, h.value));
+    return copier_->mark(kTagAck | (uint64_t(from) << 16) | slot);
+  }
+
+  /// Slot `slot` from `to` is applied to the heap here: tell its sender.
+  Status post_ack(int to, uint32_t slot) {
+    ++issued_;
+    char* scratch = st_.base + st_.layout.scratch_offset(me_);
+    const Status s =
+        t_->write_imm(to, *st_.region, scratch, st_.keys[to], st_.layout.scratch_offset(me_), 8,
+                      make_imm(kImmAck, me_, slot), kTagAck);
+    if (s.ok()) return s;
+    const std::string why = last_error();
+    return GICL_FAIL(s.code(), "the acknowledgement to peer %d: %s", to, why.c_str());
+  }
+
+  Status on_ack(int from, uint32_t slot) {
+    const uint32_t id = awaiting_[from][slot];
+    if (id == kNone)
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "staged network path: rank %d acknowledged slot %u, which holds nothing",
+                       from, slot);
+    awaiting_[from][slot] = kNone;
+    credits_[from].push_back(slot);
+    Chunk& c = chunks_[id];
+    const uint32_t cookie = c.op;
+    // The write's own completion may still be on its way: the chunk (and its send slot) is free
+    // once both are in.
+    c.acked = true;
+    if (c.sent) free_chunks_.push_back(id);
+    Op& o = ops_[cookie];
+    if (++o.acked == o.chunks) {
+      completed_.push_back(cookie);
+    } else if (o.held != kNone && o.acked + 1 == o.chunks) {
+      waiting_.push_back(o.held);  // every payload chunk is in place: the signal may go
+      o.held = kNone;
+    }
+    return GICL_SUCCESS;
+  }
+
+  /// A chunk written and never acknowledged: its target stopped serving. Checked every 100 ms.
+  Status check_lost_acks() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_check_) return GICL_SUCCESS;
+    next_check_ = now + std::chrono::milliseconds(100);
+    for (int p = 0; p < st_.layout.nranks; ++p)
+      for (uint32_t id : awaiting_[p]) {
+        if (id == kNone || now - chunks_[id].staged_at <= ack_timeout_) continue;
+        failed_op_ = chunks_[id].op;
+        return GICL_FAIL(GICL_TIMEOUT,
+                         "%s to peer %d: a staged chunk was not acknowledged within %lld ms "
+                         "(GICL_NET_TIMEOUT): the peer stopped serving its network path",
+                         op_name(ops_[chunks_[id].op].req.op), p,
+                         static_cast<long long>(ack_timeout_.count()));
+      }
+    return GICL_SUCCESS;
+  }
+
+  net::Transport* t_;
+  int me_;
+  HeapView heap_;
+  StagingView st_;
+  Copier* copier_;
+  std::chrono::milliseconds ack_timeout_;
+  std::vector<Op> ops_;  // by cookie
+  std::vector<Chunk> chunks_;
+  std::vector<uint32_t> free_chunks_;
+  std::deque<uint32_t> waiting_;                 // chunks to stage, oldest first
+  std::vector<uint32_t> free_send_;              // send slots
+  std::vector<std::vector<uint32_t>> credits_;   // [peer]: its receive slots free for this rank
+  std::vector<std::vector<uint32_t>> awaiting_;  // [peer][slot]: the chunk in it, or kNone
+  std::vector<uint64_t> done_tokens_;
+  std::chrono::steady_clock::time_point next_check_{};
+};
+
+}  // namespace
+
+std::unique_ptr<Delivery> make_staged_delivery(net::Transport* t, int rank, const HeapView& heap,
+                                               const StagingView& staging, Copier* copier,
+                                               std::chrono::milliseconds ack_timeout) {
+  return std::make_unique<StagedDelivery>(t, rank, heap, staging, copier, ack_timeout);
+}
+
+}  // namespace gicl::proxy

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// The staged network path: for heaps the transport cannot register (GPU memory on providers
+// without FI_HMEM or DMA-BUF), every operation travels as chunks through pinned staging buffers
+// and is applied by the target's proxy.
+//
+// Each rank registers one staging area, laid out alike everywhere (StagingLayout): its send
+// slots, then `recv_slots` receive slots for every source rank, then one scratch word per rank.
+// A slot is a 64-byte header (StagedHeader) and up to chunk - 64 bytes of payload.
+//
+// A put of B bytes to peer P becomes ceil(B / payload) chunks (a signal alone: one empty chunk).
+// Each chunk takes a free send slot and one of P's receive slots reserved for this rank (a
+// credit), is copied from the heap into the send slot (Copier::to_host), and is written with its
+// header into the receive slot by one write_imm whose 32-bit immediate (EFA's width) names the
+// kind, this rank and the slot. The send slot is free again once the write is delivered. At P,
+// the proxy sees the immediate, copies the payload into its heap (Copier::to_device), applies the
+// chunk's signal after it (Copier::signal, in the same queue), and once the copier has finished
+// both, answers with an 8-byte write_imm (an acknowledgement naming the slot) into this rank's
+// scratch word. The acknowledgement returns the credit and completes the chunk; the operation
+// completes with its last chunk, so quiet means "in the target's heap". A put with signal in
+// several chunks sends its last chunk, the one carrying the signal, only after every other chunk
+// is acknowledged: the signal is never applied before the payload.
+//
+// Gets and fetching atomics need an answer carrying data back; they are refused here
+// (GICL_UNSUPPORTED) and not built on this path yet. A chunk not acknowledged within
+// GICL_NET_TIMEOUT fails the proxy, naming the peer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "proxy/copier.hpp"
+#include "proxy/delivery.hpp"
+
+namespace gicl::proxy {
+
+struct StagedHeader {
+  uint64_t dst;     // heap offset at the target
+  uint64_t bytes;   // payload bytes after the header
+  uint64_t signal;  // heap offset of the signal word, with kSignal
+  uint64_t value;
+  uint32_t flags;
+  uint32_t pad;
+  uint64_t reserved[3];
+
+  static constexpr uint32_t kSignal = 1, kSignalAdd = 2;
+};
+static_assert(sizeof(StagedHeader) == 64, "a staging slot starts with one 64-byte header");
+
+struct StagingLayout {
+  uint32_t chunk = 256 << 10;  // slot bytes, header included; a multiple of 64
+  uint32_t send_slots = 32;    // this rank's outgoing slots
+  uint32_t recv_slots = 8;     // receive slots per source rank (credits per peer)
+  int nranks = 1;
+
+  size_t payload() const { return chunk - sizeof(StagedHeader); }
+  size_t send_offset(uint32_t s) const { return size_t{s} * chunk; }
+  size_t recv_offset(int src, uint32_t k) const {
+    return (size_t{send_slots} + size_t(src) * recv_slots + k) * chunk;
+  }
+  size_t scratch_offset(int rank) const {
+    return (size_t{send_slots} + size_t(nranks) * recv_slots) * chunk + 8 * size_t(rank);
+  }
+  size_t bytes() const { return scratch_offset(nranks); }
+  /// GICL_INVALID_ARGUMENT naming what does not fit the immediate or the header.
+  Status check() const;
+};
+
+/// The staging area of this rank and every rank's key for theirs.
+struct StagingView {
+  StagingLayout layout;
+  char* base = nullptr;  // pinned host memory, `layout.bytes()`, registered as `region`
+  const net::Region* region = nullptr;
+  std::vector<net::RemoteKey> keys;  // [rank]
+};
+
+std::unique_ptr<Delivery> make_staged_delivery(net::Transport* t, int rank, const HeapView& heap,
+                                               const StagingView& staging, Copier* copier,
+                                               std::chrono::milliseconds ack_timeout);
+
+}  // namespace gicl::proxy
