@@ -19,7 +19,7 @@ extern "C" {
 enum {
   GICL_PATH_SELF = 0,     ///< this rank
   GICL_PATH_P2P = 1,      ///< load/store through a peer mapping (NVLink, PCIe)
-  GICL_PATH_NETWORK = 2,  ///< through the CPU proxy or IBGDA (not available in this build yet)
+  GICL_PATH_NETWORK = 2,  ///< through the CPU proxy (when the communicator opened a network path)
 };
 
 /// Queue-pair handle. Operations on different queue pairs are unordered with respect to each
@@ -121,7 +121,8 @@ typedef struct {
   uint32_t pad;
   uint64_t wait_timeout_ns;  ///< bound of every device wait (GICL_WAIT_TIMEOUT); 0 = forever
   uint32_t* error_lock;  ///< device word: first failing thread takes it, then fills state->error
-  uint64_t reserved[3];
+  const void* net;       ///< internal: the network proxy's request ring; NULL without network peers
+  uint64_t reserved[2];
 } gicl_device_comm_t;
 
 #define GICL_DEVICE_FLAG_CHECKS 1u   ///< GICL_DEVICE_CHECKS=1: validate addresses, ranks, lengths

@@ -76,7 +76,8 @@ int pingpong_main(int argc, char** argv) {
   uint64_t* sig = nullptr;
   PERF_GICL(gicl_mem_alloc(env.comm, o.max_bytes, reinterpret_cast<void**>(&data)));
   PERF_GICL(gicl_mem_alloc(env.comm, 64, reinterpret_cast<void**>(&sig)));
-  PERF_CUDA(cudaMalloc(&src, o.max_bytes));
+  // The source in the symmetric heap too: a put to a rank on the network path reads it there.
+  PERF_GICL(gicl_mem_alloc(env.comm, o.max_bytes, reinterpret_cast<void**>(&src)));
   PERF_CUDA(cudaMemset(src, 7, o.max_bytes));
   PERF_CUDA(cudaMemset(sig, 0, 64));
 #ifdef GICL_PERF_NVSHMEM

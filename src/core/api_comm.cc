@@ -247,6 +247,14 @@ gicl_result_t gicl_comm_get_async_error(gicl_comm_t comm, gicl_result_t* async_e
       comm->async_error.store(dcode);
       comm->async_message = dtext;
     }
+    // The network proxy's failure names the peer and the operation; a kernel's report of it
+    // (GICL_DEVICE_ERROR_PROXY) says only that the proxy failed.
+    if (gicl::net_path_error(comm, &dcode, &dtext) &&
+        (comm->async_error.load() == GICL_SUCCESS ||
+         comm->async_message.find("proxy") != std::string::npos)) {
+      comm->async_error.store(dcode);
+      comm->async_message = dtext;
+    }
     *async_error = static_cast<gicl_result_t>(comm->async_error.load());
     if (message) *message = comm->async_message.c_str();
     return GICL_SUCCESS;

@@ -75,13 +75,14 @@ gicl_result_t gicl_qp_create(gicl_comm_t comm, int n, gicl_qp_t* qps) {
                          "gicl_qp_create: rank %d asked for %d queue pairs, "
                          "rank %d for %d",
                          r, counts[r], comm->rank, n);
-    for (int r = 0; r < comm->nranks; ++r)
+    for (int r = 0; r < comm->nranks && !comm->net; ++r)
       if (comm->paths[r] == gicl::PeerPath::kNetwork)
         return GICL_FAIL(GICL_UNSUPPORTED,
-                         "rank %d needs a network transport, which this build "
-                         "does not have yet",
+                         "rank %d is on the network path and this communicator has none "
+                         "(GICL_NET; libfabric did not open)",
                          r);
-    // Every peer over NVLink: extra queue pairs bring nothing, all map to the default.
+    // Over NVLink extra queue pairs bring nothing; the network path has one request ring per
+    // communicator so far: every queue pair maps to the default.
     for (int i = 0; i < n; ++i) qps[i].id = GICL_QP_DEFAULT_ID;
     return GICL_SUCCESS;
   });

@@ -15,6 +15,10 @@
 #include "common/kernel_families.hpp"
 #include "common/log.hpp"
 #include "common/settings.hpp"
+#include "net/transport.hpp"
+#include "proxy/cuda_copier.hpp"
+#include "proxy/net_proxy.hpp"
+#include "proxy/ring_memory.hpp"
 #include "topology/machine.hpp"
 
 namespace gicl {
@@ -193,6 +197,8 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
     if (cfg.handle == HeapHandle::kPosixFd) GICL_CHECK(device_resources_create(c));
   }
   timer.mark("paths and heap");
+  GICL_CHECK(net_path_open(c));
+  timer.mark("network path");
   // Before the last barrier: no rank's kernels run until every rank's are loaded.
   GICL_CHECK(load_kernel_families(c->device));
   timer.mark("kernel preload");
@@ -254,6 +260,11 @@ void comm_free(gicl_comm* c, int idle_wait_ms) {
   const bool idle = !c->dev || device_idle_within(c->device, idle_wait_ms);
   if (!idle) new std::shared_ptr<void>(std::move(c->collectives));  // in use by kernels: leak
   c->collectives.reset();
+  // The proxy stops before the heap and the ring it serves go; kernels still running may post
+  // into the ring: then it stays (leaked), as the heap does.
+  if (!idle && c->net) c->net->proxy.reset();
+  if (!idle) (void)c->net.release();
+  c->net.reset();
   device_resources_free(c, idle);
   // The registered buffers' and the heap's mappings next; then the bootstrap.
   if (!idle) {

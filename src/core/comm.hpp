@@ -11,6 +11,7 @@
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/wire.hpp"
 #include "core/device_state.hpp"
+#include "core/net_path.hpp"
 #include "core/team.hpp"
 #include "gicl/gicl.h"
 #include "memory/heap.hpp"
@@ -30,6 +31,7 @@ struct gicl_comm {
   std::unique_ptr<gicl::SymmetricHeap> heap;
   std::unique_ptr<gicl::BufferRegistry> registry;  // gicl_comm_register, made by the first call
   std::unique_ptr<gicl::DeviceResources> dev;      // device API state (VMM heaps only)
+  std::unique_ptr<gicl::NetPath> net;              // ranks on the network path (core/net_path)
   // The collectives' state, owned and typed by collectives/ (collectives/host/coll_state.hpp:
   // CollExt), made at the first collective call. Opaque here: core knows nothing of collectives.
   std::shared_ptr<void> collectives;

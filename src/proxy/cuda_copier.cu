@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/cuda.hpp"
+#include "common/kernel_families.hpp"
 #include "proxy/cuda_copier.hpp"
 
 namespace gicl::proxy {
@@ -14,6 +15,10 @@ __global__ void apply_signal(unsigned long long* word, bool add, unsigned long l
   else
     atomicExch(word, value);
 }
+
+// Loaded at communicator init with every other kernel: a lazy load at the first signal would
+// wait for the kernels that are waiting for that signal.
+const KernelFamily kCopierKernels("network copier", [] { return load_kernels(apply_signal); });
 
 }  // namespace
 

@@ -28,6 +28,7 @@ class RingMemory {
   const ProxySlot* slots() const { return host_->slots; }
   uint64_t* tail() { return &host_->words->tail; }
   uint64_t* done() { return &host_->words->done; }
+  uint32_t* failed_word() { return &host_->words->failed; }
   /// Tells the producers the proxy failed: their waits end and report GICL_DEVICE_ERROR_PROXY.
   void mark_failed() { __atomic_store_n(&host_->words->failed, 1u, __ATOMIC_RELEASE); }
 

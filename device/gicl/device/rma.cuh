@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "gicl/device/comm.cuh"
+#include "gicl/device/detail/net.cuh"
 
 namespace gicl::dev {
 #include "gicl/device/detail/rma.cuh"
@@ -14,9 +15,17 @@ namespace gicl::dev {
 /// Copies `bytes` from local `src` to rank `pe`'s copy of the symmetric `dst`. On return `src`
 /// may be reused; the data is visible at `pe` after quiet() (or a signal that follows it).
 /// All threads of scope S call it with the same arguments.
+/// To a rank on the network path `src` must lie in the symmetric heap, and put returns once the
+/// data is in place at `pe`.
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put(const DeviceComm& c, void* dst, const void* src, size_t bytes,
                                     int pe) {
+  if (const ProxyRing* q = detail::net_ring(c, pe)) {
+    if (detail::scope_leader<S>())
+      detail::net_put(c, *q, dst, src, bytes, nullptr, 0, false, pe, true, GICL_OP_PUT);
+    detail::scope_sync<S>();
+    return;
+  }
   void* p = detail::route(c, GICL_OP_PUT, dst, bytes, pe);
   if (p != nullptr) detail::scope_copy<S>(p, src, bytes);
 }
@@ -26,6 +35,12 @@ __device__ __forceinline__ void put(const DeviceComm& c, void* dst, const void* 
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_nbi(const DeviceComm& c, void* dst, const void* src,
                                         size_t bytes, int pe) {
+  if (const ProxyRing* q = detail::net_ring(c, pe)) {
+    if (detail::scope_leader<S>())
+      detail::net_put(c, *q, dst, src, bytes, nullptr, 0, false, pe, false, GICL_OP_PUT);
+    detail::scope_sync<S>();
+    return;
+  }
   put<S>(c, dst, src, bytes, pe);
 }
 

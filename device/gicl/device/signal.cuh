@@ -18,6 +18,13 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_signal(const DeviceComm& c, void* dst, const void* src,
                                            size_t bytes, uint64_t* sig, uint64_t value, SignalOp op,
                                            int pe) {
+  if (const ProxyRing* q = detail::net_ring(c, pe)) {
+    if (detail::scope_leader<S>())
+      detail::net_put(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, true,
+                      GICL_OP_PUT_SIGNAL);
+    detail::scope_sync<S>();
+    return;
+  }
   void* p = detail::route(c, GICL_OP_PUT_SIGNAL, dst, bytes, pe);
   uint64_t* s = detail::route(c, GICL_OP_PUT_SIGNAL, sig, sizeof(uint64_t), pe);
   if (p == nullptr || s == nullptr) return;
@@ -33,6 +40,13 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, void* dst, const void* src,
                                                size_t bytes, uint64_t* sig, uint64_t value,
                                                SignalOp op, int pe) {
+  if (const ProxyRing* q = detail::net_ring(c, pe)) {
+    if (detail::scope_leader<S>())
+      detail::net_put(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, false,
+                      GICL_OP_PUT_SIGNAL);
+    detail::scope_sync<S>();
+    return;
+  }
   put_signal<S>(c, dst, src, bytes, sig, value, op, pe);
 }
 
@@ -40,6 +54,10 @@ __device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, void* dst, c
 /// earlier puts; call fence() first, or use put_signal, when a payload must land before it.
 __device__ __forceinline__ void signal(const DeviceComm& c, uint64_t* sig, uint64_t value,
                                        SignalOp op, int pe) {
+  if (const ProxyRing* q = detail::net_ring(c, pe)) {
+    detail::net_signal(c, *q, sig, value, op == SignalOp::kAdd, pe);
+    return;
+  }
   uint64_t* s = detail::route(c, GICL_OP_SIGNAL, sig, sizeof(uint64_t), pe);
   if (s != nullptr) detail::signal_update(s, value, op);
 }
@@ -91,6 +109,13 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, Qp, void* dst, const void* src,
                                                size_t bytes, uint64_t* sig, uint64_t value,
                                                SignalOp op, int pe) {
+  if (const ProxyRing* q = detail::net_ring(c, pe)) {
+    if (detail::scope_leader<S>())
+      detail::net_put(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, false,
+                      GICL_OP_PUT_SIGNAL);
+    detail::scope_sync<S>();
+    return;
+  }
   put_signal<S>(c, dst, src, bytes, sig, value, op, pe);
 }
 __device__ __forceinline__ void signal(const DeviceComm& c, Qp, uint64_t* sig, uint64_t value,

@@ -7,18 +7,22 @@
 namespace gicl::dev {
 
 /// Orders this thread's puts, signals and atomics to each peer: those issued before reach a peer
-/// before those issued after. Over P2P a system-scope fence.
-__device__ __forceinline__ void fence(const DeviceComm&, int pe = GICL_RANK_ALL) {
-  (void)pe;
+/// before those issued after. Over P2P a system-scope fence; to ranks on the network path a fence
+/// request in the proxy ring (later requests to that peer wait for the earlier ones' completion).
+__device__ __forceinline__ void fence(const DeviceComm& c, int pe = GICL_RANK_ALL) {
   detail::fence_system();
+  if (c.net != nullptr && (pe == GICL_RANK_ALL || detail::net_ring(c, pe) != nullptr))
+    detail::net_fence(c, pe);
 }
 
 /// Completes everything this thread issued: afterwards every put is visible at its target and
 /// every source buffer may be reused. Over P2P a system-scope fence (stores are performed once
-/// it returns); the proxy and IBGDA transports also wait for their queues here.
-__device__ __forceinline__ void quiet(const DeviceComm&, int pe = GICL_RANK_ALL) {
+/// it returns); with a network path it also waits until the proxy has completed every request
+/// posted so far (at their targets).
+__device__ __forceinline__ void quiet(const DeviceComm& c, int pe = GICL_RANK_ALL) {
   (void)pe;
   detail::fence_system();
+  if (c.net != nullptr) detail::net_quiet(c);
 }
 
 /// Queue-pair forms: `qps` points to `n` handles, or pass GICL_QP_ALL semantics with n = 0.

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device API's network path (internal): operations to a rank on the network path become
+// requests in the communicator's proxy ring (detail/proxy_ring.h). Their heap addresses travel as
+// offsets in the symmetric heap, the source of a put included: a put to a network peer reads its
+// source from this rank's heap. Not part of the contract; included by rma.cuh.
+#pragma once
+
+#include "gicl/device/detail/proxy_ring.cuh"
+
+namespace gicl::dev::detail {
+
+/// The request ring when `pe` is on the network path and the communicator opened one; nullptr
+/// otherwise (one compare when the communicator has none).
+__device__ __forceinline__ const ProxyRing* net_ring(const DeviceComm& c, int pe) {
+  if (c.net == nullptr || pe < 0 || pe >= c.nranks) return nullptr;
+  return c.paths[pe] == GICL_PATH_NETWORK ? static_cast<const ProxyRing*>(c.net) : nullptr;
+}
+
+/// Offset of [p, p + bytes) in this rank's heap slot, or ~0 when it is not inside it.
+__device__ __forceinline__ uint64_t own_offset(const DeviceComm& c, const void* p, size_t bytes) {
+  const char* own = c.heap_base + static_cast<uint64_t>(c.own_slot) * c.slot_bytes;
+  const char* q = static_cast<const char*>(p);
+  if (q < own || q >= own + c.slot_bytes || bytes > c.slot_bytes - static_cast<uint64_t>(q - own))
+    return ~0ull;
+  return static_cast<uint64_t>(q - own);
+}
+
+/// Posts a put to network peer `pe`, with a signal when `sig` is set; `wait`: returns once it is
+/// complete at the target. False when it failed (reported to the communicator).
+__device__ __noinline__ inline bool net_put(const DeviceComm& c, const ProxyRing& q, void* dst,
+                                            const void* src, size_t bytes, uint64_t* sig,
+                                            uint64_t value, bool add, int pe, bool wait,
+                                            uint32_t op) {
+  const uint64_t d = own_offset(c, dst, bytes), s = own_offset(c, src, bytes);
+  const uint64_t g = sig != nullptr ? own_offset(c, sig, sizeof(uint64_t)) : 0;
+  if (d == ~0ull || s == ~0ull || g == ~0ull) {
+    const void* bad = d == ~0ull ? dst : s == ~0ull ? src : static_cast<const void*>(sig);
+    return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, bad, bytes, 0, 0);
+  }
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n =
+      sig != nullptr
+          ? proxy_encode_put_signal(w, add, static_cast<uint32_t>(pe), d, s, bytes, g, value)
+          : proxy_encode_transfer(w, ProxyOp::kPut, static_cast<uint32_t>(pe), d, s, bytes);
+  const uint64_t t = proxy_submit(reporter(c), q, w, n, op, pe);
+  if (t == ~0ull) return false;
+  return !wait || proxy_wait_done(reporter(c), q, t + n, op, pe);
+}
+
+/// Posts a signal update to network peer `pe`.
+__device__ __noinline__ inline bool net_signal(const DeviceComm& c, const ProxyRing& q,
+                                               uint64_t* sig, uint64_t value, bool add, int pe) {
+  const uint64_t g = own_offset(c, sig, sizeof(uint64_t));
+  if (g == ~0ull)
+    return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_SIGNAL, pe, sig, 8, 0, 0);
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n = proxy_encode_signal(w, add ? ProxyOp::kSignalAdd : ProxyOp::kSignalSet,
+                                         static_cast<uint32_t>(pe), g, value);
+  return proxy_submit(reporter(c), q, w, n, GICL_OP_SIGNAL, pe) != ~0ull;
+}
+
+/// Orders this ring's later operations to `pe` (every peer for GICL_RANK_ALL) after its earlier
+/// ones.
+__device__ __noinline__ inline bool net_fence(const DeviceComm& c, int pe) {
+  const ProxyRing& q = *static_cast<const ProxyRing*>(c.net);
+  const uint32_t peer = pe < 0 ? kProxyAllPeers : static_cast<uint32_t>(pe);
+  const uint64_t w[2] = {proxy_word0(ProxyOp::kFence, false, peer, 0), 0};
+  return proxy_submit(reporter(c), q, w, 1, GICL_OP_FENCE, pe) != ~0ull;
+}
+
+/// Waits until every request posted to the ring so far is complete at its target.
+__device__ __noinline__ inline bool net_quiet(const DeviceComm& c) {
+  const ProxyRing& q = *static_cast<const ProxyRing*>(c.net);
+  return proxy_wait_done(reporter(c), q, proxy_head(q), GICL_OP_QUIET, -1);
+}
+
+}  // namespace gicl::dev::detail

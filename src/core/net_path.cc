@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/net_path.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/cuda.hpp"
+#include "common/log.hpp"
+#include "common/settings.hpp"
+#include "core/comm.hpp"
+#include "core/device_state.hpp"
+#include "memory/heap.hpp"
+#include "net/connect.hpp"
+#include "net/transport.hpp"
+#include "proxy/cuda_copier.hpp"
+#include "proxy/net_proxy.hpp"
+#include "proxy/ring_memory.hpp"
+#include "proxy/staged_delivery.hpp"
+
+namespace gicl {
+
+NetPath::NetPath() = default;
+NetPath::~NetPath() {
+  proxy.reset();  // the thread stops before anything it uses goes
+}
+NetPath::Pinned::~Pinned() {
+  if (p != nullptr) (void)cudaFreeHost(p);  // teardown: nothing to report to
+}
+NetPath::DeviceBuffer::~DeviceBuffer() {
+  if (p != nullptr) (void)cudaFree(p);
+}
+
+namespace {
+
+constexpr uint32_t kRingSlots = 4096;
+
+// Staging per peer shrinks with the rank count so that the area stays near 16 MiB: 8 receive
+// slots of 256 KiB per peer up to 4 peers, at least 2.
+proxy::StagingLayout staging_layout(int nranks) {
+  proxy::StagingLayout l;
+  l.nranks = nranks;
+  l.recv_slots = static_cast<uint32_t>(std::clamp(32 / std::max(nranks, 1), 2, 8));
+  return l;
+}
+
+/// Every rank's flag (one byte each): true when all are set.
+Status all_ranks(gicl_comm* c, bool mine, bool* all, bool* any = nullptr) {
+  std::vector<uint8_t> v(c->nranks, 0);
+  v[c->rank] = mine ? 1 : 0;
+  GICL_CHECK(c->bootstrap->allgather(v.data(), 1));
+  *all = std::all_of(v.begin(), v.end(), [](uint8_t x) { return x != 0; });
+  if (any != nullptr) *any = std::any_of(v.begin(), v.end(), [](uint8_t x) { return x != 0; });
+  return GICL_SUCCESS;
+}
+
+Status open_path(gicl_comm* c, NetPath* n) {
+  const int me = c->rank;
+  proxy::NetProxyArgs a;
+  a.rank = me;
+  a.transport = n->transport.get();
+  a.device = c->device;
+  char* own =
+      c->heap->va_base() + static_cast<uint64_t>(c->heap->slot_of(me)) * c->heap->slot_bytes();
+  const uint64_t heap_bytes = c->heap->max_bytes();
+  if (n->transport->caps().cuda_memory) {
+    // The transport registers GPU memory (FI_HMEM / DMA-BUF): RMA straight between heaps.
+    GICL_CHECK(n->transport->register_memory(own, heap_bytes, net::MemKind::kCuda, &n->region));
+    std::vector<net::RemoteKey> keys;
+    GICL_CHECK(net::exchange_keys(*c->bootstrap, *n->region, &keys));
+    a.heap = proxy::HeapView{own, heap_bytes, n->region.get(), keys};
+  } else {
+    n->staged = true;
+    proxy::StagingView sv;
+    sv.layout = staging_layout(c->nranks);
+    GICL_CHECK(sv.layout.check());
+    GICL_CUDA_CHECK(cudaHostAlloc(&n->staging.p, sv.layout.bytes(), cudaHostAllocPortable));
+    std::memset(n->staging.p, 0, sv.layout.bytes());
+    GICL_CHECK(n->transport->register_memory(n->staging.p, sv.layout.bytes(), net::MemKind::kHost,
+                                             &n->region));
+    GICL_CHECK(net::exchange_keys(*c->bootstrap, *n->region, &sv.keys));
+    sv.base = static_cast<char*>(n->staging.p);
+    sv.region = n->region.get();
+    net::RemoteKey bound{};
+    bound.bytes = heap_bytes;  // every heap reserves the same range: it bounds requests
+    a.heap =
+        proxy::HeapView{own, heap_bytes, nullptr, std::vector<net::RemoteKey>(c->nranks, bound)};
+    GICL_CHECK(proxy::CudaCopier::create(c->device, &n->copier));
+    int64_t timeout = 0;
+    GICL_CHECK(setting_int(Setting::kNetTimeout, &timeout));
+    a.delivery = proxy::make_staged_delivery(n->transport.get(), me, a.heap, sv, n->copier.get(),
+                                             std::chrono::milliseconds(timeout));
+  }
+  GICL_CHECK(proxy::RingMemory::create(c->device, kRingSlots, &n->ring));
+  {
+    DeviceScope scope(c->device);
+    GICL_CUDA_CHECK(cudaMalloc(&n->ring_dev.p, sizeof(ProxyRing)));
+    GICL_CHECK(upload_device(n->ring_dev.p, &n->ring->ring(), sizeof(ProxyRing)));
+  }
+  a.rings.push_back(proxy::RingView{n->ring->slots(), n->ring->ring().size, n->ring->tail(),
+                                    n->ring->done(), n->ring->failed_word()});
+  GICL_CHECK(proxy::NetProxy::start(std::move(a), &n->proxy));
+  return GICL_SUCCESS;
+}
+
+}  // namespace
+
+Status net_path_open(gicl_comm* c) {
+  if (!c->dev || !c->heap) return GICL_SUCCESS;  // alike on every rank (agreed heap handle)
+  // Paths may differ between ranks (GICL_P2P_DISABLE or GICL_HOSTID set on some only): the path
+  // opens everywhere as soon as one rank needs it.
+  const bool mine = std::any_of(c->paths.begin(), c->paths.end(),
+                                [](PeerPath p) { return p == PeerPath::kNetwork; });
+  bool all = false, any = false;
+  GICL_CHECK(all_ranks(c, mine, &all, &any));
+  if (!any) return GICL_SUCCESS;
+  std::string which;
+  GICL_CHECK(setting_string(Setting::kNet, &which));
+  if (which == "VERBS")
+    return GICL_FAIL(GICL_UNSUPPORTED,
+                     "GICL_NET=VERBS: the ibverbs backend is not built yet (GICL_NET=OFI or AUTO)");
+  auto n = std::make_unique<NetPath>();
+  net::OpenArgs args;
+  args.rank = c->rank;
+  args.nranks = c->nranks;
+  args.cancel = &c->cancel;
+  const Status opened = net::open_transport(net::Backend::kOfi, args, &n->transport);
+  const std::string why = opened.ok() ? "" : last_error();
+  GICL_CHECK(all_ranks(c, opened.ok(), &all));
+  if (!all) {
+    if (which == "OFI")
+      return opened.ok()
+                 ? GICL_FAIL(GICL_REMOTE_ERROR, "GICL_NET=OFI: libfabric did not open on some rank")
+                 : relay(opened.code(), why.c_str());
+    GICL_INFO(kSubsysNet,
+              "no network path (GICL_NET=AUTO): %s; operations to ranks on other nodes fail",
+              opened.ok() ? "libfabric did not open on some rank" : why.c_str());
+    return GICL_SUCCESS;
+  }
+  GICL_CHECK(net::connect_all(*n->transport, *c->bootstrap));
+  GICL_CHECK(open_path(c, n.get()));
+  GICL_INFO(kSubsysNet, "rank %d: network path %s, %s delivery", c->rank,
+            n->transport->describe().c_str(), n->staged ? "staged" : "direct");
+  c->dev->handle.net = n->ring_dev.p;
+  c->net = std::move(n);
+  return GICL_SUCCESS;
+}
+
+bool net_path_error(const gicl_comm* c, gicl_result_t* code, std::string* text) {
+  if (!c->net || !c->net->proxy) return false;
+  *code = c->net->proxy->error(text);
+  return *code != GICL_SUCCESS;
+}
+
+}  // namespace gicl
