@@ -13,7 +13,6 @@
 #include "proxy/proxy_ops.hpp"
 
 namespace gicl::proxy {
-namespace {}  // namespace
 
 NetProxy::NetProxy(NetProxyArgs args)
     : args_(std::move(args)), nranks_(static_cast<int>(args_.heap.keys.size())) {

@@ -4,12 +4,10 @@
 // transport (which is also what lands peers' data here: manual progress), and completes
 // operations back into the rings' `done` words that quiet waits for.
 //
-// What each operation means on the wire (the transport orders nothing; net/transport.hpp):
-// - put: one write per max_write piece; complete when every piece is delivered at the target.
-// - get: one read per piece; complete when every piece is here.
-// - signal set / add: one 64-bit atomic (swap / add) on the peer's word.
-// - put with signal: the put's pieces, then, only once all are delivered, the signal's atomic:
-//   a peer that sees the signal sees the payload.
+// How an operation moves is its delivery's (proxy/delivery.hpp): RMA between registered heaps,
+// or chunks through staging buffers applied by the target's proxy. Either completes it only once
+// its effect is in the target's heap, and a put's signal only after its payload. The proxy
+// itself keeps the rings' order rules:
 // - fence: later operations of the same ring to that peer (every peer for kProxyAllPeers) are
 //   issued only after every earlier one of the ring to it has completed. The ring is read in
 //   order, so a fence holds the whole ring until then.
