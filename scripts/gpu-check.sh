@@ -114,6 +114,9 @@ if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
   run signal_latency "$bin/gicl-run" -n 2 -- "$perf/signal_latency"
   run atomic_rate "$bin/gicl-run" -n 2 -- "$perf/atomic_rate"
   run barrier_latency "$bin/gicl-run" -n 2 -- "$perf/barrier_latency"
+  # The network proxy's queue alone: descriptors/s from GPU threads and warps into one ring.
+  [[ -x $perf/queue_rate ]] && run queue_rate "$perf/queue_rate" --json "$j/queue_rate.json"
+  [[ -x $perf/queue_rate ]] && run queue_rate_warp "$perf/queue_rate" --warp -c 8,32,132,264 -n 2048
   # Device-side team collectives (one CTA) beside NVSHMEM's; NVSHMEM's block reduce-scatter needs
   # more scratch than its default at 512 KiB.
   for b in reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency; do
@@ -127,8 +130,8 @@ if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
 fi
 
 if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
-  # NCCL side by side (loaded at run time from the Python environment's NCCL, if any), in its
-  # best configuration (ncclMemAlloc + symmetric windows); gicl on symmetric buffers (-R 2), and
+  # NCCL side by side (loaded at run time from the Python environment's NCCL, if any), the faster
+  # of its symmetric-window and cudaMalloc configurations per size; gicl on symmetric buffers (-R 2), and
   # on cudaMalloc buffers registered (-R 1) and staged (-R 0).
   nccl_lib=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)/lib
   cmp=""; [[ -e $nccl_lib/libnccl.so.2 ]] && cmp="--compare-nccl"

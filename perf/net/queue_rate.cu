@@ -45,7 +45,7 @@ void usage(FILE* out, const char* prog) {
                "  -s, --slots N       ring slots, a power of two (default 65536)\n"
                "  -r, --reps N        repetitions; the median is reported (default 5)\n"
                "      --warp          one producer per warp (lane 0) instead of every thread\n"
-               "  -J, --output_file F also write the rows as JSON\n"
+               "  -J, --output_file F also write the rows as JSON (--json F too)\n"
                "  -h, --help          this text\n",
                prog);
 }
@@ -60,6 +60,7 @@ Options parse(int argc, char** argv) {
                                  {"reps", required_argument, nullptr, 'r'},
                                  {"warp", no_argument, nullptr, kWarp},
                                  {"output_file", required_argument, nullptr, 'J'},
+                                 {"json", required_argument, nullptr, 'J'},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   for (int c; (c = getopt_long(argc, argv, "c:t:n:s:r:J:h", kLong, nullptr)) != -1;) {
