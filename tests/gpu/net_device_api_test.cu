@@ -4,7 +4,8 @@
 // loopback (GPU memory is not registrable there: the staged delivery). Two ranks on two GPUs
 // made "remote" by GICL_P2P_DISABLE=1, and by a GICL_HOSTID per rank (node emulation); with
 // four GPUs, 2 nodes x 2 GPUs, where each rank puts to every other over NVLink or the network
-// as the path says and the results must be the same bytes. Every check is on the receiver.
+// as the path says and the results must be the same bytes. Every check is on the receiver; the
+// stream barrier, whose arrivals to network peers travel through the proxy, follows.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -144,6 +145,11 @@ int run_rank(gicl_unique_id_t id, int n, int r, const char* how) {
     RANK_CHECK(adds[from] == kAdders, "rank %d's signal adds: %llu of %d (%s)", from,
                static_cast<unsigned long long>(adds[from]), kAdders, how);
   }
+  // The stream barrier (a device barrier: arrivals to network peers through the proxy).
+  for (int i = 0; i < 20; ++i) RANK_OK(gicl_barrier_on_stream(comm, s1));
+  RANK_CUDA(cudaStreamSynchronize(s1));
+  RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
+  RANK_CHECK(async == GICL_SUCCESS, "async error after barriers %d: %s", async, msg);
   RANK_CUDA(cudaFree(bad));
   RANK_OK(comm->bootstrap->barrier());
   RANK_OK(gicl_comm_destroy(comm));

@@ -58,18 +58,34 @@ __device__ __forceinline__ bool sync(const DeviceComm& c, const DeviceTeam& t) {
 
 /// quiet + sync: every put issued before the barrier by any rank is visible everywhere after it.
 /// A rank alone (team of one) has no other rank to order its memory for: the scope's own barrier
-/// is all it needs (the system fence cost 0.6 us of a 0.8 us one-rank barrier on one H100).
+/// is all it needs (the system fence cost 0.6 us of a 0.8 us one-rank barrier on one H100). With
+/// a network path the scope's leader also waits, once every thread of the scope has posted, for
+/// the proxy to complete every request.
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ bool barrier(const DeviceComm& c) {
   if (c.nranks > 1) detail::fence_system();
   detail::scope_sync<S>();
-  return sync<S>(c);
+  bool result = true;
+  if (detail::scope_leader<S>()) {
+    result = c.net == nullptr || detail::net_quiet(c);
+    if (result)
+      result = detail::dissemination(
+          c, c.nranks, c.rank, [](int r) { return r; }, GICL_OP_SYNC);
+  }
+  return detail::scope_broadcast<S>(result);
 }
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ bool barrier(const DeviceComm& c, const DeviceTeam& t) {
   if (t.size > 1) detail::fence_system();
   detail::scope_sync<S>();
-  return sync<S>(c, t);
+  bool result = true;
+  if (detail::scope_leader<S>()) {
+    result = c.net == nullptr || detail::net_quiet(c);
+    if (result)
+      result = detail::dissemination(
+          c, t.size, t.my_index, [&](int r) { return t.members[r]; }, GICL_OP_SYNC);
+  }
+  return detail::scope_broadcast<S>(result);
 }
 
 }  // namespace gicl::dev

@@ -6,18 +6,24 @@
 namespace detail {
 
 /// One dissemination round per power of two: notify the rank `d` ahead, wait for the rank `d`
-/// behind. Signals are counted per sender (sync_in[sender] at the receiver, sync_expected[sender]
-/// locally), so barriers of different teams may interleave as long as each pair of ranks meets
-/// its barriers in the same order. Called by one thread.
+/// behind (a rank on the network path is notified through the proxy). Signals are counted per
+/// sender (sync_in[sender] at the receiver, sync_expected[sender] locally), so barriers of
+/// different teams may interleave as long as each pair of ranks meets its barriers in the same
+/// order. Called by one thread.
 template <typename Member>
 __device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, Member member,
                                            uint32_t op) {
   bool ok = true;
   for (int d = 1; d < n && ok; d <<= 1) {
     const int to = member((me + d) % n), from = member((me - d % n + n) % n);
-    uint64_t* remote = route(c, op, c.sync_in + c.rank, sizeof(uint64_t), to);
-    if (remote == nullptr) return false;
-    add_relaxed_sys(remote, 1);  // arrival only; barrier() fences before the first round
+    if (const ProxyRing* q = net_ring(c, to)) {
+      // A rank on the network path: the arrival travels as a signal add through the proxy.
+      if (!net_signal(c, *q, c.sync_in + c.rank, 1, true, to)) return false;
+    } else {
+      uint64_t* remote = route(c, op, c.sync_in + c.rank, sizeof(uint64_t), to);
+      if (remote == nullptr) return false;
+      add_relaxed_sys(remote, 1);  // arrival only; barrier() fences before the first round
+    }
     const uint64_t expected = ++c.sync_expected[from];
     ok = wait(reporter(c), op, c.sync_in + from, Cmp::kAtLeast, expected, from,
               static_cast<uint64_t*>(nullptr));
