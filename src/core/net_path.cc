@@ -2,6 +2,7 @@
 #include "core/net_path.hpp"
 
 #include <cuda_runtime_api.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "proxy/net_proxy.hpp"
 #include "proxy/ring_memory.hpp"
 #include "proxy/staged_delivery.hpp"
+#include "topology/machine.hpp"
 
 namespace gicl {
 
@@ -56,12 +58,26 @@ Status all_ranks(gicl_comm* c, bool mine, bool* all, bool* any = nullptr) {
   return GICL_SUCCESS;
 }
 
+/// A core near this rank's GPU for the proxy thread, within the process's affinity; -1 where the
+/// machine's topology does not say (no hwloc, an unknown GPU).
+int choose_core(const gicl_comm* c) {
+  MachineTopology machine;
+  if (!load_machine_topology("", &machine).ok()) return -1;
+  std::vector<int> allowed;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) allowed.push_back(i);
+  return proxy_core(machine, c->peers[c->rank].pci_bus_id, allowed);
+}
+
 Status open_path(gicl_comm* c, NetPath* n) {
   const int me = c->rank;
   proxy::NetProxyArgs a;
   a.rank = me;
   a.transport = n->transport.get();
   a.device = c->device;
+  a.cpu = choose_core(c);
   char* own =
       c->heap->va_base() + static_cast<uint64_t>(c->heap->slot_of(me)) * c->heap->slot_bytes();
   const uint64_t heap_bytes = c->heap->max_bytes();
@@ -101,6 +117,7 @@ Status open_path(gicl_comm* c, NetPath* n) {
   }
   a.rings.push_back(proxy::RingView{n->ring->slots(), n->ring->ring().size, n->ring->tail(),
                                     n->ring->done(), n->ring->failed_word()});
+  n->proxy_core = a.cpu;
   GICL_CHECK(proxy::NetProxy::start(std::move(a), &n->proxy));
   return GICL_SUCCESS;
 }
@@ -141,8 +158,8 @@ Status net_path_open(gicl_comm* c) {
   }
   GICL_CHECK(net::connect_all(*n->transport, *c->bootstrap));
   GICL_CHECK(open_path(c, n.get()));
-  GICL_INFO(kSubsysNet, "rank %d: network path %s, %s delivery", c->rank,
-            n->transport->describe().c_str(), n->staged ? "staged" : "direct");
+  GICL_INFO(kSubsysNet, "rank %d: network path %s, %s delivery, proxy on core %d", c->rank,
+            n->transport->describe().c_str(), n->staged ? "staged" : "direct", n->proxy_core);
   c->dev->handle.net = n->ring_dev.p;
   c->net = std::move(n);
   return GICL_SUCCESS;

@@ -45,6 +45,7 @@ struct NetPath {
   DeviceBuffer ring_dev;  // the ProxyRing kernels read (gicl_device_comm_t::net)
   std::unique_ptr<proxy::NetProxy> proxy;
   bool staged = false;
+  int proxy_core = -1;  // the core the proxy thread is pinned to (near the GPU), -1: not pinned
 };
 
 /// Opens the network path where the communicator needs one (a rank on the network path, a device

@@ -4,7 +4,9 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/settings.hpp"
 
@@ -111,6 +113,53 @@ std::vector<const PciDevice*> nics_near(const MachineTopology& t, const std::str
   for (const auto& n : t.nics)
     if (numa < 0 || n.numa_node < 0 || n.numa_node == numa) out.push_back(&n);
   return out;
+}
+
+std::vector<int> cpuset_pus(const std::string& cpuset) {
+  std::vector<int> pus;
+  std::vector<uint32_t> words;  // most significant first
+  size_t at = 0;
+  while (at < cpuset.size()) {
+    const size_t comma = cpuset.find(',', at);
+    const std::string w =
+        cpuset.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (w.size() < 3 || w.compare(0, 2, "0x") != 0 || w.size() > 10) return {};
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(w.c_str() + 2, &end, 16);
+    if (end == nullptr || *end != '\0') return {};
+    words.push_back(static_cast<uint32_t>(v));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  for (size_t k = 0; k < words.size(); ++k) {
+    const uint32_t w = words[words.size() - 1 - k];
+    for (int b = 0; b < 32; ++b)
+      if ((w >> b) & 1u) pus.push_back(static_cast<int>(32 * k) + b);
+  }
+  return pus;
+}
+
+int proxy_core(const MachineTopology& t, const std::string& gpu_bus_id,
+               const std::vector<int>& allowed) {
+  const PciDevice* gpu = nullptr;
+  int turn = 0;  // GPUs before this one with the same locality
+  for (const auto& g : t.gpus) {
+    if (strcasecmp(g.bus_id.c_str(), gpu_bus_id.c_str()) == 0) {
+      gpu = &g;
+      break;
+    }
+  }
+  if (gpu == nullptr) return -1;
+  for (const auto& g : t.gpus) {
+    if (&g == gpu) break;
+    if (g.cpuset == gpu->cpuset) ++turn;
+  }
+  std::vector<int> pus;
+  for (int p : cpuset_pus(gpu->cpuset))
+    if (allowed.empty() || std::find(allowed.begin(), allowed.end(), p) != allowed.end())
+      pus.push_back(p);
+  if (pus.empty()) return -1;
+  return pus[pus.size() - 1 - static_cast<size_t>(turn) % pus.size()];
 }
 
 std::string describe(const MachineTopology& t) {

@@ -43,6 +43,17 @@ Status load_machine_topology(const std::string& xml_path, MachineTopology* out);
 /// locality is unknown). The proxy and IBGDA transports pick their NIC from this list.
 std::vector<const PciDevice*> nics_near(const MachineTopology& t, const std::string& gpu_bus_id);
 
+/// The PUs of an hwloc cpuset string ("0x000000f0", or 32-bit words "0x1,0xffffffff" with the
+/// most significant first), ascending. Empty for an empty or malformed string.
+std::vector<int> cpuset_pus(const std::string& cpuset);
+
+/// A core for the network proxy of the GPU at `gpu_bus_id`: a PU close to the GPU (its NUMA
+/// node's), the last one for the first GPU of that node, the one before for the second, and so
+/// on, among the PUs in `allowed` (the process's affinity; empty: any). -1 when the GPU or its
+/// locality is unknown.
+int proxy_core(const MachineTopology& t, const std::string& gpu_bus_id,
+               const std::vector<int>& allowed);
+
 /// Multi-line human-readable summary (gicl-info, GICL_DEBUG=INFO).
 std::string describe(const MachineTopology& t);
 

@@ -157,6 +157,27 @@ TEST(NicAffinity, DistanceFollowsTheSharedBridges) {
   EXPECT_EQ(nics_for_gpu(MachineTopology{}, "0000:00:00.0", 0).nics.size(), 0u);
 }
 
+TEST(ProxyCore, CpusetStringsParse) {
+  EXPECT_EQ(cpuset_pus("0x000000f0"), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(cpuset_pus("0x00000001,0x80000000"), (std::vector<int>{31, 32}));
+  EXPECT_TRUE(cpuset_pus("").empty());
+  EXPECT_TRUE(cpuset_pus("0xzz").empty());
+  EXPECT_TRUE(cpuset_pus("ff").empty());
+}
+
+// Each GPU's proxy on a core of its own NUMA node, GPUs of one node on different cores, within
+// the process's affinity.
+TEST(ProxyCore, NearTheGpuAndDistinctPerGpuOfANode) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  const MachineTopology t = load("dgx_h200_8gpu_4nic.xml");  // 2 nodes x 4 cores, 4 GPUs each
+  std::vector<int> cores;
+  for (const auto& g : t.gpus) cores.push_back(proxy_core(t, g.bus_id, {}));
+  EXPECT_EQ(cores, (std::vector<int>{3, 2, 1, 0, 7, 6, 5, 4}));
+  EXPECT_EQ(proxy_core(t, t.gpus[0].bus_id, {0, 1, 6}), 1);  // the node's last allowed PU
+  EXPECT_EQ(proxy_core(t, t.gpus[0].bus_id, {6, 7}), -1);    // none of the node's allowed
+  EXPECT_EQ(proxy_core(t, "0000:ff:00.0", {}), -1);          // not a GPU of this machine
+}
+
 TEST(Topology, BadXmlIsAnErrorNamingTheFile) {
   if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
   MachineTopology t;
