@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #ifdef GICL_HAVE_VERBS
-#include <infiniband/verbs.h>
+#include "common/verbs_api.hpp"
 #endif
 
 namespace gicl {
@@ -20,24 +20,29 @@ bool have_verbs() {
 Status list_rdma_devices(std::vector<RdmaDevice>* out) {
   out->clear();
 #ifdef GICL_HAVE_VERBS
+  const VerbsApi* v = nullptr;
+  if (!verbs_api(&v).ok()) {
+    clear_last_error();  // rdma-core absent: no devices, not an error
+    return GICL_SUCCESS;
+  }
   int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
+  ibv_device** list = v->get_device_list(&n);
   if (list == nullptr) return GICL_SUCCESS;  // no kernel support: no devices
   for (int i = 0; i < n; ++i) {
     RdmaDevice d;
-    d.name = ibv_get_device_name(list[i]);
+    d.name = v->get_device_name(list[i]);
     char guid[32];
     std::snprintf(guid, sizeof(guid), "%016llx",
-                  static_cast<unsigned long long>(ibv_get_device_guid(list[i])));
+                  static_cast<unsigned long long>(v->get_device_guid(list[i])));
     d.guid = guid;
-    if (ibv_context* ctx = ibv_open_device(list[i])) {
+    if (ibv_context* ctx = v->open_device(list[i])) {
       ibv_device_attr attr{};
-      if (ibv_query_device(ctx, &attr) == 0) d.ports = attr.phys_port_cnt;
-      ibv_close_device(ctx);
+      if (v->query_device(ctx, &attr) == 0) d.ports = attr.phys_port_cnt;
+      v->close_device(ctx);
     }
     out->push_back(d);
   }
-  ibv_free_device_list(list);
+  v->free_device_list(list);
 #endif
   return GICL_SUCCESS;
 }
