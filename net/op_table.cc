@@ -46,16 +46,7 @@ void OpTable::complete(int slot, gicl_result_t status, uint64_t value) {
     --inflight_;
     return;
   }
-  Peer& p = peers_[s.peer];
-  Event e;
-  e.kind = EventKind::kDone;
-  e.status = status;
-  e.peer = s.peer;
-  e.cookie = s.cookie;
-  e.value = value;
-  ready_.push_back(e);
-  if (status != GICL_SUCCESS && p.failed == GICL_SUCCESS) p.failed = status;
-  p.done[s.seq - p.base] = 1;
+  settle(s, status, value);
   s.busy = false;
   free_.push_back(slot);
   --inflight_;
@@ -68,20 +59,29 @@ int OpTable::expire(int64_t now_ns, int64_t timeout_ns) {
   int n = 0;
   for (Slot& s : slots_) {
     if (!s.busy || s.expired || now_ns - s.posted_ns <= timeout_ns) continue;
-    Peer& p = peers_[s.peer];
-    Event e;
-    e.kind = EventKind::kDone;
-    e.status = GICL_TIMEOUT;
-    e.peer = s.peer;
-    e.cookie = s.cookie;
-    ready_.push_back(e);
-    if (p.failed == GICL_SUCCESS) p.failed = GICL_TIMEOUT;
-    p.done[s.seq - p.base] = 1;
+    settle(s, GICL_TIMEOUT, 0);
     s.expired = true;
     if (n++ == 0) expired_peer_ = s.peer;
     advance(s.peer);
   }
   return n;
+}
+
+void OpTable::push_done(int peer, uint64_t cookie, gicl_result_t status, uint64_t value) {
+  Event e;
+  e.kind = EventKind::kDone;
+  e.status = status;
+  e.peer = peer;
+  e.cookie = cookie;
+  e.value = value;
+  ready_.push_back(e);
+}
+
+void OpTable::settle(const Slot& s, gicl_result_t status, uint64_t value) {
+  Peer& p = peers_[s.peer];
+  push_done(s.peer, s.cookie, status, value);
+  if (status != GICL_SUCCESS && p.failed == GICL_SUCCESS) p.failed = status;
+  p.done[s.seq - p.base] = 1;
 }
 
 void OpTable::advance(int peer) {
@@ -91,12 +91,7 @@ void OpTable::advance(int peer) {
     ++p.base;
   }
   while (!p.markers.empty() && (p.markers.front().seq <= p.base || p.failed != GICL_SUCCESS)) {
-    Event e;
-    e.kind = EventKind::kDone;
-    e.status = p.failed;
-    e.peer = peer;
-    e.cookie = p.markers.front().cookie;
-    ready_.push_back(e);
+    push_done(peer, p.markers.front().cookie, p.failed, 0);
     p.markers.pop_front();
   }
 }

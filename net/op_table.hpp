@@ -85,6 +85,9 @@ class OpTable {
     gicl_result_t failed = GICL_SUCCESS;
   };
   void advance(int peer);
+  void push_done(int peer, uint64_t cookie, gicl_result_t status, uint64_t value);
+  /// A slot's operation ended with `status`: its event, its peer's failure and in-order mark.
+  void settle(const Slot& s, gicl_result_t status, uint64_t value);
 
   std::vector<Slot> slots_;
   std::vector<int> free_;

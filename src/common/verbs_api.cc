@@ -32,25 +32,25 @@ Loaded load() {
   }
   // Loaded for the process's life: providers keep state behind every open device.
   VerbsApi& a = l.api;
-  if (!sym(lib, "ibv_get_device_list", &a.get_device_list, &l.error) ||
-      !sym(lib, "ibv_free_device_list", &a.free_device_list, &l.error) ||
-      !sym(lib, "ibv_get_device_name", &a.get_device_name, &l.error) ||
-      !sym(lib, "ibv_get_device_guid", &a.get_device_guid, &l.error) ||
-      !sym(lib, "ibv_open_device", &a.open_device, &l.error) ||
-      !sym(lib, "ibv_close_device", &a.close_device, &l.error) ||
-      !sym(lib, "ibv_query_device", &a.query_device, &l.error) ||
-      !sym(lib, "ibv_query_gid", &a.query_gid, &l.error) ||
-      !sym(lib, "ibv_alloc_pd", &a.alloc_pd, &l.error) ||
-      !sym(lib, "ibv_dealloc_pd", &a.dealloc_pd, &l.error) ||
-      !sym(lib, "ibv_reg_mr", &a.reg_mr, &l.error) ||
-      !sym(lib, "ibv_reg_dmabuf_mr", &a.reg_dmabuf_mr, &l.error, false) ||
-      !sym(lib, "ibv_dereg_mr", &a.dereg_mr, &l.error) ||
-      !sym(lib, "ibv_create_cq", &a.create_cq, &l.error) ||
-      !sym(lib, "ibv_destroy_cq", &a.destroy_cq, &l.error) ||
-      !sym(lib, "ibv_create_qp", &a.create_qp, &l.error) ||
-      !sym(lib, "ibv_modify_qp", &a.modify_qp, &l.error) ||
-      !sym(lib, "ibv_destroy_qp", &a.destroy_qp, &l.error))
-    return l;
+  // Stops at the first missing symbol, which l.error names.
+  (void)(sym(lib, "ibv_get_device_list", &a.get_device_list, &l.error) &&
+         sym(lib, "ibv_free_device_list", &a.free_device_list, &l.error) &&
+         sym(lib, "ibv_get_device_name", &a.get_device_name, &l.error) &&
+         sym(lib, "ibv_get_device_guid", &a.get_device_guid, &l.error) &&
+         sym(lib, "ibv_open_device", &a.open_device, &l.error) &&
+         sym(lib, "ibv_close_device", &a.close_device, &l.error) &&
+         sym(lib, "ibv_query_device", &a.query_device, &l.error) &&
+         sym(lib, "ibv_query_gid", &a.query_gid, &l.error) &&
+         sym(lib, "ibv_alloc_pd", &a.alloc_pd, &l.error) &&
+         sym(lib, "ibv_dealloc_pd", &a.dealloc_pd, &l.error) &&
+         sym(lib, "ibv_reg_mr", &a.reg_mr, &l.error) &&
+         sym(lib, "ibv_reg_dmabuf_mr", &a.reg_dmabuf_mr, &l.error, false) &&
+         sym(lib, "ibv_dereg_mr", &a.dereg_mr, &l.error) &&
+         sym(lib, "ibv_create_cq", &a.create_cq, &l.error) &&
+         sym(lib, "ibv_destroy_cq", &a.destroy_cq, &l.error) &&
+         sym(lib, "ibv_create_qp", &a.create_qp, &l.error) &&
+         sym(lib, "ibv_modify_qp", &a.modify_qp, &l.error) &&
+         sym(lib, "ibv_destroy_qp", &a.destroy_qp, &l.error));
   return l;
 }
 
