@@ -6,6 +6,7 @@
 // named, ranks on different providers are told so, and a peer that dies fails the operations to
 // it, named, within GICL_NET_TIMEOUT.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <future>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
@@ -408,8 +410,16 @@ TEST_P(OfiProviders, APeerThatDiesFailsTheOperationsToItNamed) {
     setenv("GICL_NET_TIMEOUT", "2000", 1);
     NetRank r;
     RANK_OK(open_rank(id, me, 2, 1 << 20, &r));
+    int32_t pids[2] = {0, 0};
+    pids[me] = static_cast<int32_t>(getpid());
+    RANK_OK(r.bs->allgather(pids, sizeof(int32_t)));
     RANK_OK(r.barrier());
     if (me == 1) _exit(0);
+    // Writes start once rank 1 is gone (and reaped): shm copies straight into a live peer's
+    // memory (CMA) without its help, so a peer still exiting would take them.
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+         kill(pids[1], 0) == 0 && std::chrono::steady_clock::now() < until;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const auto t0 = std::chrono::steady_clock::now();
     Status s = GICL_SUCCESS;
     for (int i = 0; i < 64 && s.ok(); ++i)
