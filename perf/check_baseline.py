@@ -31,7 +31,7 @@ COLLECTIVE_SUFFIX = "_perf"
 
 def collective_config(run, row):
     """The configuration a collective row was measured in: type, reduction, root, buffers
-    (-R), graph (-G) and a forced algorithm."""
+    (-R), graph (-G), a forced algorithm and the network path (net=p2p_off, net=hostid)."""
     parts = [row.get("type", run.get("type")), row.get("op", run.get("op"))]
     if row.get("root", -1) >= 0:
         parts.append(f"root{row['root']}")
@@ -40,6 +40,8 @@ def collective_config(run, row):
         parts.append(f"G{run['graph']}")
     if run.get("algo"):
         parts.append(f"algo={run['algo']}")
+    if run.get("net"):
+        parts.append(f"net={run['net']}")
     return " ".join(p for p in parts if p and p != "none")
 
 

@@ -114,8 +114,14 @@ struct CollScratch {
   uint64_t* p2p_sizes;  // symmetric [sender][channel][slot]: the size of the point-to-point
                         // operation whose message fills that inbox slot
   size_t slot_bytes;
-  uint64_t* head;     // symmetric [sender][channel]: messages the sender has delivered to me
-  uint64_t* tail;     // symmetric [receiver][channel]: my messages the receiver has consumed
+  uint64_t* head;  // symmetric [sender][channel]: messages the sender has delivered to me
+  uint64_t* tail;  // symmetric [receiver][channel]: my messages the receiver has consumed
+  // Network peers (fifo.cuh): a message is gathered into this rank's outbox and travels as one
+  // put_signal whose signal is the message's number in `arrived`, a word per slot, since the
+  // proxy may deliver two messages of a channel out of order; consumption is counted in `tail`
+  // by adds, which commute.
+  char* outbox;  // symmetric [receiver][channel][slot][slot_bytes]; empty without network peers
+  uint64_t* arrived;  // symmetric [sender][channel][slot]: the last message delivered there
   uint64_t* seq;      // local device [peer][channel][2]: sent, received so far
   char* temp;         // local device, stage_bytes: work space (ring reduce-scatter)
   uint64_t* ll;       // symmetric [2 (epoch parity)][sender][ll_entries]: LL entries

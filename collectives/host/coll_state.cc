@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "collectives/host/coll_state.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -88,7 +89,9 @@ Status read_config(gicl_comm* c, CollState* st) {
 Status allocate_scratch(gicl_comm* c, CollState* st) {
   int64_t stage_setting = 0;
   GICL_CHECK(setting_int(Setting::kCollScratchSize, &stage_setting));
-  const ScratchSizes z = scratch_sizes(c->nranks, static_cast<size_t>(stage_setting));
+  const bool network =
+      std::find(c->paths.begin(), c->paths.end(), PeerPath::kNetwork) != c->paths.end();
+  const ScratchSizes z = scratch_sizes(c->nranks, static_cast<size_t>(stage_setting), network);
   const ScratchPlan plan = plan_scratch(z);
   GICL_CHECK(c->heap->alloc(plan.symmetric_bytes, &st->heap_block));
   device_resources_note_heap(c);

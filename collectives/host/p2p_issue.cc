@@ -159,10 +159,18 @@ Status launch_rest(gicl_comm* comm, CollState* st, cudaStream_t stream,
 
 Status issue_p2p(gicl_comm* comm, CollState* st, cudaStream_t stream,
                  const std::vector<P2pOp>& ops) {
-  if (!(comm->dev->handle.flags & GICL_DEVICE_FLAG_ALL_P2P))
+  if (!(comm->dev->handle.flags & GICL_DEVICE_FLAG_ALL_P2P)) {
+    for (const P2pOp& op : ops)
+      if (comm->paths[op.peer] == PeerPath::kNetwork)
+        return GICL_FAIL(GICL_UNSUPPORTED,
+                         "gicl_%s with rank %d: point-to-point operations reach only ranks on "
+                         "NVLink/PCIe peer mappings in this build; rank %d is on the network path "
+                         "(collectives reach it)",
+                         op.is_send ? "send" : "recv", op.peer, op.peer);
     return GICL_FAIL(GICL_UNSUPPORTED,
                      "send/recv need every rank reachable over NVLink/PCIe peer mappings in this "
                      "build");
+  }
   // Too many ranks at once on one GPU (MPS, or one process) for every rank's 16 FIFO channel blocks
   // to be resident together: refused, before anything is enqueued, rather than left to stall (both
   // sides of an operation decide alike, by its size).

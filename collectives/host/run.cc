@@ -194,15 +194,20 @@ Status run_pipe(gicl_comm* comm, CollState* st, const CollCall& k, const Choice&
   a.canonical = st->cfg.deterministic || k.op == gicl_avg;
   const size_t per_block = k.count / std::max(ch.blocks, 1) * E;
   a.chunks = static_cast<int>(std::clamp<size_t>(per_block / s.slot_bytes, 1, 64));
-  // Reduce-scatter works in the local temp buffer: pieces of what it holds.
-  const size_t piece =
-      k.coll == Collective::kReduceScatter ? std::max<size_t>(s.stage_bytes / E / n, 1) : k.count;
+  // Reduce-scatter, an in-place alltoall and a reduce's non-roots work in the local temp
+  // buffer: pieces of what it holds, alike on every rank (each launch's messages pair up).
+  size_t piece = k.count;
+  if (k.coll == Collective::kReduceScatter || k.coll == Collective::kAllToAll)
+    piece = std::max<size_t>(s.stage_bytes / E / n, 1);
+  else if (k.coll == Collective::kReduce)
+    piece = std::max<size_t>(s.stage_bytes / E, 1);
+  auto at = [&](auto* p, size_t elems) { return p == nullptr ? p : p + elems * E; };
   for (size_t done = 0; done < k.count; done += piece) {
     const size_t len = std::min(piece, k.count - done);
     a.count = len;
     a.send_ld = k.count;
-    a.send = static_cast<const char*>(k.send) + done * E;
-    a.recv = static_cast<char*>(k.recv) + done * E;
+    a.send = at(static_cast<const char*>(k.send), done);
+    a.recv = at(static_cast<char*>(k.recv), done);
     GICL_CUDA_CHECK(
         launch_pipe(k.dtype, k.op, comm->dev->handle, s, a, ch.blocks, {k.stream, comm->pdl}));
   }
@@ -330,10 +335,6 @@ Status run_collective(gicl_comm* comm, const CollCall& k) {
                       comm->nranks,   (dc.flags & GICL_DEVICE_FLAG_ALL_P2P) != 0,
                       st->all_nvlink, st->resident_blocks};
   Choice ch = choose(st->cfg, in);
-  if (!(dc.flags & GICL_DEVICE_FLAG_ALL_P2P))
-    return GICL_FAIL(GICL_UNSUPPORTED,
-                     "%s needs every rank reachable over NVLink/PCIe peer mappings in this build",
-                     collective_name(k.coll));
   if (comm->nranks == 1 && !ch.forced) return run_alone(comm, st, k, bytes);
   if (ch.algo == Algorithm::kSendRecv) {
     log_choice(st, k, bytes, ch);

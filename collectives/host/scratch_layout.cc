@@ -31,8 +31,9 @@ void assign(char* (&member)[2], char* at, const ScratchSizes& z) {
 
 }  // namespace
 
-ScratchSizes scratch_sizes(int nranks, size_t stage_setting) {
+ScratchSizes scratch_sizes(int nranks, size_t stage_setting, bool network) {
   ScratchSizes z;
+  z.network = network;
   z.nranks = static_cast<size_t>(std::max(nranks, 1));
   z.stage = align_up(stage_setting, 4096);
   // The pipe FIFOs share the staging budget: one slot per (sender, channel, slot).

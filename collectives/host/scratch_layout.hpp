@@ -20,9 +20,11 @@ struct ScratchSizes {
   size_t ll_entries = 0;      // entries of one LL row
   size_t ll128_row = 0;       // bytes of one LL128 row
   size_t p2p_ll_entries = 0;  // entries of one point-to-point LL row
+  bool network = false;       // some rank is on the network path: the pipe FIFOs' outbox exists
 };
-/// The sizes for `nranks` ranks and a staging of `stage_setting` bytes (rounded up to 4 KiB).
-ScratchSizes scratch_sizes(int nranks, size_t stage_setting);
+/// The sizes for `nranks` ranks and a staging of `stage_setting` bytes (rounded up to 4 KiB);
+/// `network`: some rank is reached through the network proxy.
+ScratchSizes scratch_sizes(int nranks, size_t stage_setting, bool network = false);
 
 /// Where a part lives. Symmetric parts are in the heap (peers write them); local ones are this
 /// rank's device memory. Zeroed parts hold flags, counters or sequence numbers that start at 0,
@@ -31,30 +33,32 @@ enum class Place : uint8_t { kSymmetric, kSymmetricZeroed, kLocal, kLocalZeroed 
 
 // X(CollScratch member, element type, element count (of sizes `z`), place), in layout order:
 // each place's zeroed parts sit together, so that one range clears them.
-#define GICL_SCRATCH_PARTS(X)                                                           \
-  X(stage, char, 2 * z.stage, Place::kSymmetric)                                        \
-  X(ready, Ready, 2 * kMaxBlocks * z.nranks, Place::kSymmetricZeroed)                   \
-  X(done, uint64_t, kMaxBlocks* z.nranks, Place::kSymmetricZeroed)                      \
-  X(pushed, uint64_t, kMaxBlocks* z.nranks, Place::kSymmetricZeroed)                    \
-  X(swapped, uint64_t, kMaxBlocks* z.nranks, Place::kSymmetricZeroed)                   \
-  X(epoch, uint64_t, z.nranks, Place::kSymmetricZeroed)                                 \
-  X(head, uint64_t, z.nranks* kPipeChannels, Place::kSymmetricZeroed)                   \
-  X(tail, uint64_t, z.nranks* kPipeChannels, Place::kSymmetricZeroed)                   \
-  X(offers, P2pOffer, z.nranks* kMaxP2pOps, Place::kSymmetricZeroed)                    \
-  X(offers_read, uint64_t, z.nranks, Place::kSymmetricZeroed)                           \
-  X(zc_bytes, uint64_t, z.nranks, Place::kSymmetricZeroed)                              \
-  X(ll, uint64_t, 2 * z.nranks * z.ll_entries, Place::kSymmetricZeroed)                 \
-  X(ll128, char, 2 * z.nranks * z.ll128_row, Place::kSymmetricZeroed)                   \
-  X(p2p_ll, uint64_t, kP2pLLSlots* z.nranks* z.p2p_ll_entries, Place::kSymmetricZeroed) \
-  X(p2p_ll_credit, uint64_t, kP2pLLSlots* z.nranks, Place::kSymmetricZeroed)            \
-  X(p2p_sizes, uint64_t, z.nranks* kPipeChannels* kPipeSlots, Place::kSymmetricZeroed)  \
-  X(inbox, char, z.nranks* kPipeChannels* kPipeSlots* z.slot, Place::kSymmetric)        \
-  X(finished, uint32_t, 1, Place::kLocalZeroed)                                         \
-  X(p2p_readers, uint32_t, kMaxP2pOps, Place::kLocalZeroed)                             \
-  X(p2p_ll_done, uint32_t, 1, Place::kLocalZeroed)                                      \
-  X(p2p_ll_read, uint32_t, kMaxP2pOps, Place::kLocalZeroed)                             \
-  X(seq, uint64_t, z.nranks* kPipeChannels * 2, Place::kLocalZeroed)                    \
-  X(p2p, P2pCounts, z.nranks, Place::kLocalZeroed)                                      \
+#define GICL_SCRATCH_PARTS(X)                                                                     \
+  X(stage, char, 2 * z.stage, Place::kSymmetric)                                                  \
+  X(ready, Ready, 2 * kMaxBlocks * z.nranks, Place::kSymmetricZeroed)                             \
+  X(done, uint64_t, kMaxBlocks* z.nranks, Place::kSymmetricZeroed)                                \
+  X(pushed, uint64_t, kMaxBlocks* z.nranks, Place::kSymmetricZeroed)                              \
+  X(swapped, uint64_t, kMaxBlocks* z.nranks, Place::kSymmetricZeroed)                             \
+  X(epoch, uint64_t, z.nranks, Place::kSymmetricZeroed)                                           \
+  X(head, uint64_t, z.nranks* kPipeChannels, Place::kSymmetricZeroed)                             \
+  X(tail, uint64_t, z.nranks* kPipeChannels, Place::kSymmetricZeroed)                             \
+  X(offers, P2pOffer, z.nranks* kMaxP2pOps, Place::kSymmetricZeroed)                              \
+  X(offers_read, uint64_t, z.nranks, Place::kSymmetricZeroed)                                     \
+  X(zc_bytes, uint64_t, z.nranks, Place::kSymmetricZeroed)                                        \
+  X(ll, uint64_t, 2 * z.nranks * z.ll_entries, Place::kSymmetricZeroed)                           \
+  X(ll128, char, 2 * z.nranks * z.ll128_row, Place::kSymmetricZeroed)                             \
+  X(p2p_ll, uint64_t, kP2pLLSlots* z.nranks* z.p2p_ll_entries, Place::kSymmetricZeroed)           \
+  X(p2p_ll_credit, uint64_t, kP2pLLSlots* z.nranks, Place::kSymmetricZeroed)                      \
+  X(p2p_sizes, uint64_t, z.nranks* kPipeChannels* kPipeSlots, Place::kSymmetricZeroed)            \
+  X(arrived, uint64_t, z.nranks* kPipeChannels* kPipeSlots, Place::kSymmetricZeroed)              \
+  X(inbox, char, z.nranks* kPipeChannels* kPipeSlots* z.slot, Place::kSymmetric)                  \
+  X(outbox, char, z.network ? z.nranks* kPipeChannels* kPipeSlots* z.slot : 0, Place::kSymmetric) \
+  X(finished, uint32_t, 1, Place::kLocalZeroed)                                                   \
+  X(p2p_readers, uint32_t, kMaxP2pOps, Place::kLocalZeroed)                                       \
+  X(p2p_ll_done, uint32_t, 1, Place::kLocalZeroed)                                                \
+  X(p2p_ll_read, uint32_t, kMaxP2pOps, Place::kLocalZeroed)                                       \
+  X(seq, uint64_t, z.nranks* kPipeChannels * 2, Place::kLocalZeroed)                              \
+  X(p2p, P2pCounts, z.nranks, Place::kLocalZeroed)                                                \
   X(temp, char, z.stage, Place::kLocal)
 
 /// One part as laid out: byte offset in its allocation (symmetric or local) and size.

@@ -222,6 +222,9 @@ Proto table_proto(const TunerInput& in, Algorithm a) {
 Choice table_choice(const TunerInput& in) {
   Choice ch{Algorithm::kDirect, Proto::kSimple, 0, false};
   const bool direct_ok = in.all_p2p && in.nranks <= kMaxDirectRanks;
+  // Some rank only on the network path: the ring for every collective, through the pipe FIFOs,
+  // which reach each neighbour over NVLink inside a node and through the proxy between nodes.
+  if (!in.all_p2p) ch.algo = Algorithm::kRing;
   switch (in.coll) {
     case Collective::kAllReduce:
       // One-shot while a flag protocol carries it; two-shot moves half the bytes per rank.
@@ -271,7 +274,9 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
   const int ci = static_cast<int>(in.coll);
   if (!cfg.forced[ci] && send_recv_wins(cfg, in))
     return {Algorithm::kSendRecv, Proto::kSimple, 0, false};
-  if (cfg.forced[ci]) {
+  // Only the pipe algorithms reach a rank on the network path: a forced load/store or copy-engine
+  // algorithm gives way to the table's there, as NCCL passes over an algorithm a topology lacks.
+  if (cfg.forced[ci] && (in.all_p2p || is_pipe(cfg.algo[ci]))) {
     ch.algo = cfg.algo[ci];
     ch.forced = true;
     ch.blocks = blocks_for(ch.algo, in);

@@ -58,7 +58,9 @@ struct Choice {
 /// The table (no overrides): what runs when nothing is forced.
 Choice table_choice(const TunerInput& in);
 /// The table, then the overrides of `cfg`; then, unforced, send_recv for the two-rank
-/// broadcasts, allgathers and alltoalls the copy-engine proxy takes (send_recv_wins).
+/// broadcasts, allgathers and alltoalls the copy-engine proxy takes (send_recv_wins). Where some
+/// rank is not load/store reachable only the pipe algorithms run (a forced other one is passed
+/// over), the ring unless another is forced.
 Choice choose(const TunerConfig& cfg, const TunerInput& in);
 /// Whether a two-rank broadcast, or a two-rank allgather's or alltoall's block, moves at least
 /// GICL_P2P_COPY_ENGINE, so that its send/recv form goes through the copy engines, ahead of the

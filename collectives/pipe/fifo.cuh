@@ -4,6 +4,15 @@
 // or reduces the slot and gives it back (tail). Block-wide primitives shared by the pipe
 // collectives (pipe.cu), where block b is channel b and sends and receives, and the
 // point-to-point groups (p2p.cu), which may give a channel's sends and receives a block each.
+//
+// To a peer on the network path a message is gathered into this rank's outbox slot (the proxy
+// reads a put's source from this rank's heap) and sent as one put_signal, whose signal sets the
+// slot's `arrived` word to the message's number: the proxy orders a signal after its own payload
+// only, and may deliver a channel's messages out of order (EFA's rules), so a count in `head`
+// could pass a message still in flight. The receiver returns a slot by adding 1 to `tail`: adds
+// commute, and a sum of k means the first k messages were consumed, since they are consumed in
+// order. The outbox slot of message m is free again when the peer has consumed m (the same wait
+// as for its inbox slot), which follows its delivery, which follows the proxy's read.
 #pragma once
 
 #include "collectives/common/kernel_util.cuh"
@@ -65,8 +74,14 @@ __device__ __forceinline__ uint64_t* size_of_slot(const CollScratch& s, const Fi
   return s.p2p_sizes + slot_index(sender, f.ch, m);
 }
 
-/// Block-wide: waits for a free slot at `peer`, returns its address (this rank's symmetric view
-/// of the peer's inbox) or nullptr when the wait failed.
+/// Whether `peer` is reached through the network proxy rather than load/store.
+__device__ __forceinline__ bool fifo_network(const gicl_device_comm_t& c, int peer) {
+  return c.paths[peer] == GICL_PATH_NETWORK;
+}
+
+/// Block-wide: waits for a free slot at `peer`, returns where the payload goes (send_store
+/// writes it) or nullptr when the wait failed: this rank's symmetric view of the peer's inbox
+/// slot, or for a network peer this rank's outbox slot.
 __device__ inline char* send_begin(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
                                    int peer, uint64_t* m) {
   // Thread 0 advanced the count at the end of the previous message: read it after a barrier.
@@ -78,20 +93,39 @@ __device__ inline char* send_begin(const gicl_device_comm_t& c, const CollScratc
     f.fail = 1;
   __syncthreads();
   if (f.fail) return nullptr;
+  if (fifo_network(c, peer)) return s.outbox + slot_index(peer, f.ch, *m) * s.slot_bytes;
   return slot_of(s, f, c.rank, *m);
 }
 
-/// Block-wide: the message's payload is written; signal it.
+/// Block-wide: `bytes` from `src` into the payload send_begin returned, at byte `at`.
+__device__ __forceinline__ void send_store(const gicl_device_comm_t& c, char* slot, size_t at,
+                                           const void* src, size_t bytes, int peer) {
+  if (fifo_network(c, peer))
+    copy_slice(slot + at, static_cast<const char*>(src), bytes);
+  else
+    dev::put<dev::Scope::kBlock>(c, slot + at, src, bytes, peer);
+}
+
+/// Block-wide: the message's `bytes` of payload are written; signal it.
 /// `size` (point-to-point, an operation's first message on the channel): the operation's size,
-/// stored beside the slot before the signal (0: none).
+/// stored beside the slot before the signal (0: none; load/store peers only).
 __device__ inline void send_end(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
-                                int peer, uint64_t m, uint64_t size = 0) {
+                                int peer, uint64_t m, size_t bytes, uint64_t size = 0) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (size != 0) dev::p(c, size_of_slot(s, f, c.rank, m), size, peer);
-    dev::detail::fence_system();
-    dev::signal(c, s.head + static_cast<size_t>(c.rank) * kPipeChannels + f.ch, m,
-                dev::SignalOp::kSet, peer);
+    if (fifo_network(c, peer)) {
+      // The block's stores into the outbox before the proxy's copy engine reads it.
+      dev::detail::fence_system();
+      const size_t at = slot_index(c.rank, f.ch, m);
+      dev::put_signal_nbi(c, s.inbox + at * s.slot_bytes,
+                          s.outbox + slot_index(peer, f.ch, m) * s.slot_bytes, bytes,
+                          s.arrived + at, m, dev::SignalOp::kSet, peer);
+    } else {
+      if (size != 0) dev::p(c, size_of_slot(s, f, c.rank, m), size, peer);
+      dev::detail::fence_system();
+      dev::signal(c, s.head + static_cast<size_t>(c.rank) * kPipeChannels + f.ch, m,
+                  dev::SignalOp::kSet, peer);
+    }
   }
   if (threadIdx.x == 0) f.sent[peer] = m;
 }
@@ -105,8 +139,10 @@ __device__ inline const char* recv_begin(const gicl_device_comm_t& c, const Coll
   __syncthreads();
   *m = f.rcvd[peer] + 1;
   if (threadIdx.x == 0) {
-    if (!wait_for_peer(c, s.head + static_cast<size_t>(peer) * kPipeChannels + f.ch, *m, peer,
-                       GICL_OP_SIGNAL_WAIT)) {
+    const uint64_t* signal = fifo_network(c, peer)
+                                 ? s.arrived + slot_index(peer, f.ch, *m)
+                                 : s.head + static_cast<size_t>(peer) * kPipeChannels + f.ch;
+    if (!wait_for_peer(c, signal, *m, peer, GICL_OP_SIGNAL_WAIT)) {
       f.fail = 1;
     } else if (size != 0) {
       const uint64_t* at = size_of_slot(s, f, peer, *m);
@@ -128,8 +164,11 @@ __device__ inline void recv_end(const gicl_device_comm_t& c, const CollScratch& 
                                 int peer, uint64_t m) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    dev::signal(c, s.tail + static_cast<size_t>(c.rank) * kPipeChannels + f.ch, m,
-                dev::SignalOp::kSet, peer);
+    uint64_t* tail = s.tail + static_cast<size_t>(c.rank) * kPipeChannels + f.ch;
+    if (fifo_network(c, peer))
+      dev::signal(c, tail, 1, dev::SignalOp::kAdd, peer);
+    else
+      dev::signal(c, tail, m, dev::SignalOp::kSet, peer);
     f.rcvd[peer] = m;
   }
 }

@@ -382,11 +382,10 @@ __global__ void __launch_bounds__(kThreads)
           if (op.is_send) {
             char* slot = send_begin(c, s, f, op.peer, &m);
             if (slot == nullptr) return;
-            dev::put<dev::Scope::kBlock>(c, slot, static_cast<const char*>(op.buf) + off, b,
-                                         op.peer);
+            send_store(c, slot, 0, static_cast<const char*>(op.buf) + off, b, op.peer);
             // The operation's size with its first message on this channel: the receiver checks
             // it there, where the first mismatched operation of a pair always shows.
-            send_end(c, s, f, op.peer, m, k == first[i] ? op.bytes : 0);
+            send_end(c, s, f, op.peer, m, b, k == first[i] ? op.bytes : 0);
           } else {
             const char* slot = recv_begin(c, s, f, op.peer, &m, k == first[i] ? op.bytes : 0);
             if (slot == nullptr) return;

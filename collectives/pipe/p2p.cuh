@@ -10,8 +10,8 @@
 
 #include "collectives/common/coll_args.h"
 #include "common/kernel_launch.hpp"
-#include "gicl/gicl.h"
 #include "gicl/device/detail/copy_queue.h"
+#include "gicl/gicl.h"
 
 namespace gicl::coll {
 

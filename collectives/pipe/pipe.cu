@@ -61,30 +61,35 @@ __device__ void reduce_into(char* dst_b, const char* src_b, size_t len) {
     dst[i] = from_acc<T, A>(combine<Op, A>(to_acc<T, A>(dst[i]), to_acc<T, A>(load_cg(src + i))));
 }
 
-/// Sends schedule range [o, o + len) of `w` to `peer` as messages of at most one slot.
-/// Receives likewise; the two are interleaved message by message, sends first, so that no pair
-/// of ranks waits on each other (see docs/collectives.md, "pipe").
+/// Block-wide: one message of schedule range [o0, o0 + len) of `from` to `peer`.
+__device__ bool send_range(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
+                           const Map& from, size_t o0, size_t len, int peer) {
+  uint64_t m;
+  char* slot = send_begin(c, s, f, peer, &m);
+  if (slot == nullptr) return false;
+  for (size_t o = 0; o < len;) {
+    const size_t r = from.run(o0 + o, len - o);
+    send_store(c, slot, o * from.esize, from.at(o0 + o), r * from.esize, peer);
+    o += r;
+  }
+  send_end(c, s, f, peer, m, len * from.esize);
+  return true;
+}
+
+/// Sends schedule range [o, o + len) of `from` to `peer` as messages of at most one slot, and
+/// receives into `w` likewise (`from` is `w` but for alltoall, whose input and output differ);
+/// the two are interleaved message by message, sends first, so that no pair of ranks waits on
+/// each other (see docs/collectives.md, "pipe").
 template <gicl_datatype_t D, gicl_redop_t Op>
-__device__ bool run_step(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f, const Map& w,
-                         const Step& st) {
+__device__ bool run_step(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
+                         const Map& from, const Map& w, const Step& st) {
   const size_t per = s.slot_bytes / w.esize;
   const size_t ns = st.send.peer >= 0 ? (st.send.count + per - 1) / per : 0;
   const size_t nr = st.recv.peer >= 0 ? (st.recv.count + per - 1) / per : 0;
   for (size_t k = 0; k < ns || k < nr; ++k) {
-    if (k < ns) {
-      uint64_t m;
-      char* slot = send_begin(c, s, f, st.send.peer, &m);
-      if (slot == nullptr) return false;
-      const size_t o0 = st.send.offset + k * per;
-      const size_t len = min(per, st.send.count - k * per);
-      for (size_t o = 0; o < len;) {
-        const size_t r = w.run(o0 + o, len - o);
-        dev::put<dev::Scope::kBlock>(c, slot + o * w.esize, w.at(o0 + o), r * w.esize,
-                                     st.send.peer);
-        o += r;
-      }
-      send_end(c, s, f, st.send.peer, m);
-    }
+    if (k < ns && !send_range(c, s, f, from, st.send.offset + k * per,
+                              min(per, st.send.count - k * per), st.send.peer))
+      return false;
     if (k < nr) {
       uint64_t m;
       const char* slot = recv_begin(c, s, f, st.recv.peer, &m);
@@ -125,16 +130,7 @@ __device__ bool canonical_reduce_scatter(const gicl_device_comm_t& c, const Coll
       size_t lo, len;
       partition(count, n, j, &lo, &len);
       if (j == me || k * per >= len) continue;
-      uint64_t m;
-      char* slot = send_begin(c, s, f, j, &m);
-      if (slot == nullptr) return false;
-      const size_t o0 = lo + k * per, l = min(per, len - k * per);
-      for (size_t o = 0; o < l;) {
-        const size_t r = w.run(o0 + o, l - o);
-        dev::put<dev::Scope::kBlock>(c, slot + o * w.esize, w.at(o0 + o), r * w.esize, j);
-        o += r;
-      }
-      send_end(c, s, f, j, m);
+      if (!send_range(c, s, f, w, lo + k * per, min(per, len - k * per), j)) return false;
     }
     if (k * per >= mlen) continue;
     const size_t o0 = mlo + k * per, l = min(per, mlen - k * per);
@@ -183,9 +179,33 @@ __global__ void __launch_bounds__(kThreads)
   char* recv = static_cast<char*>(a.recv);
   Map w{recv, a.count * E, 0, lo, E};
   Shape sh{a.coll, a.algo, n, len, a.root, a.chunks};
+  Map from{};  // alltoall: where the sends read (the others send from w)
   switch (a.coll) {
     case Collective::kAllReduce:
       if (send != recv) copy_slice(recv + lo * E, send + lo * E, len * E);
+      break;
+    case Collective::kReduce:
+      // A ring allreduce whose result only the root keeps: the others work in the local temp
+      // buffer (the host cuts the call into pieces it holds).
+      sh.coll = Collective::kAllReduce;
+      if (me != a.root) w.base = s.temp;
+      if (send != w.base) copy_slice(w.base + lo * E, send + lo * E, len * E);
+      break;
+    case Collective::kAllToAll:
+      // Direct's pairwise schedule, input block j to rank j. In place, the input is first copied
+      // to the local temp buffer: a block is received over before it is sent otherwise.
+      w.ld = a.send_ld * E;
+      w.blk = len;
+      sh.count = n * len;
+      from = w;  // the blocks' layout; the base follows
+      if (send == recv) {
+        from = Map{s.temp, a.count * E, len, lo, E};
+        for (int j = 0; j < n; ++j)
+          copy_slice(s.temp + (j * a.count + lo) * E, send + (j * a.send_ld + lo) * E, len * E);
+      } else {
+        from.base = const_cast<char*>(send);
+        copy_slice(recv + (me * a.send_ld + lo) * E, send + (me * a.send_ld + lo) * E, len * E);
+      }
       break;
     case Collective::kBroadcast:
       if (me == a.root && send != recv) copy_slice(recv + lo * E, send + lo * E, len * E);
@@ -207,10 +227,10 @@ __global__ void __launch_bounds__(kThreads)
       break;
   }
   __syncthreads();
-  if (a.canonical) {
+  if (a.canonical && is_reduction(a.coll)) {
     // Reduce-scatter in the canonical order, then the algorithm's allgather (allreduce).
     if (!canonical_reduce_scatter<D, Op>(c, s, f, w, sh.count)) return;
-    if (a.coll == Collective::kAllReduce) {
+    if (sh.coll == Collective::kAllReduce) {
       sh.coll = Collective::kAllGather;
       if (sh.algo != Algorithm::kRing) sh.algo = Algorithm::kRecursiveDoubling;
     } else {
@@ -219,8 +239,9 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   const int steps = num_steps(sh);
+  const Map& src = a.coll == Collective::kAllToAll ? from : w;
   for (int i = 0; i < steps; ++i)
-    if (!run_step<D, Op>(c, s, f, w, make_step(sh, me, i))) return;
+    if (!run_step<D, Op>(c, s, f, src, w, make_step(sh, me, i))) return;
   if (a.coll == Collective::kReduceScatter) {
     __syncthreads();
     copy_slice(recv + lo * E, s.temp + (me * a.count + lo) * E, len * E);

@@ -16,7 +16,7 @@
 namespace gicl::coll {
 
 struct PipeArgs {
-  Collective coll;  // kAllReduce, kAllGather, kBroadcast or kReduceScatter
+  Collective coll;
   Algorithm algo;
   int root;
   int chunks;      // pipeline depth of a ring broadcast
@@ -24,8 +24,9 @@ struct PipeArgs {
                    // first, then the algorithm's allgather
   const void* send;
   void* recv;
-  size_t count;    // allreduce, broadcast: elements; allgather, reduce-scatter: per rank
-  size_t send_ld;  // reduce-scatter: elements between rank blocks of send
+  size_t count;    // allreduce, broadcast, reduce: elements; the others: per rank block
+  size_t send_ld;  // reduce-scatter, alltoall: elements between rank blocks of send (and of
+                   // alltoall's recv)
 };
 
 /// Lowers *out to the fewest blocks per multiprocessor of the pipe kernels.

@@ -28,7 +28,8 @@ GICL_HD int num_steps(const Shape& sh) {
   if (n <= 1) return 0;
   switch (sh.algo) {
     case Algorithm::kRing:
-      if (sh.coll == Collective::kAllReduce) return ring::allreduce_steps(n);
+      if (sh.coll == Collective::kAllReduce || sh.coll == Collective::kReduce)
+        return ring::allreduce_steps(n);
       if (sh.coll == Collective::kBroadcast) return ring::broadcast_steps(n, sh.chunks);
       return ring::reduce_scatter_steps(n);
     case Algorithm::kRecursiveDoubling:
@@ -82,9 +83,10 @@ GICL_HD Step make_step(const Shape& sh, int r, int s) {
       return sh.algo == Algorithm::kRing ? ring::broadcast(r, n, c, sh.root, sh.chunks, s)
                                          : direct::broadcast(r, n, c, sh.root, s);
     case Collective::kReduce:
-      return direct::reduce(r, n, c, sh.root, s);
+      return sh.algo == Algorithm::kRing ? ring::allreduce(r, n, c, s)
+                                         : direct::reduce(r, n, c, sh.root, s);
     case Collective::kAllToAll:
-      return direct::alltoall(r, n, c, s);
+      return direct::alltoall(r, n, c, s);  // ring: the same pairwise exchanges
   }
   return Step{};
 }

@@ -118,7 +118,7 @@ enum class Family : uint8_t {
 // X(id, name, family, then whether it runs: allreduce, reduce_scatter, allgather, broadcast,
 //   reduce, alltoall)
 #define GICL_FOR_EACH_ALGORITHM(X)                                             \
-  X(kRing, "ring", Family::kPipe, 1, 1, 1, 1, 0, 0)                            \
+  X(kRing, "ring", Family::kPipe, 1, 1, 1, 1, 1, 1)                            \
   X(kRecursiveDoubling, "recursive_doubling", Family::kPipe, 1, 0, 1, 0, 0, 0) \
   X(kRabenseifner, "rabenseifner", Family::kPipe, 1, 0, 0, 0, 0, 0)            \
   X(kOneShot, "one_shot", Family::kDirect, 1, 0, 0, 0, 0, 0)                   \
@@ -128,14 +128,15 @@ enum class Family : uint8_t {
   X(kCopyEngine, "copy_engine", Family::kCopyEngine, 0, 0, 1, 1, 0, 1)         \
   X(kSendRecv, "send_recv", Family::kSendRecv, 0, 0, 1, 1, 0, 1)
 
-/// ring: chunked ring (broadcast as a pipelined chain). recursive_doubling: pairwise exchanges
-/// at doubling distances, non-powers of two folded in and out. rabenseifner: recursive halving
-/// reduce-scatter, then recursive doubling allgather. one_shot: every rank reduces every peer's
-/// whole input. two_shot: reduce-scatter, then allgather, through the peers. direct: every rank
-/// reads or writes each peer's part straight. nvls: two_shot's (allreduce) or direct's
-/// (allgather) movement through NVLink multicast. copy_engine: direct's movement as copy-engine
-/// pushes into the receivers' windows. send_recv: direct's movement as one group of sends and
-/// receives.
+/// ring: chunked ring (broadcast as a pipelined chain, reduce as the ring allreduce whose result
+/// the root keeps, alltoall as pairwise exchanges in ring-distance order). recursive_doubling:
+/// pairwise exchanges at doubling distances, non-powers of two folded in and out. rabenseifner:
+/// recursive halving reduce-scatter, then recursive doubling allgather. one_shot: every rank
+/// reduces every peer's whole input. two_shot: reduce-scatter, then allgather, through the peers.
+/// direct: every rank reads or writes each peer's part straight. nvls: two_shot's (allreduce) or
+/// direct's (allgather) movement through NVLink multicast. copy_engine: direct's movement as
+/// copy-engine pushes into the receivers' windows. send_recv: direct's movement as one group of
+/// sends and receives.
 enum class Algorithm : uint8_t {
 #define GICL_ALGORITHM_ID(id, name, family, ar, rs, ag, bc, rd, a2a) id,
   GICL_FOR_EACH_ALGORITHM(GICL_ALGORITHM_ID)

@@ -170,13 +170,10 @@ class Driver {
         std::fprintf(stderr, "ncclGetUniqueId failed\n");
         std::exit(5);
       }
-      for (int q = 0; q < nranks_; ++q) {
-        void* dst = nullptr;
-        PERF_GICL(gicl_mem_peer_ptr(r.comm, sym, q, &dst));
-        PERF_CUDA(cudaMemcpy(dst, &id, sizeof(id), cudaMemcpyHostToDevice));
-      }
+      PERF_CUDA(cudaMemcpyAsync(sym, &id, sizeof(id), cudaMemcpyHostToDevice, r.stream));
     }
-    PERF_GICL(gicl_barrier_on_stream(r.comm, r.stream));  // completes rank 0's stores everywhere
+    // A broadcast reaches every rank, on the node or across the network path.
+    PERF_GICL(gicl_broadcast(sym, sym, sizeof(id), gicl_uint8, 0, r.comm, r.stream));
     PERF_CUDA(cudaStreamSynchronize(r.stream));
     PERF_CUDA(cudaMemcpy(&id, sym, sizeof(id), cudaMemcpyDeviceToHost));
     g_rank = r.rank;
@@ -539,6 +536,16 @@ class Driver {
     return s;
   }
 
+  /// Which ranks the run reaches through the network path, from the variables that choose it:
+  /// "p2p_off" (GICL_P2P_DISABLE=1: every peer), "hostid" (GICL_HOSTID: node emulation), or ""
+  /// (the machine's own nodes). A baseline row's configuration carries it.
+  static std::string net_label() {
+    const char* off = std::getenv("GICL_P2P_DISABLE");
+    if (off != nullptr && std::strcmp(off, "1") == 0) return "p2p_off";
+    const char* host = std::getenv("GICL_HOSTID");
+    return host != nullptr && *host != '\0' ? "hostid" : "";
+  }
+
   void write_json() const {
     FILE* f = std::fopen(o_.json.c_str(), "w");
     if (!f) return;
@@ -550,9 +557,10 @@ class Driver {
     std::fprintf(f,
                  "{\"benchmark\":\"%s_perf\",\"gicl_version\":%d,\"ranks\":%d,\"type\":\"%s\","
                  "\"op\":\"%s\",\"graph\":%d,\"registration\":%d,\"algo\":\"%s\",\"nccl\":\"%s\","
-                 "\"rows\":[",
+                 "\"net\":\"%s\",\"rows\":[",
                  desc_.name, version, nranks_, dtype_label(o_.dtypes[0]), op_label(o_.ops[0]),
-                 o_.graph_iters, o_.registration, o_.algo.c_str(), nccl.c_str());
+                 o_.graph_iters, o_.registration, o_.algo.c_str(), nccl.c_str(),
+                 net_label().c_str());
     for (size_t i = 0; i < json_rows_.size(); ++i) {
       const auto& j = json_rows_[i];
       std::fprintf(

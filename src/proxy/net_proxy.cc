@@ -100,6 +100,16 @@ void NetProxy::run() {
       fail(GICL_UNHANDLED_CUDA_ERROR, msg);
       return;
     }
+    // Never barred by another thread's capture (a stream captured in cudaStreamCaptureModeGlobal
+    // bars every thread's event queries and launches otherwise): this thread's calls join no
+    // graph.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    if (const cudaError_t rc = cudaThreadExchangeStreamCaptureMode(&mode); rc != cudaSuccess) {
+      fail(GICL_UNHANDLED_CUDA_ERROR,
+           std::string("network proxy: cudaThreadExchangeStreamCaptureMode: ") +
+               cudaGetErrorString(rc));
+      return;
+    }
   }
   auto last_work = std::chrono::steady_clock::now();
   auto nap = std::chrono::microseconds(0);

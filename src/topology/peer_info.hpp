@@ -45,7 +45,7 @@ static_assert(sizeof(PeerInfo) == 128, "PeerInfo crosses processes: keep its siz
 enum class PeerPath : uint8_t {
   kSelf,     // this rank
   kP2P,      // load/store through NVLink or PCIe peer mappings (same node)
-  kNetwork,  // not load/store reachable: a network transport (later) or nothing
+  kNetwork,  // not load/store reachable: through the network proxy (core/net_path)
 };
 
 const char* peer_path_name(PeerPath p);

@@ -37,7 +37,9 @@ const Pair kPairs[] = {
     {Collective::kAllGather, Algorithm::kDirect},
     {Collective::kBroadcast, Algorithm::kRing},
     {Collective::kBroadcast, Algorithm::kDirect},
+    {Collective::kReduce, Algorithm::kRing},
     {Collective::kReduce, Algorithm::kDirect},
+    {Collective::kAllToAll, Algorithm::kRing},
     {Collective::kAllToAll, Algorithm::kDirect},
     {Collective::kAllGather, Algorithm::kCopyEngine},
     {Collective::kBroadcast, Algorithm::kCopyEngine},
@@ -180,9 +182,9 @@ TEST(Schedules, RingAndRabenseifnerMoveTheBandwidthOptimalAmount) {
 }
 
 TEST(Schedules, UnsupportedPairsAreRefused) {
-  EXPECT_FALSE(supported(Collective::kAllToAll, Algorithm::kRing));
+  EXPECT_FALSE(supported(Collective::kAllToAll, Algorithm::kRecursiveDoubling));
   EXPECT_FALSE(supported(Collective::kReduce, Algorithm::kRabenseifner));
-  EXPECT_FALSE(simulate({Collective::kAllToAll, Algorithm::kRing, 4, 16}, 1).ok);
+  EXPECT_FALSE(simulate({Collective::kAllToAll, Algorithm::kRecursiveDoubling, 4, 16}, 1).ok);
 }
 
 // Push mode: a launch the host sizes by inbox_block_limit keeps every sender's slot inside the

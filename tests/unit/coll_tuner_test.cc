@@ -203,7 +203,35 @@ TEST(Tuner, BareAlgorithmNameAppliesWhereItExists) {
   TunerConfig cfg;
   ASSERT_TRUE(parse_algo_setting("ring", &cfg).ok());
   EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, 8)).algo, Algorithm::kRing);
-  EXPECT_EQ(choose(cfg, in(Collective::kAllToAll, 8)).algo, Algorithm::kDirect);  // has no ring
+  EXPECT_EQ(choose(cfg, in(Collective::kAllToAll, 8)).algo, Algorithm::kRing);
+  ASSERT_TRUE(parse_algo_setting("recursive_doubling", &cfg).ok());
+  EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 8)).algo, Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllToAll, 8)).algo, Algorithm::kRing);  // has none
+}
+
+// Some rank on the network path: every collective runs the ring through the pipe FIFOs, at every
+// size; a forced pipe algorithm still applies, a forced load/store or copy-engine one gives way.
+TEST(Tuner, NetworkPeersTakeTheRingForEveryCollective) {
+  const TunerConfig none;
+  for (int c = 0; c < kNumCollectives; ++c)
+    for (size_t b : {size_t{8}, size_t{1} << 20, size_t{1} << 30}) {
+      const Choice ch = choose(none, in(static_cast<Collective>(c), b, 4, false));
+      EXPECT_EQ(ch.algo, Algorithm::kRing) << collective_name(static_cast<Collective>(c)) << b;
+      EXPECT_EQ(ch.proto, Proto::kSimple);
+      EXPECT_TRUE(is_pipe(ch.algo));
+    }
+  TunerConfig cfg;
+  ASSERT_TRUE(parse_algo_setting("allreduce:one_shot,allgather:recursive_doubling,"
+                                 "alltoall:copy_engine,broadcast:send_recv",
+                                 &cfg)
+                  .ok());
+  const Choice one_shot = choose(cfg, in(Collective::kAllReduce, 8, 4, false));
+  EXPECT_EQ(one_shot.algo, Algorithm::kRing);
+  EXPECT_FALSE(one_shot.forced);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 8, 4, false)).algo,
+            Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(choose(cfg, in(Collective::kAllToAll, 1 << 30, 4, false)).algo, Algorithm::kRing);
+  EXPECT_EQ(choose(cfg, in(Collective::kBroadcast, 1 << 30, 2, false)).algo, Algorithm::kRing);
 }
 
 // The copy engine moves bytes only: the collectives that reduce have no such algorithm, and the
@@ -265,7 +293,7 @@ TEST(Tuner, BadAlgoSettingsAreRefusedNamingThem) {
   TunerConfig cfg;
   EXPECT_EQ(parse_algo_setting("allreduce:bogus", &cfg).code(), GICL_INVALID_ARGUMENT);
   EXPECT_EQ(parse_algo_setting("bogus:ring", &cfg).code(), GICL_INVALID_ARGUMENT);
-  EXPECT_EQ(parse_algo_setting("alltoall:ring", &cfg).code(), GICL_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_algo_setting("alltoall:recursive_doubling", &cfg).code(), GICL_INVALID_ARGUMENT);
 }
 
 TEST(Tuner, ProtoAndChannelOverrides) {

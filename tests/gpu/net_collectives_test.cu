@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every collective where the peers are on the network path: the pipe FIFOs carry each message to
+// a network neighbour as a put_signal through the proxy, over libfabric's tcp;ofi_rxm on loopback
+// (staged: GPU memory is not registrable there). Two ranks on two GPUs made "remote" by
+// GICL_P2P_DISABLE=1 and by a GICL_HOSTID per rank; with four GPUs, 2 nodes x 2 GPUs, whose
+// rings cross NVLink inside a node and the network between. Each case is the collective matrix
+// (every type, reduction, size, in and out of place, cudaMalloc, symmetric and registered
+// buffers; bitwise against the host's reference, run twice) with a 1 MiB staging, so that large
+// calls run as many FIFO messages and pieces; then the ring's floating-point results must equal
+// those of the same ring over NVLink bit for bit (the transport changes no reduction order), a
+// captured graph replays, and point-to-point calls to a network rank are refused naming it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "collectives/schedule/tables.hpp"
+#include "core/comm.hpp"
+#include "gicl/gicl.h"
+#include "gpu/coll_cases.cuh"
+#include "gpu/gpu_ranks.cuh"
+
+namespace gicl::test {
+namespace {
+
+/// Sets the network path's variables for `how` ("p2p_disable": every peer through the network;
+/// "hostid": ranks [0, n/2) one node, the rest another). `on` false clears the path's choice.
+void network_env(const std::string& how, int n, int r, bool on) {
+  setenv("GICL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+  setenv("FI_TCP_IFACE", "lo", 1);
+  setenv("GICL_NET", "OFI", 1);
+  unsetenv("GICL_P2P_DISABLE");
+  unsetenv("GICL_HOSTID");
+  if (!on) return;
+  if (how == "p2p_disable") setenv("GICL_P2P_DISABLE", "1", 1);
+  if (how == "hostid") setenv("GICL_HOSTID", r < n / 2 ? "node-a" : "node-b", 1);
+}
+
+/// Random floats through the ring on `nvlink` and on `net`: the same bytes.
+int same_as_nvlink(gicl_comm_t nvlink, gicl_comm_t net, int me, int n, uint32_t seed,
+                   cudaStream_t s) {
+  const size_t count = 300001;
+  std::mt19937 rng(seed + me);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> in(count * n);
+  for (float& x : in) x = u(rng);
+  float *send = nullptr, *a = nullptr, *b = nullptr;
+  RANK_CUDA(cudaMalloc(&send, in.size() * 4));
+  RANK_CUDA(cudaMalloc(&a, in.size() * 4));
+  RANK_CUDA(cudaMalloc(&b, in.size() * 4));
+  RANK_CUDA(cudaMemcpy(send, in.data(), in.size() * 4, cudaMemcpyHostToDevice));
+  for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduce})
+    for (gicl_redop_t op : {gicl_sum, gicl_avg}) {
+      RANK_CUDA(cudaMemset(a, 0, in.size() * 4));
+      RANK_CUDA(cudaMemset(b, 0xff, in.size() * 4));
+      RANK_OK(call(nvlink, c, send, a, count, gicl_float32, op, n - 1, s));
+      RANK_OK(call(net, c, send, b, count, gicl_float32, op, n - 1, s));
+      RANK_CUDA(cudaStreamSynchronize(s));
+      if (c == Collective::kReduce && me != n - 1) continue;
+      std::vector<float> ha(count), hb(count);
+      RANK_CUDA(cudaMemcpy(ha.data(), a, count * 4, cudaMemcpyDeviceToHost));
+      RANK_CUDA(cudaMemcpy(hb.data(), b, count * 4, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count; ++i)
+        RANK_CHECK(std::memcmp(&ha[i], &hb[i], 4) == 0,
+                   "%s op %d element %zu: %.9g over NVLink, %.9g over the network",
+                   coll::collective_name(c), static_cast<int>(op), i, ha[i], hb[i]);
+    }
+  RANK_CUDA(cudaFree(send));
+  RANK_CUDA(cudaFree(a));
+  RANK_CUDA(cudaFree(b));
+  return 0;
+}
+
+/// An allreduce and an alltoall captured into one graph, replayed with new inputs.
+int graph_replays(gicl_comm_t comm, int me, int n, cudaStream_t s) {
+  const size_t count = 50000;
+  int32_t *send = nullptr, *sum = nullptr, *swapped = nullptr;
+  RANK_CUDA(cudaMalloc(&send, count * n * 4));
+  RANK_CUDA(cudaMalloc(&sum, count * n * 4));
+  RANK_CUDA(cudaMalloc(&swapped, count * n * 4));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  RANK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  RANK_OK(gicl_allreduce(send, sum, count * n, gicl_int32, gicl_sum, comm, s));
+  RANK_OK(gicl_alltoall(send, swapped, count, gicl_int32, comm, s));
+  RANK_CUDA(cudaStreamEndCapture(s, &graph));
+  RANK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  auto value = [](int rank, size_t i, int replay) {
+    return static_cast<int32_t>(rank * 100003 + i * 7 + replay * 13);
+  };
+  std::vector<int32_t> h(count * n), got(count * n);
+  for (int replay = 0; replay < 3; ++replay) {
+    for (size_t i = 0; i < h.size(); ++i) h[i] = value(me, i, replay);
+    RANK_CUDA(cudaMemcpy(send, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaGraphLaunch(exec, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(got.data(), sum, got.size() * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < got.size(); ++i) {
+      int32_t want = 0;
+      for (int r = 0; r < n; ++r) want += value(r, i, replay);
+      RANK_CHECK(got[i] == want, "replay %d: allreduce element %zu is %d, want %d", replay, i,
+                 got[i], want);
+    }
+    RANK_CUDA(cudaMemcpy(got.data(), swapped, got.size() * 4, cudaMemcpyDeviceToHost));
+    for (int from = 0; from < n; ++from)
+      for (size_t i = 0; i < count; ++i) {
+        const int32_t want = value(from, me * count + i, replay);
+        RANK_CHECK(got[from * count + i] == want,
+                   "replay %d: alltoall block from rank %d element %zu is %d, want %d", replay,
+                   from, i, got[from * count + i], want);
+      }
+  }
+  RANK_CUDA(cudaGraphExecDestroy(exec));
+  RANK_CUDA(cudaGraphDestroy(graph));
+  RANK_CUDA(cudaFree(send));
+  RANK_CUDA(cudaFree(sum));
+  RANK_CUDA(cudaFree(swapped));
+  return 0;
+}
+
+/// gicl_send to a rank on the network path: GICL_UNSUPPORTED with a message naming it.
+int send_is_refused(gicl_comm_t comm, int me, int n, cudaStream_t s) {
+  int peer = -1;
+  for (int r = 0; r < n && peer < 0; ++r)
+    if (comm->paths[r] == PeerPath::kNetwork) peer = r;
+  RANK_CHECK(peer >= 0, "no rank on the network path");
+  void* buf = nullptr;
+  RANK_CUDA(cudaMalloc(&buf, 64));
+  RANK_CHECK(gicl_send(buf, 16, gicl_float32, peer, comm, s) == GICL_UNSUPPORTED,
+             "gicl_send to network rank %d was not refused", peer);
+  const std::string msg = gicl_get_last_error();
+  RANK_CHECK(msg.find("rank " + std::to_string(peer)) != std::string::npos,
+             "the refusal does not name rank %d: %s", peer, msg.c_str());
+  RANK_CUDA(cudaFree(buf));
+  (void)me;
+  return 0;
+}
+
+int run_rank(gicl_unique_id_t id, int n, int r, const std::string& how, uint32_t seed) {
+  setenv("GICL_COLL_SCRATCH_SIZE", "1M", 1);
+  setenv("GICL_WAIT_TIMEOUT", "60000", 1);
+  network_env(how, n, r, false);
+  gicl_comm_t nvlink;
+  if (init_on_gpu(id, n, r, &nvlink)) return 1;
+  RANK_CHECK(nvlink->net == nullptr, "the NVLink communicator opened a network path");
+  network_env(how, n, r, true);
+  gicl_comm_t net;
+  if (fresh_comm(nvlink, r, &net)) return 1;
+  RANK_CHECK(net->net != nullptr, "no network path opened (%s)", how.c_str());
+  cudaStream_t s;
+  RANK_CUDA(cudaStreamCreate(&s));
+  const std::string label = "network/" + how;
+  for (int c = 0; c < coll::kNumCollectives; ++c)
+    if (matrix(net, r, n, static_cast<Collective>(c), seed + 1000 * c, s, label.c_str(), false))
+      return 2;
+  setenv("GICL_ALGO", "ring", 1);
+  gicl_comm_t ring_nvlink, ring_net;
+  network_env(how, n, r, false);
+  if (fresh_comm(nvlink, r, &ring_nvlink)) return 3;
+  network_env(how, n, r, true);
+  if (fresh_comm(nvlink, r, &ring_net)) return 3;
+  // The tuner reads GICL_ALGO at a communicator's first collective, inside same_as_nvlink.
+  if (same_as_nvlink(ring_nvlink, ring_net, r, n, seed, s)) return 4;
+  unsetenv("GICL_ALGO");
+  if (graph_replays(net, r, n, s)) return 5;
+  if (send_is_refused(net, r, n, s)) return 6;
+  RANK_OK(gicl_barrier(net, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  gicl_result_t async = GICL_SUCCESS;
+  const char* msg = nullptr;
+  RANK_OK(gicl_comm_get_async_error(net, &async, &msg));
+  RANK_CHECK(async == GICL_SUCCESS, "async error %d: %s", async, msg);
+  RANK_OK(gicl_comm_destroy(ring_net));
+  RANK_OK(gicl_comm_destroy(ring_nvlink));
+  RANK_OK(gicl_comm_destroy(net));
+  RANK_OK(gicl_comm_destroy(nvlink));
+  return 0;
+}
+
+void run(int n, const char* how) {
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+  const uint32_t seed = std::random_device{}();
+  auto results = fork_ranks(
+      n, [&](int r) { return run_rank(id, n, r, how, seed); }, 400000);
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(results[r].code, 0) << "rank " << r << " (" << how << ", seed " << seed << ")";
+}
+
+TEST(NetworkCollectives, TwoRanksWithP2pDisabled) {
+  REQUIRE_GPUS(2);
+  run(2, "p2p_disable");
+}
+
+TEST(NetworkCollectives, TwoNodesByHostId) {
+  REQUIRE_GPUS(2);
+  run(2, "hostid");
+}
+
+TEST(NetworkCollectives, TwoNodesOfTwoGpusByHostId) {
+  REQUIRE_GPUS(4);
+  run(4, "hostid");
+}
+
+}  // namespace
+}  // namespace gicl::test
