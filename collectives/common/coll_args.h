@@ -122,10 +122,18 @@ struct CollScratch {
   // by adds, which commute.
   char* outbox;  // symmetric [receiver][channel][slot][slot_bytes]; empty without network peers
   uint64_t* arrived;  // symmetric [sender][channel][slot]: the last message delivered there
-  uint64_t* seq;      // local device [peer][channel][2]: sent, received so far
-  char* temp;         // local device, stage_bytes: work space (ring reduce-scatter)
-  uint64_t* ll;       // symmetric [2 (epoch parity)][sender][ll_entries]: LL entries
-  size_t ll_entries;  // entries of one LL row: ll_capacity(nranks) / 4
+  // The staged network path's host FIFOs (core/net_path.hpp), where set: messages to network
+  // peers go through pinned host slots the kernel writes and reads, counted by the proxy (no
+  // outbox then). Indexed as the inbox: [peer][channel][slot], credits [peer][channel].
+  char* fifo_out;                // pinned host, mapped
+  const char* fifo_in;           // pinned host, mapped
+  const uint64_t* fifo_arrived;  // messages that arrived per incoming slot
+  const uint64_t* fifo_credits;  // messages each peer consumed per channel
+  size_t fifo_slot_bytes;        // bytes between host FIFO slots (>= slot_bytes, a message's most)
+  uint64_t* seq;                 // local device [peer][channel][2]: sent, received so far
+  char* temp;                    // local device, stage_bytes: work space (ring reduce-scatter)
+  uint64_t* ll;                  // symmetric [2 (epoch parity)][sender][ll_entries]: LL entries
+  size_t ll_entries;             // entries of one LL row: ll_capacity(nranks) / 4
   char* ll128;        // symmetric [2 (epoch parity)][sender][ll128_row bytes]: LL128 lines
   size_t ll128_row;   // ll128_row_bytes(nranks)
   char* const* regs;  // local device [registration slot][rank]: registered buffers as mapped here

@@ -11,6 +11,7 @@
 #include "common/cuda.hpp"
 #include "common/settings.hpp"
 #include "core/comm.hpp"
+#include "core/net_path.hpp"
 
 namespace gicl::coll {
 
@@ -91,7 +92,18 @@ Status allocate_scratch(gicl_comm* c, CollState* st) {
   GICL_CHECK(setting_int(Setting::kCollScratchSize, &stage_setting));
   const bool network =
       std::find(c->paths.begin(), c->paths.end(), PeerPath::kNetwork) != c->paths.end();
-  const ScratchSizes z = scratch_sizes(c->nranks, static_cast<size_t>(stage_setting), network);
+  // The staged network path's host FIFOs carry messages of at most their slot's bytes (every
+  // rank computes the same sizes); the outbox is then not needed.
+  int64_t host_fifos = 0;
+  GICL_CHECK(setting_int(Setting::kNetHostFifos, &host_fifos));
+  const HostFifos* fifos = network && host_fifos != 0 && c->net && c->net->fifos.out != nullptr
+                               ? &c->net->fifos
+                               : nullptr;
+  static_assert(HostFifos::kLanes == kPipeChannels && HostFifos::kDepth == kPipeSlots,
+                "a host FIFO lane is a pipe channel, its slots the channel's");
+  ScratchSizes z =
+      scratch_sizes(c->nranks, static_cast<size_t>(stage_setting), network && fifos == nullptr);
+  if (fifos != nullptr) z.slot = std::min(z.slot, fifos->slot_bytes);
   const ScratchPlan plan = plan_scratch(z);
   GICL_CHECK(c->heap->alloc(plan.symmetric_bytes, &st->heap_block));
   device_resources_note_heap(c);
@@ -99,6 +111,13 @@ Status allocate_scratch(gicl_comm* c, CollState* st) {
   char* sym = static_cast<char*>(st->heap_block);
   char* local = static_cast<char*>(st->local);
   place_scratch(z, plan, sym, local, &st->scratch);
+  if (fifos != nullptr) {
+    st->scratch.fifo_out = fifos->out;
+    st->scratch.fifo_in = fifos->in;
+    st->scratch.fifo_arrived = fifos->arrived;
+    st->scratch.fifo_credits = fifos->credits;
+    st->scratch.fifo_slot_bytes = fifos->slot_bytes;
+  }
   // LL entries and LL128 lines carry their epoch as a flag, point-to-point LL entries their
   // operation's sequence number: zero (never either) until first written.
   GICL_CHECK(zero_device(sym + plan.symmetric_zero_from,

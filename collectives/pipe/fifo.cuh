@@ -5,14 +5,22 @@
 // collectives (pipe.cu), where block b is channel b and sends and receives, and the
 // point-to-point groups (p2p.cu), which may give a channel's sends and receives a block each.
 //
-// To a peer on the network path a message is gathered into this rank's outbox slot (the proxy
-// reads a put's source from this rank's heap) and sent as one put_signal, whose signal sets the
-// slot's `arrived` word to the message's number: the proxy orders a signal after its own payload
-// only, and may deliver a channel's messages out of order (EFA's rules), so a count in `head`
-// could pass a message still in flight. The receiver returns a slot by adding 1 to `tail`: adds
-// commute, and a sum of k means the first k messages were consumed, since they are consumed in
-// order. The outbox slot of message m is free again when the peer has consumed m (the same wait
-// as for its inbox slot), which follows its delivery, which follows the proxy's read.
+// To a peer on the network path, two ways (docs/collectives.md, "Across nodes"):
+// - host FIFOs (the staged path: the transport cannot register GPU memory): the kernel writes
+//   the message into its pinned host slot for the peer and posts kFifoSend; the proxies move it
+//   into the peer's host slot and count it in `fifo_arrived`; the receiver copies it into its
+//   inbox slot and posts kFifoCredit at once, which the proxies count in `fifo_credits`. No copy
+//   engine or kernel of the proxy's runs on the way.
+// - the outbox (the transport registers GPU memory): the message is gathered into this rank's
+//   outbox slot (the proxy reads a put's source from this rank's heap) and sent as one
+//   put_signal whose signal sets the slot's `arrived` word to the message's number; the receiver
+//   returns the slot by adding 1 to `tail`.
+// Either way a message is known by a per-slot word and consumption by commuting adds: the proxy
+// orders nothing but a signal after its own payload and may deliver a channel's messages out of
+// order (EFA's rules), so a count of arrivals per channel could pass a message still in flight,
+// while a sum of k consumptions means the first k messages were consumed, since they are
+// consumed in order. An outgoing slot of message m is free again when the peer has consumed m
+// (the same wait as for its inbox slot), which follows its delivery, which follows its read.
 #pragma once
 
 #include "collectives/common/kernel_util.cuh"
@@ -79,20 +87,29 @@ __device__ __forceinline__ bool fifo_network(const gicl_device_comm_t& c, int pe
   return c.paths[peer] == GICL_PATH_NETWORK;
 }
 
+/// Whether messages to `peer` take the host FIFOs (a network peer on the staged path).
+__device__ __forceinline__ bool fifo_host(const gicl_device_comm_t& c, const CollScratch& s,
+                                          int peer) {
+  return s.fifo_out != nullptr && fifo_network(c, peer);
+}
+
 /// Block-wide: waits for a free slot at `peer`, returns where the payload goes (send_store
 /// writes it) or nullptr when the wait failed: this rank's symmetric view of the peer's inbox
-/// slot, or for a network peer this rank's outbox slot.
+/// slot, or for a network peer this rank's host FIFO or outbox slot.
 __device__ inline char* send_begin(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
                                    int peer, uint64_t* m) {
   // Thread 0 advanced the count at the end of the previous message: read it after a barrier.
   __syncthreads();
   *m = f.sent[peer] + 1;
+  const bool host = fifo_host(c, s, peer);
   if (threadIdx.x == 0 && *m > kPipeSlots &&
-      !wait_for_peer(c, s.tail + static_cast<size_t>(peer) * kPipeChannels + f.ch, *m - kPipeSlots,
-                     peer))
+      !wait_for_peer(
+          c, (host ? s.fifo_credits : s.tail) + static_cast<size_t>(peer) * kPipeChannels + f.ch,
+          *m - kPipeSlots, peer))
     f.fail = 1;
   __syncthreads();
   if (f.fail) return nullptr;
+  if (host) return s.fifo_out + slot_index(peer, f.ch, *m) * s.fifo_slot_bytes;
   if (fifo_network(c, peer)) return s.outbox + slot_index(peer, f.ch, *m) * s.slot_bytes;
   return slot_of(s, f, c.rank, *m);
 }
@@ -113,7 +130,12 @@ __device__ inline void send_end(const gicl_device_comm_t& c, const CollScratch& 
                                 int peer, uint64_t m, size_t bytes, uint64_t size = 0) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (fifo_network(c, peer)) {
+    if (fifo_host(c, s, peer)) {
+      // The block's stores into the host slot before the proxy sends it.
+      dev::detail::fence_system();
+      dev::detail::net_fifo(c, ProxyOp::kFifoSend, peer,
+                            static_cast<uint32_t>(f.ch * kPipeSlots + (m - 1) % kPipeSlots), bytes);
+    } else if (fifo_network(c, peer)) {
       // The block's stores into the outbox before the proxy's copy engine reads it.
       dev::detail::fence_system();
       const size_t at = slot_index(c.rank, f.ch, m);
@@ -130,19 +152,40 @@ __device__ inline void send_end(const gicl_device_comm_t& c, const CollScratch& 
   if (threadIdx.x == 0) f.sent[peer] = m;
 }
 
-/// Block-wide: waits for the next message from `peer`; returns its slot or nullptr. `size`
-/// (point-to-point, an operation's first message on the channel): the receive's size, which the
-/// sender's must equal, or the receive fails before storing a byte (reported, naming the sender
-/// and both sizes): a larger send would hand its extra messages to the pair's next receives.
+/// Block-wide copy of `bytes` out of a host FIFO slot (pinned host memory the proxy's transport
+/// writes): volatile loads, which no cache answers with the slot's previous message.
+__device__ inline void copy_from_host(char* dst, const char* src, size_t bytes) {
+  const size_t n16 = bytes / 16;
+  for (size_t i = threadIdx.x; i < n16; i += blockDim.x) {
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(src + 16 * i));
+    reinterpret_cast<uint4*>(dst)[i] = v;
+  }
+  for (size_t i = n16 * 16 + threadIdx.x; i < bytes; i += blockDim.x)
+    dst[i] = *reinterpret_cast<const volatile char*>(src + i);
+}
+
+/// Block-wide: waits for the next message from `peer`, of `bytes`; returns its slot or nullptr.
+/// `size` (point-to-point, an operation's first message on the channel): the receive's size,
+/// which the sender's must equal, or the receive fails before storing a byte (reported, naming
+/// the sender and both sizes): a larger send would hand its extra messages to the pair's next
+/// receives. A message in a host FIFO is copied into the inbox slot and its host slot given back
+/// at once.
 __device__ inline const char* recv_begin(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
-                                         int peer, uint64_t* m, uint64_t size = 0) {
+                                         int peer, uint64_t* m, size_t bytes, uint64_t size = 0) {
   __syncthreads();
   *m = f.rcvd[peer] + 1;
+  const bool host = fifo_host(c, s, peer);
   if (threadIdx.x == 0) {
-    const uint64_t* signal = fifo_network(c, peer)
+    // A host slot's count is its messages: message m is the slot's ((m - 1) / depth + 1)-th.
+    const uint64_t* signal = host ? s.fifo_arrived + slot_index(peer, f.ch, *m)
+                             : fifo_network(c, peer)
                                  ? s.arrived + slot_index(peer, f.ch, *m)
                                  : s.head + static_cast<size_t>(peer) * kPipeChannels + f.ch;
-    if (!wait_for_peer(c, signal, *m, peer, GICL_OP_SIGNAL_WAIT)) {
+    const uint64_t want = host ? (*m - 1) / kPipeSlots + 1 : *m;
+    if (!wait_for_peer(c, signal, want, peer, GICL_OP_SIGNAL_WAIT)) {
       f.fail = 1;
     } else if (size != 0) {
       const uint64_t* at = size_of_slot(s, f, peer, *m);
@@ -156,19 +199,26 @@ __device__ inline const char* recv_begin(const gicl_device_comm_t& c, const Coll
   }
   __syncthreads();
   if (f.fail) return nullptr;
-  return slot_of(s, f, peer, *m);
+  char* slot = slot_of(s, f, peer, *m);
+  if (host) {
+    copy_from_host(slot, s.fifo_in + slot_index(peer, f.ch, *m) * s.fifo_slot_bytes, bytes);
+    __syncthreads();
+    if (threadIdx.x == 0) dev::detail::net_fifo(c, ProxyOp::kFifoCredit, peer, f.ch, 0);
+  }
+  return slot;
 }
 
-/// Block-wide: the slot is consumed (its contents are stored); give it back to the sender.
+/// Block-wide: the slot is consumed (its contents are stored); give it back to the sender (a
+/// host FIFO's went back in recv_begin).
 __device__ inline void recv_end(const gicl_device_comm_t& c, const CollScratch& s, Fifo& f,
                                 int peer, uint64_t m) {
   __syncthreads();
   if (threadIdx.x == 0) {
     uint64_t* tail = s.tail + static_cast<size_t>(c.rank) * kPipeChannels + f.ch;
-    if (fifo_network(c, peer))
-      dev::signal(c, tail, 1, dev::SignalOp::kAdd, peer);
-    else
-      dev::signal(c, tail, m, dev::SignalOp::kSet, peer);
+    const bool network = fifo_network(c, peer);
+    if (!fifo_host(c, s, peer))
+      dev::signal(c, tail, network ? 1 : m, network ? dev::SignalOp::kAdd : dev::SignalOp::kSet,
+                  peer);
     f.rcvd[peer] = m;
   }
 }

@@ -387,7 +387,7 @@ __global__ void __launch_bounds__(kThreads)
             // it there, where the first mismatched operation of a pair always shows.
             send_end(c, s, f, op.peer, m, b, k == first[i] ? op.bytes : 0);
           } else {
-            const char* slot = recv_begin(c, s, f, op.peer, &m, k == first[i] ? op.bytes : 0);
+            const char* slot = recv_begin(c, s, f, op.peer, &m, b, k == first[i] ? op.bytes : 0);
             if (slot == nullptr) return;
             copy_slice(static_cast<char*>(op.buf) + off, slot, b);
             recv_end(c, s, f, op.peer, m);

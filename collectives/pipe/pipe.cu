@@ -92,10 +92,10 @@ __device__ bool run_step(const gicl_device_comm_t& c, const CollScratch& s, Fifo
       return false;
     if (k < nr) {
       uint64_t m;
-      const char* slot = recv_begin(c, s, f, st.recv.peer, &m);
-      if (slot == nullptr) return false;
       const size_t o0 = st.recv.offset + k * per;
       const size_t len = min(per, st.recv.count - k * per);
+      const char* slot = recv_begin(c, s, f, st.recv.peer, &m, len * w.esize);
+      if (slot == nullptr) return false;
       for (size_t o = 0; o < len;) {
         const size_t r = w.run(o0 + o, len - o);
         if (st.action == Action::kReduce)
@@ -137,7 +137,7 @@ __device__ bool canonical_reduce_scatter(const gicl_device_comm_t& c, const Coll
     for (int q = 0; q < n; ++q) {
       if (q == me) continue;
       uint64_t m;
-      const char* slot = recv_begin(c, s, f, q, &m);
+      const char* slot = recv_begin(c, s, f, q, &m, l * w.esize);
       if (slot == nullptr) return false;
       if (threadIdx.x == 0) msg[q] = m;
     }

@@ -40,11 +40,16 @@ namespace {
 constexpr uint32_t kRingSlots = 4096;
 
 // Staging per peer shrinks with the rank count so that the area stays near 16 MiB: 8 receive
-// slots of 256 KiB per peer up to 4 peers, at least 2.
+// slots of 256 KiB per peer up to 4 peers, at least 2. The host FIFOs take about 8 MiB each way
+// as well: slots of 64 KiB on 2 ranks, 32 KiB on 4, 4 KiB from 32 ranks.
 proxy::StagingLayout staging_layout(int nranks) {
   proxy::StagingLayout l;
   l.nranks = nranks;
   l.recv_slots = static_cast<uint32_t>(std::clamp(32 / std::max(nranks, 1), 2, 8));
+  l.fifo_lanes = HostFifos::kLanes;
+  l.fifo_depth = HostFifos::kDepth;
+  const size_t per_slot = (size_t{8} << 20) / (size_t(std::max(nranks, 1)) * l.fifo_slots());
+  l.fifo_slot = static_cast<uint32_t>(std::clamp<size_t>(per_slot / 4096 * 4096, 4096, 64 << 10));
   return l;
 }
 
@@ -92,13 +97,23 @@ Status open_path(gicl_comm* c, NetPath* n) {
     proxy::StagingView sv;
     sv.layout = staging_layout(c->nranks);
     GICL_CHECK(sv.layout.check());
-    GICL_CUDA_CHECK(cudaHostAlloc(&n->staging.p, sv.layout.bytes(), cudaHostAllocPortable));
+    // Mapped: kernels read and write the host FIFOs in it.
+    GICL_CUDA_CHECK(cudaHostAlloc(&n->staging.p, sv.layout.bytes(),
+                                  cudaHostAllocPortable | cudaHostAllocMapped));
     std::memset(n->staging.p, 0, sv.layout.bytes());
     GICL_CHECK(n->transport->register_memory(n->staging.p, sv.layout.bytes(), net::MemKind::kHost,
                                              &n->region));
     GICL_CHECK(net::exchange_keys(*c->bootstrap, *n->region, &sv.keys));
     sv.base = static_cast<char*>(n->staging.p);
     sv.region = n->region.get();
+    char* dev = nullptr;
+    GICL_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&dev), sv.base, 0));
+    const proxy::StagingLayout& l = sv.layout;
+    n->fifos.out = dev + l.fifo_out_offset(0, 0);
+    n->fifos.in = dev + l.fifo_in_offset(0, 0);
+    n->fifos.arrived = reinterpret_cast<const uint64_t*>(dev + l.fifo_arrived_offset(0, 0));
+    n->fifos.credits = reinterpret_cast<const uint64_t*>(dev + l.fifo_credit_offset(0, 0));
+    n->fifos.slot_bytes = l.fifo_slot;
     net::RemoteKey bound{};
     bound.bytes = heap_bytes;  // every heap reserves the same range: it bounds requests
     a.heap =

@@ -4,6 +4,8 @@
 // the network path and every rank has a device and the VMM heap; collective.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "common/status.hpp"
@@ -21,6 +23,19 @@ class CudaCopier;
 class RingMemory;
 class NetProxy;
 }  // namespace proxy
+
+/// The staged path's host FIFOs as kernels see them (proxy/staged_delivery.hpp): pinned host
+/// memory mapped into the GPU. Slots are [peer][lane][depth] of `slot_bytes`; counters
+/// [peer][lane][depth] (arrived) and [peer][lane] (credits), written by the proxy alone.
+struct HostFifos {
+  static constexpr uint32_t kLanes = 16;  // the pipe collectives' channels
+  static constexpr uint32_t kDepth = 4;   // their slots per channel
+  char* out = nullptr;                    // this rank's outgoing slots
+  const char* in = nullptr;               // incoming slots, by source rank
+  const uint64_t* arrived = nullptr;      // messages that arrived per incoming slot
+  const uint64_t* credits = nullptr;      // messages each peer consumed per lane
+  size_t slot_bytes = 0;
+};
 
 struct NetPath {
   NetPath();
@@ -45,6 +60,7 @@ struct NetPath {
   DeviceBuffer ring_dev;  // the ProxyRing kernels read (gicl_device_comm_t::net)
   std::unique_ptr<proxy::NetProxy> proxy;
   bool staged = false;
+  HostFifos fifos;      // staged path only (no slots otherwise)
   int proxy_core = -1;  // the core the proxy thread is pinned to (near the GPU), -1: not pinned
 };
 

@@ -15,6 +15,10 @@ class DirectDelivery : public Delivery {
   }
 
   Status start(uint32_t cookie, const ProxyRequest& q) override {
+    if (q.op == ProxyOp::kFifoSend || q.op == ProxyOp::kFifoCredit)
+      return GICL_FAIL(GICL_INTERNAL_ERROR,
+                       "%s to peer %u: host FIFOs exist only on the staged network path",
+                       op_name(q.op), q.peer);
     if (cookie >= ops_.size()) ops_.resize(cookie + 1);
     ops_[cookie] = Op{q, 0, has_signal(q.op) && has_transfer(q.op)};
     if (!has_transfer(q.op) || q.bytes == 0) {

@@ -24,6 +24,10 @@ inline const char* op_name(ProxyOp op) {
       return "put with signal add";
     case ProxyOp::kFence:
       return "fence";
+    case ProxyOp::kFifoSend:
+      return "host FIFO message";
+    case ProxyOp::kFifoCredit:
+      return "host FIFO credit";
     default:
       return "nop";
   }

@@ -2,6 +2,7 @@
 #include "proxy/staged_delivery.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -16,13 +17,20 @@ Status StagingLayout::check() const {
                  "staging slots: %u send, %u receive per peer (1..65536)", send_slots, recv_slots);
   GICL_ARG_CHECK(nranks >= 1 && nranks <= 16384,
                  "staged network path: %d ranks, at most 16384 fit the immediate", nranks);
+  GICL_ARG_CHECK(fifo_lanes == 0 || (fifo_slot >= 4096 && fifo_slot % 4096 == 0 &&
+                                     fifo_depth >= 1 && fifo_slots() <= 0x7fff),
+                 "host FIFOs: %u lanes x %u slots of %u bytes (slots of 4 KiB multiples, at "
+                 "most 32767 per peer)",
+                 fifo_lanes, fifo_depth, fifo_slot);
   return GICL_SUCCESS;
 }
 
 namespace {
 
-// The immediate (32 bits): kind (2) | rank (14) | slot (16).
-constexpr uint32_t kImmData = 1, kImmAck = 2;
+// The immediate (32 bits): kind (2) | rank (14) | slot (16). A kImmFifo slot names a host FIFO
+// slot (a message), or with kFifoCreditBit a lane (a credit).
+constexpr uint32_t kImmData = 1, kImmAck = 2, kImmFifo = 3;
+constexpr uint32_t kFifoCreditBit = 0x8000;
 uint64_t make_imm(uint32_t kind, int rank, uint32_t slot) {
   return (uint64_t{kind} << 30) | (uint64_t(rank) << 16) | slot;
 }
@@ -39,7 +47,14 @@ uint32_t imm_slot(uint64_t v) {
 // Transport cookies and copier tokens carry what they belong to in their top bits.
 constexpr uint64_t kTagChunk = uint64_t{1} << 62;  // a chunk's write / its staging copy
 constexpr uint64_t kTagAck = uint64_t{2} << 62;    // an acknowledgement / a received chunk
+constexpr uint64_t kTagFifo = uint64_t{3} << 62;   // a host FIFO message's or credit's write
 constexpr uint64_t kTagMask = uint64_t{3} << 62;
+
+/// Adds 1 to a counter in pinned host memory that a kernel polls (this thread its only writer).
+void bump(char* word) {
+  std::atomic_ref<uint64_t> w(*reinterpret_cast<uint64_t*>(word));
+  w.store(w.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
 
 class StagedDelivery : public Delivery {
  public:
@@ -55,6 +70,7 @@ class StagedDelivery : public Delivery {
   }
 
   Status start(uint32_t cookie, const ProxyRequest& q) override {
+    if (q.op == ProxyOp::kFifoSend || q.op == ProxyOp::kFifoCredit) return start_fifo(cookie, q);
     if (q.op == ProxyOp::kGet)
       return GICL_FAIL(GICL_UNSUPPORTED,
                        "get from peer %u: the staged network path (a transport that cannot "
@@ -94,6 +110,16 @@ class StagedDelivery : public Delivery {
 
   Status on_event(const net::Event& e) override {
     if (e.kind == net::EventKind::kImmediate) return on_immediate(e.value);
+    if ((e.cookie & kTagMask) == kTagFifo) {
+      const uint32_t cookie = static_cast<uint32_t>(e.cookie & ~kTagMask);
+      if (e.status != GICL_SUCCESS) {
+        failed_op_ = cookie;
+        return GICL_FAIL(e.status, "%s to peer %d failed: %s", op_name(fifo_ops_[cookie]), e.peer,
+                         gicl_get_error_string(e.status));
+      }
+      completed_.push_back(cookie);
+      return GICL_SUCCESS;
+    }
     if (e.status != GICL_SUCCESS) {
       if ((e.cookie & kTagMask) == kTagChunk) {
         const Chunk& c = chunks_[e.cookie & ~kTagMask];
@@ -216,6 +242,7 @@ class StagedDelivery : public Delivery {
   Status on_immediate(uint64_t imm) {
     const int from = imm_rank(imm);
     const uint32_t slot = imm_slot(imm);
+    if (imm_kind(imm) == kImmFifo && from < st_.layout.nranks) return on_fifo(from, slot);
     if (from >= st_.layout.nranks || slot >= st_.layout.recv_slots)
       return GICL_FAIL(GICL_REMOTE_ERROR,
                        "staged network path: an immediate 0x%llx names rank %d slot %u, outside "
@@ -244,6 +271,49 @@ class StagedDelivery : public Delivery {
       GICL_CHECK(copier_->signal(reinterpret_cast<uint64_t*>(heap_.base + h.signal),
                                  (h.flags & StagedHeader::kSignalAdd) != 0, h.value));
     return copier_->mark(kTagAck | (uint64_t(from) << 16) | slot);
+  }
+
+  /// A host FIFO message or credit: one write_imm straight from the staging area.
+  Status start_fifo(uint32_t cookie, const ProxyRequest& q) {
+    const StagingLayout& l = st_.layout;
+    const int peer = static_cast<int>(q.peer);
+    const bool send = q.op == ProxyOp::kFifoSend;
+    if (send ? q.dst >= l.fifo_slots() || q.bytes == 0 || q.bytes > l.fifo_slot
+             : q.dst >= l.fifo_lanes)
+      return GICL_FAIL(
+          GICL_INVALID_ARGUMENT,
+          "%s to peer %d: %s %llu with %llu bytes outside the host FIFOs (%u lanes "
+          "x %u slots of %u bytes)",
+          op_name(q.op), peer, send ? "slot" : "lane", static_cast<unsigned long long>(q.dst),
+          static_cast<unsigned long long>(q.bytes), l.fifo_lanes, l.fifo_depth, l.fifo_slot);
+    if (cookie >= fifo_ops_.size()) fifo_ops_.resize(cookie + 1);
+    fifo_ops_[cookie] = q.op;
+    const uint32_t k = static_cast<uint32_t>(q.dst);
+    // A credit carries nothing but its immediate: 8 bytes into this rank's scratch word there.
+    const size_t from = send ? l.fifo_out_offset(peer, k) : l.scratch_offset(me_);
+    const size_t to = send ? l.fifo_in_offset(me_, k) : l.scratch_offset(me_);
+    ++issued_;
+    const Status s =
+        t_->write_imm(peer, *st_.region, st_.base + from, st_.keys[peer], to, send ? q.bytes : 8,
+                      make_imm(kImmFifo, me_, send ? k : kFifoCreditBit | k), kTagFifo | cookie);
+    if (s.ok()) return s;
+    failed_op_ = cookie;
+    const std::string why = last_error();
+    return GICL_FAIL(s.code(), "%s to peer %d: %s", op_name(q.op), peer, why.c_str());
+  }
+
+  /// A host FIFO immediate from `from`: a message in place in its slot, or a lane's credit.
+  Status on_fifo(int from, uint32_t slot) {
+    const StagingLayout& l = st_.layout;
+    const bool credit = (slot & kFifoCreditBit) != 0;
+    const uint32_t k = slot & ~kFifoCreditBit;
+    if (credit ? k >= l.fifo_lanes : k >= l.fifo_slots())
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "staged network path: rank %d names host FIFO %s %u, outside %u lanes x "
+                       "%u slots",
+                       from, credit ? "lane" : "slot", k, l.fifo_lanes, l.fifo_depth);
+    bump(st_.base + (credit ? l.fifo_credit_offset(from, k) : l.fifo_arrived_offset(from, k)));
+    return GICL_SUCCESS;
   }
 
   /// Slot `slot` from `to` is applied to the heap here: tell its sender.
@@ -306,7 +376,8 @@ class StagedDelivery : public Delivery {
   StagingView st_;
   Copier* copier_;
   std::chrono::milliseconds ack_timeout_;
-  std::vector<Op> ops_;  // by cookie
+  std::vector<Op> ops_;            // by cookie
+  std::vector<ProxyOp> fifo_ops_;  // by cookie: the host FIFO operations' kinds
   std::vector<Chunk> chunks_;
   std::vector<uint32_t> free_chunks_;
   std::deque<uint32_t> waiting_;                 // chunks to stage, oldest first

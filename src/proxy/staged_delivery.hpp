@@ -20,6 +20,18 @@
 // several chunks sends its last chunk, the one carrying the signal, only after every other chunk
 // is acknowledged: the signal is never applied before the payload.
 //
+// Host FIFOs (the pipe collectives' messages to network peers, collectives/pipe/fifo.cuh): where
+// the layout has them, the area also holds, per peer, `fifo_lanes` x `fifo_depth` outgoing and
+// incoming slots of `fifo_slot` bytes, mapped into the GPU, and two arrays of counters. A kernel
+// writes a message into its outgoing slot itself and posts kFifoSend; the proxy writes the slot
+// into the peer's incoming slot for this rank with one write_imm (kind kImmFifo, the slot's
+// index). The peer's proxy, once that immediate arrives (the data is in place), adds 1 to the
+// slot's `arrived` counter, which the peer's kernel polls; the kernel reads the slot and posts
+// kFifoCredit, which reaches this rank as a kImmFifo immediate naming the lane and adds 1 to its
+// `credits` counter for (peer, lane). Only the proxy thread writes counters, so adds are plain
+// release stores, and counts commute with any delivery order. No copier and no heap are
+// involved: the kernel moves the bytes between GPU and pinned host memory.
+//
 // Gets and fetching atomics need an answer carrying data back; they are refused here
 // (GICL_UNSUPPORTED) and not built on this path yet. A chunk not acknowledged within
 // GICL_NET_TIMEOUT fails the proxy, naming the peer.
@@ -54,6 +66,9 @@ struct StagingLayout {
   uint32_t send_slots = 32;    // this rank's outgoing slots
   uint32_t recv_slots = 8;     // receive slots per source rank (credits per peer)
   int nranks = 1;
+  uint32_t fifo_lanes = 0;  // host FIFO lanes per peer; 0: no host FIFOs
+  uint32_t fifo_depth = 0;  // slots per lane
+  uint32_t fifo_slot = 0;   // bytes per host FIFO slot, a multiple of 4096
 
   size_t payload() const { return chunk - sizeof(StagedHeader); }
   size_t send_offset(uint32_t s) const { return size_t{s} * chunk; }
@@ -63,9 +78,29 @@ struct StagingLayout {
   size_t scratch_offset(int rank) const {
     return (size_t{send_slots} + size_t(nranks) * recv_slots) * chunk + 8 * size_t(rank);
   }
-  size_t bytes() const { return scratch_offset(nranks); }
+  /// Host FIFO slots per peer and direction.
+  size_t fifo_slots() const { return size_t{fifo_lanes} * fifo_depth; }
+  /// [peer][slot] outgoing slots, then [peer][slot] incoming ones, 4 KiB aligned.
+  size_t fifo_out_offset(int dst, uint32_t k) const {
+    return fifo_base() + (size_t(dst) * fifo_slots() + k) * fifo_slot;
+  }
+  size_t fifo_in_offset(int src, uint32_t k) const {
+    return fifo_base() + (size_t(nranks + src) * fifo_slots() + k) * fifo_slot;
+  }
+  /// [source][slot]: messages that arrived in an incoming slot.
+  size_t fifo_arrived_offset(int src, uint32_t k) const {
+    return fifo_in_offset(nranks, 0) + 8 * (size_t(src) * fifo_slots() + k);
+  }
+  /// [destination][lane]: messages of this rank the destination consumed on that lane.
+  size_t fifo_credit_offset(int dst, uint32_t lane) const {
+    return fifo_arrived_offset(nranks, 0) + 8 * (size_t(dst) * fifo_lanes + lane);
+  }
+  size_t bytes() const { return fifo_credit_offset(nranks, 0); }
   /// GICL_INVALID_ARGUMENT naming what does not fit the immediate or the header.
   Status check() const;
+
+ private:
+  size_t fifo_base() const { return (scratch_offset(nranks) + 4095) / 4096 * 4096; }
 };
 
 /// The staging area of this rank and every rank's key for theirs.

@@ -37,13 +37,16 @@ TEST(ScratchLayout, PartsAreAlignedDisjointAndZeroedExactly) {
             const ScratchPart& p = parts[i];
             SCOPED_TRACE(std::string(p.name) + " n=" + std::to_string(n));
             // The outbox exists only where some rank is on the network path, as large as the inbox.
-            if (std::string(p.name) == "outbox")
+            if (std::string(p.name) == "outbox") {
               EXPECT_EQ(p.bytes, network ? n * kPipeChannels * kPipeSlots * z.slot : 0u);
-            else
+            } else {
               EXPECT_GT(p.bytes, 0u);
+            }
             EXPECT_EQ(p.offset % 256, 0u);
             EXPECT_LE(p.offset + p.bytes, total);
-            if (i + 1 < parts.size()) EXPECT_LE(p.offset + p.bytes, parts[i + 1].offset);
+            if (i + 1 < parts.size()) {
+              EXPECT_LE(p.offset + p.bytes, parts[i + 1].offset);
+            }
             const bool inside = p.offset >= zfrom && p.offset + p.bytes <= zto;
             const bool outside = p.offset + p.bytes <= zfrom || p.offset >= zto;
             EXPECT_TRUE(zeroed(p.place) ? inside : outside);

@@ -59,6 +59,16 @@ __device__ __noinline__ inline bool net_signal(const DeviceComm& c, const ProxyR
   return proxy_submit(reporter(c), q, w, n, GICL_OP_SIGNAL, pe) != ~0ull;
 }
 
+/// Posts a host FIFO operation to network peer `pe` (the pipe collectives' messages on the staged
+/// path: kFifoSend of `bytes` in slot `index`, or kFifoCredit for lane `index`).
+__device__ __noinline__ inline bool net_fifo(const DeviceComm& c, ProxyOp op, int pe,
+                                             uint32_t index, uint64_t bytes) {
+  const ProxyRing& q = *static_cast<const ProxyRing*>(c.net);
+  uint64_t w[2];
+  const uint32_t n = proxy_encode_fifo(w, op, static_cast<uint32_t>(pe), index, bytes);
+  return proxy_submit(reporter(c), q, w, n, GICL_OP_COLLECTIVE, pe) != ~0ull;
+}
+
 /// Orders this ring's later operations to `pe` (every peer for GICL_RANK_ALL) after its earlier
 /// ones.
 __device__ __noinline__ inline bool net_fence(const DeviceComm& c, int pe) {

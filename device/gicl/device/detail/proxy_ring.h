@@ -28,7 +28,7 @@
 
 namespace gicl {
 
-inline constexpr uint32_t kProxyRingVersion = 1;
+inline constexpr uint32_t kProxyRingVersion = 2;
 /// Most slots one operation takes (a put with a signal, both in long form).
 inline constexpr uint32_t kProxyMaxSlots = 4;
 
@@ -80,9 +80,12 @@ GICL_RING_HD bool proxy_word_committed(uint64_t word, uint64_t t, uint32_t size)
 //   kPutSignalSet/Add   a put slot, then a signal slot (each short or long): 2 to 4 slots
 //   kFence              peer (kProxyAllPeers: every peer)
 //   kNop                nothing (fills a reservation)
+//   kFifoSend           A host FIFO slot, B bytes (its payload in that slot of this rank's outbox)
+//   kFifoCredit         A host FIFO lane (a slot of it consumed here)
 //
 // Offsets are symmetric-heap offsets: src of a put and dst of a get are this rank's, the others
-// the peer's.
+// the peer's. The host FIFOs (proxy/staged_delivery.hpp) are the pipe collectives' message
+// slots in the staging area, where a kernel writes and reads pinned host memory itself.
 
 enum class ProxyOp : uint8_t {
   kNop = 0,
@@ -93,8 +96,10 @@ enum class ProxyOp : uint8_t {
   kPutSignalSet = 5,
   kPutSignalAdd = 6,
   kFence = 7,
+  kFifoSend = 8,
+  kFifoCredit = 9,
 };
-inline constexpr uint32_t kProxyOpCount = 8;
+inline constexpr uint32_t kProxyOpCount = 10;
 
 inline constexpr int kProxyPeerBits = 20;
 inline constexpr uint32_t kProxyAllPeers = (1u << kProxyPeerBits) - 1;
@@ -110,7 +115,7 @@ struct ProxyRequest {
   ProxyOp op;
   uint32_t slots;  // slots it took
   uint32_t peer;
-  uint64_t dst;  // kPut/kGet/kPutSignal*: the put's destination offset
+  uint64_t dst;  // kPut/kGet/kPutSignal*: the put's destination offset; kFifo*: slot or lane
   uint64_t src;
   uint64_t bytes;
   uint64_t signal;  // kSignal*/kPutSignal*: the signal word's offset at the peer
@@ -163,6 +168,15 @@ GICL_RING_HD uint32_t proxy_encode_signal(uint64_t* w, ProxyOp op, uint32_t peer
   w[2] = signal;
   w[3] = value & kProxyPayloadMask;
   return 2;
+}
+
+/// Encodes a host FIFO operation (kFifoSend: slot `index` holds `bytes`; kFifoCredit: lane
+/// `index`); one slot.
+GICL_RING_HD uint32_t proxy_encode_fifo(uint64_t* w, ProxyOp op, uint32_t peer, uint32_t index,
+                                        uint64_t bytes) {
+  w[0] = proxy_word0(op, false, peer, index);
+  w[1] = bytes & kProxyPayloadMask;
+  return 1;
 }
 
 /// Encodes a put followed by a signal into one reservation (2 to 4 slots).
@@ -246,6 +260,12 @@ GICL_RING_HD uint32_t proxy_decode(Load&& load, uint64_t t, uint32_t size, Proxy
       break;
     case ProxyOp::kFence:
     case ProxyOp::kNop:
+      at = 1;
+      break;
+    case ProxyOp::kFifoSend:
+    case ProxyOp::kFifoCredit:
+      out->dst = proxy_a_of(w[0]);
+      out->bytes = w[1];
       at = 1;
       break;
     default:
