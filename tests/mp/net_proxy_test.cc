@@ -58,7 +58,7 @@ StagingLayout test_layout(int n) {
 }
 
 Status open_rank(const bootstrap::UniqueIdData& id, int me, int n, size_t heap, int rings,
-                 bool staged, ProxyRank* r) {
+                 bool staged, ProxyRank* r, const StagingLayout* layout = nullptr) {
   GICL_CHECK(Bootstrap::create(id, me, n, nullptr, 30000, &r->bs));
   net::OpenArgs args;
   args.rank = me;
@@ -76,7 +76,7 @@ Status open_rank(const bootstrap::UniqueIdData& id, int me, int n, size_t heap, 
     a.heap = HeapView{reinterpret_cast<char*>(r->heap.data()), heap, r->region.get(), r->keys};
   } else {
     StagingView sv;
-    sv.layout = test_layout(n);
+    sv.layout = layout != nullptr ? *layout : test_layout(n);
     GICL_CHECK(sv.layout.check());
     r->staging.assign(sv.layout.bytes(), 0);
     GICL_CHECK(r->t->register_memory(r->staging.data(), r->staging.size(), net::MemKind::kHost,
@@ -261,6 +261,74 @@ INSTANTIATE_TEST_SUITE_P(Providers, ProxyRanks,
                                            Case{"tcp;ofi_rxm", 2, true},
                                            Case{"tcp;ofi_rxm", 3, true}, Case{"shm", 2, true}),
                          case_name);
+
+/// Host FIFOs (staged_delivery.hpp): rank 0 sends 200 messages of 1 to 4096 bytes to rank 1
+/// over 2 lanes of 2 slots, writing each into its outgoing slot only once rank 1 has credited the
+/// slot's previous message; rank 1 reads each when its slot's arrival count says it is there,
+/// checks every byte and credits it. Every count must end exact: 100 credits per lane at rank 0,
+/// 50 arrivals per slot at rank 1.
+TEST(ProxyHostFifos, MessagesLandBeforeTheirCountAndCreditsComeBack) {
+  REQUIRE_OFI();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  constexpr int kMessages = 200;
+  constexpr uint32_t kLanes = 2, kDepth = 2;
+  auto results = fork_ranks(2, [&](int me) {
+    use_provider("tcp;ofi_rxm");
+    ProxyRank r;
+    StagingLayout l = test_layout(2);
+    l.fifo_lanes = kLanes;
+    l.fifo_depth = kDepth;
+    l.fifo_slot = 4096;
+    RANK_OK(open_rank(id, me, 2, 4096, 1, true, &r, &l));
+    char* base = reinterpret_cast<char*>(r.staging.data());
+    auto counter = [&](size_t off) {
+      return __atomic_load_n(reinterpret_cast<const uint64_t*>(base + off), __ATOMIC_ACQUIRE);
+    };
+    auto bytes_of = [](int j) { return static_cast<size_t>(1 + (j * 997) % 4096); };
+    HostMem m;
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    for (int j = 0; j < kMessages; ++j) {
+      const uint32_t lane = j % kLanes;
+      const uint64_t msg = j / kLanes + 1;  // the message's number on its lane
+      const uint32_t k = lane * kDepth + static_cast<uint32_t>((msg - 1) % kDepth);
+      if (me == 0) {
+        while (msg > kDepth && counter(l.fifo_credit_offset(1, lane)) < msg - kDepth)
+          RANK_CHECK(std::chrono::steady_clock::now() < until, "message %d: no credit", j);
+        char* out = base + l.fifo_out_offset(1, k);
+        for (size_t i = 0; i < bytes_of(j); ++i) out[i] = static_cast<char>(pattern(j, 1, i));
+        RANK_CHECK(host_fifo(*r.rings[0], m, ProxyOp::kFifoSend, 1, k, bytes_of(j)) != ~0ull,
+                   "message %d posted", j);
+      } else {
+        while (counter(l.fifo_arrived_offset(0, k)) < (msg - 1) / kDepth + 1)
+          RANK_CHECK(std::chrono::steady_clock::now() < until, "message %d never came", j);
+        const char* in = base + l.fifo_in_offset(0, k);
+        for (size_t i = 0; i < bytes_of(j); ++i)
+          RANK_CHECK(in[i] == static_cast<char>(pattern(j, 1, i)),
+                     "message %d byte %zu wrong when counted", j, i);
+        RANK_CHECK(host_fifo(*r.rings[0], m, ProxyOp::kFifoCredit, 0, lane, 0) != ~0ull,
+                   "credit %d posted", j);
+      }
+    }
+    RANK_CHECK(r.rings[0]->quiet(), "quiet");
+    if (me == 0)
+      for (uint32_t lane = 0; lane < kLanes; ++lane) {
+        while (counter(l.fifo_credit_offset(1, lane)) < kMessages / kLanes)
+          RANK_CHECK(std::chrono::steady_clock::now() < until, "lane %u: credits missing", lane);
+        RANK_CHECK(counter(l.fifo_credit_offset(1, lane)) == kMessages / kLanes,
+                   "lane %u: %llu credits", lane,
+                   (unsigned long long)counter(l.fifo_credit_offset(1, lane)));
+      }
+    RANK_OK(r.bs->barrier());
+    if (me == 1)
+      for (uint32_t k = 0; k < kLanes * kDepth; ++k)
+        RANK_CHECK(counter(l.fifo_arrived_offset(0, k)) == kMessages / (kLanes * kDepth),
+                   "slot %u: %llu arrivals", k,
+                   (unsigned long long)counter(l.fifo_arrived_offset(0, k)));
+    return 0;
+  });
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
 
 /// Rank 1 exits without a word after connecting; rank 0 keeps putting to it. Its proxy fails
 /// naming rank 1 within GICL_NET_TIMEOUT (2 s here), the ring's failed word stops the producer,

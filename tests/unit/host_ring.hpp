@@ -101,6 +101,11 @@ inline uint64_t host_put_signal(HostRing& r, HostMem& m, bool add, uint32_t peer
   const uint32_t n = proxy_encode_put_signal(w, add, peer, dst, src, bytes, signal, value);
   return proxy_post(r.ring, w, n, m);
 }
+inline uint64_t host_fifo(HostRing& r, HostMem& m, ProxyOp op, uint32_t peer, uint32_t index,
+                          uint64_t bytes) {
+  uint64_t w[2];
+  return proxy_post(r.ring, w, proxy_encode_fifo(w, op, peer, index, bytes), m);
+}
 inline uint64_t host_fence(HostRing& r, HostMem& m, uint32_t peer) {
   const uint64_t w[2] = {proxy_word0(ProxyOp::kFence, false, peer, 0), 0};
   return proxy_post(r.ring, w, 1, m);
