@@ -133,8 +133,11 @@ __device__ inline void send_end(const gicl_device_comm_t& c, const CollScratch& 
     if (fifo_host(c, s, peer)) {
       // The block's stores into the host slot before the proxy sends it.
       dev::detail::fence_system();
-      dev::detail::net_fifo(c, ProxyOp::kFifoSend, peer,
-                            static_cast<uint32_t>(f.ch * kPipeSlots + (m - 1) % kPipeSlots), bytes);
+      // A post that found no room has reported itself; the channel stops at its next wait.
+      if (!dev::detail::net_fifo(c, ProxyOp::kFifoSend, peer,
+                                 static_cast<uint32_t>(f.ch * kPipeSlots + (m - 1) % kPipeSlots),
+                                 bytes))
+        f.fail = 1;
     } else if (fifo_network(c, peer)) {
       // The block's stores into the outbox before the proxy's copy engine reads it.
       dev::detail::fence_system();
@@ -203,7 +206,8 @@ __device__ inline const char* recv_begin(const gicl_device_comm_t& c, const Coll
   if (host) {
     copy_from_host(slot, s.fifo_in + slot_index(peer, f.ch, *m) * s.fifo_slot_bytes, bytes);
     __syncthreads();
-    if (threadIdx.x == 0) dev::detail::net_fifo(c, ProxyOp::kFifoCredit, peer, f.ch, 0);
+    if (threadIdx.x == 0 && !dev::detail::net_fifo(c, ProxyOp::kFifoCredit, peer, f.ch, 0))
+      f.fail = 1;
   }
   return slot;
 }

@@ -8,7 +8,11 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -179,6 +183,16 @@ Status OfiTransport::open(const OpenArgs& args) {
   if ((rc = fi_ep_bind(ep_, &av_->fid, 0)) != 0) return fi_fail("fi_ep_bind(av)", rc);
   if ((rc = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV)) != 0)
     return fi_fail("fi_ep_bind(cq)", rc);
+  if (std::strcmp(info_->fabric_attr->prov_name, "shm") == 0) {
+    // shm names an endpoint's shared-memory region after the process id by default, and a
+    // process killed before closing it leaves the region behind: a later process given the same
+    // id then fails fi_enable with EBUSY. A name of the process id and 64 random bits is unique.
+    std::random_device rd;
+    char name[64];
+    std::snprintf(name, sizeof(name), "gicl_%d_%08x%08x", static_cast<int>(getpid()), rd(), rd());
+    if ((rc = fi_setname(&ep_->fid, name, std::strlen(name) + 1)) != 0)
+      return fi_fail("fi_setname", rc);
+  }
   if ((rc = fi_enable(ep_)) != 0) return fi_fail("fi_enable", rc);
   size_t len = 0;
   rc = fi_getname(&ep_->fid, nullptr, &len);

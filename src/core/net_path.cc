@@ -40,16 +40,18 @@ namespace {
 constexpr uint32_t kRingSlots = 4096;
 
 // Staging per peer shrinks with the rank count so that the area stays near 16 MiB: 8 receive
-// slots of 256 KiB per peer up to 4 peers, at least 2. The host FIFOs take about 8 MiB each way
-// as well: slots of 64 KiB on 2 ranks, 32 KiB on 4, 4 KiB from 32 ranks.
-proxy::StagingLayout staging_layout(int nranks) {
+// slots of 256 KiB per peer up to 4 peers, at least 2. The host FIFOs take `fifo_bytes` each way
+// (GICL_NET_FIFO_SIZE, 32 MiB: slots of 256 KiB on 2 ranks, 128 KiB on 4, 4 KiB from 128 ranks;
+// on 2 x H200 over tcp;ofi_rxm, 256 KiB messages moved 128 MiB allreduces 1.6 x faster than
+// 64 KiB ones; a message is also at most the collectives' own slot, 256 KiB on 2 ranks).
+proxy::StagingLayout staging_layout(int nranks, size_t fifo_bytes) {
   proxy::StagingLayout l;
   l.nranks = nranks;
   l.recv_slots = static_cast<uint32_t>(std::clamp(32 / std::max(nranks, 1), 2, 8));
   l.fifo_lanes = HostFifos::kLanes;
   l.fifo_depth = HostFifos::kDepth;
-  const size_t per_slot = (size_t{8} << 20) / (size_t(std::max(nranks, 1)) * l.fifo_slots());
-  l.fifo_slot = static_cast<uint32_t>(std::clamp<size_t>(per_slot / 4096 * 4096, 4096, 64 << 10));
+  const size_t per_slot = fifo_bytes / (size_t(std::max(nranks, 1)) * l.fifo_slots());
+  l.fifo_slot = static_cast<uint32_t>(std::clamp<size_t>(per_slot / 4096 * 4096, 4096, 1 << 20));
   return l;
 }
 
@@ -95,7 +97,9 @@ Status open_path(gicl_comm* c, NetPath* n) {
   } else {
     n->staged = true;
     proxy::StagingView sv;
-    sv.layout = staging_layout(c->nranks);
+    int64_t fifo_bytes = 0;
+    GICL_CHECK(setting_int(Setting::kNetFifoSize, &fifo_bytes));
+    sv.layout = staging_layout(c->nranks, static_cast<size_t>(fifo_bytes));
     GICL_CHECK(sv.layout.check());
     // Mapped: kernels read and write the host FIFOs in it.
     GICL_CUDA_CHECK(cudaHostAlloc(&n->staging.p, sv.layout.bytes(),
