@@ -82,6 +82,10 @@ if [[ ${MPS:-1} == 1 && -x $tests/gpu_collectives ]] && command -v nvidia-cuda-m
     rows+=("(MPS daemon did not start: the shared-GPU tests did not run)")
   fi
 fi
+# The network collectives' second message path (the outbox and the proxy's copier), which
+# transports that register GPU memory take; gpu_collectives above ran the host FIFOs.
+[[ -x $tests/gpu_collectives ]] && run gpu_collectives_net_outbox env GICL_NET_HOST_FIFOS=0 \
+  "$tests/gpu_collectives" --gtest_filter='NetworkCollectives.*'
 for n in $ranks; do
   run "gicl-run-env-init-n$n" "$bin/gicl-run" -n "$n" --timeout 120 -- "$tests/env_rank"
 done
