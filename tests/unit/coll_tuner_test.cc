@@ -31,7 +31,8 @@ TEST(Tuner, AllReduceTableFollowsTheMeasuredCrossovers) {
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, 128 << 10, 64)).proto, Proto::kSimple);
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, 128 << 10, 8)).proto, Proto::kLL);
   // No load/store path to every rank: the pipe algorithms.
-  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, 2, false)).algo, Algorithm::kRing);
+  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, 2, false)).algo,
+            Algorithm::kRecursiveDoubling);
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, kMaxDirectRanks + 1)).algo,
             Algorithm::kRing);
 }
@@ -209,24 +210,31 @@ TEST(Tuner, BareAlgorithmNameAppliesWhereItExists) {
   EXPECT_EQ(choose(cfg, in(Collective::kAllToAll, 8)).algo, Algorithm::kRing);  // has none
 }
 
-// Some rank on the network path: every collective runs the ring through the pipe FIFOs, at every
-// size; a forced pipe algorithm still applies, a forced load/store or copy-engine one gives way.
-TEST(Tuner, NetworkPeersTakeTheRingForEveryCollective) {
+// Some rank on the network path: the pipe algorithms only. Recursive doubling for allreduce up
+// to 512 KiB (and allgather beyond 2 ranks), the ring above and for every other collective; a
+// forced pipe algorithm still applies, a forced load/store or copy-engine one gives way.
+TEST(Tuner, NetworkPeersTakeThePipeAlgorithms) {
   const TunerConfig none;
   for (int c = 0; c < kNumCollectives; ++c)
-    for (size_t b : {size_t{8}, size_t{1} << 20, size_t{1} << 30}) {
-      const Choice ch = choose(none, in(static_cast<Collective>(c), b, 4, false));
-      EXPECT_EQ(ch.algo, Algorithm::kRing) << collective_name(static_cast<Collective>(c)) << b;
-      EXPECT_EQ(ch.proto, Proto::kSimple);
-      EXPECT_TRUE(is_pipe(ch.algo));
-    }
+    for (size_t b : {size_t{8}, size_t{512} << 10, (size_t{512} << 10) + 8, size_t{1} << 30})
+      for (int n : {2, 4}) {
+        const auto coll = static_cast<Collective>(c);
+        const Choice ch = choose(none, in(coll, b, n, false));
+        const bool doubling =
+            b <= (size_t{512} << 10) &&
+            (coll == Collective::kAllReduce || (coll == Collective::kAllGather && n > 2));
+        EXPECT_EQ(ch.algo, doubling ? Algorithm::kRecursiveDoubling : Algorithm::kRing)
+            << collective_name(coll) << " " << b << " bytes, " << n << " ranks";
+        EXPECT_EQ(ch.proto, Proto::kSimple);
+        EXPECT_TRUE(is_pipe(ch.algo));
+      }
   TunerConfig cfg;
   ASSERT_TRUE(parse_algo_setting("allreduce:one_shot,allgather:recursive_doubling,"
                                  "alltoall:copy_engine,broadcast:send_recv",
                                  &cfg)
                   .ok());
   const Choice one_shot = choose(cfg, in(Collective::kAllReduce, 8, 4, false));
-  EXPECT_EQ(one_shot.algo, Algorithm::kRing);
+  EXPECT_EQ(one_shot.algo, Algorithm::kRecursiveDoubling);
   EXPECT_FALSE(one_shot.forced);
   EXPECT_EQ(choose(cfg, in(Collective::kAllGather, 8, 4, false)).algo,
             Algorithm::kRecursiveDoubling);
