@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The proxy's request ring with host threads as producers (the same header-only code kernels
-// run, with a host memory policy): every field round-trips in short and long form, a slot is read
+// run, with a host memory policy): every field round-trips in short and long form (host FIFO
+// operations too), a slot is read
 // only once all its words carry the ticket's lap, producers wait for room and never overwrite,
 // and many producers lose, duplicate and reorder nothing.
 #include <gtest/gtest.h>
@@ -71,6 +72,37 @@ TEST(ProxyRing, EveryFieldRoundTripsInShortAndLongForm) {
   EXPECT_EQ(checked, 5 * 5 * 5 * 3);
   EXPECT_EQ(rd.done(), rd.position());
   EXPECT_EQ(r.done, rd.position());
+}
+
+// Host FIFO operations: one slot carrying the slot (or lane) index and the byte count, read back
+// whole for every peer, index and size the encoding holds.
+TEST(ProxyRing, HostFifoOperationsRoundTrip) {
+  HostRing r(16);
+  RingReader rd = r.reader();
+  HostMem m;
+  int checked = 0;
+  for (ProxyOp op : {ProxyOp::kFifoSend, ProxyOp::kFifoCredit})
+    for (uint32_t peer : {0u, 7u, kProxyAllPeers - 1})
+      for (uint32_t index : {0u, 63u, 0x7fffu})
+        for (uint64_t bytes : {uint64_t{0}, uint64_t{1}, uint64_t{1} << 20, kProxyPayloadMask}) {
+          const uint64_t t = host_fifo(r, m, op, peer, index, bytes);
+          ASSERT_NE(t, ~uint64_t{0});
+          ProxyRequest q{};
+          uint64_t ticket = 0;
+          bool bad = false;
+          ASSERT_TRUE(rd.next(&q, &ticket, &bad));
+          EXPECT_FALSE(bad);
+          EXPECT_EQ(ticket, t);
+          EXPECT_EQ(q.op, op);
+          EXPECT_EQ(q.slots, 1u);
+          EXPECT_EQ(q.peer, peer);
+          EXPECT_EQ(q.dst, index);
+          EXPECT_EQ(q.bytes, bytes);
+          rd.complete(ticket);
+          ++checked;
+        }
+  EXPECT_EQ(checked, 2 * 3 * 3 * 4);
+  EXPECT_EQ(rd.done(), rd.position());
 }
 
 TEST(ProxyRing, AnOperationIsReadOnlyOnceEveryWordIsCommitted) {
