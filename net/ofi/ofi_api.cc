@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/ofi/ofi_api.hpp"
 
-#include <dlfcn.h>
-
 #include <string>
+
+#include "common/shared_library.hpp"
 
 namespace gicl::net {
 namespace {
@@ -13,30 +13,16 @@ struct Loaded {
   std::string error;  // empty when loaded
 };
 
-template <typename F>
-bool sym(void* lib, const char* name, F* out, std::string* error) {
-  *out = reinterpret_cast<F>(dlsym(lib, name));
-  if (*out == nullptr) *error = std::string("libfabric.so.1 lacks ") + name;
-  return *out != nullptr;
-}
-
 Loaded load() {
   Loaded l;
-  void* lib = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* e = dlerror();
-    l.error = std::string("cannot load libfabric.so.1 (") + (e != nullptr ? e : "?") +
-              "): install libfabric1 or choose another GICL_NET";
-    return l;
-  }
-  // The library stays loaded for the process's life: providers keep threads and handlers.
-  if (!sym(lib, "fi_version", &l.api.version, &l.error) ||
-      !sym(lib, "fi_getinfo", &l.api.getinfo, &l.error) ||
-      !sym(lib, "fi_freeinfo", &l.api.freeinfo, &l.error) ||
-      !sym(lib, "fi_dupinfo", &l.api.dupinfo, &l.error) ||
-      !sym(lib, "fi_fabric", &l.api.fabric, &l.error) ||
-      !sym(lib, "fi_strerror", &l.api.strerror, &l.error))
-    return l;
+  SharedLibrary lib("libfabric.so.1", "install libfabric1 or choose another GICL_NET");
+  const bool found = lib.loaded() && lib.sym("fi_version", &l.api.version) &&
+                     lib.sym("fi_getinfo", &l.api.getinfo) &&
+                     lib.sym("fi_freeinfo", &l.api.freeinfo) &&
+                     lib.sym("fi_dupinfo", &l.api.dupinfo) && lib.sym("fi_fabric", &l.api.fabric) &&
+                     lib.sym("fi_strerror", &l.api.strerror);
+  l.error = lib.error();
+  if (!found) return l;
   const uint32_t v = l.api.version();
   if (v < FI_VERSION(1, 17)) {
     l.error = "libfabric " + std::to_string(FI_MAJOR(v)) + "." + std::to_string(FI_MINOR(v)) +

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/verbs_api.hpp"
 
-#include <dlfcn.h>
-
 #include <atomic>
 #include <string>
+
+#include "common/shared_library.hpp"
 
 namespace gicl {
 namespace {
@@ -14,43 +14,24 @@ struct Loaded {
   std::string error;  // empty when loaded
 };
 
-template <typename F>
-bool sym(void* lib, const char* name, F* out, std::string* error, bool required = true) {
-  *out = reinterpret_cast<F>(dlsym(lib, name));
-  if (*out == nullptr && required) *error = std::string("libibverbs.so.1 lacks ") + name;
-  return *out != nullptr || !required;
-}
-
 Loaded load() {
   Loaded l;
-  void* lib = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* e = dlerror();
-    l.error = std::string("cannot load libibverbs.so.1 (") + (e != nullptr ? e : "?") +
-              "): install rdma-core (libibverbs1)";
-    return l;
-  }
-  // Loaded for the process's life: providers keep state behind every open device.
+  SharedLibrary lib("libibverbs.so.1", "install rdma-core (libibverbs1)");
   VerbsApi& a = l.api;
-  // Stops at the first missing symbol, which l.error names.
-  (void)(sym(lib, "ibv_get_device_list", &a.get_device_list, &l.error) &&
-         sym(lib, "ibv_free_device_list", &a.free_device_list, &l.error) &&
-         sym(lib, "ibv_get_device_name", &a.get_device_name, &l.error) &&
-         sym(lib, "ibv_get_device_guid", &a.get_device_guid, &l.error) &&
-         sym(lib, "ibv_open_device", &a.open_device, &l.error) &&
-         sym(lib, "ibv_close_device", &a.close_device, &l.error) &&
-         sym(lib, "ibv_query_device", &a.query_device, &l.error) &&
-         sym(lib, "ibv_query_gid", &a.query_gid, &l.error) &&
-         sym(lib, "ibv_alloc_pd", &a.alloc_pd, &l.error) &&
-         sym(lib, "ibv_dealloc_pd", &a.dealloc_pd, &l.error) &&
-         sym(lib, "ibv_reg_mr", &a.reg_mr, &l.error) &&
-         sym(lib, "ibv_reg_dmabuf_mr", &a.reg_dmabuf_mr, &l.error, false) &&
-         sym(lib, "ibv_dereg_mr", &a.dereg_mr, &l.error) &&
-         sym(lib, "ibv_create_cq", &a.create_cq, &l.error) &&
-         sym(lib, "ibv_destroy_cq", &a.destroy_cq, &l.error) &&
-         sym(lib, "ibv_create_qp", &a.create_qp, &l.error) &&
-         sym(lib, "ibv_modify_qp", &a.modify_qp, &l.error) &&
-         sym(lib, "ibv_destroy_qp", &a.destroy_qp, &l.error));
+  (void)(lib.loaded() && lib.sym("ibv_get_device_list", &a.get_device_list) &&
+         lib.sym("ibv_free_device_list", &a.free_device_list) &&
+         lib.sym("ibv_get_device_name", &a.get_device_name) &&
+         lib.sym("ibv_get_device_guid", &a.get_device_guid) &&
+         lib.sym("ibv_open_device", &a.open_device) &&
+         lib.sym("ibv_close_device", &a.close_device) &&
+         lib.sym("ibv_query_device", &a.query_device) && lib.sym("ibv_query_gid", &a.query_gid) &&
+         lib.sym("ibv_alloc_pd", &a.alloc_pd) && lib.sym("ibv_dealloc_pd", &a.dealloc_pd) &&
+         lib.sym("ibv_reg_mr", &a.reg_mr) &&
+         lib.sym("ibv_reg_dmabuf_mr", &a.reg_dmabuf_mr, false) &&
+         lib.sym("ibv_dereg_mr", &a.dereg_mr) && lib.sym("ibv_create_cq", &a.create_cq) &&
+         lib.sym("ibv_destroy_cq", &a.destroy_cq) && lib.sym("ibv_create_qp", &a.create_qp) &&
+         lib.sym("ibv_modify_qp", &a.modify_qp) && lib.sym("ibv_destroy_qp", &a.destroy_qp));
+  l.error = lib.error();
   return l;
 }
 
