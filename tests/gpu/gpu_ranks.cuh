@@ -4,6 +4,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "common/cuda.hpp"
 #include "gicl/gicl.h"
@@ -30,6 +32,19 @@ inline int visible_gpus() {
     cudaError_t e_ = (expr);                                                \
     RANK_CHECK(e_ == cudaSuccess, "%s: %s", #expr, cudaGetErrorString(e_)); \
   } while (0)
+
+/// The network path over libfabric's tcp;ofi_rxm on loopback for rank r of n, made "remote" as
+/// `how` says: "p2p_disable" (every peer through the network) or "hostid" (ranks [0, n/2) one
+/// node, the others another); any other `how` leaves the machine's own node identity.
+inline void use_network_path(const std::string& how, int n, int r) {
+  setenv("GICL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+  setenv("FI_TCP_IFACE", "lo", 1);
+  setenv("GICL_NET", "OFI", 1);
+  unsetenv("GICL_P2P_DISABLE");
+  unsetenv("GICL_HOSTID");
+  if (how == "p2p_disable") setenv("GICL_P2P_DISABLE", "1", 1);
+  if (how == "hostid") setenv("GICL_HOSTID", r < n / 2 ? "node-a" : "node-b", 1);
+}
 
 /// Rank r of n on GPU r % gpus.
 inline int init_on_gpu(gicl_unique_id_t id, int nranks, int rank, gicl_comm_t* comm) {

@@ -26,19 +26,6 @@
 namespace gicl::test {
 namespace {
 
-/// Sets the network path's variables for `how` ("p2p_disable": every peer through the network;
-/// "hostid": ranks [0, n/2) one node, the rest another). `on` false clears the path's choice.
-void network_env(const std::string& how, int n, int r, bool on) {
-  setenv("GICL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
-  setenv("FI_TCP_IFACE", "lo", 1);
-  setenv("GICL_NET", "OFI", 1);
-  unsetenv("GICL_P2P_DISABLE");
-  unsetenv("GICL_HOSTID");
-  if (!on) return;
-  if (how == "p2p_disable") setenv("GICL_P2P_DISABLE", "1", 1);
-  if (how == "hostid") setenv("GICL_HOSTID", r < n / 2 ? "node-a" : "node-b", 1);
-}
-
 /// Random floats through the ring on `nvlink` and on `net`: the same bytes.
 int same_as_nvlink(gicl_comm_t nvlink, gicl_comm_t net, int me, int n, uint32_t seed,
                    cudaStream_t s) {
@@ -142,11 +129,11 @@ int send_is_refused(gicl_comm_t comm, int me, int n, cudaStream_t s) {
 int run_rank(gicl_unique_id_t id, int n, int r, const std::string& how, uint32_t seed) {
   setenv("GICL_COLL_SCRATCH_SIZE", "1M", 1);
   setenv("GICL_WAIT_TIMEOUT", "60000", 1);
-  network_env(how, n, r, false);
+  use_network_path("", n, r);
   gicl_comm_t nvlink;
   if (init_on_gpu(id, n, r, &nvlink)) return 1;
   RANK_CHECK(nvlink->net == nullptr, "the NVLink communicator opened a network path");
-  network_env(how, n, r, true);
+  use_network_path(how, n, r);
   gicl_comm_t net;
   if (fresh_comm(nvlink, r, &net)) return 1;
   RANK_CHECK(net->net != nullptr, "no network path opened (%s)", how.c_str());
@@ -158,9 +145,9 @@ int run_rank(gicl_unique_id_t id, int n, int r, const std::string& how, uint32_t
       return 2;
   setenv("GICL_ALGO", "ring", 1);
   gicl_comm_t ring_nvlink, ring_net;
-  network_env(how, n, r, false);
+  use_network_path("", n, r);
   if (fresh_comm(nvlink, r, &ring_nvlink)) return 3;
-  network_env(how, n, r, true);
+  use_network_path(how, n, r);
   if (fresh_comm(nvlink, r, &ring_net)) return 3;
   // The tuner reads GICL_ALGO at a communicator's first collective, inside same_as_nvlink.
   if (same_as_nvlink(ring_nvlink, ring_net, r, n, seed, s)) return 4;

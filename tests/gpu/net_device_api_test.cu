@@ -82,13 +82,8 @@ __global__ void check_signalled(gicl_device_comm_t c, Bufs b, unsigned long long
 }
 
 int run_rank(gicl_unique_id_t id, int n, int r, const char* how) {
-  setenv("GICL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
-  setenv("FI_TCP_IFACE", "lo", 1);
-  setenv("GICL_NET", "OFI", 1);
+  use_network_path(how, n, r);
   setenv("GICL_WAIT_TIMEOUT", "60000", 1);
-  if (std::string(how) == "p2p_disable") setenv("GICL_P2P_DISABLE", "1", 1);
-  if (std::string(how) == "hostid")
-    setenv("GICL_HOSTID", r < n / 2 ? "node-a" : "node-b", 1);  // 2 ranks per node with 4
   gicl_comm_t comm;
   if (init_on_gpu(id, n, r, &comm)) return 1;
   RANK_CHECK(comm->net != nullptr, "no network path opened (%s)", how);

@@ -21,9 +21,7 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put(const DeviceComm& c, void* dst, const void* src, size_t bytes,
                                     int pe) {
   if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    if (detail::scope_leader<S>())
-      detail::net_put(c, *q, dst, src, bytes, nullptr, 0, false, pe, true, GICL_OP_PUT);
-    detail::scope_sync<S>();
+    detail::net_put_scoped<S>(c, *q, dst, src, bytes, nullptr, 0, false, pe, true, GICL_OP_PUT);
     return;
   }
   void* p = detail::route(c, GICL_OP_PUT, dst, bytes, pe);
@@ -36,9 +34,7 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_nbi(const DeviceComm& c, void* dst, const void* src,
                                         size_t bytes, int pe) {
   if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    if (detail::scope_leader<S>())
-      detail::net_put(c, *q, dst, src, bytes, nullptr, 0, false, pe, false, GICL_OP_PUT);
-    detail::scope_sync<S>();
+    detail::net_put_scoped<S>(c, *q, dst, src, bytes, nullptr, 0, false, pe, false, GICL_OP_PUT);
     return;
   }
   put<S>(c, dst, src, bytes, pe);

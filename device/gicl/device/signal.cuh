@@ -19,10 +19,8 @@ __device__ __forceinline__ void put_signal(const DeviceComm& c, void* dst, const
                                            size_t bytes, uint64_t* sig, uint64_t value, SignalOp op,
                                            int pe) {
   if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    if (detail::scope_leader<S>())
-      detail::net_put(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, true,
-                      GICL_OP_PUT_SIGNAL);
-    detail::scope_sync<S>();
+    detail::net_put_scoped<S>(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, true,
+                              GICL_OP_PUT_SIGNAL);
     return;
   }
   void* p = detail::route(c, GICL_OP_PUT_SIGNAL, dst, bytes, pe);
@@ -41,10 +39,8 @@ __device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, void* dst, c
                                                size_t bytes, uint64_t* sig, uint64_t value,
                                                SignalOp op, int pe) {
   if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    if (detail::scope_leader<S>())
-      detail::net_put(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, false,
-                      GICL_OP_PUT_SIGNAL);
-    detail::scope_sync<S>();
+    detail::net_put_scoped<S>(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, false,
+                              GICL_OP_PUT_SIGNAL);
     return;
   }
   put_signal<S>(c, dst, src, bytes, sig, value, op, pe);
@@ -109,14 +105,7 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, Qp, void* dst, const void* src,
                                                size_t bytes, uint64_t* sig, uint64_t value,
                                                SignalOp op, int pe) {
-  if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    if (detail::scope_leader<S>())
-      detail::net_put(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, false,
-                      GICL_OP_PUT_SIGNAL);
-    detail::scope_sync<S>();
-    return;
-  }
-  put_signal<S>(c, dst, src, bytes, sig, value, op, pe);
+  put_signal_nbi<S>(c, dst, src, bytes, sig, value, op, pe);
 }
 __device__ __forceinline__ void signal(const DeviceComm& c, Qp, uint64_t* sig, uint64_t value,
                                        SignalOp op, int pe) {

@@ -5,6 +5,18 @@
 
 namespace detail {
 
+/// The network path of put, put_nbi, put_signal and put_signal_nbi: the scope's leader posts the
+/// request (a put with signal where `sig` is set), then the scope meets; `wait`: the leader
+/// returns once it is complete at the target.
+template <Scope S>
+__device__ __forceinline__ void net_put_scoped(const DeviceComm& c, const ProxyRing& q, void* dst,
+                                               const void* src, size_t bytes, uint64_t* sig,
+                                               uint64_t value, bool add, int pe, bool wait,
+                                               uint32_t op) {
+  if (scope_leader<S>()) net_put(c, q, dst, src, bytes, sig, value, add, pe, wait, op);
+  scope_sync<S>();
+}
+
 /// Loads for scope_copy: a peer's memory (get) is read with ld.global.cg so that no stale copy
 /// stays in L1; a local source (put) may be anywhere, stack and shared memory included.
 template <bool kPeerSrc, typename T>
