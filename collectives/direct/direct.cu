@@ -513,14 +513,47 @@ __global__ void __launch_bounds__(kThreads)
           multimem_st(a.mc + base + p * 16, reinterpret_cast<const uint4*>(send + lo * esize)[p]);
       }
       break;
-    case DirectKind::kBroadcast:
-      if (me != a.root) {
-        const char* src = window<const char>(c, s, a.root, peers[a.root].src_off);
-        copy_slice(recv + lo * esize, src + lo * esize, b);
-      } else if (recv != send) {
-        copy_slice(recv + lo * esize, send + lo * esize, b);
+    case DirectKind::kBroadcast: {
+      if (me == a.root) {
+        if (recv != send) copy_slice(recv + lo * esize, send + lo * esize, b);
+        break;
       }
-      break;
+      // Scatter and allgather in one pass: the non-roots split the slice, each reads its part
+      // from the root once and writes it to its own buffer and to every non-root that published
+      // a destination window (its receive buffer, or its staging where it unstages). The root's
+      // egress is the slice once, not once per peer. A rank without a destination window
+      // receives no pushes: it reads the rest from the root too.
+      const char* src = window<const char>(c, s, a.root, peers[a.root].src_off) + lo * esize;
+      size_t plo, plen;
+      partition_packs(len, n - 1, (me - a.root - 1 + n) % n, esize, &plo, &plen);
+      __shared__ char* dsts[kMaxDirectRanks];
+      __shared__ int nd;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        nd = 0;
+        dsts[nd++] = recv + (lo + plo) * esize;
+        for (int k = 1; k < n; ++k) {
+          const int j = (me + k) % n;  // next peer first: spread the traffic
+          if (j != a.root && peers[j].dst_off != kNoWindow)
+            dsts[nd++] = window<char>(c, s, j, peers[j].dst_off) + (lo + plo) * esize;
+        }
+      }
+      __syncthreads();
+      fanout_copy(dsts, nd, src + plo * esize, plen * esize);
+      const size_t after = plo + plen;
+      if (a.dst_off == kNoWindow) {
+        copy_slice(recv + lo * esize, src, plo * esize);
+        copy_slice(recv + (lo + after) * esize, src + after * esize, (len - after) * esize);
+      }
+      if (!a.unstage_dst) break;
+      // The peers' parts arrived in the staging: after the exit barrier, into recv.
+      if (!exit_to_unstage(c, s, a, e, &fail)) return;
+      const char* stage = window<const char>(c, s, me, a.dst_off) + lo * esize;
+      copy_slice(recv + lo * esize, stage, plo * esize);
+      copy_slice(recv + (lo + after) * esize, stage + after * esize, (len - after) * esize);
+      finish_epoch(c, s, e);
+      return;
+    }
     case DirectKind::kAllToAll: {
       if constexpr (kSwap) {
         __shared__ SwapBuffers buf;

@@ -64,8 +64,10 @@ DirectPlan plan_direct(const DirectCall& c) {
   // The destination window: two-shot pushes its results there (else into staging); allgather
   // and alltoall peers push into it instead of this rank pulling. Not for an in-place alltoall:
   // peers would overwrite blocks this rank has yet to send.
+  // A broadcast's non-roots receive their peers' parts of the root's buffer there.
   const bool wants_dst = k == DirectKind::kTwoShot || k == DirectKind::kAllGather || is_nvls(k) ||
-                         (k == DirectKind::kAllToAll && !c.send_is_recv);
+                         (k == DirectKind::kAllToAll && !c.send_is_recv) ||
+                         (k == DirectKind::kBroadcast && c.rank != c.root);
   p.dst_zero = wants_dst && c.recv_window != kNoWindow;
   // Two-shot, reduce-scatter and alltoall push a staged (or in-place alltoall) buffer's blocks
   // into the peers' inboxes (their staging) rather than copying it into this rank's staging.
@@ -77,6 +79,12 @@ DirectPlan plan_direct(const DirectCall& c) {
   p.stage_src = !p.src_zero && !p.pushes && k != DirectKind::kNvlsAllGather &&
                 !(k == DirectKind::kBroadcast && c.rank != c.root);
   p.piece = piece_of(c, p);
+  // A broadcast's non-root without a receive window takes its peers' pushes in its staging and
+  // copies them out, where its pieces fit there anyway (the root cuts them so when it stages;
+  // a larger piece would part from the root's cut).
+  if (k == DirectKind::kBroadcast && c.rank != c.root && !p.dst_zero &&
+      p.piece <= c.stage_bytes / c.esize)
+    p.unstage = true;
   // An in-place alltoall that spans several pieces trades blocks in place where every rank's
   // buffer is a window (direct.cu, swap_blocks), in the same pieces as push mode, so that ranks
   // with other buffer kinds pair the same launches. Within one piece the push is faster; where

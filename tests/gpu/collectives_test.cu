@@ -296,6 +296,78 @@ int in_place_alltoall(gicl_comm_t world, int me, int n, uint32_t seed, cudaStrea
   return 0;
 }
 
+/// The direct broadcast with receive buffers of mixed kinds: even ranks receive into symmetric
+/// memory (their peers push their parts there), odd ranks into cudaMalloc memory (their peers
+/// push into their staging, copied out after the exit barrier, or, where a piece exceeds the
+/// staging, nobody pushes and they read every part from the root). Every root in turn, in place
+/// at the root and not, sizes that split unevenly among the non-roots. Ranks cut pieces alike
+/// only where their buffers agree on staging: the sizes above the 1 MiB staging pass symmetric
+/// send buffers everywhere, out of place.
+int mixed_broadcast(gicl_comm_t world, int me, int n, cudaStream_t s) {
+  if (n < 3) return 0;
+  setenv("GICL_ALGO", "broadcast:direct", 1);
+  setenv("GICL_PROTO", "SIMPLE", 1);
+  gicl_comm_t comm;
+  if (fresh_comm(world, me, &comm)) return 1;
+  unsetenv("GICL_ALGO");
+  unsetenv("GICL_PROTO");
+  auto value = [](int root, size_t i) {
+    return static_cast<uint32_t>((static_cast<size_t>(root) * 2654435761u + i * 40503u) ^ i);
+  };
+  for (size_t count : {size_t{1}, size_t{13}, size_t{4099}, size_t{200003}, size_t{1000003}}) {
+    const bool big = count * 4 > (size_t{1} << 20);
+    uint32_t *sym = nullptr, *dev = nullptr;
+    RANK_OK(gicl_mem_alloc(comm, count * 4, reinterpret_cast<void**>(&sym)));
+    RANK_CUDA(cudaMalloc(&dev, count * 4));
+    uint32_t* buf = me % 2 == 0 ? sym : dev;
+    std::vector<uint32_t> h(count);
+    for (int root = 0; root < n; ++root)
+      for (bool in_place : {false, true}) {
+        if (big && in_place) continue;
+        uint32_t* send = in_place ? buf : (me == root || big ? sym : nullptr);
+        if (me == root) {
+          for (size_t i = 0; i < count; ++i) h[i] = value(root, i);
+          RANK_CUDA(cudaMemcpy(in_place ? buf : sym, h.data(), count * 4, cudaMemcpyHostToDevice));
+          if (!in_place) RANK_CUDA(cudaMemset(dev, 0xee, count * 4));
+        } else {
+          RANK_CUDA(cudaMemset(buf, 0xee, count * 4));
+        }
+        uint32_t* recv = me == root && !in_place ? dev : buf;
+        RANK_OK(gicl_broadcast(send, recv, count, gicl_uint32, root, comm, s));
+        RANK_CUDA(cudaStreamSynchronize(s));
+        RANK_CUDA(cudaMemcpy(h.data(), recv, count * 4, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < count; ++i)
+          RANK_CHECK(h[i] == value(root, i),
+                     "mixed broadcast, count %zu root %d%s: element %zu is %08x (want %08x)",
+                     count, root, in_place ? " in place" : "", i, h[i], value(root, i));
+      }
+    RANK_CUDA(cudaFree(dev));
+    RANK_OK(gicl_mem_free(comm, sym));
+  }
+  // Every buffer cudaMalloc'd, three pieces of the staging: the non-roots take their peers' parts
+  // in their staging piece by piece.
+  const size_t count = 600001;
+  uint32_t *send = nullptr, *recv = nullptr;
+  RANK_CUDA(cudaMalloc(&send, count * 4));
+  RANK_CUDA(cudaMalloc(&recv, count * 4));
+  std::vector<uint32_t> h(count);
+  for (int root = 0; root < n; ++root) {
+    for (size_t i = 0; i < count; ++i) h[i] = value(root, i);
+    RANK_CUDA(cudaMemcpy(send, h.data(), count * 4, cudaMemcpyHostToDevice));
+    RANK_CUDA(cudaMemset(recv, 0xee, count * 4));
+    RANK_OK(gicl_broadcast(send, recv, count, gicl_uint32, root, comm, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    RANK_CUDA(cudaMemcpy(h.data(), recv, count * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; ++i)
+      RANK_CHECK(h[i] == value(root, i), "staged broadcast, root %d: element %zu is %08x", root, i,
+                 h[i]);
+  }
+  RANK_CUDA(cudaFree(send));
+  RANK_CUDA(cudaFree(recv));
+  RANK_OK(gicl_comm_destroy(comm));
+  return 0;
+}
+
 /// Every entry point refuses bad input with GICL_INVALID_ARGUMENT and enqueues nothing.
 int bad_input(gicl_comm_t comm, int me, int n, cudaStream_t s) {
   float* d = nullptr;
@@ -437,6 +509,7 @@ TEST_P(Collectives, EveryAlgorithmTypeAndReduction) {
         if (stress(world, r, n, s)) return 6;
         if (push_stress(world, r, n, s)) return 10;
         if (in_place_alltoall(world, r, n, seed, s)) return 13;
+        if (mixed_broadcast(world, r, n, s)) return 14;
         if (dependent_launch(world, r, n, s)) return 9;
         if (copy_engine(world, r, n, s)) return 12;
         if (point_to_point(world, r, n, s)) return 7;

@@ -97,6 +97,33 @@ TEST(DirectPlan, ABroadcastNonRootCutsAsTheRootWould) {
   EXPECT_EQ(p.piece, kStage / 4);
 }
 
+// Non-roots take pushes of their peers' parts into a symmetric receive buffer; the root writes
+// its own and takes none, so it publishes no destination window.
+TEST(DirectPlan, ABroadcastNonRootWithASymmetricReceiveBufferTakesPushes) {
+  DirectCall c = call(DirectKind::kBroadcast, 1 << 20, true);
+  c.root = 0;
+  char send[64], recv[64];
+  DirectPlan p = plan_direct(c);
+  EXPECT_TRUE(p.dst_zero);
+  EXPECT_EQ(piece_args(c, p, send, recv, 0).dst_off, c.recv_window);
+  c.root = c.rank;
+  p = plan_direct(c);
+  EXPECT_FALSE(p.dst_zero);
+  EXPECT_EQ(piece_args(c, p, send, recv, 0).dst_off, kNoWindow);
+  c.root = 0;
+  // A cudaMalloc receive buffer: pushes go to its staging where its pieces fit there, as they do
+  // where its send buffer (standing for the root's) is staged too.
+  c.recv_window = kNoWindow;
+  p = plan_direct(c);
+  EXPECT_FALSE(p.dst_zero);
+  EXPECT_FALSE(p.unstage);  // a symmetric send buffer: one piece of 4 MiB, more than the staging
+  c.send_window = kNoWindow;
+  p = plan_direct(c);
+  EXPECT_TRUE(p.unstage);
+  EXPECT_EQ(p.piece, kStage / 4);
+  EXPECT_TRUE(piece_args(c, p, send, recv, 0).unstage_dst);
+}
+
 TEST(DirectPlan, AllgatherCopiesItsOwnBlockOnExtraBlocksFromOneMiB) {
   DirectCall c = call(DirectKind::kAllGather, 1 << 18, true);  // 1 MiB rank blocks
   EXPECT_EQ(plan_direct(c).local_blocks, kLocalBlocks);
