@@ -81,8 +81,8 @@ DirectPlan plan_direct(const DirectCall& c) {
   p.piece = piece_of(c, p);
   // A broadcast's non-root without a receive window takes its peers' pushes in its staging and
   // copies them out, where its pieces fit there anyway (the root cuts them so when it stages;
-  // a larger piece would part from the root's cut).
-  if (k == DirectKind::kBroadcast && c.rank != c.root && !p.dst_zero &&
+  // a larger piece would part from the root's cut). Two ranks have no peers to push.
+  if (k == DirectKind::kBroadcast && c.rank != c.root && !p.dst_zero && c.nranks > 2 &&
       p.piece <= c.stage_bytes / c.esize)
     p.unstage = true;
   // An in-place alltoall that spans several pieces trades blocks in place where every rank's

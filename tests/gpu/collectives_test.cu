@@ -338,8 +338,8 @@ int mixed_broadcast(gicl_comm_t world, int me, int n, cudaStream_t s) {
         RANK_CUDA(cudaMemcpy(h.data(), recv, count * 4, cudaMemcpyDeviceToHost));
         for (size_t i = 0; i < count; ++i)
           RANK_CHECK(h[i] == value(root, i),
-                     "mixed broadcast, count %zu root %d%s: element %zu is %08x (want %08x)",
-                     count, root, in_place ? " in place" : "", i, h[i], value(root, i));
+                     "mixed broadcast, count %zu root %d%s: element %zu is %08x (want %08x)", count,
+                     root, in_place ? " in place" : "", i, h[i], value(root, i));
       }
     RANK_CUDA(cudaFree(dev));
     RANK_OK(gicl_mem_free(comm, sym));
