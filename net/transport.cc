@@ -6,6 +6,9 @@
 #ifdef GICL_HAVE_OFI
 #include "net/ofi/ofi_transport.hpp"
 #endif
+#ifdef GICL_HAVE_VERBS
+#include "net/verbs/verbs_transport.hpp"
+#endif
 
 namespace gicl::net {
 
@@ -48,7 +51,11 @@ Status open_transport(Backend backend, const OpenArgs& args_in, std::unique_ptr<
       break;
 #endif
     case Backend::kVerbs:
+#ifdef GICL_HAVE_VERBS
+      return open_verbs(args, out);
+#else
       break;
+#endif
   }
   return GICL_FAIL(GICL_UNSUPPORTED, "net: the %s backend is not built", backend_name(backend));
 }

@@ -39,6 +39,9 @@ struct DriverApi {
   PFN_cuMulticastGetGranularity_v12010 cuMulticastGetGranularity;
   // Stream memory operations; null where the driver lacks them. The copy-engine proxy needs it.
   PFN_cuStreamWriteValue64_v11070 cuStreamWriteValue64;
+  // A DMA-BUF file descriptor for device memory; null where the driver lacks it. The verbs
+  // backend registers GPU memory with the NIC through it (ibv_reg_dmabuf_mr).
+  PFN_cuMemGetHandleForAddressRange_v11070 cuMemGetHandleForAddressRange;
 };
 
 /// The driver API, or GICL_UNSUPPORTED when no usable driver is installed.

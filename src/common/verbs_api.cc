@@ -25,12 +25,13 @@ Loaded load() {
          lib.sym("ibv_open_device", &a.open_device) &&
          lib.sym("ibv_close_device", &a.close_device) &&
          lib.sym("ibv_query_device", &a.query_device) && lib.sym("ibv_query_gid", &a.query_gid) &&
-         lib.sym("ibv_alloc_pd", &a.alloc_pd) && lib.sym("ibv_dealloc_pd", &a.dealloc_pd) &&
-         lib.sym("ibv_reg_mr", &a.reg_mr) &&
+         lib.sym("ibv_query_port", &a.query_port) && lib.sym("ibv_alloc_pd", &a.alloc_pd) &&
+         lib.sym("ibv_dealloc_pd", &a.dealloc_pd) && lib.sym("ibv_reg_mr", &a.reg_mr) &&
          lib.sym("ibv_reg_dmabuf_mr", &a.reg_dmabuf_mr, false) &&
          lib.sym("ibv_dereg_mr", &a.dereg_mr) && lib.sym("ibv_create_cq", &a.create_cq) &&
          lib.sym("ibv_destroy_cq", &a.destroy_cq) && lib.sym("ibv_create_qp", &a.create_qp) &&
-         lib.sym("ibv_modify_qp", &a.modify_qp) && lib.sym("ibv_destroy_qp", &a.destroy_qp));
+         lib.sym("ibv_modify_qp", &a.modify_qp) && lib.sym("ibv_destroy_qp", &a.destroy_qp) &&
+         lib.sym("ibv_wc_status_str", &a.wc_status_str));
   l.error = lib.error();
   return l;
 }

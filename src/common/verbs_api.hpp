@@ -20,6 +20,8 @@ struct VerbsApi {
   ibv_context* (*open_device)(ibv_device* device);
   int (*close_device)(ibv_context* context);
   int (*query_device)(ibv_context* context, ibv_device_attr* attr);
+  // The exported ibv_query_port (the header's inline wraps it): fills the whole ibv_port_attr.
+  int (*query_port)(ibv_context* context, uint8_t port, ibv_port_attr* attr);
   int (*query_gid)(ibv_context* context, uint8_t port, int index, ibv_gid* gid);
   ibv_pd* (*alloc_pd)(ibv_context* context);
   int (*dealloc_pd)(ibv_pd* pd);
@@ -33,6 +35,7 @@ struct VerbsApi {
   ibv_qp* (*create_qp)(ibv_pd* pd, ibv_qp_init_attr* attr);
   int (*modify_qp)(ibv_qp* qp, ibv_qp_attr* attr, int mask);
   int (*destroy_qp)(ibv_qp* qp);
+  const char* (*wc_status_str)(ibv_wc_status status);
 };
 
 /// The loaded table (or the test's), or GICL_UNSUPPORTED saying why rdma-core could not be loaded.

@@ -3,7 +3,8 @@
 // one node (P2P); GICL_P2P_DISABLE=1, or a different GICL_HOSTID per rank (node emulation), puts
 // the peer on the network path, which the node team and the operations that need a transport
 // show (with a network path open, queue pairs map to its ring; without, they are refused naming
-// the peer).
+// the peer). GICL_NET=VERBS on a machine without an RDMA device fails the communicator's init
+// saying so on every rank.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include "core/comm.hpp"
 #include "gicl/gicl.h"
 #include "gpu/gpu_ranks.cuh"
+#include "topology/rdma_devices.hpp"
 
 namespace gicl::test {
 namespace {
@@ -52,6 +54,30 @@ TEST(NetworkPaths, P2pDisableAndHostIdPutThePeerOnTheNetwork) {
   EXPECT_EQ(node_team_size(How::kDefault), 2);
   EXPECT_EQ(node_team_size(How::kP2pDisable), 1);
   EXPECT_EQ(node_team_size(How::kHostId), 1);
+}
+
+TEST(NetworkPaths, VerbsWithoutAnRdmaDeviceFailsInitSayingSo) {
+  REQUIRE_GPUS(2);
+  std::vector<RdmaDevice> devs;
+  ASSERT_TRUE(list_rdma_devices(&devs).ok());
+  if (!devs.empty()) GTEST_SKIP() << "this machine has an RDMA device (" << devs[0].name << ")";
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+  auto results = fork_ranks(2, [&](int r) {
+    setenv("GICL_P2P_DISABLE", "1", 1);
+    setenv("GICL_NET", "VERBS", 1);
+    RANK_CUDA(cudaSetDevice(r % cuda_device_count()));
+    gicl_comm_t comm = nullptr;
+    const gicl_result_t rc = gicl_comm_init_rank(&comm, 2, id, r);
+    RANK_CHECK(rc == GICL_UNSUPPORTED || rc == GICL_REMOTE_ERROR, "init with GICL_NET=VERBS: %d",
+               rc);
+    const std::string why = gicl_get_last_error();
+    RANK_CHECK(
+        why.find("RDMA device") != std::string::npos || why.find("rdma-core") != std::string::npos,
+        "the error does not say why: %s", why.c_str());
+    return 0;
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 }  // namespace
