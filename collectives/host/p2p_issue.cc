@@ -80,8 +80,8 @@ void mark_copy_engine_sends(gicl_comm* comm, CollState* st, P2pArgs* a) {
   bool any = false;
   for (int i = 0; i < a->nops; ++i) {
     P2pOp& op = a->ops[i];
-    op.copy_engine =
-        op.is_send && op.peer != comm->rank && p2p_copy_engine(op.bytes, st->cfg.p2p_ce_from);
+    op.copy_engine = op.is_send && op.peer != comm->rank && !op.net &&
+                     p2p_copy_engine(op.bytes, st->cfg.p2p_ce_from);
     any |= op.copy_engine != 0;
   }
   if (!any) return;
@@ -120,10 +120,11 @@ Status launch_part(gicl_comm* comm, CollState* st, cudaStream_t stream,
   a.nops = static_cast<int>(ops.size());
   std::copy(ops.begin(), ops.end(), a.ops);
   // A large receive offers its buffer to the sender when the sender can write into it.
+  // Operations with a network peer take no rendezvous (p2p_rendezvous_of): they offer no window.
   for (int i = 0; i < a.nops; ++i) {
     P2pOp& op = a.ops[i];
     uint64_t w = 0;
-    const bool offer = !op.is_send && p2p_rendezvous(op.bytes) &&
+    const bool offer = !op.is_send && p2p_rendezvous_of(op) &&
                        window_of(comm, op.buf, op.bytes, /*registered=*/true, &w);
     op.win = offer ? w : kNoWindow;
   }
@@ -158,25 +159,29 @@ Status launch_rest(gicl_comm* comm, CollState* st, cudaStream_t stream,
 }  // namespace
 
 Status issue_p2p(gicl_comm* comm, CollState* st, cudaStream_t stream,
-                 const std::vector<P2pOp>& ops) {
-  if (!(comm->dev->handle.flags & GICL_DEVICE_FLAG_ALL_P2P)) {
-    for (const P2pOp& op : ops)
-      if (comm->paths[op.peer] == PeerPath::kNetwork)
-        return GICL_FAIL(GICL_UNSUPPORTED,
-                         "gicl_%s with rank %d: point-to-point operations reach only ranks on "
-                         "NVLink/PCIe peer mappings in this build; rank %d is on the network path "
-                         "(collectives reach it)",
-                         op.is_send ? "send" : "recv", op.peer, op.peer);
-    return GICL_FAIL(GICL_UNSUPPORTED,
-                     "send/recv need every rank reachable over NVLink/PCIe peer mappings in this "
-                     "build");
+                 const std::vector<P2pOp>& ops_in) {
+  // An operation with a rank on the network path goes through the FIFOs and the proxy, which
+  // needs the communicator's network path open (GICL_NET=AUTO opens none where libfabric does
+  // not open on every rank).
+  std::vector<P2pOp> ops = ops_in;
+  for (P2pOp& op : ops) {
+    op.net = comm->paths[op.peer] == PeerPath::kNetwork ? 1 : 0;
+    if (op.net && !comm->net)
+      return GICL_FAIL(GICL_UNSUPPORTED,
+                       "gicl_%s with rank %d: rank %d is on the network path, and this "
+                       "communicator has none open (GICL_NET; the log at INFO says why)",
+                       op.is_send ? "send" : "recv", op.peer, op.peer);
   }
+  if (!(comm->dev->handle.flags & GICL_DEVICE_FLAG_ALL_P2P) && !comm->net)
+    return GICL_FAIL(GICL_UNSUPPORTED,
+                     "send/recv need every rank reachable over NVLink/PCIe peer mappings or the "
+                     "network path");
   // Too many ranks at once on one GPU (MPS, or one process) for every rank's 16 FIFO channel blocks
   // to be resident together: refused, before anything is enqueued, rather than left to stall (both
   // sides of an operation decide alike, by its size).
   if (!fifo_channels_fit(st->resident_blocks))
     for (const P2pOp& op : ops)
-      if (op.peer != comm->rank && !p2p_ll(op.bytes, p2p_ll_capacity(comm->nranks)))
+      if (op.peer != comm->rank && !p2p_ll_of(op, p2p_ll_capacity(comm->nranks)))
         return GICL_FAIL(GICL_INVALID_USAGE,
                          "gicl_%s of %zu bytes with rank %d: ranks share a GPU at once (MPS, or "
                          "one process) so that each launch keeps to %d blocks, fewer than the %d "

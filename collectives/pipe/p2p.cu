@@ -29,7 +29,25 @@ __device__ __forceinline__ int ll_first(const P2pArgs& a) {
 
 /// Whether operation i of the group is a receive that takes the rendezvous path with a window.
 __device__ __forceinline__ bool zero_copy_recv(const P2pOp& op) {
-  return !op.is_send && p2p_rendezvous(op.bytes) && op.win != kNoWindow;
+  return !op.is_send && p2p_rendezvous_of(op) && op.win != kNoWindow;
+}
+
+/// Block-wide: whether a network peer's message (its slot in the inbox) names the receive's size
+/// in its header; else reported as a load/store peer's size word is (recv_begin), naming the
+/// sender and both sizes, and false before a byte is stored.
+__device__ bool net_size_matches(const gicl_device_comm_t& c, Fifo& f, const char* slot,
+                                 const P2pOp& op) {
+  if (threadIdx.x == 0) {
+    const uint64_t* at = reinterpret_cast<const uint64_t*>(slot);
+    const uint64_t sent = __ldcg(at);
+    if (sent != op.bytes) {
+      dev::detail::report(dev::detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT,
+                          GICL_OP_COLLECTIVE, op.peer, at, op.bytes, sent, 0);
+      f.fail = 1;
+    }
+  }
+  __syncthreads();
+  return !f.fail;
 }
 
 /// Block 0, one thread: offers every rendezvous receive's window to its sender (a ring of
@@ -37,7 +55,7 @@ __device__ __forceinline__ bool zero_copy_recv(const P2pOp& op) {
 __device__ bool post_offers(const gicl_device_comm_t& c, const CollScratch& s, const P2pArgs& a) {
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
-    if (op.is_send || !p2p_rendezvous(op.bytes)) continue;
+    if (op.is_send || !p2p_rendezvous_of(op)) continue;
     const uint64_t q = ++s.p2p[op.peer].offers_made, need = p2p_offers_read_before(q);
     if (need > 0 && !wait_for_peer(c, s.offers_read + op.peer, need, op.peer)) return false;
     P2pOffer* o = s.offers + static_cast<size_t>(c.rank) * kMaxP2pOps + p2p_offer_slot(q);
@@ -62,7 +80,7 @@ __device__ bool read_offers(const gicl_device_comm_t& c, const CollScratch& s, c
   for (int i = lo; i < hi; ++i) {
     const P2pOp& op = a.ops[i];
     win[i] = kNoWindow;
-    if (!op.is_send || !p2p_rendezvous(op.bytes)) continue;
+    if (!op.is_send || !p2p_rendezvous_of(op)) continue;
     any = true;
     const uint64_t q = s.p2p[op.peer].offers_read + p2p_rendezvous_before(a.ops, i) + 1;
     const P2pOffer* o = s.offers + static_cast<size_t>(op.peer) * kMaxP2pOps + p2p_offer_slot(q);
@@ -82,8 +100,7 @@ __device__ bool read_offers(const gicl_device_comm_t& c, const CollScratch& s, c
     // The launch is the batch: one pass over its first rendezvous send to each peer.
     for (int i = 0; i < a.nops; ++i) {
       const P2pOp& op = a.ops[i];
-      if (!op.is_send || !p2p_rendezvous(op.bytes) || p2p_rendezvous_before(a.ops, i) != 0)
-        continue;
+      if (!op.is_send || !p2p_rendezvous_of(op) || p2p_rendezvous_before(a.ops, i) != 0) continue;
       const uint64_t k = p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
       s.p2p[op.peer].offers_read += k;
       dev::signal(c, s.offers_read + c.rank, k, dev::SignalOp::kAdd, op.peer);
@@ -92,13 +109,13 @@ __device__ bool read_offers(const gicl_device_comm_t& c, const CollScratch& s, c
   }
   bool last = true;  // no rendezvous send after this batch
   for (int i = hi; i < a.nops && last; ++i)
-    last = !(a.ops[i].is_send && p2p_rendezvous(a.ops[i].bytes));
+    last = !(a.ops[i].is_send && p2p_rendezvous_of(a.ops[i]));
   for (int i = lo; i < hi; ++i) {
     const P2pOp& op = a.ops[i];
-    if (!op.is_send || !p2p_rendezvous(op.bytes)) continue;
+    if (!op.is_send || !p2p_rendezvous_of(op)) continue;
     bool first = true;  // the batch's first rendezvous send to this peer reports for all of them
     for (int j = lo; j < i && first; ++j)
-      first = !(a.ops[j].peer == op.peer && a.ops[j].is_send && p2p_rendezvous(a.ops[j].bytes));
+      first = !(a.ops[j].peer == op.peer && a.ops[j].is_send && p2p_rendezvous_of(a.ops[j]));
     if (!first) continue;
     const uint64_t before = p2p_rendezvous_count(a.ops, lo, op.peer, true);
     const uint64_t through = p2p_rendezvous_count(a.ops, hi, op.peer, true);
@@ -109,7 +126,7 @@ __device__ bool read_offers(const gicl_device_comm_t& c, const CollScratch& s, c
   // Every peer the launch sent a rendezvous operation to, in this batch or an earlier one.
   for (int i = 0; i < hi; ++i) {
     const P2pOp& op = a.ops[i];
-    if (op.is_send && p2p_rendezvous(op.bytes) && p2p_rendezvous_before(a.ops, i) == 0)
+    if (op.is_send && p2p_rendezvous_of(op) && p2p_rendezvous_before(a.ops, i) == 0)
       s.p2p[op.peer].offers_read += p2p_rendezvous_count(a.ops, a.nops, op.peer, true);
   }
   return true;
@@ -238,7 +255,7 @@ __device__ void p2p_ll_block(const gicl_device_comm_t& c, const CollScratch& s, 
     __shared__ uint64_t q[kMaxP2pOps];
     __shared__ int order[kMaxP2pOps];
     for (int i = threadIdx.x; i < a.nops; i += blockDim.x)
-      q[i] = p2p_ll(a.ops[i].bytes, cap) ? ll_seq(s, a, i, cap) : 0;
+      q[i] = p2p_ll_of(a.ops[i], cap) ? ll_seq(s, a, i, cap) : 0;
     __syncthreads();
     for (int i = threadIdx.x; i < a.nops; i += blockDim.x) {
       if (q[i] == 0) continue;
@@ -257,7 +274,7 @@ __device__ void p2p_ll_block(const gicl_device_comm_t& c, const CollScratch& s, 
   if (atomicAdd(s.p2p_ll_done, 1u) != gridDim.x - ll_first(a) - 1) return;
   *s.p2p_ll_done = 0;
   for (int j = 0; j < a.nops; ++j) {
-    if (!p2p_ll(a.ops[j].bytes, cap)) continue;
+    if (!p2p_ll_of(a.ops[j], cap)) continue;
     P2pCounts& p = s.p2p[a.ops[j].peer];
     ++(a.ops[j].is_send ? p.ll_sent : p.ll_rcvd);
   }
@@ -357,10 +374,11 @@ __global__ void __launch_bounds__(kThreads)
     if (!channel) continue;
     if (b0 == 0) fifo_load(c, s, f, ch);  // after the first zero-copy writes, off their path
     for (int i = b0 + threadIdx.x; i < b1; i += blockDim.x) {
-      const bool fifo = !p2p_ll(a.ops[i].bytes, p2p_ll_cap(s)) &&
+      const bool fifo = !p2p_ll_of(a.ops[i], p2p_ll_cap(s)) &&
                         (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
       p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, ch, &lo[i], &len[i]);
-      nmsg[i] = (len[i] + per - 1) / per;
+      const size_t room = a.ops[i].net ? per - kP2pNetHeader : per;
+      nmsg[i] = (len[i] + room - 1) / room;
     }
     __syncthreads();
     for (int i = b0 + threadIdx.x; i < b1; i += blockDim.x)
@@ -376,20 +394,28 @@ __global__ void __launch_bounds__(kThreads)
         for (int i = b0; i < b1; ++i) {
           const P2pOp& op = a.ops[i];
           if ((op.is_send != 0) != (pass == 0) || k < first[i] || k >= first[i] + nmsg[i]) continue;
-          const size_t at = (k - first[i]) * per;
-          const size_t off = lo[i] + at, b = min(per, len[i] - at);
+          // A network peer's messages lead with the operation's size (kP2pNetHeader).
+          const size_t hdr = op.net ? kP2pNetHeader : 0, room = per - hdr;
+          const size_t at = (k - first[i]) * room;
+          const size_t off = lo[i] + at, b = min(room, len[i] - at);
+          // The operation's size with its first message on this channel: the receiver checks
+          // it there, where the first mismatched operation of a pair always shows.
+          const uint64_t size = k == first[i] ? op.bytes : 0;
           uint64_t m;
           if (op.is_send) {
             char* slot = send_begin(c, s, f, op.peer, &m);
             if (slot == nullptr) return;
-            send_store(c, slot, 0, static_cast<const char*>(op.buf) + off, b, op.peer);
-            // The operation's size with its first message on this channel: the receiver checks
-            // it there, where the first mismatched operation of a pair always shows.
-            send_end(c, s, f, op.peer, m, b, k == first[i] ? op.bytes : 0);
+            if (hdr != 0 && threadIdx.x == 0) {
+              reinterpret_cast<uint64_t*>(slot)[0] = op.bytes;
+              reinterpret_cast<uint64_t*>(slot)[1] = 0;
+            }
+            send_store(c, slot, hdr, static_cast<const char*>(op.buf) + off, b, op.peer);
+            send_end(c, s, f, op.peer, m, hdr + b, hdr != 0 ? 0 : size);
           } else {
-            const char* slot = recv_begin(c, s, f, op.peer, &m, b, k == first[i] ? op.bytes : 0);
+            const char* slot = recv_begin(c, s, f, op.peer, &m, hdr + b, hdr != 0 ? 0 : size);
             if (slot == nullptr) return;
-            copy_slice(static_cast<char*>(op.buf) + off, slot, b);
+            if (hdr != 0 && size != 0 && !net_size_matches(c, f, slot, op)) return;
+            copy_slice(static_cast<char*>(op.buf) + off, slot + hdr, b);
             recv_end(c, s, f, op.peer, m);
           }
         }
@@ -452,8 +478,8 @@ cudaError_t launch_p2p(const gicl_device_comm_t& c, const CollScratch& s, const 
   bool fifo = false, rendezvous = false, self_send = false, peer_send = false;
   for (int i = 0; i < a.nops; ++i) {
     const P2pOp& op = a.ops[i];
-    fifo |= !p2p_ll(op.bytes, cap);
-    const bool sm = op.is_send && p2p_rendezvous(op.bytes) &&
+    fifo |= !p2p_ll_of(op, cap);
+    const bool sm = op.is_send && p2p_rendezvous_of(op) &&
                     (!op.copy_engine || p2p_ce_bytes(op.bytes, a.ce_share) < op.bytes);
     rendezvous |= sm;
     if (op.peer == c.rank)

@@ -25,6 +25,8 @@ struct P2pOp {
   int copy_engine;  // a rendezvous send the copy-engine proxy copies when the receiver offers
                     // a window (GICL_P2P_COPY_ENGINE)
   int batch = 0;    // its batch's place in the launch (p2p_plan.hpp); operations sorted by it
+  int net = 0;      // the peer is on the network path: FIFO messages only (no LL rows, no
+                    // rendezvous window), each led by a header with the operation's size
 };
 struct P2pArgs {
   int nops;

@@ -99,6 +99,14 @@ GICL_HD bool p2p_rendezvous(size_t bytes) {
   return bytes >= kP2pRendezvousFrom;
 }
 
+/// Whether operation `op` takes the rendezvous: by its size, and never with a peer on the network
+/// path (`op.net`), which can neither write into an offered window nor carry the offer (its
+/// source is not in the heap). Both ranks of a pair agree, so their offer counts do.
+template <typename Op>
+GICL_HD bool p2p_rendezvous_of(const Op& op) {
+  return !op.net && p2p_rendezvous(op.bytes);
+}
+
 /// Whether a send of `bytes` to another rank is the copy-engine proxy's under
 /// GICL_P2P_COPY_ENGINE=`ce_from` (0: none): a rendezvous send of at least that size.
 GICL_HD bool p2p_copy_engine(size_t bytes, size_t ce_from) {
@@ -132,6 +140,18 @@ GICL_HD bool p2p_ll(size_t bytes, size_t cap) {
   return bytes > 0 && bytes <= cap;
 }
 
+/// Whether operation `op` travels LL-style: by its size, and never to a peer on the network path
+/// (`op.net`), whose LL rows this rank cannot store into.
+template <typename Op>
+GICL_HD bool p2p_ll_of(const Op& op, size_t cap) {
+  return !op.net && p2p_ll(op.bytes, cap);
+}
+
+/// Bytes that lead every FIFO message to a network peer: the operation's size (8 bytes, padded to
+/// keep the payload 16-byte aligned), which the receiver checks as a load/store peer's size word
+/// beside the slot is checked (the proxy carries only the message).
+inline constexpr size_t kP2pNetHeader = 16;
+
 /// Row slot of LL operation q, and the credit (the receiver's last completed operation in that
 /// slot) its sender must see first: 0 for the first kP2pLLSlots operations.
 GICL_HD int p2p_ll_slot(uint64_t q) {
@@ -148,7 +168,7 @@ GICL_HD uint64_t p2p_ll_before(const Op* ops, int i, size_t cap) {
   uint64_t k = 0;
   for (int j = 0; j < i; ++j)
     k += ops[j].peer == ops[i].peer && (ops[j].is_send != 0) == (ops[i].is_send != 0) &&
-         p2p_ll(ops[j].bytes, cap);
+         p2p_ll_of(ops[j], cap);
   return k;
 }
 
@@ -159,7 +179,7 @@ inline constexpr int kP2pLLBlocks = 32;
 template <typename Op>
 GICL_HD int p2p_ll_count(const Op* ops, int nops, size_t cap) {
   int nll = 0;
-  for (int i = 0; i < nops; ++i) nll += p2p_ll(ops[i].bytes, cap);
+  for (int i = 0; i < nops; ++i) nll += p2p_ll_of(ops[i], cap);
   return nll;
 }
 
@@ -185,7 +205,7 @@ GICL_HD int p2p_ll_op(const Op* ops, int nops, int k, int threads, size_t cap, i
                       int* blocks, int budget = kP2pLLBlocks) {
   const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap), budget);
   for (int i = 0; i < nops; ++i) {
-    if (!p2p_ll(ops[i].bytes, cap)) continue;
+    if (!p2p_ll_of(ops[i], cap)) continue;
     const int b = p2p_ll_blocks(ops[i].bytes, threads, most);
     if (k < b) {
       *part = k;
@@ -228,7 +248,7 @@ GICL_HD int p2p_ll_grid(const Op* ops, int nops, int threads, size_t cap, int bu
   const int most = p2p_ll_most(p2p_ll_count(ops, nops, cap), budget);
   int grid = 0;
   for (int i = 0; i < nops; ++i)
-    if (p2p_ll(ops[i].bytes, cap)) grid += p2p_ll_blocks(ops[i].bytes, threads, most);
+    if (p2p_ll_of(ops[i], cap)) grid += p2p_ll_blocks(ops[i].bytes, threads, most);
   return grid;
 }
 
@@ -243,7 +263,7 @@ GICL_HD int p2p_threads(const Op* ops, int nops, int most, size_t cap) {
   for (int i = 0; i < nops; ++i) {
     const size_t b = ops[i].bytes;
     const size_t t =
-        p2p_ll(b, cap) ? (b + 7) / 8 : ((b + kPipeChannels - 1) / kPipeChannels + 15) / 16;
+        p2p_ll_of(ops[i], cap) ? (b + 7) / 8 : ((b + kPipeChannels - 1) / kPipeChannels + 15) / 16;
     need = t > need ? t : need;
   }
   const size_t threads = (need + 31) / 32 * 32;
@@ -267,7 +287,7 @@ template <typename Op>
 GICL_HD uint64_t p2p_rendezvous_count(const Op* ops, int nops, int peer, bool is_send) {
   uint64_t k = 0;
   for (int j = 0; j < nops; ++j)
-    k += ops[j].peer == peer && (ops[j].is_send != 0) == is_send && p2p_rendezvous(ops[j].bytes);
+    k += ops[j].peer == peer && (ops[j].is_send != 0) == is_send && p2p_rendezvous_of(ops[j]);
   return k;
 }
 

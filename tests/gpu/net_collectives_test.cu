@@ -8,7 +8,7 @@
 // buffers; bitwise against the host's reference, run twice) with a 1 MiB staging, so that large
 // calls run as many FIFO messages and pieces; then the ring's floating-point results must equal
 // those of the same ring over NVLink bit for bit (the transport changes no reduction order), a
-// captured graph replays, and point-to-point calls to a network rank are refused naming it.
+// captured graph replays, and send/recv reach network ranks (a size mismatch named).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -108,21 +108,72 @@ int graph_replays(gicl_comm_t comm, int me, int n, cudaStream_t s) {
   return 0;
 }
 
-/// gicl_send to a rank on the network path: GICL_UNSUPPORTED with a message naming it.
-int send_is_refused(gicl_comm_t comm, int me, int n, cudaStream_t s) {
+/// Point to point with ranks on the network path: ring exchanges in one group each (to the next
+/// rank, from the previous; on 2 x 2 GPUs one neighbour of each is on its node, the other across
+/// the network) of sizes that take every path over NVLink (LL rows, FIFOs, rendezvous), in
+/// cudaMalloc and symmetric memory, every byte checked; then 40 small ones back to back. Then a
+/// receive smaller than its send from a network peer fails on the receiver, naming the sender and
+/// both sizes (the size travels in each message's header), and the sender completes.
+int network_send_recv(gicl_comm_t world, gicl_comm_t comm, int me, int n, cudaStream_t s) {
+  const size_t most = size_t{3} << 20;
+  char *dev = nullptr, *sym = nullptr;
+  RANK_CUDA(cudaMalloc(&dev, 2 * most));
+  RANK_OK(gicl_mem_alloc(comm, 2 * most, reinterpret_cast<void**>(&sym)));
+  int tag = 0;
+  for (size_t bytes : {size_t{8}, size_t{4096}, size_t{100003}, most})
+    for (char* buf : {dev, sym}) {
+      const std::string label = "send/recv of " + std::to_string(bytes) + " bytes, " +
+                                (buf == dev ? "cudaMalloc" : "symmetric");
+      if (ring_exchange(comm, me, n, buf, bytes, ++tag, s, label.c_str())) return 1;
+    }
+  for (int i = 0; i < 40; ++i)
+    if (ring_exchange(comm, me, n, dev, 64, ++tag, s, "back-to-back send/recv of 64 bytes"))
+      return 1;
+  RANK_OK(gicl_mem_free(comm, sym));
+  // The mismatch, on a communicator of its own (it ends in error) with short waits: rank 0 sends
+  // 200000 bytes to its first network peer, which receives 100000. Rank 0 names the peer to all
+  // through the NVLink communicator.
   int peer = -1;
   for (int r = 0; r < n && peer < 0; ++r)
     if (comm->paths[r] == PeerPath::kNetwork) peer = r;
-  RANK_CHECK(peer >= 0, "no rank on the network path");
-  void* buf = nullptr;
-  RANK_CUDA(cudaMalloc(&buf, 64));
-  RANK_CHECK(gicl_send(buf, 16, gicl_float32, peer, comm, s) == GICL_UNSUPPORTED,
-             "gicl_send to network rank %d was not refused", peer);
-  const std::string msg = gicl_get_last_error();
-  RANK_CHECK(msg.find("rank " + std::to_string(peer)) != std::string::npos,
-             "the refusal does not name rank %d: %s", peer, msg.c_str());
-  RANK_CUDA(cudaFree(buf));
-  (void)me;
+  int* shared = nullptr;
+  RANK_CUDA(cudaMalloc(&shared, sizeof(int)));
+  RANK_CUDA(cudaMemcpy(shared, &peer, sizeof(int), cudaMemcpyHostToDevice));
+  RANK_OK(gicl_broadcast(shared, shared, 1, gicl_int32, 0, world, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaMemcpy(&peer, shared, sizeof(int), cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaFree(shared));
+  setenv("GICL_WAIT_TIMEOUT", "3000", 1);
+  gicl_comm_t pair;
+  if (fresh_comm(world, me, &pair)) return 1;
+  setenv("GICL_WAIT_TIMEOUT", "60000", 1);
+  RANK_CUDA(cudaMemset(dev, 0x11, 200000));
+  RANK_CUDA(cudaMemset(dev + 200000, 0x5a, 200000));
+  if (me == 0) RANK_OK(gicl_send(dev, 200000, gicl_uint8, peer, pair, s));
+  if (me == peer) RANK_OK(gicl_recv(dev + 200000, 100000, gicl_uint8, 0, pair, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  gicl_result_t async = GICL_SUCCESS;
+  const char* msg = nullptr;
+  RANK_OK(gicl_comm_get_async_error(pair, &async, &msg));
+  const std::string m = msg != nullptr ? msg : "";
+  if (me == peer) {
+    RANK_CHECK(async == GICL_INVALID_ARGUMENT && m.find("peer 0") != std::string::npos &&
+                   m.find("200000") != std::string::npos && m.find("100000") != std::string::npos,
+               "receiver of 100000 bytes from a 200000-byte network send: %d '%s'", async,
+               m.c_str());
+    std::vector<char> got(200000);
+    RANK_CUDA(cudaMemcpy(got.data(), dev + 200000, got.size(), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < got.size(); ++i)
+      RANK_CHECK(got[i] == 0x5a, "byte %zu of the mismatched receive was written", i);
+  } else {
+    RANK_CHECK(async == GICL_SUCCESS, "rank %d: %d '%s'", me, async, m.c_str());
+  }
+  // The sender's proxy delivers its message only while it runs: no rank aborts before the
+  // receiver has seen it.
+  RANK_OK(gicl_barrier(world, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_OK(gicl_comm_abort(pair));
+  RANK_CUDA(cudaFree(dev));
   return 0;
 }
 
@@ -153,7 +204,7 @@ int run_rank(gicl_unique_id_t id, int n, int r, const std::string& how, uint32_t
   if (same_as_nvlink(ring_nvlink, ring_net, r, n, seed, s)) return 4;
   unsetenv("GICL_ALGO");
   if (graph_replays(net, r, n, s)) return 5;
-  if (send_is_refused(net, r, n, s)) return 6;
+  if (network_send_recv(nvlink, net, r, n, s)) return 6;
   RANK_OK(gicl_barrier(net, s));
   RANK_CUDA(cudaStreamSynchronize(s));
   gicl_result_t async = GICL_SUCCESS;

@@ -29,6 +29,7 @@ struct Op {
   size_t bytes;
   uint64_t index;  // place in the (peer, direction) stream, 0-based
   int batch = 0;   // the round's place in its launch (the kernel's Op::batch)
+  int net = 0;     // the peer is on the network path: never LL
 };
 
 struct Entry {

@@ -27,6 +27,7 @@ struct Op {
   size_t bytes;
   bool window;    // a receive: the receiver has a window (zero copy) or offers none (FIFOs)
   int batch = 0;  // its batch's place in the launch (the launch's operations sorted by it)
+  int net = 0;    // the peer is on the network path: never LL
 };
 
 struct Offer {
@@ -281,6 +282,32 @@ TEST(P2pLL, SmallOperationsTakeTheLLPathByTheirSizeAlone) {
   }
   EXPECT_EQ(p2p_ll_op(ops.data(), k, 5, 512, cap4, &part, &parts), -1);
   EXPECT_EQ(p2p_ll_grid(ops.data(), k, 512, cap4), 5);
+}
+
+// An operation with a rank on the network path is never LL, whatever its size: the proxy cannot
+// store into the peer's rows. It takes no LL number, block or LL-sized thread count, and no
+// rendezvous offer.
+TEST(P2pLL, OperationsWithANetworkRankTakeTheFifos) {
+  const size_t cap = p2p_ll_capacity(2);
+  std::vector<Op> ops = {{1, true, 8, false}, {1, true, 100, false}, {1, true, 64, false}};
+  ops[1].net = 1;
+  EXPECT_TRUE(p2p_ll_of(ops[0], cap));
+  EXPECT_FALSE(p2p_ll_of(ops[1], cap));
+  EXPECT_EQ(p2p_ll_before(ops.data(), 2, cap), 1u);  // the network send is not counted
+  EXPECT_EQ(p2p_ll_count(ops.data(), 3, cap), 2);
+  EXPECT_EQ(p2p_ll_grid(ops.data(), 3, 512, cap), 2);
+  ops = {{1, true, cap, false}};
+  const int ll_threads = p2p_threads(ops.data(), 1, 512, cap);
+  ops[0].net = 1;
+  EXPECT_LT(p2p_threads(ops.data(), 1, 512, cap), ll_threads);  // a FIFO share per channel
+  EXPECT_EQ(p2p_ll_grid(ops.data(), 1, 512, cap), 0);
+  // Nor do they take the rendezvous: no offer is counted for them.
+  ops = {{1, true, kP2pRendezvousFrom, false}, {1, true, kP2pRendezvousFrom, false}};
+  ops[0].net = 1;
+  EXPECT_FALSE(p2p_rendezvous_of(ops[0]));
+  EXPECT_TRUE(p2p_rendezvous_of(ops[1]));
+  EXPECT_EQ(p2p_rendezvous_count(ops.data(), 2, 1, true), 1u);
+  EXPECT_EQ(p2p_rendezvous_before(ops.data(), 1), 0u);
 }
 
 TEST(P2pLL, LargerOperationsGetABlockPerThreadsUnitsWithinTheLimit) {

@@ -292,6 +292,7 @@ TEST(Residency, TunerKeepsEveryGridWithinTheLimit) {
 
 struct Op {
   size_t bytes;
+  int net = 0;  // the peer is on the network path: never LL
 };
 
 TEST(Residency, PointToPointLLBlocksShareWhatTheLimitLeaves) {
