@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The copies of the staged network path between the heap (GPU memory) and pinned staging
-// buffers, and the signal updates applied to the heap at the target: issued in order on one
-// queue, with completion markers the proxy polls. CudaCopier (proxy/cuda_copier.hpp) runs them
+// buffers, and the signal and atomic updates applied to the heap at the target: issued in order on
+// one queue, with completion markers the proxy polls. CudaCopier (proxy/cuda_copier.hpp) runs them
 // on a stream of the proxy's own; tests use host memory in place of GPU memory.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.hpp"
+#include "gicl/device/detail/proxy_ring.h"
 
 namespace gicl::proxy {
 
@@ -20,9 +21,10 @@ class Copier {
   virtual Status to_host(void* dst, const void* src, size_t bytes) = 0;
   /// Staging (host) to heap (device).
   virtual Status to_device(void* dst, const void* src, size_t bytes) = 0;
-  /// A 64-bit signal in the heap: set to `value`, or add it; atomic with respect to the GPU's
-  /// own atomics on the word, after everything issued before it.
-  virtual Status signal(uint64_t* word, bool add, uint64_t value) = 0;
+  /// An update of a `width`-byte word in the heap (4 or 8, aligned): a signal (set or add, 8
+  /// bytes) or a non-fetching atomic; atomic with respect to the GPU's own atomics on the word,
+  /// after everything issued before it.
+  virtual Status update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) = 0;
   /// A marker: `token` is returned by poll() once everything issued before it has completed.
   virtual Status mark(uint64_t token) = 0;
   /// Appends the tokens whose markers completed, in issue order.

@@ -6,19 +6,41 @@
 namespace gicl::proxy {
 namespace {
 
-/// One signal after the copies before it on the stream: those completed before this kernel
-/// began, so a reader that sees the new value and then reads the payload finds it.
-__global__ void apply_signal(unsigned long long* word, bool add, unsigned long long value) {
+template <typename T>
+__device__ void apply(T* w, ProxyAtomic op, T v) {
+  switch (op) {
+    case ProxyAtomic::kSet:
+      atomicExch(w, v);
+      break;
+    case ProxyAtomic::kAdd:
+      atomicAdd(w, v);
+      break;
+    case ProxyAtomic::kAnd:
+      atomicAnd(w, v);
+      break;
+    case ProxyAtomic::kOr:
+      atomicOr(w, v);
+      break;
+    case ProxyAtomic::kXor:
+      atomicXor(w, v);
+      break;
+  }
+}
+
+/// One update (a signal or an atomic) after the copies before it on the stream: those completed
+/// before this kernel began, so a reader that sees the new value and then reads the payload
+/// finds it.
+__global__ void apply_update(void* word, ProxyAtomic op, uint32_t width, unsigned long long value) {
   __threadfence();
-  if (add)
-    atomicAdd(word, value);
+  if (width == 8)
+    apply(static_cast<unsigned long long*>(word), op, value);
   else
-    atomicExch(word, value);
+    apply(static_cast<unsigned int*>(word), op, static_cast<unsigned int>(value));
 }
 
 // Loaded at communicator init with every other kernel: a lazy load at the first signal would
 // wait for the kernels that are waiting for that signal.
-const KernelFamily kCopierKernels("network copier", [] { return load_kernels(apply_signal); });
+const KernelFamily kCopierKernels("network copier", [] { return load_kernels(apply_update); });
 
 }  // namespace
 
@@ -49,8 +71,8 @@ Status CudaCopier::to_device(void* dst, const void* src, size_t bytes) {
   return GICL_SUCCESS;
 }
 
-Status CudaCopier::signal(uint64_t* word, bool add, uint64_t value) {
-  apply_signal<<<1, 1, 0, stream_>>>(reinterpret_cast<unsigned long long*>(word), add, value);
+Status CudaCopier::update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) {
+  apply_update<<<1, 1, 0, stream_>>>(word, op, width, value);
   GICL_CUDA_CHECK(cudaGetLastError());
   return GICL_SUCCESS;
 }

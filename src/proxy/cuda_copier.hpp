@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The staged network path's copier on a GPU: copies and signal updates in issue order on a
+// The staged network path's copier on a GPU: copies, signals and atomics in issue order on a
 // non-blocking stream of its own (the copy engines move the bytes; a one-thread kernel applies
-// each signal with a device atomic, so it composes with the GPU's own atomics on the word), and
-// markers as events polled without blocking. Used by the proxy thread only.
+// each signal or atomic with a device atomic, so it composes with the GPU's own atomics on the
+// word), and markers as events polled without blocking. Used by the proxy thread only.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -25,7 +25,7 @@ class CudaCopier : public Copier {
 
   Status to_host(void* dst, const void* src, size_t bytes) override;
   Status to_device(void* dst, const void* src, size_t bytes) override;
-  Status signal(uint64_t* word, bool add, uint64_t value) override;
+  Status update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) override;
   Status mark(uint64_t token) override;
   Status poll(std::vector<uint64_t>* done) override;
 

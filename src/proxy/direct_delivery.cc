@@ -20,6 +20,21 @@ class DirectDelivery : public Delivery {
                        "%s to peer %u: host FIFOs exist only on the staged network path",
                        op_name(q.op), q.peer);
     if (cookie >= ops_.size()) ops_.resize(cookie + 1);
+    if (q.op == ProxyOp::kAtomic) {
+      // The transport's atomics: 64-bit add and swap (a set) only.
+      if (q.bytes != 8 || (q.atomic != ProxyAtomic::kAdd && q.atomic != ProxyAtomic::kSet))
+        return GICL_FAIL(GICL_UNSUPPORTED,
+                         "atomic %s of %llu bytes to peer %u: the direct network path carries "
+                         "64-bit add and set only",
+                         atomic_name(q.atomic), static_cast<unsigned long long>(q.bytes), q.peer);
+      ops_[cookie] = Op{q, 1, false};
+      GICL_CHECK(
+          t_->atomic(static_cast<int>(q.peer),
+                     q.atomic == ProxyAtomic::kAdd ? net::AtomicOp::kAdd : net::AtomicOp::kSwap,
+                     heap_.keys[q.peer], q.signal, q.value, 0, cookie));
+      ++issued_;
+      return GICL_SUCCESS;
+    }
     ops_[cookie] = Op{q, 0, has_signal(q.op) && has_transfer(q.op)};
     if (!has_transfer(q.op) || q.bytes == 0) {
       ops_[cookie].signal_pending = false;

@@ -28,6 +28,8 @@ inline const char* op_name(ProxyOp op) {
       return "host FIFO message";
     case ProxyOp::kFifoCredit:
       return "host FIFO credit";
+    case ProxyOp::kAtomic:
+      return "atomic";
     default:
       return "nop";
   }
@@ -43,6 +45,22 @@ inline bool has_signal(ProxyOp op) {
 }
 inline bool signal_adds(ProxyOp op) {
   return op == ProxyOp::kSignalAdd || op == ProxyOp::kPutSignalAdd;
+}
+
+inline const char* atomic_name(ProxyAtomic a) {
+  switch (a) {
+    case ProxyAtomic::kSet:
+      return "set";
+    case ProxyAtomic::kAdd:
+      return "add";
+    case ProxyAtomic::kAnd:
+      return "and";
+    case ProxyAtomic::kOr:
+      return "or";
+    case ProxyAtomic::kXor:
+      return "xor";
+  }
+  return "?";
 }
 
 /// True when [offset, offset + bytes) lies in [0, limit) (without overflow).

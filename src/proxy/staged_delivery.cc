@@ -80,7 +80,8 @@ class StagedDelivery : public Delivery {
     const uint64_t bytes = has_transfer(q.op) ? q.bytes : 0;
     const size_t payload = st_.layout.payload();
     const uint32_t n = bytes == 0 ? 1 : static_cast<uint32_t>((bytes + payload - 1) / payload);
-    if (bytes == 0 && !has_signal(q.op)) {
+    const bool update = has_signal(q.op) || q.op == ProxyOp::kAtomic;
+    if (bytes == 0 && !update) {
       completed_.push_back(cookie);  // an empty put: nothing to move
       return GICL_SUCCESS;
     }
@@ -95,6 +96,12 @@ class StagedDelivery : public Delivery {
       c.src = q.src + off;
       if (i + 1 == n && has_signal(q.op)) {
         c.header.flags = StagedHeader::kSignal | (signal_adds(q.op) ? StagedHeader::kSignalAdd : 0);
+        c.header.signal = q.signal;
+        c.header.value = q.value;
+      }
+      if (q.op == ProxyOp::kAtomic) {  // a header alone, as a signal without a payload
+        c.header.flags = StagedHeader::kAtomic;
+        c.header.atomic = static_cast<uint32_t>(q.atomic) | static_cast<uint32_t>(q.bytes) << 8;
         c.header.signal = q.signal;
         c.header.value = q.value;
       }
@@ -257,8 +264,13 @@ class StagedDelivery : public Delivery {
     const char* slot_base = st_.base + st_.layout.recv_offset(from, slot);
     StagedHeader h;
     std::memcpy(&h, slot_base, sizeof(h));
+    const uint32_t width = (h.flags & StagedHeader::kAtomic) ? h.atomic >> 8 : 8;
+    const auto kind = static_cast<ProxyAtomic>(h.atomic & 0xff);
+    const bool word = (h.flags & (StagedHeader::kSignal | StagedHeader::kAtomic)) != 0;
     if (!fits(h.dst, h.bytes, heap_.bytes) ||
-        ((h.flags & StagedHeader::kSignal) && (h.signal % 8 || !fits(h.signal, 8, heap_.bytes))))
+        (word &&
+         ((width != 4 && width != 8) || h.signal % width || !fits(h.signal, width, heap_.bytes))) ||
+        ((h.flags & StagedHeader::kAtomic) && static_cast<uint32_t>(kind) >= kProxyAtomicCount))
       return GICL_FAIL(GICL_REMOTE_ERROR,
                        "staged network path: rank %d's chunk (offset %llu, %llu B, signal %llu) "
                        "lies outside this rank's heap of %zu B",
@@ -268,8 +280,12 @@ class StagedDelivery : public Delivery {
     if (h.bytes > 0)
       GICL_CHECK(copier_->to_device(heap_.base + h.dst, slot_base + sizeof(h), h.bytes));
     if (h.flags & StagedHeader::kSignal)
-      GICL_CHECK(copier_->signal(reinterpret_cast<uint64_t*>(heap_.base + h.signal),
-                                 (h.flags & StagedHeader::kSignalAdd) != 0, h.value));
+      GICL_CHECK(copier_->update(
+          heap_.base + h.signal,
+          (h.flags & StagedHeader::kSignalAdd) ? ProxyAtomic::kAdd : ProxyAtomic::kSet, 8,
+          h.value));
+    if (h.flags & StagedHeader::kAtomic)
+      GICL_CHECK(copier_->update(heap_.base + h.signal, kind, width, h.value));
     return copier_->mark(kTagAck | (uint64_t(from) << 16) | slot);
   }
 

@@ -51,13 +51,13 @@ namespace gicl::proxy {
 struct StagedHeader {
   uint64_t dst;     // heap offset at the target
   uint64_t bytes;   // payload bytes after the header
-  uint64_t signal;  // heap offset of the signal word, with kSignal
+  uint64_t signal;  // heap offset of the signal word, with kSignal; of the atomic's, with kAtomic
   uint64_t value;
   uint32_t flags;
-  uint32_t pad;
+  uint32_t atomic;  // with kAtomic: the ProxyAtomic | width in bytes << 8
   uint64_t reserved[3];
 
-  static constexpr uint32_t kSignal = 1, kSignalAdd = 2;
+  static constexpr uint32_t kSignal = 1, kSignalAdd = 2, kAtomic = 4;
 };
 static_assert(sizeof(StagedHeader) == 64, "a staging slot starts with one 64-byte header");
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device API to ranks on the network path: kernels post puts, puts with signal, signals,
-// fences and quiets into the proxy ring; the proxy carries them over libfabric's tcp;ofi_rxm on
+// non-fetching atomics (32- and 64-bit add, and, or, xor, set), fences and quiets into the proxy
+// ring; the proxy carries them over libfabric's tcp;ofi_rxm on
 // loopback (GPU memory is not registrable there: the staged delivery). Two ranks on two GPUs
 // made "remote" by GICL_P2P_DISABLE=1, and by a GICL_HOSTID per rank (node emulation); with
 // four GPUs, 2 nodes x 2 GPUs, where each rank puts to every other over NVLink or the network
@@ -39,7 +40,13 @@ struct Bufs {
   uint8_t* sig_data;  // [nranks][kBlocks * kChunk]: put_signal from each peer
   uint64_t* sig;      // [nranks][kBlocks]: one signal per block from each peer
   uint64_t* adds;     // [nranks]: signal adds from each peer
+  uint64_t* atom64;   // [nranks]: 64-bit atomic adds from each peer
+  uint32_t* atom32;   // [nranks][2]: 32-bit atomic adds from each peer, and an untouched neighbour
+  uint32_t* bits;     // [nranks][4]: atomic or, two xors, and (preset to all ones), unused
+  uint64_t* set64;    // [nranks]: a 64-bit atomic set from each peer
 };
+
+constexpr uint64_t kSet64 = 0x923456789abcdef0ull;  // the top bit set: all 64 bits travel
 
 /// Every block sends its chunk to every peer: a put_nbi, a fence, a put with signal, and each
 /// thread of block 0 a signal add; then one quiet.
@@ -56,6 +63,17 @@ __global__ void send_all(gicl_device_comm_t c, Bufs b) {
                                                     kChunk, b.sig + c.rank * kBlocks + blockIdx.x,
                                                     blockIdx.x + 1, gicl::dev::SignalOp::kSet, pe);
     if (blockIdx.x == 0) gicl::dev::signal(c, b.adds + c.rank, 1, gicl::dev::SignalOp::kAdd, pe);
+    // Non-fetching atomics (unordered with the rest until the quiet below).
+    if (blockIdx.x == 1)
+      gicl::dev::atomic_add<uint64_t>(c, b.atom64 + c.rank, (uint64_t{1} << 32) | 1, pe);
+    if (blockIdx.x == 2) gicl::dev::atomic_add<uint32_t>(c, b.atom32 + 2 * c.rank, 0x01000001u, pe);
+    if (blockIdx.x == 3 && threadIdx.x == 0) {
+      gicl::dev::atomic_or<uint32_t>(c, b.bits + 4 * c.rank, 0xa5u, pe);
+      gicl::dev::atomic_xor<uint32_t>(c, b.bits + 4 * c.rank + 1, 0x3cu, pe);
+      gicl::dev::atomic_xor<uint32_t>(c, b.bits + 4 * c.rank + 1, 0x0fu, pe);
+      gicl::dev::atomic_and<uint32_t>(c, b.bits + 4 * c.rank + 2, 0x0ff0u, pe);
+      gicl::dev::atomic_set<uint64_t>(c, b.set64 + c.rank, kSet64, pe);
+    }
   }
   __syncthreads();  // every thread's requests are in the ring before the quiet reads its head
   if (threadIdx.x == 0) gicl::dev::quiet(c);
@@ -96,6 +114,18 @@ int run_rank(gicl_unique_id_t id, int n, int r, const char* how) {
   RANK_OK(gicl_mem_alloc(comm, n * span, reinterpret_cast<void**>(&b.sig_data)));
   RANK_OK(gicl_mem_alloc(comm, n * kBlocks * 8, reinterpret_cast<void**>(&b.sig)));
   RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&b.adds)));
+  RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&b.atom64)));
+  RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&b.atom32)));
+  RANK_OK(gicl_mem_alloc(comm, n * 16, reinterpret_cast<void**>(&b.bits)));
+  RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&b.set64)));
+  RANK_CUDA(cudaMemset(b.atom64, 0, n * 8));
+  RANK_CUDA(cudaMemset(b.atom32, 0, n * 8));
+  RANK_CUDA(cudaMemset(b.set64, 0, n * 8));
+  {
+    std::vector<uint32_t> bits(4 * n, 0);
+    for (int q = 0; q < n; ++q) bits[4 * q + 2] = 0xffffffffu;
+    RANK_CUDA(cudaMemcpy(b.bits, bits.data(), bits.size() * 4, cudaMemcpyHostToDevice));
+  }
   RANK_CUDA(cudaMemset(b.plain, 0, n * span));
   RANK_CUDA(cudaMemset(b.sig_data, 0, n * span));
   RANK_CUDA(cudaMemset(b.sig, 0, n * kBlocks * 8));
@@ -139,6 +169,26 @@ int run_rank(gicl_unique_id_t id, int n, int r, const char* how) {
                  "byte %zu of rank %d's put_nbi wrong after its quiet (%s)", i, from, how);
     RANK_CHECK(adds[from] == kAdders, "rank %d's signal adds: %llu of %d (%s)", from,
                static_cast<unsigned long long>(adds[from]), kAdders, how);
+  }
+  std::vector<uint64_t> atom64(n), set64(n);
+  std::vector<uint32_t> atom32(2 * n), bits(4 * n);
+  RANK_CUDA(cudaMemcpy(atom64.data(), b.atom64, n * 8, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(set64.data(), b.set64, n * 8, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(atom32.data(), b.atom32, n * 8, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(bits.data(), b.bits, n * 16, cudaMemcpyDeviceToHost));
+  for (int from = 0; from < n; ++from) {
+    if (from == r) continue;
+    // 256 threads: 64-bit adds of 2^32 + 1; 32-bit adds of 0x01000001, which wrap to 0x100.
+    RANK_CHECK(atom64[from] == ((uint64_t{256} << 32) | 256), "rank %d's 64-bit adds: %llx (%s)",
+               from, static_cast<unsigned long long>(atom64[from]), how);
+    RANK_CHECK(atom32[2 * from] == 0x100u && atom32[2 * from + 1] == 0,
+               "rank %d's 32-bit adds: %x, neighbour %x (%s)", from, atom32[2 * from],
+               atom32[2 * from + 1], how);
+    RANK_CHECK(bits[4 * from] == 0xa5u && bits[4 * from + 1] == 0x33u &&
+                   bits[4 * from + 2] == 0x0ff0u && set64[from] == kSet64,
+               "rank %d's or %x, xor %x, and %x, set %llx (%s)", from, bits[4 * from],
+               bits[4 * from + 1], bits[4 * from + 2], static_cast<unsigned long long>(set64[from]),
+               how);
   }
   // The stream barrier (a device barrier: arrivals to network peers through the proxy).
   for (int i = 0; i < 20; ++i) RANK_OK(gicl_barrier_on_stream(comm, s1));

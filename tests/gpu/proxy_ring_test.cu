@@ -187,8 +187,8 @@ TEST(ProxyRingGpu, QuietReturnsOnlyAfterTheProxyCompletedEverythingBefore) {
   EXPECT_EQ(f.errors.kind(), 0u);
 }
 
-// The staged network path's copier: bytes to the GPU and back, signals applied after the copies
-// before them, markers returned in issue order once done.
+// The staged network path's copier: bytes to the GPU and back, signals and atomics (4- and 8-byte
+// words) applied after the copies before them, markers returned in issue order once done.
 TEST(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
   REQUIRE_GPUS(1);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
@@ -205,10 +205,17 @@ TEST(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
   for (size_t i = 0; i < n; ++i) in[i] = static_cast<char>(i * 7 + (i >> 12));
   auto* word = reinterpret_cast<uint64_t*>(dev + n);
   ASSERT_TRUE(copier->to_device(dev, in, n).ok());
-  ASSERT_TRUE(copier->signal(word, true, 5).ok());
-  ASSERT_TRUE(copier->signal(word, true, 6).ok());
+  ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 5).ok());
+  ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 6).ok());
   ASSERT_TRUE(copier->mark(11).ok());
-  ASSERT_TRUE(copier->signal(word + 1, false, 42).ok());
+  ASSERT_TRUE(copier->update(word + 1, ProxyAtomic::kSet, 8, 42).ok());
+  // A 32-bit word through every other update, beside a 64-bit one it must not touch.
+  auto* half = reinterpret_cast<uint32_t*>(word + 2);
+  ASSERT_TRUE(copier->update(half, ProxyAtomic::kSet, 4, 0xf0f0).ok());
+  ASSERT_TRUE(copier->update(half, ProxyAtomic::kOr, 4, 0x0f).ok());
+  ASSERT_TRUE(copier->update(half, ProxyAtomic::kAnd, 4, 0xff0f).ok());
+  ASSERT_TRUE(copier->update(half, ProxyAtomic::kXor, 4, 0x1).ok());
+  ASSERT_TRUE(copier->update(half, ProxyAtomic::kAdd, 4, 0xffffffffu).ok());
   ASSERT_TRUE(copier->to_host(out, dev, n + 64).ok());
   ASSERT_TRUE(copier->mark(12).ok());
   std::vector<uint64_t> done;
@@ -217,10 +224,12 @@ TEST(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
     ASSERT_TRUE(copier->poll(&done).ok()) << last_error();
   EXPECT_EQ(done, (std::vector<uint64_t>{11, 12}));
   EXPECT_EQ(std::memcmp(in, out, n), 0);
-  uint64_t words[2];
+  uint64_t words[3];
   std::memcpy(words, out + n, sizeof(words));
   EXPECT_EQ(words[0], 11u);
   EXPECT_EQ(words[1], 42u);
+  // ((0xf0f0 | 0x0f) & 0xff0f) ^ 1 = 0xf00e, minus 1 (adding 2^32 - 1 wraps) = 0xf00d.
+  EXPECT_EQ(words[2], 0xf00du);
   cudaFreeHost(in);
   cudaFreeHost(out);
   cudaFree(dev);

@@ -204,6 +204,83 @@ TEST_P(ProxyRanks, PutsGetsAndSignalsLandAndQuietMeansDelivered) {
   for (int i = 0; i < n; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
 }
 
+/// Non-fetching atomics from every rank (two producer threads each) to words at rank 0: 64-bit
+/// adds and sets on every path; on the staged one also 32-bit adds beside a 32-bit neighbour
+/// they must not carry into, and 32-bit or, xor and and. After every rank's quiet and a barrier
+/// the words hold exactly what the updates make, whatever order they landed in.
+TEST_P(ProxyRanks, AtomicsFromEveryRankAreExact) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  const int n = c.ranks;
+  constexpr int kAdds = 300;
+  auto results = fork_ranks(n, [&](int me) {
+    use_provider(c.provider);
+    ProxyRank r;
+    RANK_OK(open_rank(id, me, n, 4096, 2, c.staged, &r));
+    // [0] 64-bit add, [8] 64-bit set, [16] 32-bit add, [20] 32-bit neighbour, [24] 32-bit or,
+    // [28] 32-bit xor, [32] 32-bit and.
+    if (me == 0) {
+      const uint32_t ones = 0xffffffffu;
+      std::memcpy(&r.heap[20], &ones, 4);
+      std::memcpy(&r.heap[32], &ones, 4);
+    }
+    RANK_OK(r.bs->barrier());
+    std::vector<std::thread> producers;
+    bool posted[2] = {true, true};
+    for (int k = 0; k < 2; ++k)
+      producers.emplace_back([&, k] {
+        HostMem m;
+        auto post = [&](ProxyAtomic a, uint32_t width, uint64_t word, uint64_t value) {
+          if (host_atomic(*r.rings[k], m, a, width, 0, word, value) == ~0ull) posted[k] = false;
+        };
+        for (int i = 0; i < kAdds / 2; ++i) {
+          post(ProxyAtomic::kAdd, 8, 0, uint64_t{1} << 33 | 1);
+          if (c.staged) post(ProxyAtomic::kAdd, 4, 16, 0x10000001u);
+        }
+        post(ProxyAtomic::kSet, 8, 8, 100 + me);
+        if (c.staged && k == 0) {
+          post(ProxyAtomic::kOr, 4, 24, 1u << me);
+          post(ProxyAtomic::kXor, 4, 28, 0x5a5a0000u | (1u << me));
+          post(ProxyAtomic::kAnd, 4, 32, ~(1u << (8 + me)));
+        }
+        if (!r.rings[k]->quiet()) posted[k] = false;
+      });
+    for (auto& th : producers) th.join();
+    std::string why;
+    RANK_CHECK(posted[0] && posted[1], "a producer failed: %s",
+               r.proxy->error(&why) != GICL_SUCCESS ? why.c_str() : "timeout");
+    RANK_OK(r.bs->barrier());  // every rank's quiet returned: every update is applied
+    if (me == 0) {
+      uint64_t add64 = 0, set64 = 0;
+      uint32_t w32[5];
+      std::memcpy(&add64, &r.heap[0], 8);
+      std::memcpy(&set64, &r.heap[8], 8);
+      std::memcpy(w32, &r.heap[16], sizeof(w32));
+      const uint64_t adds = uint64_t{kAdds} * n;
+      RANK_CHECK(add64 == (adds << 33 | adds), "64-bit add: %llx", (unsigned long long)add64);
+      RANK_CHECK(set64 >= 100 && set64 < 100u + n, "64-bit set: %llu", (unsigned long long)set64);
+      if (c.staged) {
+        uint32_t mask = 0, flips = 0, cleared = 0;
+        for (int q = 0; q < n; ++q) {
+          mask |= 1u << q;
+          flips ^= 0x5a5a0000u | (1u << q);
+          cleared |= 1u << (8 + q);
+        }
+        RANK_CHECK(w32[0] == static_cast<uint32_t>(adds * 0x10000001u), "32-bit add: %x", w32[0]);
+        RANK_CHECK(w32[1] == 0xffffffffu, "the 32-bit add carried into its neighbour: %x", w32[1]);
+        RANK_CHECK(w32[2] == mask, "32-bit or: %x", w32[2]);
+        RANK_CHECK(w32[3] == flips, "32-bit xor: %x", w32[3]);
+        RANK_CHECK(w32[4] == ~cleared, "32-bit and: %x", w32[4]);
+      }
+    }
+    RANK_OK(r.bs->barrier());
+    return 0;
+  });
+  for (int i = 0; i < n; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
 /// Rank 0 puts 256 blocks to rank 1, each with a signal word set after it; rank 1 checks each
 /// block the moment it sees the block's signal.
 TEST_P(ProxyRanks, APutsSignalIsNeverSeenBeforeItsPayload) {

@@ -95,6 +95,12 @@ inline uint64_t host_signal(HostRing& r, HostMem& m, bool add, uint32_t peer, ui
       proxy_encode_signal(w, add ? ProxyOp::kSignalAdd : ProxyOp::kSignalSet, peer, signal, value);
   return proxy_post(r.ring, w, n, m);
 }
+inline uint64_t host_atomic(HostRing& r, HostMem& m, ProxyAtomic kind, uint32_t width,
+                            uint32_t peer, uint64_t word, uint64_t value) {
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n = proxy_encode_atomic(w, peer, kind, width, word, value);
+  return proxy_post(r.ring, w, n, m);
+}
 inline uint64_t host_put_signal(HostRing& r, HostMem& m, bool add, uint32_t peer, uint64_t dst,
                                 uint64_t src, uint64_t bytes, uint64_t signal, uint64_t value) {
   uint64_t w[2 * kProxyMaxSlots];

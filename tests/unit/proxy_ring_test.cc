@@ -74,6 +74,39 @@ TEST(ProxyRing, EveryFieldRoundTripsInShortAndLongForm) {
   EXPECT_EQ(r.done, rd.position());
 }
 
+// Atomic updates: two slots carrying the update, the width, the word's offset and all 64 bits of
+// the operand, read back whole.
+TEST(ProxyRing, AtomicUpdatesRoundTrip) {
+  HostRing r(16);
+  RingReader rd = r.reader();
+  HostMem m;
+  const uint64_t words[] = {0, 8, kProxyShortOffsetLimit, kProxyPayloadMask & ~uint64_t{7}};
+  const uint64_t values[] = {0, 1, kProxyPayloadMask, kProxyCommitBit, ~uint64_t{0}};
+  int checked = 0;
+  for (uint32_t k = 0; k < kProxyAtomicCount; ++k)
+    for (uint32_t width : {4u, 8u})
+      for (uint64_t word : words)
+        for (uint64_t value : values) {
+          const auto kind = static_cast<ProxyAtomic>(k);
+          const uint32_t peer = (checked * 7) % kProxyAllPeers;
+          const uint64_t t = host_atomic(r, m, kind, width, peer, word, value);
+          ProxyRequest q{};
+          uint64_t ticket = 0;
+          ASSERT_TRUE(rd.next(&q, &ticket));
+          EXPECT_EQ(ticket, t);
+          EXPECT_EQ(q.op, ProxyOp::kAtomic);
+          EXPECT_EQ(q.slots, 2u);
+          EXPECT_EQ(q.peer, peer);
+          EXPECT_EQ(q.atomic, kind);
+          EXPECT_EQ(q.bytes, width);
+          EXPECT_EQ(q.signal, word);
+          EXPECT_EQ(q.value, value);
+          rd.complete(ticket);
+          ++checked;
+        }
+  EXPECT_EQ(checked, 5 * 2 * 4 * 5);
+}
+
 // Host FIFO operations: one slot carrying the slot (or lane) index and the byte count, read back
 // whole for every peer, index and size the encoding holds.
 TEST(ProxyRing, HostFifoOperationsRoundTrip) {

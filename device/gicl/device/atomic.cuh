@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Atomics on 32- and 64-bit symmetric integers at any rank (system scope over NVLink), fetching
-// and non-fetching. T is int32_t, uint32_t, int64_t or uint64_t.
+// and non-fetching. T is int32_t, uint32_t, int64_t or uint64_t. To a rank on the network path
+// the non-fetching forms (set, add, inc, and, or, xor) go through the proxy, which applies them
+// at the target with the GPU's own atomics; like NVLink's relaxed atomics they are unordered
+// with other operations until quiet (or fence for the ones after) and complete at the target
+// once quiet returns. The fetching forms do not reach such a rank yet (a device report "no
+// transport to peer").
 #pragma once
 
 #include <type_traits>
 
 #include "gicl/device/comm.cuh"
+#include "gicl/device/detail/net.cuh"
 
 namespace gicl::dev {
 #include "gicl/device/detail/atomic.cuh"
@@ -66,6 +72,7 @@ __device__ __forceinline__ T atomic_fetch(const DeviceComm& c, const T* dst_cons
 /// Atomic store at `pe` (relaxed, system scope).
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_set(const DeviceComm& c, T* dst, T value, int pe) {
+  if (detail::net_update(c, dst, ProxyAtomic::kSet, value, pe)) return;
   T* q = detail::route(c, GICL_OP_ATOMIC, dst, sizeof(T), pe);
   if (q == nullptr) return;
   if constexpr (sizeof(T) == 8)
@@ -77,6 +84,7 @@ __device__ __forceinline__ void atomic_set(const DeviceComm& c, T* dst, T value,
 // Non-fetching forms: the hardware may skip returning the old value (a reduction).
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_add(const DeviceComm& c, T* dst, T value, int pe) {
+  if (detail::net_update(c, dst, ProxyAtomic::kAdd, value, pe)) return;
   T* q = detail::route(c, GICL_OP_ATOMIC, dst, sizeof(T), pe);
   if (q == nullptr) return;
   if constexpr (sizeof(T) == 8)
@@ -90,14 +98,17 @@ __device__ __forceinline__ void atomic_inc(const DeviceComm& c, T* dst, int pe) 
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_and(const DeviceComm& c, T* dst, T value, int pe) {
+  if (detail::net_update(c, dst, ProxyAtomic::kAnd, value, pe)) return;
   (void)atomic_fetch_and(c, dst, value, pe);
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_or(const DeviceComm& c, T* dst, T value, int pe) {
+  if (detail::net_update(c, dst, ProxyAtomic::kOr, value, pe)) return;
   (void)atomic_fetch_or(c, dst, value, pe);
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ void atomic_xor(const DeviceComm& c, T* dst, T value, int pe) {
+  if (detail::net_update(c, dst, ProxyAtomic::kXor, value, pe)) return;
   (void)atomic_fetch_xor(c, dst, value, pe);
 }
 

@@ -22,4 +22,16 @@ __device__ __forceinline__ HwInt<T> bits(T v) {
   return static_cast<HwInt<T>>(v);
 }
 
+/// A non-fetching update of `dst` at `pe` through the proxy when `pe` is on the network path
+/// (true: handled there, reported on failure); false for any other peer.
+template <typename T>
+__device__ __forceinline__ bool net_update(const DeviceComm& c, T* dst, ProxyAtomic kind, T value,
+                                           int pe) {
+  const ProxyRing* q = net_ring(c, pe);
+  if (q == nullptr) return false;
+  net_atomic(c, *q, dst, kind, sizeof(T),
+             static_cast<uint64_t>(static_cast<std::make_unsigned_t<T>>(value)), pe);
+  return true;
+}
+
 }  // namespace detail

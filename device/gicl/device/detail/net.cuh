@@ -59,6 +59,20 @@ __device__ __noinline__ inline bool net_signal(const DeviceComm& c, const ProxyR
   return proxy_submit(reporter(c), q, w, n, GICL_OP_SIGNAL, pe) != ~0ull;
 }
 
+/// Posts a non-fetching atomic update (`kind`) of the `width`-byte word `dst` at network peer
+/// `pe`; it completes at the target like a signal, unordered with the ring's other requests.
+__device__ __noinline__ inline bool net_atomic(const DeviceComm& c, const ProxyRing& q, void* dst,
+                                               ProxyAtomic kind, uint32_t width, uint64_t value,
+                                               int pe) {
+  const uint64_t g = own_offset(c, dst, width);
+  if (g == ~0ull || g % width != 0)
+    return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_ATOMIC, pe, dst, width, 0,
+                  0);
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n = proxy_encode_atomic(w, static_cast<uint32_t>(pe), kind, width, g, value);
+  return proxy_submit(reporter(c), q, w, n, GICL_OP_ATOMIC, pe) != ~0ull;
+}
+
 /// Posts a host FIFO operation to network peer `pe` (the pipe collectives' messages on the staged
 /// path: kFifoSend of `bytes` in slot `index`, or kFifoCredit for lane `index`).
 __device__ __noinline__ inline bool net_fifo(const DeviceComm& c, ProxyOp op, int pe,

@@ -28,7 +28,7 @@
 
 namespace gicl {
 
-inline constexpr uint32_t kProxyRingVersion = 2;
+inline constexpr uint32_t kProxyRingVersion = 3;
 /// Most slots one operation takes (a put with a signal, both in long form).
 inline constexpr uint32_t kProxyMaxSlots = 4;
 
@@ -82,6 +82,9 @@ GICL_RING_HD bool proxy_word_committed(uint64_t word, uint64_t t, uint32_t size)
 //   kNop                nothing (fills a reservation)
 //   kFifoSend           A host FIFO slot, B bytes (its payload in that slot of this rank's outbox)
 //   kFifoCredit         A host FIFO lane (a slot of it consumed here)
+//   kAtomic             -                                    A kind | 8-byte width flag << 3;
+//                                                            slot 2: word, value (a non-fetching
+//                                                            update of a 4- or 8-byte word)
 //
 // Offsets are symmetric-heap offsets: src of a put and dst of a get are this rank's, the others
 // the peer's. The host FIFOs (proxy/staged_delivery.hpp) are the pipe collectives' message
@@ -98,8 +101,13 @@ enum class ProxyOp : uint8_t {
   kFence = 7,
   kFifoSend = 8,
   kFifoCredit = 9,
+  kAtomic = 10,
 };
-inline constexpr uint32_t kProxyOpCount = 10;
+inline constexpr uint32_t kProxyOpCount = 11;
+
+/// The update a kAtomic applies to its word (the device API's non-fetching atomics).
+enum class ProxyAtomic : uint8_t { kSet = 0, kAdd = 1, kAnd = 2, kOr = 3, kXor = 4 };
+inline constexpr uint32_t kProxyAtomicCount = 5;
 
 inline constexpr int kProxyPeerBits = 20;
 inline constexpr uint32_t kProxyAllPeers = (1u << kProxyPeerBits) - 1;
@@ -118,8 +126,10 @@ struct ProxyRequest {
   uint64_t dst;  // kPut/kGet/kPutSignal*: the put's destination offset; kFifo*: slot or lane
   uint64_t src;
   uint64_t bytes;
-  uint64_t signal;  // kSignal*/kPutSignal*: the signal word's offset at the peer
-  uint64_t value;   // kSignal*/kPutSignal*: its operand
+  uint64_t
+      signal;  // kSignal*/kPutSignal*: the signal word's offset at the peer; kAtomic: the word's
+  uint64_t value;      // kSignal*/kPutSignal*/kAtomic: its operand
+  ProxyAtomic atomic;  // kAtomic: the update; `bytes` is the word's width (4 or 8)
 };
 
 GICL_RING_HD uint64_t proxy_word0(ProxyOp op, bool long_form, uint32_t peer, uint64_t a) {
@@ -179,6 +189,17 @@ GICL_RING_HD uint32_t proxy_encode_fifo(uint64_t* w, ProxyOp op, uint32_t peer, 
   return 1;
 }
 
+/// Encodes a non-fetching atomic update of the `width`-byte word at `word` (kAtomic); 2 slots.
+GICL_RING_HD uint32_t proxy_encode_atomic(uint64_t* w, uint32_t peer, ProxyAtomic kind,
+                                          uint32_t width, uint64_t word, uint64_t value) {
+  w[0] = proxy_word0(ProxyOp::kAtomic, true, peer,
+                     static_cast<uint64_t>(kind) | (width == 8 ? uint64_t{8} : 0));
+  w[1] = value >> 63;  // the bit the second slot's word cannot carry
+  w[2] = word;
+  w[3] = value & kProxyPayloadMask;
+  return 2;
+}
+
 /// Encodes a put followed by a signal into one reservation (2 to 4 slots).
 GICL_RING_HD uint32_t proxy_encode_put_signal(uint64_t* w, bool add, uint32_t peer, uint64_t dst,
                                               uint64_t src, uint64_t bytes, uint64_t signal,
@@ -210,7 +231,7 @@ GICL_RING_HD uint32_t proxy_decode(Load&& load, uint64_t t, uint32_t size, Proxy
   };
   if (!need(1)) return 0;
   const ProxyOp op = proxy_op_of(w[0]);
-  *out = ProxyRequest{op, 1, proxy_peer_of(w[0]), 0, 0, 0, 0, 0};
+  *out = ProxyRequest{op, 1, proxy_peer_of(w[0]), 0, 0, 0, 0, 0, ProxyAtomic::kSet};
   uint32_t at = 0;  // first slot of the part being decoded
   auto transfer = [&]() -> bool {
     const uint64_t* p = w + 2 * at;
@@ -267,6 +288,14 @@ GICL_RING_HD uint32_t proxy_decode(Load&& load, uint64_t t, uint32_t size, Proxy
       out->dst = proxy_a_of(w[0]);
       out->bytes = w[1];
       at = 1;
+      break;
+    case ProxyOp::kAtomic:
+      if (!need(2)) return 0;
+      out->atomic = static_cast<ProxyAtomic>(proxy_a_of(w[0]) & 7);
+      out->bytes = (proxy_a_of(w[0]) & 8) ? 8 : 4;
+      out->signal = w[2];
+      out->value = w[3] | (w[1] << 63);
+      at = 2;
       break;
     default:
       out->op = ProxyOp::kNop;  // unknown: the consumer reports it
