@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "common/deadline.hpp"
+
 namespace gicl::net {
 namespace {
 
@@ -65,6 +67,61 @@ Status exchange_keys(bootstrap::Bootstrap& bs, const Region& region, std::vector
   keys->assign(bs.nranks(), RemoteKey{});
   (*keys)[bs.rank()] = region.remote_key();
   return bs.allgather(keys->data(), sizeof(RemoteKey));
+}
+
+Status open_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t timeout_ms) {
+  const int n = bs.nranks(), me = bs.rank();
+  constexpr uint64_t kHello = uint64_t{0xa5} << 24;  // | the sender's rank (below 2^24)
+  GICL_ARG_CHECK(n < (1 << 24), "net open_connections: %d ranks", n);
+  // Slot r of a rank's scratch takes rank r's write; its own slot is the source. (An empty write
+  // does not do: shm in libfabric 1.17 never completes it at the sender.)
+  std::vector<uint64_t> scratch(n, 0);
+  std::unique_ptr<Region> region;
+  GICL_CHECK(t.register_memory(scratch.data(), scratch.size() * 8, MemKind::kHost, &region));
+  std::vector<RemoteKey> keys;
+  GICL_CHECK(exchange_keys(bs, *region, &keys));
+  const Deadline deadline = Deadline::after_ms(timeout_ms);
+  std::vector<uint8_t> heard(n, 0);
+  int lower = 0, done = 0;
+  auto poll = [&](const char* waiting) -> Status {
+    Event ev[64];
+    int k = 0;
+    GICL_CHECK(t.poll(ev, 64, &k));
+    for (int i = 0; i < k; ++i) {
+      const Event& e = ev[i];
+      if (e.kind == EventKind::kImmediate) {
+        const int from = static_cast<int>(e.value & 0xffffff);
+        if ((e.value & ~uint64_t{0xffffff}) == kHello && from < me && !heard[from]) {
+          heard[from] = 1;
+          ++lower;
+        }
+      } else if (e.status != GICL_SUCCESS) {
+        return GICL_FAIL(e.status, "net: connecting to rank %d failed: %s", e.peer,
+                         gicl_get_error_string(e.status));
+      } else {
+        ++done;
+      }
+    }
+    if (k == 0 && deadline.expired()) {
+      int missing = -1;
+      for (int r = 0; r < me && missing < 0; ++r)
+        if (!heard[r]) missing = r;
+      return GICL_FAIL(GICL_TIMEOUT, "net: connecting: %s within %lld ms (GICL_NET_TIMEOUT)%s%s",
+                       waiting, static_cast<long long>(timeout_ms),
+                       missing >= 0 ? "; first silent: rank " : "",
+                       missing >= 0 ? std::to_string(missing).c_str() : "");
+    }
+    return GICL_SUCCESS;
+  };
+  for (int j = me + 1; j < n; ++j)
+    GICL_CHECK(t.write_imm(j, *region, &scratch[me], keys[j], 8 * static_cast<uint64_t>(me), 8,
+                           kHello | me, j));
+  while (lower < me) GICL_CHECK(poll("not every lower rank's first write arrived"));
+  // Every rank has heard from all below it; its own writes may still await the peers' progress,
+  // which each gives in the loop below.
+  GICL_CHECK(bs.barrier());
+  while (done < n - 1 - me) GICL_CHECK(poll("this rank's first writes did not complete"));
+  return GICL_SUCCESS;
 }
 
 }  // namespace gicl::net

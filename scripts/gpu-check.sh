@@ -93,6 +93,10 @@ done
 for e in "$ex"/example_*; do
   [[ -x $e ]] && run "$(basename "$e")" "$bin/gicl-run" -n 2 --timeout 120 -- "$e"
 done
+# The MoE example with its peer on the network path (libfabric's tcp;ofi_rxm on loopback).
+[[ -x $ex/example_moe_dispatch_combine ]] && run example_moe_dispatch_combine_net \
+  env GICL_P2P_DISABLE=1 GICL_NET=OFI GICL_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo \
+  "$bin/gicl-run" -n 2 --timeout 120 -- "$ex/example_moe_dispatch_combine"
 
 coll_perf=$perf  # the collective benchmarks are never rebuilt with NVSHMEM
 if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then

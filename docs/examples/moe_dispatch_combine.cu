@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // MoE-style dispatch and combine. Every rank holds kTokens tokens of kHidden floats; each token
-// goes to one of kExpertsPerRank * nranks experts. Dispatch: one warp per token puts it (with
-// its token id) into the expert owner's receive buffer; then one atomic per expert publishes how
-// many tokens that expert got from us, and a signal says our dispatch is complete. The owner
-// waits for every rank, runs its experts (scale by expert id + 1) and puts each result back to
-// the token's home slot; a counter signal tells the home rank how many results have arrived.
+// goes to one of kExpertsPerRank * nranks experts. Dispatch: one warp per token packs it (with
+// its token id) into a slot of a symmetric send buffer and puts the slot into the expert owner's
+// receive buffer; then one atomic per expert publishes how many tokens that expert got from us,
+// and a signal says our dispatch is complete. The owner waits for every rank, runs its experts
+// (scale by expert id + 1) and puts each result back to the token's home slot; a counter signal
+// tells the home rank how many results have arrived. Every put's source is symmetric memory, so
+// the same kernels reach ranks on other nodes through the network proxy (GICL_HOSTID or
+// GICL_P2P_DISABLE=1 emulate them on one machine).
 #include "example_util.cuh"
 
 using namespace gicl::dev;
@@ -30,7 +33,8 @@ __host__ __device__ float input(int rank, int token, int i) {
 }
 
 // Dispatch: warp w sends token w. cursor[d] hands out slots in our region of rank d's buffer.
-__global__ void dispatch(DeviceComm c, Slot* recv, const float* tokens, int* cursor, int* counts) {
+__global__ void dispatch(DeviceComm c, Slot* recv, Slot* send, const float* tokens, int* cursor,
+                         int* counts) {
   const int token = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (token >= kTokens) return;
   const int expert = route(c.rank, token, kExpertsPerRank * c.nranks),
@@ -41,12 +45,13 @@ __global__ void dispatch(DeviceComm c, Slot* recv, const float* tokens, int* cur
     atomicAdd(counts + expert, 1);
   }
   pos = __shfl_sync(0xffffffffu, pos, 0);
+  Slot* out = send + token;  // packed here, then sent whole
+  if (lane == 0) out->token = token, out->home = c.rank, out->expert = expert, out->pad = 0;
+  for (int i = lane; i < kHidden; i += 32)
+    out->h[i] = tokens[static_cast<size_t>(token) * kHidden + i];
+  __syncwarp();
   Slot* slot = recv + static_cast<size_t>(c.rank) * kTokens + pos;  // our region at rank dst
-  if (lane == 0) {
-    int32_t meta[4] = {token, c.rank, expert, 0};
-    put(c, reinterpret_cast<int32_t*>(slot), meta, 4, dst);
-  }
-  put<Scope::kWarp>(c, slot->h, tokens + static_cast<size_t>(token) * kHidden, kHidden, dst);
+  put<Scope::kWarp>(c, slot, out, 1, dst);
 }
 
 // Publish: one atomic per expert (how many of our tokens it owns), then "rank done" at each rank.
@@ -93,12 +98,13 @@ __global__ void wait_returned(DeviceComm c, uint64_t* returned, int* ok) {
 int main() {
   Example e = example_start();
   const int experts = kExpertsPerRank * e.n;
-  Slot* recv;
+  Slot *recv, *send;
   float *out, *tokens;
   int *expert_tokens, *cursor, *counts, *seen, *ok;
   uint64_t* sigs;
   const size_t recv_bytes = sizeof(Slot) * kTokens * e.n;
   EX_GICL(gicl_mem_alloc(e.comm, recv_bytes, reinterpret_cast<void**>(&recv)));
+  EX_GICL(gicl_mem_alloc(e.comm, sizeof(Slot) * kTokens, reinterpret_cast<void**>(&send)));
   EX_GICL(
       gicl_mem_alloc(e.comm, sizeof(float) * kTokens * kHidden, reinterpret_cast<void**>(&out)));
   EX_GICL(gicl_mem_alloc(e.comm, sizeof(int) * kExpertsPerRank,
@@ -121,8 +127,16 @@ int main() {
   EX_CUDA(cudaMemset(counts, 0, sizeof(int) * experts));
   EX_CUDA(cudaMemset(seen, 0, sizeof(int) * kExpertsPerRank));
   EX_CUDA(cudaDeviceSynchronize());
+  // Every kernel loaded before the first one waits on a peer: with CUDA's lazy loading a first
+  // launch while a kernel of this process waits would wait for that kernel to end, and across
+  // the network the wait ends only once the proxy's own launches on this GPU have run.
+  cudaFuncAttributes attrs;
+  EX_CUDA(cudaFuncGetAttributes(&attrs, dispatch));
+  EX_CUDA(cudaFuncGetAttributes(&attrs, publish));
+  EX_CUDA(cudaFuncGetAttributes(&attrs, experts_and_combine));
+  EX_CUDA(cudaFuncGetAttributes(&attrs, wait_returned));
   EX_GICL(gicl_barrier_on_stream(e.comm, e.s));
-  dispatch<<<kTokens / 8, 256, 0, e.s>>>(e.dc, recv, tokens, cursor, counts);
+  dispatch<<<kTokens / 8, 256, 0, e.s>>>(e.dc, recv, send, tokens, cursor, counts);
   publish<<<1, 1, 0, e.s>>>(e.dc, counts, expert_tokens, sigs);
   experts_and_combine<<<32, 256, 0, e.s>>>(e.dc, recv, out, sigs, sigs + 1, seen);
   wait_returned<<<1, 1, 0, e.s>>>(e.dc, sigs + 1, ok);

@@ -136,6 +136,13 @@ Status open_path(gicl_comm* c, NetPath* n) {
   }
   a.rings.push_back(proxy::RingView{n->ring->slots(), n->ring->ring().size, n->ring->tail(),
                                     n->ring->done(), n->ring->failed_word()});
+  // Every pair connected, the lower rank first, before kernels can post. Where both ranks of a
+  // pair sent their first write at once (the MoE example's first barrier on 4 x H200,
+  // tcp;ofi_rxm), one side's write was refused (FI_EAGAIN) until the timeout while the other's
+  // went through.
+  int64_t timeout_ms = 0;
+  GICL_CHECK(setting_int(Setting::kNetTimeout, &timeout_ms));
+  GICL_CHECK(net::open_connections(*n->transport, *c->bootstrap, timeout_ms));
   n->proxy_core = a.cpu;
   GICL_CHECK(proxy::NetProxy::start(std::move(a), &n->proxy));
   return GICL_SUCCESS;

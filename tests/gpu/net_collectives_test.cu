@@ -147,6 +147,11 @@ int network_send_recv(gicl_comm_t world, gicl_comm_t comm, int me, int n, cudaSt
   gicl_comm_t pair;
   if (fresh_comm(world, me, &pair)) return 1;
   setenv("GICL_WAIT_TIMEOUT", "60000", 1);
+  // The first collective or point-to-point call sets the communicator's collective state up on
+  // every rank together (a bootstrap barrier, coll_state.cc): an allreduce does it on all; then
+  // only the two ranks of the pair take part.
+  RANK_OK(gicl_allreduce(dev, dev, 1, gicl_float32, gicl_sum, pair, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
   RANK_CUDA(cudaMemset(dev, 0x11, 200000));
   RANK_CUDA(cudaMemset(dev + 200000, 0x5a, 200000));
   if (me == 0) RANK_OK(gicl_send(dev, 200000, gicl_uint8, peer, pair, s));

@@ -327,6 +327,39 @@ TEST_P(OfiRanks, AFlushCompletesAfterEveryEarlierWrite) {
   for (int i = 0; i < c.ranks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
 }
 
+/// open_connections: every pair connected, no byte of the ranks' regions written, nothing left
+/// in flight; then every rank writes to every other at once and each write lands.
+TEST_P(OfiRanks, ConnectionsOpenLowerRankFirstAndWritesThenCross) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  const int n = c.ranks;
+  auto results = fork_ranks(n, [&](int me) {
+    use_provider(c.provider);
+    NetRank r;
+    RANK_OK(open_rank(id, me, n, 64 * n, &r));
+    std::fill(r.mem.begin(), r.mem.end(), 0xee);
+    RANK_OK(open_connections(*r.t, *r.bs, 20000));
+    RANK_CHECK(r.t->inflight() == 0, "%d operations still in flight", r.t->inflight());
+    for (size_t i = 0; i < r.mem.size(); ++i)
+      RANK_CHECK(r.mem[i] == 0xee, "byte %zu written by the connections' writes", i);
+    RANK_OK(r.barrier());  // every rank checked before any writes
+    uint8_t* out = r.mem.data() + 64 * me;
+    for (int i = 0; i < 64; ++i) out[i] = pattern(me, me, i);
+    for (int p = 0; p < n; ++p)
+      if (p != me) RANK_OK(r.t->write(p, *r.region, out, r.keys[p], 64 * me, 64, p));
+    RANK_OK(r.poll_until([&] { return r.done_events(0, n) == static_cast<size_t>(n - 1); }));
+    RANK_OK(r.barrier());
+    for (int p = 0; p < n; ++p)
+      for (int i = 0; i < 64 && p != me; ++i)
+        RANK_CHECK(r.mem[64 * p + i] == pattern(p, p, i), "byte %d from rank %d", i, p);
+    RANK_OK(r.barrier());
+    return 0;
+  });
+  for (int i = 0; i < n; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Providers, OfiRanks,
                          ::testing::Values(Case{"tcp;ofi_rxm", 2}, Case{"tcp;ofi_rxm", 3},
                                            Case{"shm", 2}, Case{"shm", 3}),
