@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/op_table.hpp"
 
+#include "common/log.hpp"
+
 namespace gicl::net {
 
 void OpTable::init(int nranks, int capacity) {
@@ -51,6 +53,16 @@ void OpTable::complete(int slot, gicl_result_t status, uint64_t value) {
   free_.push_back(slot);
   --inflight_;
   advance(s.peer);
+}
+
+void OpTable::expire_late(int64_t timeout_ms) {
+  if (inflight_ == 0) return;
+  const int n = expire(now_ns(), timeout_ms * 1000000);
+  if (n > 0)
+    GICL_WARN(kSubsysNet,
+              "net: %d operation(s) to rank %d (first) did not complete within %lld ms "
+              "(GICL_NET_TIMEOUT); their peers are marked failed",
+              n, expired_peer_, static_cast<long long>(timeout_ms));
 }
 
 int OpTable::expire(int64_t now_ns, int64_t timeout_ns) {

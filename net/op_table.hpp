@@ -19,6 +19,7 @@
 #include <deque>
 #include <vector>
 
+#include "common/deadline.hpp"
 #include "net/transport.hpp"
 
 namespace gicl::net {
@@ -52,6 +53,33 @@ class OpTable {
   int expire(int64_t now_ns, int64_t timeout_ns);
   /// The peer of the first operation the last expire() expired.
   int expired_peer() const { return expired_peer_; }
+  /// expire() at `timeout_ms` (GICL_NET_TIMEOUT), with a warning naming the first late peer: a
+  /// dead or unreachable peer. What every backend's progress calls.
+  void expire_late(int64_t timeout_ms);
+
+  /// Waits for room to post an operation to `peer` (a free slot, and `room()` true: a backend's
+  /// own limit, such as its send queue to that peer), calling `progress()` meanwhile; then takes a
+  /// slot. Fails at the deadline, when cancelled, or when the peer failed earlier, naming it.
+  template <typename Progress, typename Room>
+  Status take(const char* op, int peer, uint64_t cookie, int64_t timeout_ms,
+              const CancelFlag* cancel, Progress&& progress, Room&& room, int* slot) {
+    const Deadline deadline = Deadline::after_ms(timeout_ms);
+    while (full() || !room()) {
+      GICL_CHECK(progress());
+      if (!full() && room()) break;
+      if (cancelled(cancel)) return GICL_FAIL(GICL_ABORTED, "net %s: aborted", op);
+      if (deadline.expired())
+        return GICL_FAIL(GICL_TIMEOUT,
+                         "net %s to rank %d: %d operations in flight and none completed within "
+                         "%lld ms (GICL_NET_TIMEOUT)",
+                         op, peer, inflight(), static_cast<long long>(timeout_ms));
+    }
+    if (peer_status(peer) != GICL_SUCCESS)
+      return GICL_FAIL(GICL_REMOTE_ERROR, "net %s to rank %d: an earlier operation to it failed",
+                       op, peer);
+    *slot = begin(peer, cookie, now_ns());
+    return GICL_SUCCESS;
+  }
 
   /// A flush of `peer`: fires at once when nothing earlier is outstanding.
   void flush(int peer, uint64_t cookie);

@@ -3,8 +3,7 @@
 
 #include <cstring>
 
-#include "net/op_checks.hpp"
-#include "net/op_table.hpp"
+#include "net/table_transport.hpp"
 
 namespace gicl::net {
 namespace {
@@ -22,9 +21,12 @@ class NullRegion : public Region {
   }
 };
 
-class NullTransport : public Transport {
+class NullTransport : public TableTransport {
  public:
-  explicit NullTransport(const OpenArgs& a) : args_(a) { table_.init(a.nranks, a.max_inflight); }
+  explicit NullTransport(const OpenArgs& a) {
+    args_ = a;
+    table_.init(a.nranks, a.max_inflight);
+  }
 
   Backend backend() const override { return Backend::kNull; }
   std::string provider() const override { return "null"; }
@@ -73,25 +75,15 @@ class NullTransport : public Transport {
     GICL_CHECK(check_atomic(atomic_op_name(op), peer, Backend::kNull, dst, off));
     return done(peer, cookie, 0);
   }
-  Status flush(int peer, uint64_t cookie) override {
-    GICL_CHECK(check_peer("flush", peer, args_.nranks));
-    table_.flush(peer, cookie);
-    return GICL_SUCCESS;
-  }
-  Status poll(Event* events, int max, int* count) override {
-    *count = table_.take(events, max);
-    return GICL_SUCCESS;
-  }
-  int inflight() const override { return table_.inflight(); }
+
+ protected:
+  Status progress() override { return GICL_SUCCESS; }  // every operation completed when posted
 
  private:
   Status done(int peer, uint64_t cookie, uint64_t value) {
     table_.complete(table_.begin(peer, cookie, 0), GICL_SUCCESS, value);
     return GICL_SUCCESS;
   }
-
-  OpenArgs args_;
-  OpTable table_;
 };
 
 }  // namespace

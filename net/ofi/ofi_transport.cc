@@ -21,8 +21,7 @@
 #include "net/ofi/ofi_api.hpp"
 #include "net/ofi/ofi_memory.hpp"
 #include "net/ofi/ofi_provider.hpp"
-#include "net/op_checks.hpp"
-#include "net/op_table.hpp"
+#include "net/table_transport.hpp"
 
 namespace gicl::net {
 namespace {
@@ -43,7 +42,7 @@ constexpr int kImmReceives = 64;
 /// Completions read per fi_cq_read.
 constexpr int kCqBatch = 32;
 
-class OfiTransport : public Transport {
+class OfiTransport : public TableTransport {
  public:
   ~OfiTransport() override { close(); }
 
@@ -87,21 +86,13 @@ class OfiTransport : public Transport {
               size_t bytes, uint64_t cookie) override;
   Status atomic(int peer, AtomicOp op, const RemoteKey& dst, uint64_t off, uint64_t operand,
                 uint64_t compare, uint64_t cookie) override;
-  Status flush(int peer, uint64_t cookie) override {
-    GICL_CHECK(check_peer("flush", peer, args_.nranks));
-    table_.flush(peer, cookie);
-    return GICL_SUCCESS;
-  }
-  Status poll(Event* events, int max, int* count) override {
-    GICL_CHECK(progress());
-    *count = table_.take(events, max);
-    return GICL_SUCCESS;
-  }
-  int inflight() const override { return table_.inflight(); }
 
  private:
   Status check_rma(const char* op, int peer, const Region& local, const void* p,
-                   const RemoteKey& key, uint64_t off, size_t bytes) const;
+                   const RemoteKey& key, uint64_t off, size_t bytes) const {
+    return TableTransport::check_rma(op, peer, !peers_.empty(), local, p, key, off, bytes,
+                                     info_->ep_attr->max_msg_size, provider());
+  }
   Status post_write(const char* op, int peer, const Region& src, const void* p,
                     const RemoteKey& dst, uint64_t off, size_t bytes, bool imm, uint64_t data,
                     uint64_t cookie);
@@ -110,18 +101,7 @@ class OfiTransport : public Transport {
   /// Posts with `fn` until the provider takes it (FI_EAGAIN: progress and retry, bounded).
   template <typename Fn>
   Status post(const char* op, int peer, int slot, Fn fn);
-  Status progress();
-  /// Fails what a peer has not completed within the timeout (a dead or unreachable peer).
-  void expire_late() {
-    if (table_.inflight() == 0) return;
-    const int n = table_.expire(OpTable::now_ns(), args_.timeout_ms * 1000000);
-    if (n > 0) {
-      GICL_WARN(kSubsysNet,
-                "net: %d operation(s) to rank %d (first) did not complete within %lld ms "
-                "(GICL_NET_TIMEOUT); their peers are marked failed",
-                n, table_.expired_peer(), static_cast<long long>(args_.timeout_ms));
-    }
-  }
+  Status progress() override;
   void on_completion(const fi_cq_data_entry& e);
   Status on_error();
   Status post_imm_receive(OpContext* c);
@@ -130,7 +110,6 @@ class OfiTransport : public Transport {
   }
   void close();
 
-  OpenArgs args_;
   const OfiApi* api_ = nullptr;
   fi_info* info_ = nullptr;
   bool hmem_ = false, atomics_ = false, rx_cq_data_ = false;
@@ -142,7 +121,6 @@ class OfiTransport : public Transport {
   std::vector<uint8_t> address_;
   std::vector<fi_addr_t> peers_;
   OfiMemory memory_;
-  OpTable table_;
   std::vector<OpContext> ops_;
   std::vector<OpContext> receives_;
   /// Operand, compare and result words of each slot's atomic, registered (FI_MR_LOCAL).
@@ -255,36 +233,10 @@ Status OfiTransport::register_memory(void* base, size_t bytes, MemKind kind,
   return memory_.register_memory(base, bytes, kind, out);
 }
 
-Status OfiTransport::check_rma(const char* op, int peer, const Region& local, const void* p,
-                               const RemoteKey& key, uint64_t off, size_t bytes) const {
-  GICL_CHECK(check_peer(op, peer, args_.nranks));
-  GICL_ARG_CHECK(!peers_.empty(), "net %s: the transport is not connected yet", op);
-  GICL_CHECK(check_local(op, "local buffer", local, p, bytes));
-  GICL_CHECK(check_remote(op, peer, Backend::kOfi, key, off, bytes));
-  GICL_ARG_CHECK(bytes <= info_->ep_attr->max_msg_size,
-                 "net %s to rank %d: %zu bytes exceed %s's largest message (%zu bytes)", op, peer,
-                 bytes, provider().c_str(), info_->ep_attr->max_msg_size);
-  return GICL_SUCCESS;
-}
-
 Status OfiTransport::take_slot(const char* op, int peer, uint64_t cookie, int* slot) {
-  const Deadline deadline = Deadline::after_ms(args_.timeout_ms);
-  while (table_.full()) {
-    GICL_CHECK(progress());
-    if (!table_.full()) break;
-    if (cancelled(args_.cancel)) return GICL_FAIL(GICL_ABORTED, "net %s: aborted", op);
-    if (deadline.expired()) {
-      return GICL_FAIL(GICL_TIMEOUT,
-                       "net %s to rank %d: %d operations in flight and none completed within "
-                       "%lld ms (GICL_NET_TIMEOUT)",
-                       op, peer, table_.inflight(), static_cast<long long>(args_.timeout_ms));
-    }
-  }
-  if (table_.peer_status(peer) != GICL_SUCCESS) {
-    return GICL_FAIL(GICL_REMOTE_ERROR, "net %s to rank %d: an earlier operation to it failed", op,
-                     peer);
-  }
-  *slot = table_.begin(peer, cookie, OpTable::now_ns());
+  GICL_CHECK(table_.take(
+      op, peer, cookie, args_.timeout_ms, args_.cancel, [&] { return progress(); },
+      [] { return true; }, slot));
   scratch_[static_cast<size_t>(*slot) * 3 + 2] = 0;  // a kDone's value is 0 unless fetched
   return GICL_SUCCESS;
 }
@@ -474,7 +426,7 @@ Status OfiTransport::progress() {
       if (n == kCqBatch) continue;
     }
     if (n > 0 || n == -FI_EAGAIN) {
-      expire_late();
+      table_.expire_late(args_.timeout_ms);
       return GICL_SUCCESS;
     }
     if (n == -FI_EAVAIL) {

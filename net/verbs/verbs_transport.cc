@@ -13,8 +13,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "common/verbs_api.hpp"
-#include "net/op_checks.hpp"
-#include "net/op_table.hpp"
+#include "net/table_transport.hpp"
 #include "net/verbs/verbs_device.hpp"
 #include "net/verbs/verbs_memory.hpp"
 #include "net/verbs/verbs_qp.hpp"
@@ -39,7 +38,7 @@ struct SlotOp {
   uint64_t compare = 0;  // swap: the value the last compare-swap expected
 };
 
-class VerbsTransport : public Transport {
+class VerbsTransport : public TableTransport {
  public:
   ~VerbsTransport() override { close(); }
 
@@ -92,21 +91,13 @@ class VerbsTransport : public Transport {
   }
   Status atomic(int peer, AtomicOp op, const RemoteKey& dst, uint64_t off, uint64_t operand,
                 uint64_t compare, uint64_t cookie) override;
-  Status flush(int peer, uint64_t cookie) override {
-    GICL_CHECK(check_peer("flush", peer, args_.nranks));
-    table_.flush(peer, cookie);
-    return GICL_SUCCESS;
-  }
-  Status poll(Event* events, int max, int* count) override {
-    GICL_CHECK(progress());
-    *count = table_.take(events, max);
-    return GICL_SUCCESS;
-  }
-  int inflight() const override { return table_.inflight(); }
 
  private:
   Status check_rma(const char* op, int peer, const Region& local, const void* p,
-                   const RemoteKey& key, uint64_t off, size_t bytes) const;
+                   const RemoteKey& key, uint64_t off, size_t bytes) const {
+    return TableTransport::check_rma(op, peer, connected_, local, p, key, off, bytes,
+                                     port_.attr.max_msg_sz, port_.name);
+  }
   Status take_slot(const char* op, int peer, uint64_t cookie, int* slot);
   Status post_rma(const char* op, ibv_wr_opcode code, int peer, const Region& local, const void* p,
                   const RemoteKey& remote, uint64_t off, size_t bytes, uint32_t imm,
@@ -115,25 +106,15 @@ class VerbsTransport : public Transport {
   Status post_atomic(const char* op, int peer, int slot, bool retry = false);
   Status post_send(const char* op, int peer, int slot, ibv_send_wr* wr, bool retry = false);
   Status post_receive(int peer);
-  Status progress();
+  Status progress() override;
   void on_send(const ibv_wc& wc);
   void on_receive(const ibv_wc& wc);
-  void expire_late() {
-    if (table_.inflight() == 0) return;
-    const int n = table_.expire(OpTable::now_ns(), args_.timeout_ms * 1000000);
-    if (n > 0)
-      GICL_WARN(kSubsysNet,
-                "net: %d operation(s) to rank %d (first) did not complete within %lld ms "
-                "(GICL_NET_TIMEOUT); their peers are marked failed",
-                n, table_.expired_peer(), static_cast<long long>(args_.timeout_ms));
-  }
   const char* status_name(ibv_wc_status s) const {
     const char* n = api_->wc_status_str != nullptr ? api_->wc_status_str(s) : nullptr;
     return n != nullptr ? n : "unknown status";
   }
   void close();
 
-  OpenArgs args_;
   const VerbsApi* api_ = nullptr;
   VerbsPort port_;
   bool cuda_ = false, atomics_ = false, connected_ = false;
@@ -143,7 +124,6 @@ class VerbsTransport : public Transport {
   std::vector<ibv_qp*> qps_;     // qps_[r]: to rank r
   std::vector<int> sends_;       // work requests outstanding on qps_[r]'s send queue
   std::vector<uint8_t> broken_;  // a receive of rank r failed: its queue pair is in error
-  OpTable table_;
   std::vector<SlotOp> slots_;
   /// Each slot's fetching-atomic result word, registered (the NIC writes it).
   std::vector<uint64_t> results_;
@@ -227,34 +207,10 @@ Status VerbsTransport::connect(const void* all, size_t stride) {
   return GICL_SUCCESS;
 }
 
-Status VerbsTransport::check_rma(const char* op, int peer, const Region& local, const void* p,
-                                 const RemoteKey& key, uint64_t off, size_t bytes) const {
-  GICL_CHECK(check_peer(op, peer, args_.nranks));
-  GICL_ARG_CHECK(connected_, "net %s: the transport is not connected yet", op);
-  GICL_CHECK(check_local(op, "local buffer", local, p, bytes));
-  GICL_CHECK(check_remote(op, peer, Backend::kVerbs, key, off, bytes));
-  GICL_ARG_CHECK(bytes <= port_.attr.max_msg_sz,
-                 "net %s to rank %d: %zu bytes exceed %s's largest message (%u bytes)", op, peer,
-                 bytes, port_.name.c_str(), port_.attr.max_msg_sz);
-  return GICL_SUCCESS;
-}
-
 Status VerbsTransport::take_slot(const char* op, int peer, uint64_t cookie, int* slot) {
-  const Deadline deadline = Deadline::after_ms(args_.timeout_ms);
-  while (table_.full() || sends_[peer] >= limits_.send_depth) {
-    GICL_CHECK(progress());
-    if (!table_.full() && sends_[peer] < limits_.send_depth) break;
-    if (cancelled(args_.cancel)) return GICL_FAIL(GICL_ABORTED, "net %s: aborted", op);
-    if (deadline.expired())
-      return GICL_FAIL(GICL_TIMEOUT,
-                       "net %s to rank %d: %d operations in flight and none completed within "
-                       "%lld ms (GICL_NET_TIMEOUT)",
-                       op, peer, table_.inflight(), static_cast<long long>(args_.timeout_ms));
-  }
-  if (table_.peer_status(peer) != GICL_SUCCESS)
-    return GICL_FAIL(GICL_REMOTE_ERROR, "net %s to rank %d: an earlier operation to it failed", op,
-                     peer);
-  *slot = table_.begin(peer, cookie, OpTable::now_ns());
+  GICL_CHECK(table_.take(
+      op, peer, cookie, args_.timeout_ms, args_.cancel, [&] { return progress(); },
+      [&] { return sends_[peer] < limits_.send_depth; }, slot));
   slots_[*slot] = SlotOp{};
   results_[*slot] = 0;  // a kDone's value is 0 unless fetched
   return GICL_SUCCESS;
@@ -412,7 +368,7 @@ Status VerbsTransport::progress() {
     }
     if (n < kCqBatch) break;
   }
-  expire_late();
+  table_.expire_late(args_.timeout_ms);
   return GICL_SUCCESS;
 }
 
