@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/deadline.hpp"
 #include "common/status.hpp"
@@ -93,6 +94,10 @@ struct OpenArgs {
   int max_inflight = 1024;  // operations posted and not yet completed, per process
   int64_t timeout_ms = -1;  // -1: GICL_NET_TIMEOUT
   const CancelFlag* cancel = nullptr;
+  // The NICs closest to this rank's GPU, nearest first, by every OS name the topology knows them
+  // by ("mlx5_0", "ib0"): a backend that chooses a device takes the first it knows, unless its
+  // own setting names one. Empty: the backend's own choice.
+  std::vector<std::string> nics;
 };
 
 class Transport {

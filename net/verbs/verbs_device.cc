@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/verbs/verbs_device.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -66,8 +67,24 @@ Status take_port(const VerbsApi& api, int64_t gid_index, VerbsPort* p, bool* usa
 
 }  // namespace
 
-Status verbs_open_port(const VerbsApi& api, const std::string& wanted, int64_t gid_index,
+Status verbs_open_port(const VerbsApi& api, const std::string& wanted,
+                       const std::vector<std::string>& preferred, int64_t gid_index,
                        VerbsPort* out) {
+  if (wanted.empty()) {
+    // The GPU's closest NICs first, by any name rdma-core knows them by; a name it does not know
+    // (a network interface's) is passed over quietly.
+    int n = 0;
+    ibv_device** list = api.get_device_list(&n);
+    std::vector<std::string> known;
+    for (int d = 0; list != nullptr && d < n; ++d)
+      if (const char* name = api.get_device_name(list[d])) known.push_back(name);
+    if (list != nullptr) api.free_device_list(list);
+    // A preferred NIC without an active port is reported (WARN) and the next one tried.
+    for (const std::string& p : preferred)
+      if (std::find(known.begin(), known.end(), p) != known.end() &&
+          verbs_open_port(api, p, {}, gid_index, out).ok())
+        return GICL_SUCCESS;
+  }
   std::string want_name = wanted;
   int want_port = 0;
   if (const size_t colon = wanted.find(':'); colon != std::string::npos) {

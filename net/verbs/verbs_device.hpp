@@ -7,6 +7,7 @@
 #include <infiniband/verbs.h>
 
 #include <string>
+#include <vector>
 
 #include "common/status.hpp"
 #include "common/verbs_api.hpp"
@@ -26,9 +27,11 @@ struct VerbsPort {
   bool atomic_reply_big_endian = false;
 };
 
-/// Opens the device `wanted` names ("" any, "mlx5_0", "mlx5_0:2") with an active port; on failure
-/// nothing stays open and the message says what the machine has.
-Status verbs_open_port(const VerbsApi& api, const std::string& wanted, int64_t gid_index,
+/// Opens the device `wanted` names ("mlx5_0", "mlx5_0:2") with an active port; where it names
+/// none, the first of `preferred` (the GPU's closest NICs) that has one, else the first device
+/// that has one. On failure nothing stays open and the message says what the machine has.
+Status verbs_open_port(const VerbsApi& api, const std::string& wanted,
+                       const std::vector<std::string>& preferred, int64_t gid_index,
                        VerbsPort* out);
 
 }  // namespace gicl::net

@@ -137,7 +137,7 @@ Status VerbsTransport::open(const OpenArgs& args) {
   int64_t gid_index = -1;
   GICL_CHECK(setting_string(Setting::kVerbsDevice, &wanted));
   GICL_CHECK(setting_int(Setting::kVerbsGidIndex, &gid_index));
-  GICL_CHECK(verbs_open_port(*api_, wanted, gid_index, &port_));
+  GICL_CHECK(verbs_open_port(*api_, wanted, args.nics, gid_index, &port_));
   const ibv_device_attr& dev = port_.device;
   atomics_ = dev.atomic_cap != IBV_ATOMIC_NONE;
   cuda_ = verbs_can_register_cuda(*api_);

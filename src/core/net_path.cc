@@ -21,6 +21,7 @@
 #include "proxy/ring_memory.hpp"
 #include "proxy/staged_delivery.hpp"
 #include "topology/machine.hpp"
+#include "topology/nic_affinity.hpp"
 
 namespace gicl {
 
@@ -63,6 +64,21 @@ Status all_ranks(gicl_comm* c, bool mine, bool* all, bool* any = nullptr) {
   *all = std::all_of(v.begin(), v.end(), [](uint8_t x) { return x != 0; });
   if (any != nullptr) *any = std::any_of(v.begin(), v.end(), [](uint8_t x) { return x != 0; });
   return GICL_SUCCESS;
+}
+
+/// This GPU's NICs by PCIe distance (topology/nic_affinity.hpp), nearest first, by every name the
+/// topology knows each by: the verbs backend opens the first rdma-core knows. Empty where the
+/// topology does not say.
+std::vector<std::string> closest_nics(const gicl_comm* c) {
+  std::vector<std::string> names;
+  MachineTopology machine;
+  int64_t rails = 0;
+  if (!load_machine_topology("", &machine).ok() || !setting_int(Setting::kNetRails, &rails).ok())
+    return names;
+  const NicChoice ch = nics_for_gpu(machine, c->peers[c->rank].pci_bus_id, static_cast<int>(rails));
+  for (int i : ch.nics)
+    names.insert(names.end(), machine.nics[i].os_names.begin(), machine.nics[i].os_names.end());
+  return names;
 }
 
 /// A core near this rank's GPU for the proxy thread, within the process's affinity; -1 where the
@@ -170,6 +186,7 @@ Status net_path_open(gicl_comm* c) {
   args.rank = c->rank;
   args.nranks = c->nranks;
   args.cancel = &c->cancel;
+  args.nics = closest_nics(c);
   const Status opened = net::open_transport(backend, args, &n->transport);
   const std::string why = opened.ok() ? "" : last_error();
   GICL_CHECK(all_ranks(c, opened.ok(), &all));

@@ -128,6 +128,21 @@ TEST_F(NetVerbs, WithoutADeviceOpeningFailsAndSaysWhy) {
   t.reset();
   EXPECT_EQ(test::mock_live_qps(), 0);
   EXPECT_EQ(test::mock_live_mrs(), 0);
+  // The GPU's closest NICs (NIC affinity) choose the device unless GICL_VERBS_DEVICE does; names
+  // rdma-core does not know (a network interface's) are passed over.
+  unsetenv("GICL_VERBS_DEVICE");
+  a.nics = {"ib3", "mock_1", "mock_0"};
+  ASSERT_TRUE(open_transport(Backend::kVerbs, a, &t).ok()) << last_error();
+  EXPECT_NE(t->describe().find("mock_1:1"), std::string::npos) << t->describe();
+  t.reset();
+  setenv("GICL_VERBS_DEVICE", "mock_0", 1);
+  ASSERT_TRUE(open_transport(Backend::kVerbs, a, &t).ok()) << last_error();
+  EXPECT_NE(t->describe().find("mock_0:1"), std::string::npos) << t->describe();
+  t.reset();
+  unsetenv("GICL_VERBS_DEVICE");
+  a.nics = {"eth0"};
+  ASSERT_TRUE(open_transport(Backend::kVerbs, a, &t).ok()) << last_error();
+  EXPECT_NE(t->describe().find("mock_0:1"), std::string::npos) << t->describe();
 }
 
 TEST_F(NetVerbs, QueuePairsWalkFromResetToReadyToSendTowardEachPeer) {

@@ -54,13 +54,17 @@ TEST(StagingLayout, EveryPartIsInsideAndDisjointWithAlignedFifoSlots) {
       std::sort(v.begin(), v.end());
       for (size_t i = 0; i < v.size(); ++i) {
         EXPECT_LE(v[i].second, l.bytes());
-        if (i + 1 < v.size()) EXPECT_LE(v[i].second, v[i + 1].first) << "part " << i;
+        if (i + 1 < v.size()) {
+          EXPECT_LE(v[i].second, v[i + 1].first) << "part " << i;
+        }
       }
       for (int p = 0; p < n && lanes; ++p) {
         EXPECT_EQ(l.fifo_out_offset(p, 0) % 4096, 0u);
         EXPECT_EQ(l.fifo_in_offset(p, 1) % 4096, 0u);
       }
-      if (lanes == 0) EXPECT_EQ(l.bytes(), (l.scratch_offset(n) + 4095) / 4096 * 4096);
+      if (lanes == 0) {
+        EXPECT_EQ(l.bytes(), (l.scratch_offset(n) + 4095) / 4096 * 4096);
+      }
     }
   }
 }
