@@ -360,6 +360,29 @@ TEST_P(OfiRanks, ConnectionsOpenLowerRankFirstAndWritesThenCross) {
   for (int i = 0; i < n; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
 }
 
+/// A rank that never opens its connections (it exited): the others fail rather than wait, each
+/// naming a rank that is gone (the bootstrap's exchanges see rank 1 leave, or a rank that left
+/// after failing on it).
+TEST(Ofi, ARankThatNeverConnectsIsNamed) {
+  REQUIRE_OFI();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  auto results = fork_ranks(3, [&](int me) {
+    use_provider("tcp;ofi_rxm");
+    NetRank r;
+    RANK_OK(open_rank(id, me, 3, 64, &r));
+    if (me == 1) return 0;  // gone before its first write
+    const Status s = open_connections(*r.t, *r.bs, 2000);
+    RANK_CHECK(!s.ok(), "rank %d connected without rank 1", me);
+    const std::string why = last_error();
+    const bool names = why.find("rank 1 ") != std::string::npos ||
+                       (me == 0 && why.find("rank 2 ") != std::string::npos);
+    RANK_CHECK(names, "rank %d: '%s' names no rank that is gone", me, why.c_str());
+    return 0;
+  });
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Providers, OfiRanks,
                          ::testing::Values(Case{"tcp;ofi_rxm", 2}, Case{"tcp;ofi_rxm", 3},
                                            Case{"shm", 2}, Case{"shm", 3}),
