@@ -75,18 +75,46 @@ std::string offered(const OfiApi& api) {
   return s.empty() ? "none" : s;
 }
 
+/// Keeps the entry of out->info whose domain is the first of `nics` (a copy of it alone, the
+/// list freed), where the provider offers one.
+void steer(const OfiApi& api, const std::vector<std::string>& nics, OfiChoice* out) {
+  const fi_info* pick = ofi_domain_for(out->info, nics);
+  if (pick == nullptr || pick == out->info) return;
+  fi_info* one = api.dupinfo(pick);
+  if (one == nullptr) return;  // keep the first domain
+  api.freeinfo(out->info);
+  out->info = one;
+}
+
 }  // namespace
 
-Status ofi_choose(const OfiApi& api, const std::string& wanted, OfiChoice* out) {
+const fi_info* ofi_domain_for(const fi_info* list, const std::vector<std::string>& nics) {
+  for (const std::string& nic : nics)
+    for (const fi_info* i = list; i != nullptr; i = i->next) {
+      const char* d = i->domain_attr != nullptr ? i->domain_attr->name : nullptr;
+      if (d == nullptr || std::strncmp(d, nic.c_str(), nic.size()) != 0) continue;
+      if (d[nic.size()] == '\0' || d[nic.size()] == '-') return i;
+    }
+  return nullptr;
+}
+
+Status ofi_choose(const OfiApi& api, const std::string& wanted,
+                  const std::vector<std::string>& nics, OfiChoice* out) {
   if (!wanted.empty()) {
-    if (try_provider(api, wanted.c_str(), out)) return GICL_SUCCESS;
+    if (try_provider(api, wanted.c_str(), out)) {
+      steer(api, nics, out);
+      return GICL_SUCCESS;
+    }
     return GICL_FAIL(GICL_INVALID_ARGUMENT,
                      "GICL_OFI_PROVIDER=%s: no such provider offers reliable datagram endpoints "
                      "with RMA and delivery-complete writes here (RDM providers here: %s)",
                      wanted.c_str(), offered(api).c_str());
   }
   for (const char* p : kOfiProviderOrder)
-    if (try_provider(api, p, out)) return GICL_SUCCESS;
+    if (try_provider(api, p, out)) {
+      steer(api, nics, out);
+      return GICL_SUCCESS;
+    }
   return GICL_FAIL(GICL_SYSTEM_ERROR,
                    "no libfabric provider offers reliable datagram endpoints with RMA and "
                    "delivery-complete writes here (RDM providers here: %s)",

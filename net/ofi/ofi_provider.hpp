@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "net/ofi/ofi_api.hpp"
 
@@ -20,8 +21,15 @@ struct OfiChoice {
 /// The preference order of the default choice.
 extern const char* const kOfiProviderOrder[5];
 
-/// Chooses the provider (`wanted`, or the order above when empty). An unknown or unusable
+/// Chooses the provider (`wanted`, or the order above when empty) and, among its domains, the
+/// first whose name is one of `nics` (the GPU's closest NICs, nearest first; a domain named
+/// "<nic>-..." counts, as EFA's "rdmap0s6-rdm"), else the provider's first. An unknown or unusable
 /// provider is an error listing the ones that this machine offers.
-Status ofi_choose(const OfiApi& api, const std::string& wanted, OfiChoice* out);
+Status ofi_choose(const OfiApi& api, const std::string& wanted,
+                  const std::vector<std::string>& nics, OfiChoice* out);
+
+/// The entry of `list` (fi_getinfo's, one per domain) whose domain is the first of `nics` it
+/// offers, or nullptr when it offers none of them.
+const fi_info* ofi_domain_for(const fi_info* list, const std::vector<std::string>& nics);
 
 }  // namespace gicl::net

@@ -134,7 +134,7 @@ Status OfiTransport::open(const OpenArgs& args) {
   std::string wanted;
   GICL_CHECK(setting_string(Setting::kOfiProvider, &wanted));
   OfiChoice choice;
-  GICL_CHECK(ofi_choose(*api_, wanted, &choice));
+  GICL_CHECK(ofi_choose(*api_, wanted, args.nics, &choice));
   info_ = choice.info;
   hmem_ = choice.hmem;
   rx_cq_data_ = (info_->mode & FI_RX_CQ_DATA) != 0;

@@ -327,6 +327,26 @@ TEST_P(OfiRanks, AFlushCompletesAfterEveryEarlierWrite) {
   for (int i = 0; i < c.ranks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
 }
 
+/// The GPU's closest NICs steer the domain: with every interface offered (FI_TCP_IFACE unset; the
+/// first is another where the machine has one), "lo" among them opens tcp on loopback; names the
+/// provider does not offer leave its first domain.
+TEST(Ofi, TheGpusClosestNicChoosesTheDomain) {
+  REQUIRE_OFI();
+  auto rc = fork_ranks(1, [](int) {
+    use_provider("tcp;ofi_rxm");
+    unsetenv("FI_TCP_IFACE");
+    OpenArgs a;
+    a.nics = {"ib7", "lo"};
+    std::unique_ptr<Transport> t;
+    RANK_OK(open_transport(Backend::kOfi, a, &t));
+    RANK_CHECK(t->describe().find(" on lo") != std::string::npos, "%s", t->describe().c_str());
+    a.nics = {"no_such_nic"};
+    RANK_OK(open_transport(Backend::kOfi, a, &t));
+    return 0;
+  });
+  EXPECT_EQ(rc[0].code, 0);
+}
+
 /// open_connections: every pair connected, no byte of the ranks' regions written, nothing left
 /// in flight; then every rank writes to every other at once and each write lands.
 TEST_P(OfiRanks, ConnectionsOpenLowerRankFirstAndWritesThenCross) {
