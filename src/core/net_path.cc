@@ -209,6 +209,19 @@ Status net_path_open(gicl_comm* c) {
   return GICL_SUCCESS;
 }
 
+std::string net_backend_summary() {
+  std::string which;
+  if (!setting_string(Setting::kNet, &which).ok()) return std::string("GICL_NET: ") + last_error();
+  const net::Backend backend = which == "VERBS" ? net::Backend::kVerbs : net::Backend::kOfi;
+  std::unique_ptr<net::Transport> t;
+  if (!net::open_transport(backend, net::OpenArgs{}, &t).ok())
+    return "GICL_NET=" + which + ": none (" + last_error() + ")";
+  const net::Caps caps = t->caps();
+  return "GICL_NET=" + which + ": " + t->describe() + "; atomics " + (caps.atomics ? "yes" : "no") +
+         ", immediates of " + std::to_string(caps.imm_bytes) + " bytes, GPU memory " +
+         (caps.cuda_memory ? "registered" : "staged through host memory");
+}
+
 bool net_path_error(const gicl_comm* c, gicl_result_t* code, std::string* text) {
   if (!c->net || !c->net->proxy) return false;
   *code = c->net->proxy->error(text);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "common/status.hpp"
 #include "gicl/device/detail/proxy_ring.h"
@@ -70,5 +71,10 @@ struct NetPath {
 Status net_path_open(gicl_comm* comm);
 /// The proxy's first error, if any (comm's async error).
 bool net_path_error(const gicl_comm* comm, gicl_result_t* code, std::string* text);
+
+/// What GICL_NET opens on this machine for a communicator with ranks on other nodes (its backend,
+/// provider and device, and what the provider offers), or why it opens none; for gicl-info. The
+/// transport is opened as one rank alone and closed again.
+std::string net_backend_summary();
 
 }  // namespace gicl

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // gicl-info: version, build options, every GICL_* setting with its value and source, the GPUs and
-// their peer paths, and the machine topology (NICs included).
+// their peer paths, the machine topology (NICs included) and the network backend GICL_NET opens.
 #include <getopt.h>
 
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include "common/build_info.hpp"
 #include "common/cuda.hpp"
 #include "common/settings.hpp"
+#include "core/net_path.hpp"
 #include "gicl/gicl.h"
 #include "topology/machine.hpp"
 #include "topology/nic_affinity.hpp"
@@ -148,5 +149,7 @@ int main(int argc, char** argv) {
     for (const auto& d : rdma)
       std::printf("  %s guid %s, %d port(s)\n", d.name.c_str(), d.guid.c_str(), d.ports);
   }
+  std::printf("network backend for ranks on other nodes: %s\n",
+              gicl::net_backend_summary().c_str());
   return bad == 0 ? 0 : 2;
 }
