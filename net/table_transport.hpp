@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the backends share above the interface: their operations are tracked by one op table
 // (net/op_table.hpp), so flush, poll and inflight are the table's, after the backend's own
-// progress; and a write, write_imm or read is checked alike before any backend posts it.
+// progress; and a write, write_imm, read or atomic is checked alike before any backend posts it.
 #pragma once
 
 #include <string>
@@ -43,6 +43,24 @@ class TableTransport : public Transport {
     GICL_ARG_CHECK(bytes <= max_bytes,
                    "net %s to rank %d: %zu bytes exceed %s's largest message (%llu bytes)", op,
                    peer, bytes, provider.c_str(), static_cast<unsigned long long>(max_bytes));
+    return GICL_SUCCESS;
+  }
+
+  /// A 64-bit atomic `op` on `key` + `off` at `peer`: a rank of the job, a connected transport,
+  /// an aligned word inside the peer's region, an op of the four, a backend that has atomics
+  /// (`atomics`, else GICL_UNSUPPORTED naming `provider`).
+  Status check_atomic_args(AtomicOp op, int peer, bool connected, const RemoteKey& key,
+                           uint64_t off, bool atomics, const std::string& provider) const {
+    const char* name = atomic_op_name(op);
+    GICL_CHECK(check_peer(name, peer, args_.nranks));
+    GICL_ARG_CHECK(connected, "net %s: the transport is not connected yet", name);
+    GICL_CHECK(check_atomic(name, peer, backend(), key, off));
+    GICL_ARG_CHECK(op == AtomicOp::kAdd || op == AtomicOp::kFetchAdd || op == AtomicOp::kSwap ||
+                       op == AtomicOp::kCompareSwap,
+                   "net atomic: unknown op %d", static_cast<int>(op));
+    if (!atomics)
+      return GICL_FAIL(GICL_UNSUPPORTED, "net %s to rank %d: %s has no 64-bit remote atomics", name,
+                       peer, provider.c_str());
     return GICL_SUCCESS;
   }
 

@@ -309,13 +309,7 @@ Status OfiTransport::read(int peer, const Region& dst, void* p, const RemoteKey&
 Status OfiTransport::atomic(int peer, AtomicOp op, const RemoteKey& dst, uint64_t off,
                             uint64_t operand, uint64_t compare, uint64_t cookie) {
   const char* name = atomic_op_name(op);
-  GICL_CHECK(check_peer(name, peer, args_.nranks));
-  GICL_ARG_CHECK(!peers_.empty(), "net %s: the transport is not connected yet", name);
-  GICL_CHECK(check_atomic(name, peer, Backend::kOfi, dst, off));
-  if (!atomics_) {
-    return GICL_FAIL(GICL_UNSUPPORTED, "net %s to rank %d: %s has no 64-bit remote atomics", name,
-                     peer, provider().c_str());
-  }
+  GICL_CHECK(check_atomic_args(op, peer, !peers_.empty(), dst, off, atomics_, provider()));
   int slot = 0;
   GICL_CHECK(take_slot(name, peer, cookie, &slot));
   uint64_t* words = &scratch_[static_cast<size_t>(slot) * 3];  // operand, compare, result

@@ -250,15 +250,7 @@ Status VerbsTransport::post_rma(const char* op, ibv_wr_opcode code, int peer, co
 Status VerbsTransport::atomic(int peer, AtomicOp op, const RemoteKey& dst, uint64_t off,
                               uint64_t operand, uint64_t compare, uint64_t cookie) {
   const char* name = atomic_op_name(op);
-  GICL_CHECK(check_peer(name, peer, args_.nranks));
-  GICL_ARG_CHECK(connected_, "net %s: the transport is not connected yet", name);
-  GICL_CHECK(check_atomic(name, peer, Backend::kVerbs, dst, off));
-  GICL_ARG_CHECK(op == AtomicOp::kAdd || op == AtomicOp::kFetchAdd || op == AtomicOp::kSwap ||
-                     op == AtomicOp::kCompareSwap,
-                 "net atomic: unknown op %d", static_cast<int>(op));
-  if (!atomics_)
-    return GICL_FAIL(GICL_UNSUPPORTED, "net %s to rank %d: %s has no remote atomics", name, peer,
-                     port_.name.c_str());
+  GICL_CHECK(check_atomic_args(op, peer, connected_, dst, off, atomics_, port_.name));
   int slot = 0;
   GICL_CHECK(take_slot(name, peer, cookie, &slot));
   SlotOp& s = slots_[slot];
