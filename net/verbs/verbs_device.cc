@@ -70,21 +70,6 @@ Status take_port(const VerbsApi& api, int64_t gid_index, VerbsPort* p, bool* usa
 Status verbs_open_port(const VerbsApi& api, const std::string& wanted,
                        const std::vector<std::string>& preferred, int64_t gid_index,
                        VerbsPort* out) {
-  if (wanted.empty()) {
-    // The GPU's closest NICs first, by any name rdma-core knows them by; a name it does not know
-    // (a network interface's) is passed over quietly.
-    int n = 0;
-    ibv_device** list = api.get_device_list(&n);
-    std::vector<std::string> known;
-    for (int d = 0; list != nullptr && d < n; ++d)
-      if (const char* name = api.get_device_name(list[d])) known.push_back(name);
-    if (list != nullptr) api.free_device_list(list);
-    // A preferred NIC without an active port is reported (WARN) and the next one tried.
-    for (const std::string& p : preferred)
-      if (std::find(known.begin(), known.end(), p) != known.end() &&
-          verbs_open_port(api, p, {}, gid_index, out).ok())
-        return GICL_SUCCESS;
-  }
   std::string want_name = wanted;
   int want_port = 0;
   if (const size_t colon = wanted.find(':'); colon != std::string::npos) {
@@ -101,13 +86,29 @@ Status verbs_open_port(const VerbsApi& api, const std::string& wanted,
     if (list != nullptr) api.free_device_list(list);
     return GICL_FAIL(GICL_UNSUPPORTED, "net verbs: this machine has no RDMA device");
   }
+  std::vector<std::string> names(n);
   std::string seen, why;
+  for (int d = 0; d < n; ++d) {
+    const char* name = api.get_device_name(list[d]);
+    names[d] = name != nullptr ? name : "?";
+    seen += (d > 0 ? ", " : "") + names[d];
+  }
+  // Where no device is named, the GPU's closest NICs first, by any name rdma-core knows them by
+  // (a network interface's name matches none), then the others in rdma-core's order.
+  std::vector<int> order;
+  for (const std::string& p : want_name.empty() ? preferred : std::vector<std::string>{})
+    if (auto it = std::find(names.begin(), names.end(), p); it != names.end())
+      if (const int d = static_cast<int>(it - names.begin());
+          std::find(order.begin(), order.end(), d) == order.end())
+        order.push_back(d);
+  for (int d = 0; d < n; ++d)
+    if (std::find(order.begin(), order.end(), d) == order.end()) order.push_back(d);
   Status result = GICL_SUCCESS;
   bool found = false;
-  for (int d = 0; d < n && !found && result.ok(); ++d) {
-    const char* name = api.get_device_name(list[d]);
-    seen += std::string(seen.empty() ? "" : ", ") + (name != nullptr ? name : "?");
-    if (!want_name.empty() && (name == nullptr || want_name != name)) continue;
+  for (size_t k = 0; k < order.size() && !found && result.ok(); ++k) {
+    const int d = order[k];
+    const char* name = names[d].c_str();
+    if (!want_name.empty() && want_name != names[d]) continue;
     ibv_context* ctx = api.open_device(list[d]);
     if (ctx == nullptr) {
       why += std::string(" ") + name + " does not open;";
