@@ -56,6 +56,15 @@ proxy::StagingLayout staging_layout(int nranks, size_t fifo_bytes) {
   return l;
 }
 
+/// The backend GICL_NET names (`*which`: the setting's value). AUTO keeps libfabric: its verbs
+/// provider reaches the same NICs, and the verbs backend has never run on an RDMA NIC
+/// (docs/transports.md); VERBS asks for it.
+Status backend_setting(std::string* which, net::Backend* backend) {
+  GICL_CHECK(setting_string(Setting::kNet, which));
+  *backend = *which == "VERBS" ? net::Backend::kVerbs : net::Backend::kOfi;
+  return GICL_SUCCESS;
+}
+
 /// Every rank's flag (one byte each): true when all are set.
 Status all_ranks(gicl_comm* c, bool mine, bool* all, bool* any = nullptr) {
   std::vector<uint8_t> v(c->nranks, 0);
@@ -69,12 +78,10 @@ Status all_ranks(gicl_comm* c, bool mine, bool* all, bool* any = nullptr) {
 /// This GPU's NICs by PCIe distance (topology/nic_affinity.hpp), nearest first, by every name the
 /// topology knows each by: the verbs backend opens the first rdma-core knows. Empty where the
 /// topology does not say.
-std::vector<std::string> closest_nics(const gicl_comm* c) {
+std::vector<std::string> closest_nics(const gicl_comm* c, const MachineTopology& machine) {
   std::vector<std::string> names;
-  MachineTopology machine;
   int64_t rails = 0;
-  if (!load_machine_topology("", &machine).ok() || !setting_int(Setting::kNetRails, &rails).ok())
-    return names;
+  if (!setting_int(Setting::kNetRails, &rails).ok()) return names;
   const NicChoice ch = nics_for_gpu(machine, c->peers[c->rank].pci_bus_id, static_cast<int>(rails));
   for (int i : ch.nics)
     names.insert(names.end(), machine.nics[i].os_names.begin(), machine.nics[i].os_names.end());
@@ -82,25 +89,24 @@ std::vector<std::string> closest_nics(const gicl_comm* c) {
 }
 
 /// A core near this rank's GPU for the proxy thread, within the process's affinity; -1 where the
-/// machine's topology does not say (no hwloc, an unknown GPU).
-int choose_core(const gicl_comm* c) {
-  MachineTopology machine;
-  if (!load_machine_topology("", &machine).ok()) return -1;
+/// machine's topology does not say (`machine` null: no hwloc; an unknown GPU).
+int choose_core(const gicl_comm* c, const MachineTopology* machine) {
+  if (machine == nullptr) return -1;
   std::vector<int> allowed;
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
     for (int i = 0; i < CPU_SETSIZE; ++i)
       if (CPU_ISSET(i, &set)) allowed.push_back(i);
-  return proxy_core(machine, c->peers[c->rank].pci_bus_id, allowed);
+  return proxy_core(*machine, c->peers[c->rank].pci_bus_id, allowed);
 }
 
-Status open_path(gicl_comm* c, NetPath* n) {
+Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine) {
   const int me = c->rank;
   proxy::NetProxyArgs a;
   a.rank = me;
   a.transport = n->transport.get();
   a.device = c->device;
-  a.cpu = choose_core(c);
+  a.cpu = choose_core(c, machine);
   char* own =
       c->heap->va_base() + static_cast<uint64_t>(c->heap->slot_of(me)) * c->heap->slot_bytes();
   const uint64_t heap_bytes = c->heap->max_bytes();
@@ -176,17 +182,18 @@ Status net_path_open(gicl_comm* c) {
   GICL_CHECK(all_ranks(c, mine, &all, &any));
   if (!any) return GICL_SUCCESS;
   std::string which;
-  GICL_CHECK(setting_string(Setting::kNet, &which));
-  // AUTO keeps libfabric: its verbs provider reaches the same NICs, and the verbs backend has
-  // never run on an RDMA NIC (docs/transports.md). VERBS asks for it.
-  const net::Backend backend = which == "VERBS" ? net::Backend::kVerbs : net::Backend::kOfi;
-  const char* backend_label = which == "VERBS" ? "the verbs backend" : "libfabric";
+  net::Backend backend;
+  GICL_CHECK(backend_setting(&which, &backend));
+  const char* backend_label = backend == net::Backend::kVerbs ? "the verbs backend" : "libfabric";
+  // One load of the machine's topology for the NIC list and the proxy's core.
+  MachineTopology machine;
+  const bool have_machine = load_machine_topology("", &machine).ok();
   auto n = std::make_unique<NetPath>();
   net::OpenArgs args;
   args.rank = c->rank;
   args.nranks = c->nranks;
   args.cancel = &c->cancel;
-  args.nics = closest_nics(c);
+  if (have_machine) args.nics = closest_nics(c, machine);
   const Status opened = net::open_transport(backend, args, &n->transport);
   const std::string why = opened.ok() ? "" : last_error();
   GICL_CHECK(all_ranks(c, opened.ok(), &all));
@@ -201,7 +208,7 @@ Status net_path_open(gicl_comm* c) {
     return GICL_SUCCESS;
   }
   GICL_CHECK(net::connect_all(*n->transport, *c->bootstrap));
-  GICL_CHECK(open_path(c, n.get()));
+  GICL_CHECK(open_path(c, n.get(), have_machine ? &machine : nullptr));
   GICL_INFO(kSubsysNet, "rank %d: network path %s, %s delivery, proxy on core %d", c->rank,
             n->transport->describe().c_str(), n->staged ? "staged" : "direct", n->proxy_core);
   c->dev->handle.net = n->ring_dev.p;
@@ -211,8 +218,8 @@ Status net_path_open(gicl_comm* c) {
 
 std::string net_backend_summary() {
   std::string which;
-  if (!setting_string(Setting::kNet, &which).ok()) return std::string("GICL_NET: ") + last_error();
-  const net::Backend backend = which == "VERBS" ? net::Backend::kVerbs : net::Backend::kOfi;
+  net::Backend backend;
+  if (!backend_setting(&which, &backend).ok()) return std::string("GICL_NET: ") + last_error();
   std::unique_ptr<net::Transport> t;
   if (!net::open_transport(backend, net::OpenArgs{}, &t).ok())
     return "GICL_NET=" + which + ": none (" + last_error() + ")";
