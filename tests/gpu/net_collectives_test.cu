@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every collective where the peers are on the network path: the pipe FIFOs carry each message to
 // a network neighbour as a put_signal through the proxy, over libfabric's tcp;ofi_rxm on loopback
-// (staged: GPU memory is not registrable there). Two ranks on two GPUs made "remote" by
-// GICL_P2P_DISABLE=1 and by a GICL_HOSTID per rank; with four GPUs, 2 nodes x 2 GPUs, whose
+// (staged: GPU memory is not registrable there). Two ranks (on two GPUs, or as two processes
+// sharing the one GPU of a one-GPU machine) made "remote" by GICL_P2P_DISABLE=1 and by a GICL_HOSTID per rank; with four GPUs, 2 nodes x 2 GPUs, whose
 // rings cross NVLink inside a node and the network between. Each case is the collective matrix
 // (every type, reduction, size, in and out of place, cudaMalloc, symmetric and registered
 // buffers; bitwise against the host's reference, run twice) with a 1 MiB staging, so that large
@@ -234,12 +234,12 @@ void run(int n, const char* how) {
 }
 
 TEST(NetworkCollectives, TwoRanksWithP2pDisabled) {
-  REQUIRE_GPUS(2);
+  REQUIRE_GPUS(1);  // on one GPU the two ranks share it as processes
   run(2, "p2p_disable");
 }
 
 TEST(NetworkCollectives, TwoNodesByHostId) {
-  REQUIRE_GPUS(2);
+  REQUIRE_GPUS(1);  // on one GPU the two ranks share it as processes
   run(2, "hostid");
 }
 

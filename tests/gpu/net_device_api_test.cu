@@ -2,8 +2,8 @@
 // The device API to ranks on the network path: kernels post puts, puts with signal, signals,
 // non-fetching atomics (32- and 64-bit add, and, or, xor, set), fences and quiets into the proxy
 // ring; the proxy carries them over libfabric's tcp;ofi_rxm on
-// loopback (GPU memory is not registrable there: the staged delivery). Two ranks on two GPUs
-// made "remote" by GICL_P2P_DISABLE=1, and by a GICL_HOSTID per rank (node emulation); with
+// loopback (GPU memory is not registrable there: the staged delivery). Two ranks (on two GPUs,
+// or two processes sharing one) made "remote" by GICL_P2P_DISABLE=1, and by a GICL_HOSTID per rank (node emulation); with
 // four GPUs, 2 nodes x 2 GPUs, where each rank puts to every other over NVLink or the network
 // as the path says and the results must be the same bytes. Every check is on the receiver; the
 // stream barrier, whose arrivals to network peers travel through the proxy, follows.
@@ -210,12 +210,12 @@ void run(int n, const char* how) {
 }
 
 TEST(NetworkDeviceApi, TwoRanksWithP2pDisabled) {
-  REQUIRE_GPUS(2);
+  REQUIRE_GPUS(1);  // on one GPU the two ranks share it as processes
   run(2, "p2p_disable");
 }
 
 TEST(NetworkDeviceApi, TwoNodesByHostId) {
-  REQUIRE_GPUS(2);
+  REQUIRE_GPUS(1);  // on one GPU the two ranks share it as processes
   run(2, "hostid");
 }
 
