@@ -157,7 +157,8 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine) {
     GICL_CHECK(upload_device(n->ring_dev.p, &n->ring->ring(), sizeof(ProxyRing)));
   }
   a.rings.push_back(proxy::RingView{n->ring->slots(), n->ring->ring().size, n->ring->tail(),
-                                    n->ring->done(), n->ring->failed_word()});
+                                    n->ring->done(), n->ring->failed_word(), n->ring->results(),
+                                    n->ring->ring().results_size});
   // Every pair connected, the lower rank first, before kernels can post. Where both ranks of a
   // pair sent their first write at once (the MoE example's first barrier on 4 x H200,
   // tcp;ofi_rxm), one side's write was refused (FI_EAGAIN) until the timeout while the other's

@@ -25,6 +25,12 @@ class Copier {
   /// bytes) or a non-fetching atomic; atomic with respect to the GPU's own atomics on the word,
   /// after everything issued before it.
   virtual Status update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) = 0;
+  /// update() that also returns the word's old value (zero-extended) into `*old`, host memory
+  /// the copier writes in issue order (a staging slot; readable once a later marker completes).
+  /// Every ProxyAtomic: kSet swaps, kCompareSwap stores `value` where the word equals `compare`,
+  /// kLoad only reads.
+  virtual Status fetch_update(void* word, ProxyAtomic op, uint32_t width, uint64_t value,
+                              uint64_t compare, uint64_t* old) = 0;
   /// A marker: `token` is returned by poll() once everything issued before it has completed.
   virtual Status mark(uint64_t token) = 0;
   /// Appends the tokens whose markers completed, in issue order.

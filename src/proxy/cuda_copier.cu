@@ -7,35 +7,42 @@ namespace gicl::proxy {
 namespace {
 
 template <typename T>
-__device__ void apply(T* w, ProxyAtomic op, T v) {
+__device__ T apply(T* w, ProxyAtomic op, T v, T compare) {
   switch (op) {
     case ProxyAtomic::kSet:
-      atomicExch(w, v);
-      break;
+      return atomicExch(w, v);
     case ProxyAtomic::kAdd:
-      atomicAdd(w, v);
-      break;
+      return atomicAdd(w, v);
     case ProxyAtomic::kAnd:
-      atomicAnd(w, v);
-      break;
+      return atomicAnd(w, v);
     case ProxyAtomic::kOr:
-      atomicOr(w, v);
-      break;
+      return atomicOr(w, v);
     case ProxyAtomic::kXor:
-      atomicXor(w, v);
-      break;
+      return atomicXor(w, v);
+    case ProxyAtomic::kCompareSwap:
+      return atomicCAS(w, compare, v);
+    case ProxyAtomic::kLoad:
+      return atomicAdd(w, T{0});  // a read at the point of coherence, as the other atomics
   }
+  return 0;
 }
 
 /// One update (a signal or an atomic) after the copies before it on the stream: those completed
 /// before this kernel began, so a reader that sees the new value and then reads the payload
-/// finds it.
-__global__ void apply_update(void* word, ProxyAtomic op, uint32_t width, unsigned long long value) {
+/// finds it. `old` (host memory, or null): where a fetching update's old value goes.
+__global__ void apply_update(void* word, ProxyAtomic op, uint32_t width, unsigned long long value,
+                             unsigned long long compare, unsigned long long* old) {
   __threadfence();
+  unsigned long long was;
   if (width == 8)
-    apply(static_cast<unsigned long long*>(word), op, value);
+    was = apply(static_cast<unsigned long long*>(word), op, value, compare);
   else
-    apply(static_cast<unsigned int*>(word), op, static_cast<unsigned int>(value));
+    was = apply(static_cast<unsigned int*>(word), op, static_cast<unsigned int>(value),
+                static_cast<unsigned int>(compare));
+  if (old != nullptr) {
+    *reinterpret_cast<volatile unsigned long long*>(old) = was;
+    __threadfence_system();  // in host memory before the stream's next event
+  }
 }
 
 // Loaded at communicator init with every other kernel: a lazy load at the first signal would
@@ -72,7 +79,15 @@ Status CudaCopier::to_device(void* dst, const void* src, size_t bytes) {
 }
 
 Status CudaCopier::update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) {
-  apply_update<<<1, 1, 0, stream_>>>(word, op, width, value);
+  apply_update<<<1, 1, 0, stream_>>>(word, op, width, value, 0, nullptr);
+  GICL_CUDA_CHECK(cudaGetLastError());
+  return GICL_SUCCESS;
+}
+
+Status CudaCopier::fetch_update(void* word, ProxyAtomic op, uint32_t width, uint64_t value,
+                                uint64_t compare, uint64_t* old) {
+  apply_update<<<1, 1, 0, stream_>>>(word, op, width, value, compare,
+                                     reinterpret_cast<unsigned long long*>(old));
   GICL_CUDA_CHECK(cudaGetLastError());
   return GICL_SUCCESS;
 }

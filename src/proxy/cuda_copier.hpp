@@ -2,7 +2,8 @@
 // The staged network path's copier on a GPU: copies, signals and atomics in issue order on a
 // non-blocking stream of its own (the copy engines move the bytes; a one-thread kernel applies
 // each signal or atomic with a device atomic, so it composes with the GPU's own atomics on the
-// word), and markers as events polled without blocking. Used by the proxy thread only.
+// word, and stores a fetching one's old value into pinned host memory through its unified
+// address), and markers as events polled without blocking. Used by the proxy thread only.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,6 +27,8 @@ class CudaCopier : public Copier {
   Status to_host(void* dst, const void* src, size_t bytes) override;
   Status to_device(void* dst, const void* src, size_t bytes) override;
   Status update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) override;
+  Status fetch_update(void* word, ProxyAtomic op, uint32_t width, uint64_t value, uint64_t compare,
+                      uint64_t* old) override;
   Status mark(uint64_t token) override;
   Status poll(std::vector<uint64_t>* done) override;
 

@@ -29,8 +29,8 @@ class Delivery {
   static constexpr uint32_t kNoOp = ~0u;
 
   virtual ~Delivery() = default;
-  /// Starts operation `cookie`: a put, get, signal or put with signal, already checked against
-  /// both heaps.
+  /// Starts operation `cookie`: a put, get, signal, put with signal or atomic (fetching or not),
+  /// already checked against both heaps. A fetching one records its answer before it completes.
   virtual Status start(uint32_t cookie, const ProxyRequest& q) = 0;
   /// Handles one transport event. A failure returns its Status (the message names the peer) and
   /// sets failed_op() to the operation's cookie where it has one.
@@ -41,11 +41,20 @@ class Delivery {
 
   /// Operations completed since the caller last cleared the list.
   std::vector<uint32_t>& completed() { return completed_; }
+  /// A completed fetching operation's answer (the word's old value), read before the cookie is
+  /// reused.
+  uint64_t answer(uint32_t cookie) const { return cookie < answers_.size() ? answers_[cookie] : 0; }
   uint32_t failed_op() const { return failed_op_; }
   uint64_t issued() const { return issued_; }
 
  protected:
+  void set_answer(uint32_t cookie, uint64_t value) {
+    if (cookie >= answers_.size()) answers_.resize(cookie + 1);
+    answers_[cookie] = value;
+  }
+
   std::vector<uint32_t> completed_;
+  std::vector<uint64_t> answers_;  // by cookie
   uint32_t failed_op_ = kNoOp;
   uint64_t issued_ = 0;  // transport operations posted
 };

@@ -36,8 +36,11 @@ Status NetProxy::start(NetProxyArgs args, std::unique_ptr<NetProxy>* out) {
     const RingView& v = args.rings[i];
     GICL_ARG_CHECK(
         v.slots != nullptr && v.tail != nullptr && v.done != nullptr && v.failed != nullptr &&
-            v.size >= kProxyMaxSlots && (v.size & (v.size - 1)) == 0,
-        "network proxy: ring %zu is incomplete or its size %u is not a power of two", i, v.size);
+            v.size >= kProxyMaxSlots && (v.size & (v.size - 1)) == 0 && v.results != nullptr &&
+            v.results_size > 0 && (v.results_size & (v.results_size - 1)) == 0,
+        "network proxy: ring %zu is incomplete or its size %u or its %u result slots are not a "
+        "power of two",
+        i, v.size, v.results_size);
   }
   std::unique_ptr<NetProxy> p(new NetProxy(std::move(args)));
   p->thread_ = std::thread([q = p.get()] { q->run(); });
@@ -197,6 +200,14 @@ Status NetProxy::check_request(const ProxyRequest& q, uint32_t ring, uint64_t ti
                      " B to peer %u: word offset %" PRIu64
                      " is not an aligned word inside the peer's heap (%" PRIu64 " B)",
                      ring, ticket, atomic_name(q.atomic), q.bytes, q.peer, q.signal, peer_bytes);
+  if (q.op == ProxyOp::kFetch &&
+      ((q.bytes != 4 && q.bytes != 8) || static_cast<uint32_t>(q.atomic) >= kProxyFetchCount ||
+       q.signal % q.bytes != 0 || !fits(q.signal, q.bytes, peer_bytes)))
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "network proxy: ring %u, ticket %" PRIu64 ": fetching atomic %s of %" PRIu64
+                     " B to peer %u: word offset %" PRIu64
+                     " is not an aligned word inside the peer's heap (%" PRIu64 " B)",
+                     ring, ticket, atomic_name(q.atomic), q.bytes, q.peer, q.signal, peer_bytes);
   if (has_signal(q.op) && (q.signal % 8 != 0 || !fits(q.signal, 8, peer_bytes)))
     return GICL_FAIL(GICL_INVALID_ARGUMENT,
                      "network proxy: ring %u, ticket %" PRIu64
@@ -250,6 +261,12 @@ void NetProxy::finish_completed() {
   for (uint32_t cookie : args_.delivery->completed()) {
     Op& o = ops_[cookie];
     Ring& r = rings_[o.ring];
+    if (o.req.op == ProxyOp::kFetch) {
+      // The value first; the seq's release store publishes it to the waiting producer.
+      ProxyResult& slot = r.view.results[o.req.result & (r.view.results_size - 1)];
+      __atomic_store_n(&slot.value, args_.delivery->answer(cookie), __ATOMIC_RELAXED);
+      __atomic_store_n(&slot.seq, o.req.result + 1, __ATOMIC_RELEASE);
+    }
     --r.outstanding[o.req.peer];
     --r.outstanding_all;
     r.reader.complete(o.ticket);

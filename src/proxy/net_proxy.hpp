@@ -12,7 +12,8 @@
 //   issued only after every earlier one of the ring to it has completed. The ring is read in
 //   order, so a fence holds the whole ring until then.
 // Operations complete in any order; a ring's `done` moves past each one completed with all
-// before it.
+// before it. A fetching operation's answer is written into its ring's result slot (value, then
+// seq) when it completes.
 //
 // A failed operation, a refused post or a bad request fails the proxy: it records the first
 // error (naming the peer), sets every ring's `failed` word, so producers and quiet stop waiting
@@ -46,6 +47,8 @@ struct RingView {
   uint64_t* tail = nullptr;
   uint64_t* done = nullptr;
   uint32_t* failed = nullptr;
+  ProxyResult* results = nullptr;  // the fetching operations' answers
+  uint32_t results_size = 0;
 };
 
 struct NetProxyArgs {
@@ -104,7 +107,7 @@ class NetProxy {
   void finish_completed();
   Status check_request(const ProxyRequest& q, uint32_t ring, uint64_t ticket) const;
   bool poll();
-  void finish(uint32_t cookie);
+
   uint32_t new_op(uint32_t ring, uint64_t ticket, const ProxyRequest& q);
   /// Records the first failure (`logged`: GICL_FAIL already logged it) and tells every ring.
   void fail(gicl_result_t code, const std::string& why, bool logged = false);

@@ -30,6 +30,8 @@ inline const char* op_name(ProxyOp op) {
       return "host FIFO credit";
     case ProxyOp::kAtomic:
       return "atomic";
+    case ProxyOp::kFetch:
+      return "fetching atomic";
     default:
       return "nop";
   }
@@ -59,6 +61,10 @@ inline const char* atomic_name(ProxyAtomic a) {
       return "or";
     case ProxyAtomic::kXor:
       return "xor";
+    case ProxyAtomic::kCompareSwap:
+      return "compare-swap";
+    case ProxyAtomic::kLoad:
+      return "load";
   }
   return "?";
 }

@@ -48,6 +48,7 @@ uint32_t imm_slot(uint64_t v) {
 constexpr uint64_t kTagChunk = uint64_t{1} << 62;  // a chunk's write / its staging copy
 constexpr uint64_t kTagAck = uint64_t{2} << 62;    // an acknowledgement / a received chunk
 constexpr uint64_t kTagFifo = uint64_t{3} << 62;   // a host FIFO message's or credit's write
+constexpr uint64_t kTagReply = uint64_t{3} << 62;  // copier token: a get's answer in the heap
 constexpr uint64_t kTagMask = uint64_t{3} << 62;
 
 /// Adds 1 to a counter in pinned host memory that a kernel polls (this thread its only writer).
@@ -71,12 +72,8 @@ class StagedDelivery : public Delivery {
 
   Status start(uint32_t cookie, const ProxyRequest& q) override {
     if (q.op == ProxyOp::kFifoSend || q.op == ProxyOp::kFifoCredit) return start_fifo(cookie, q);
-    if (q.op == ProxyOp::kGet)
-      return GICL_FAIL(GICL_UNSUPPORTED,
-                       "get from peer %u: the staged network path (a transport that cannot "
-                       "register GPU memory) does not carry gets yet",
-                       q.peer);
     if (cookie >= ops_.size()) ops_.resize(cookie + 1);
+    if (q.op == ProxyOp::kGet || q.op == ProxyOp::kFetch) return start_answered(cookie, q);
     const uint64_t bytes = has_transfer(q.op) ? q.bytes : 0;
     const size_t payload = st_.layout.payload();
     const uint32_t n = bytes == 0 ? 1 : static_cast<uint32_t>((bytes + payload - 1) / payload);
@@ -138,13 +135,13 @@ class StagedDelivery : public Delivery {
                        gicl_get_error_string(e.status));
     }
     if ((e.cookie & kTagMask) == kTagChunk) {
-      // Delivered into the peer's receive slot: the send slot is free; the chunk waits for its
-      // acknowledgement.
+      // Delivered into the peer's receive slot: the send slot is free, unless the answer comes
+      // back into it; the chunk waits for its acknowledgement.
       const uint32_t id = static_cast<uint32_t>(e.cookie & ~kTagMask);
       Chunk& c = chunks_[id];
-      free_send_.push_back(c.send_slot);
+      if (!c.answered) free_send_.push_back(c.send_slot);
       c.sent = true;
-      if (c.acked) free_chunks_.push_back(id);  // its acknowledgement came first
+      if (c.acked) release(id);  // its acknowledgement came first
     }
     return GICL_SUCCESS;
   }
@@ -157,6 +154,8 @@ class StagedDelivery : public Delivery {
       *work = true;
       if ((token & kTagMask) == kTagChunk)
         GICL_CHECK(post_chunk(static_cast<uint32_t>(token & ~kTagMask)));
+      else if ((token & kTagMask) == kTagReply)
+        chunk_done(static_cast<uint32_t>(token & ~kTagMask));  // a get's bytes are in the heap
       else
         GICL_CHECK(post_ack(static_cast<int>((token & ~kTagMask) >> 16),
                             static_cast<uint32_t>(token & 0xffff)));
@@ -190,14 +189,70 @@ class StagedDelivery : public Delivery {
   struct Chunk {
     uint32_t op;
     int peer;
-    uint64_t src;  // heap offset of the payload here
+    uint64_t src;  // heap offset of the payload here (of a get: where its answer goes)
     StagedHeader header;
     uint32_t send_slot;
     uint32_t recv_slot;
-    bool sent;   // the write is delivered (its send slot is free)
-    bool acked;  // the target applied it
+    bool answered;  // a get's or fetch's request: its answer comes back into its send slot
+    bool sent;      // the write is delivered (the send slot is free unless `answered`)
+    bool acked;     // the target applied it (and this rank used its answer)
     std::chrono::steady_clock::time_point staged_at;
   };
+
+  /// A get in payload-sized pieces, or one fetching atomic: request chunks answered by the target.
+  Status start_answered(uint32_t cookie, const ProxyRequest& q) {
+    const bool get = q.op == ProxyOp::kGet;
+    if (get && q.bytes == 0) {
+      completed_.push_back(cookie);
+      return GICL_SUCCESS;
+    }
+    const size_t payload = st_.layout.payload();
+    const uint32_t n = get ? static_cast<uint32_t>((q.bytes + payload - 1) / payload) : 1;
+    ops_[cookie] = Op{q, n, 0, kNone};
+    for (uint32_t i = 0; i < n; ++i) {
+      Chunk c{};
+      c.op = cookie;
+      c.peer = static_cast<int>(q.peer);
+      c.answered = true;
+      if (get) {
+        const uint64_t off = uint64_t{i} * payload;
+        c.header.flags = StagedHeader::kGet;
+        c.header.dst = q.src + off;
+        c.header.value = std::min<uint64_t>(payload, q.bytes - off);
+        c.src = q.dst + off;
+      } else {
+        c.header.flags = StagedHeader::kFetch;
+        c.header.atomic = static_cast<uint32_t>(q.atomic) | static_cast<uint32_t>(q.bytes) << 8;
+        c.header.signal = q.signal;
+        c.header.value = q.value;
+        c.header.compare = q.compare;
+      }
+      waiting_.push_back(new_chunk(c));
+    }
+    return GICL_SUCCESS;
+  }
+
+  /// The chunk's memory and its send slot are free once its write is delivered and it is done.
+  void release(uint32_t id) {
+    if (chunks_[id].answered) free_send_.push_back(chunks_[id].send_slot);
+    free_chunks_.push_back(id);
+  }
+
+  /// The chunk is acknowledged (and its answer used): it counts toward its operation.
+  void chunk_done(uint32_t id) {
+    Chunk& c = chunks_[id];
+    const uint32_t cookie = c.op;
+    // The write's own completion may still be on its way: the chunk is free once both are in.
+    c.acked = true;
+    if (c.sent) release(id);
+    Op& o = ops_[cookie];
+    if (++o.acked == o.chunks) {
+      completed_.push_back(cookie);
+    } else if (o.held != kNone && o.acked + 1 == o.chunks) {
+      waiting_.push_back(o.held);  // every payload chunk is in place: the signal may go
+      o.held = kNone;
+    }
+  }
 
   uint32_t new_chunk(const Chunk& c) {
     uint32_t id;
@@ -225,6 +280,7 @@ class StagedDelivery : public Delivery {
     c.staged_at = std::chrono::steady_clock::now();
     awaiting_[c.peer][recv_slot] = id;
     char* slot = send_slot(c.send_slot);
+    if (c.answered) c.header.reply = st_.layout.send_offset(c.send_slot) + sizeof(StagedHeader);
     std::memcpy(slot, &c.header, sizeof(StagedHeader));
     if (c.header.bytes > 0)
       GICL_CHECK(copier_->to_host(slot + sizeof(StagedHeader), heap_.base + c.src, c.header.bytes));
@@ -261,22 +317,36 @@ class StagedDelivery : public Delivery {
       return GICL_FAIL(GICL_REMOTE_ERROR, "staged network path: rank %d sent immediate 0x%llx",
                        from, static_cast<unsigned long long>(imm));
     // A chunk from `from` landed in its slot here: apply it to the heap, then acknowledge.
-    const char* slot_base = st_.base + st_.layout.recv_offset(from, slot);
+    char* slot_base = st_.base + st_.layout.recv_offset(from, slot);
     StagedHeader h;
     std::memcpy(&h, slot_base, sizeof(h));
-    const uint32_t width = (h.flags & StagedHeader::kAtomic) ? h.atomic >> 8 : 8;
+    const bool fetch = (h.flags & StagedHeader::kFetch) != 0;
+    const bool get = (h.flags & StagedHeader::kGet) != 0;
+    const uint32_t width =
+        (h.flags & (StagedHeader::kAtomic | StagedHeader::kFetch)) ? h.atomic >> 8 : 8;
     const auto kind = static_cast<ProxyAtomic>(h.atomic & 0xff);
-    const bool word = (h.flags & (StagedHeader::kSignal | StagedHeader::kAtomic)) != 0;
-    if (!fits(h.dst, h.bytes, heap_.bytes) ||
+    const bool word =
+        (h.flags & (StagedHeader::kSignal | StagedHeader::kAtomic | StagedHeader::kFetch)) != 0;
+    const uint64_t answer = get ? h.value : fetch ? 8 : 0;  // bytes written back into `reply`
+    if (!fits(h.dst, get ? h.value : h.bytes, heap_.bytes) ||
         (word &&
          ((width != 4 && width != 8) || h.signal % width || !fits(h.signal, width, heap_.bytes))) ||
-        ((h.flags & StagedHeader::kAtomic) && static_cast<uint32_t>(kind) >= kProxyAtomicCount))
+        ((h.flags & StagedHeader::kAtomic) && static_cast<uint32_t>(kind) >= kProxyAtomicCount) ||
+        (fetch && static_cast<uint32_t>(kind) >= kProxyFetchCount) ||
+        (answer > 0 && (h.bytes != 0 || answer > st_.layout.payload() ||
+                        !fits(h.reply, answer, st_.layout.bytes()))))
       return GICL_FAIL(GICL_REMOTE_ERROR,
-                       "staged network path: rank %d's chunk (offset %llu, %llu B, signal %llu) "
-                       "lies outside this rank's heap of %zu B",
+                       "staged network path: rank %d's chunk (offset %llu, %llu B, signal %llu, "
+                       "answer %llu B) lies outside this rank's heap of %zu B or its slot",
                        from, static_cast<unsigned long long>(h.dst),
                        static_cast<unsigned long long>(h.bytes),
-                       static_cast<unsigned long long>(h.signal), heap_.bytes);
+                       static_cast<unsigned long long>(h.signal),
+                       static_cast<unsigned long long>(answer), heap_.bytes);
+    // An answer goes into the receive slot's payload, which the request left empty.
+    if (get) GICL_CHECK(copier_->to_host(slot_base + sizeof(h), heap_.base + h.dst, h.value));
+    if (fetch)
+      GICL_CHECK(copier_->fetch_update(heap_.base + h.signal, kind, width, h.value, h.compare,
+                                       reinterpret_cast<uint64_t*>(slot_base + sizeof(h))));
     if (h.bytes > 0)
       GICL_CHECK(copier_->to_device(heap_.base + h.dst, slot_base + sizeof(h), h.bytes));
     if (h.flags & StagedHeader::kSignal)
@@ -332,13 +402,21 @@ class StagedDelivery : public Delivery {
     return GICL_SUCCESS;
   }
 
-  /// Slot `slot` from `to` is applied to the heap here: tell its sender.
+  /// Slot `slot` from `to` is applied to the heap here: tell its sender, with the answer where
+  /// the chunk asked for one.
   Status post_ack(int to, uint32_t slot) {
     ++issued_;
-    char* scratch = st_.base + st_.layout.scratch_offset(me_);
-    const Status s =
-        t_->write_imm(to, *st_.region, scratch, st_.keys[to], st_.layout.scratch_offset(me_), 8,
-                      make_imm(kImmAck, me_, slot), kTagAck);
+    const StagingLayout& l = st_.layout;
+    char* slot_base = st_.base + l.recv_offset(to, slot);
+    StagedHeader h;
+    std::memcpy(&h, slot_base, sizeof(h));
+    const uint64_t answer = (h.flags & StagedHeader::kGet)     ? h.value
+                            : (h.flags & StagedHeader::kFetch) ? 8
+                                                               : 0;
+    char* from = answer > 0 ? slot_base + sizeof(h) : st_.base + l.scratch_offset(me_);
+    const Status s = t_->write_imm(to, *st_.region, from, st_.keys[to],
+                                   answer > 0 ? h.reply : l.scratch_offset(me_),
+                                   answer > 0 ? answer : 8, make_imm(kImmAck, me_, slot), kTagAck);
     if (s.ok()) return s;
     const std::string why = last_error();
     return GICL_FAIL(s.code(), "the acknowledgement to peer %d: %s", to, why.c_str());
@@ -353,18 +431,18 @@ class StagedDelivery : public Delivery {
     awaiting_[from][slot] = kNone;
     credits_[from].push_back(slot);
     Chunk& c = chunks_[id];
-    const uint32_t cookie = c.op;
-    // The write's own completion may still be on its way: the chunk (and its send slot) is free
-    // once both are in.
-    c.acked = true;
-    if (c.sent) free_chunks_.push_back(id);
-    Op& o = ops_[cookie];
-    if (++o.acked == o.chunks) {
-      completed_.push_back(cookie);
-    } else if (o.held != kNone && o.acked + 1 == o.chunks) {
-      waiting_.push_back(o.held);  // every payload chunk is in place: the signal may go
-      o.held = kNone;
+    if (c.answered) {
+      // The answer is in this chunk's send slot (the acknowledgement's data came before it).
+      const char* answer = send_slot(c.send_slot) + sizeof(StagedHeader);
+      if (c.header.flags & StagedHeader::kGet) {
+        GICL_CHECK(copier_->to_device(heap_.base + c.src, answer, c.header.value));
+        return copier_->mark(kTagReply | id);  // done once the bytes are in the heap
+      }
+      uint64_t old = 0;
+      std::memcpy(&old, answer, sizeof(old));
+      set_answer(c.op, old);
     }
+    chunk_done(id);
     return GICL_SUCCESS;
   }
 

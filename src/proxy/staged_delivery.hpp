@@ -32,9 +32,16 @@
 // release stores, and counts commute with any delivery order. No copier and no heap are
 // involved: the kernel moves the bytes between GPU and pinned host memory.
 //
-// Gets and fetching atomics need an answer carrying data back; they are refused here
-// (GICL_UNSUPPORTED) and not built on this path yet. A chunk not acknowledged within
-// GICL_NET_TIMEOUT fails the proxy, naming the peer.
+// Gets and fetching atomics are answered: a request chunk (kGet: the target's offset and length;
+// kFetch: the word, update and operands) is a header alone, and names in `reply` where in this
+// rank's staging area the answer goes: the payload part of the request's own send slot, which
+// stays taken until the answer is used. The target's proxy copies the bytes out of its heap
+// (kGet), or applies the update and stores the word's old value (kFetch), into its receive slot
+// through the copier, and its acknowledgement is then a write_imm of that answer into `reply`
+// rather than into the scratch word. Here the acknowledgement's arrival means the answer is in
+// place: a fetch's old value is read from the slot; a get's bytes are copied into the heap
+// (Copier::to_device), and the chunk completes once that copy has. A chunk not acknowledged
+// within GICL_NET_TIMEOUT fails the proxy, naming the peer.
 #pragma once
 
 #include <chrono>
@@ -54,10 +61,13 @@ struct StagedHeader {
   uint64_t signal;  // heap offset of the signal word, with kSignal; of the atomic's, with kAtomic
   uint64_t value;
   uint32_t flags;
-  uint32_t atomic;  // with kAtomic: the ProxyAtomic | width in bytes << 8
-  uint64_t reserved[3];
+  uint32_t atomic;   // with kAtomic and kFetch: the ProxyAtomic | width in bytes << 8
+  uint64_t reply;    // with kGet and kFetch: the answer's offset in the sender's staging area
+  uint64_t compare;  // with kFetch of kCompareSwap
+  uint64_t reserved;
 
-  static constexpr uint32_t kSignal = 1, kSignalAdd = 2, kAtomic = 4;
+  // kGet: `dst` is the offset to read at the target, `value` the bytes to answer, `bytes` 0.
+  static constexpr uint32_t kSignal = 1, kSignalAdd = 2, kAtomic = 4, kGet = 8, kFetch = 16;
 };
 static_assert(sizeof(StagedHeader) == 64, "a staging slot starts with one 64-byte header");
 

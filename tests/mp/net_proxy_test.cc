@@ -3,13 +3,15 @@
 // host memory standing in for the symmetric heap and host threads for the GPU's producers, on
 // both deliveries: direct (the heap registered) and staged (the heap unregistered, as GPU memory
 // is on these providers: chunks through small staging slots, applied by the target's proxy and
-// acknowledged). Puts, gets (direct) and signals land where they were aimed and a quiet means
-// delivered at the target; a put's signal is never seen before its payload; and a peer that dies
+// acknowledged). Puts, gets and signals land where they were aimed and a quiet means delivered
+// at the target; atomics, fetching ones with their answers, are exact under contention from every
+// rank; a put's signal is never seen before its payload; and a peer that dies
 // fails the proxy with an error naming it, within GICL_NET_TIMEOUT, and the producers stop
 // waiting.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -190,9 +192,10 @@ TEST_P(ProxyRanks, PutsGetsAndSignalsLandAndQuietMeansDelivered) {
     std::memcpy(&total, &r.heap[counter], 8);
     if (me == 0)
       RANK_CHECK(total == uint64_t{kAdds} * n, "counter %llu", (unsigned long long)total);
-    // Gets (direct only): every peer's source block, read into this rank's get block.
+    // Gets: every peer's source block, read into this rank's get block (staged: 32 answered
+    // chunks through 4 send slots).
     HostMem m;
-    for (int p = 0; p < (c.staged ? 0 : n); ++p) {
+    for (int p = 0; p < n; ++p) {
       RANK_CHECK(host_put(*r.rings[0], m, ProxyOp::kGet, p, got, src, kBlock) != ~0ull, "get");
       RANK_CHECK(r.rings[0]->quiet(), "quiet after a get from rank %d", p);
       for (size_t i = 0; i < kBlock; ++i)
@@ -205,9 +208,10 @@ TEST_P(ProxyRanks, PutsGetsAndSignalsLandAndQuietMeansDelivered) {
 }
 
 /// Non-fetching atomics from every rank (two producer threads each) to words at rank 0: 64-bit
-/// adds and sets on every path; on the staged one also 32-bit adds beside a 32-bit neighbour
-/// they must not carry into, and 32-bit or, xor and and. After every rank's quiet and a barrier
-/// the words hold exactly what the updates make, whatever order they landed in.
+/// adds and sets, 32-bit adds beside a 32-bit neighbour they must not carry into, and 32-bit or,
+/// xor and and (on the direct path a compare-swap loop on the 64-bit word). After every rank's
+/// quiet and a barrier the words hold exactly what the updates make, whatever order they landed
+/// in.
 TEST_P(ProxyRanks, AtomicsFromEveryRankAreExact) {
   REQUIRE_OFI();
   const Case c = GetParam();
@@ -237,10 +241,10 @@ TEST_P(ProxyRanks, AtomicsFromEveryRankAreExact) {
         };
         for (int i = 0; i < kAdds / 2; ++i) {
           post(ProxyAtomic::kAdd, 8, 0, uint64_t{1} << 33 | 1);
-          if (c.staged) post(ProxyAtomic::kAdd, 4, 16, 0x10000001u);
+          post(ProxyAtomic::kAdd, 4, 16, 0x10000001u);
         }
         post(ProxyAtomic::kSet, 8, 8, 100 + me);
-        if (c.staged && k == 0) {
+        if (k == 0) {
           post(ProxyAtomic::kOr, 4, 24, 1u << me);
           post(ProxyAtomic::kXor, 4, 28, 0x5a5a0000u | (1u << me));
           post(ProxyAtomic::kAnd, 4, 32, ~(1u << (8 + me)));
@@ -261,20 +265,144 @@ TEST_P(ProxyRanks, AtomicsFromEveryRankAreExact) {
       const uint64_t adds = uint64_t{kAdds} * n;
       RANK_CHECK(add64 == (adds << 33 | adds), "64-bit add: %llx", (unsigned long long)add64);
       RANK_CHECK(set64 >= 100 && set64 < 100u + n, "64-bit set: %llu", (unsigned long long)set64);
-      if (c.staged) {
-        uint32_t mask = 0, flips = 0, cleared = 0;
-        for (int q = 0; q < n; ++q) {
-          mask |= 1u << q;
-          flips ^= 0x5a5a0000u | (1u << q);
-          cleared |= 1u << (8 + q);
-        }
-        RANK_CHECK(w32[0] == static_cast<uint32_t>(adds * 0x10000001u), "32-bit add: %x", w32[0]);
-        RANK_CHECK(w32[1] == 0xffffffffu, "the 32-bit add carried into its neighbour: %x", w32[1]);
-        RANK_CHECK(w32[2] == mask, "32-bit or: %x", w32[2]);
-        RANK_CHECK(w32[3] == flips, "32-bit xor: %x", w32[3]);
-        RANK_CHECK(w32[4] == ~cleared, "32-bit and: %x", w32[4]);
+      uint32_t mask = 0, flips = 0, cleared = 0;
+      for (int q = 0; q < n; ++q) {
+        mask |= 1u << q;
+        flips ^= 0x5a5a0000u | (1u << q);
+        cleared |= 1u << (8 + q);
       }
+      RANK_CHECK(w32[0] == static_cast<uint32_t>(adds * 0x10000001u), "32-bit add: %x", w32[0]);
+      RANK_CHECK(w32[1] == 0xffffffffu, "the 32-bit add carried into its neighbour: %x", w32[1]);
+      RANK_CHECK(w32[2] == mask, "32-bit or: %x", w32[2]);
+      RANK_CHECK(w32[3] == flips, "32-bit xor: %x", w32[3]);
+      RANK_CHECK(w32[4] == ~cleared, "32-bit and: %x", w32[4]);
     }
+    RANK_OK(r.bs->barrier());
+    return 0;
+  });
+  for (int i = 0; i < n; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+/// Fetching atomics from every rank (two producer threads each) to words at rank 0, each thread
+/// waiting for every answer: the answers of 64-bit fetch-adds and of 32-bit fetch-adds (the high
+/// half of a 64-bit word, beside a neighbour they must not touch) are, over all ranks, every
+/// value from 0 to the total exactly once; of a compare-swap of 0 one rank's wins and every other
+/// answer is the winner's value; swaps form one chain from the initial value; fetching or and xor
+/// return what was there; loads after a barrier read the totals.
+TEST_P(ProxyRanks, FetchingAtomicsAnswerExactlyUnderContention) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  const int n = c.ranks;
+  constexpr int kPerThread = 150;
+  auto results = fork_ranks(n, [&](int me) {
+    use_provider(c.provider);
+    ProxyRank r;
+    RANK_OK(open_rank(id, me, n, 4096, 2, c.staged, &r));
+    // [0] 64-bit counter, [8] 32-bit neighbour (all ones), [12] 32-bit counter, [16] 64-bit
+    // compare-swap word, [24] 64-bit swap chain (starts at 7), [32] 32-bit or, [36] 32-bit xor.
+    constexpr uint64_t kChainStart = 7;
+    if (me == 0) {
+      const uint32_t ones = 0xffffffffu;
+      std::memcpy(&r.heap[8], &ones, 4);
+      std::memcpy(&r.heap[24], &kChainStart, 8);
+    }
+    RANK_OK(r.bs->barrier());
+    std::vector<uint64_t> got64[2], got32[2];
+    uint64_t cas_old = ~0ull, swap_old = ~0ull, or_old = ~0ull, xor_old = ~0ull;
+    bool ok[2] = {true, true};
+    std::vector<std::thread> producers;
+    for (int k = 0; k < 2; ++k)
+      producers.emplace_back([&, k] {
+        HostMem m;
+        HostRing& ring = *r.rings[k];
+        auto fetch = [&](ProxyAtomic a, uint32_t width, uint64_t word, uint64_t value,
+                         uint64_t compare) {
+          uint64_t old = ~0ull;
+          if (!host_fetch(ring, m, a, width, 0, word, value, compare, &old)) ok[k] = false;
+          return old;
+        };
+        for (int i = 0; i < kPerThread; ++i) {
+          got64[k].push_back(fetch(ProxyAtomic::kAdd, 8, 0, 1, 0));
+          got32[k].push_back(fetch(ProxyAtomic::kAdd, 4, 12, 1, 0));
+        }
+        if (k == 0) {
+          cas_old = fetch(ProxyAtomic::kCompareSwap, 8, 16, 1000 + me, 0);
+          swap_old = fetch(ProxyAtomic::kSet, 8, 24, 2000 + me, 0);
+          or_old = fetch(ProxyAtomic::kOr, 4, 32, 1u << me, 0);
+          xor_old = fetch(ProxyAtomic::kXor, 4, 36, 1u << me, 0);
+        }
+      });
+    for (auto& th : producers) th.join();
+    std::string why;
+    RANK_CHECK(ok[0] && ok[1], "a fetching atomic was not answered: %s",
+               r.proxy->error(&why) != GICL_SUCCESS ? why.c_str() : "timeout");
+    // Every rank's answers, gathered: [rank][64-bit..., 32-bit..., cas, swap, or, xor].
+    const size_t per = 4 * kPerThread + 4;
+    std::vector<uint64_t> all(per * n);
+    uint64_t* mine = all.data() + per * me;
+    size_t at = 0;
+    for (int k = 0; k < 2; ++k)
+      for (uint64_t v : got64[k]) mine[at++] = v;
+    for (int k = 0; k < 2; ++k)
+      for (uint64_t v : got32[k]) mine[at++] = v;
+    mine[at++] = cas_old;
+    mine[at++] = swap_old;
+    mine[at++] = or_old;
+    mine[at++] = xor_old;
+    RANK_OK(r.bs->allgather(all.data(), per * sizeof(uint64_t)));
+    const size_t total = size_t{2} * kPerThread * n;
+    std::vector<int> seen64(total, 0), seen32(total, 0);
+    int winners = 0;
+    std::vector<uint64_t> chain;
+    for (int q = 0; q < n; ++q) {
+      const uint64_t* a = all.data() + per * q;
+      for (size_t i = 0; i < 2 * kPerThread; ++i) {
+        RANK_CHECK(a[i] < total, "rank %d's 64-bit fetch-add answered %llu", q,
+                   (unsigned long long)a[i]);
+        RANK_CHECK(a[2 * kPerThread + i] < total, "rank %d's 32-bit fetch-add answered %llu", q,
+                   (unsigned long long)a[2 * kPerThread + i]);
+        ++seen64[a[i]];
+        ++seen32[a[2 * kPerThread + i]];
+      }
+      const uint64_t* t = a + 4 * kPerThread;
+      if (t[0] == 0) ++winners;
+      chain.push_back(t[1]);
+      RANK_CHECK((t[2] & (1u << q)) == 0 && t[2] < (1u << n), "rank %d's fetch-or answered %llx", q,
+                 (unsigned long long)t[2]);
+    }
+    for (size_t v = 0; v < total; ++v)
+      RANK_CHECK(seen64[v] == 1 && seen32[v] == 1,
+                 "fetch-add answer %zu seen %d times (64-bit) and %d times (32-bit)", v, seen64[v],
+                 seen32[v]);
+    RANK_CHECK(winners == 1, "%d compare-swaps of 0 won", winners);
+    for (int q = 0; q < n; ++q) {
+      const uint64_t cas = all[per * q + 4 * kPerThread];
+      RANK_CHECK(cas == 0 || (cas >= 1000 && cas < 1000u + n && cas != 1000u + q),
+                 "rank %d's compare-swap answered %llu", q, (unsigned long long)cas);
+    }
+    // The swaps' answers are the start and every rank's value but the last one swapped in.
+    std::sort(chain.begin(), chain.end());
+    RANK_CHECK(chain[0] == kChainStart, "no swap answered the initial value");
+    for (size_t i = 1; i < chain.size(); ++i)
+      RANK_CHECK(chain[i] >= 2000 && chain[i] < 2000u + n && chain[i] != chain[i - 1],
+                 "swap answers out of one chain: %llu", (unsigned long long)chain[i]);
+    RANK_OK(r.bs->barrier());  // every answer is in: the words hold their totals
+    HostMem m;
+    uint64_t load64 = 0, load32 = 0, neighbour = 0, ors = 0, xors = 0;
+    RANK_CHECK(host_fetch(*r.rings[0], m, ProxyAtomic::kLoad, 8, 0, 0, 0, 0, &load64) &&
+                   host_fetch(*r.rings[0], m, ProxyAtomic::kLoad, 4, 0, 12, 0, 0, &load32) &&
+                   host_fetch(*r.rings[0], m, ProxyAtomic::kLoad, 4, 0, 8, 0, 0, &neighbour) &&
+                   host_fetch(*r.rings[0], m, ProxyAtomic::kLoad, 4, 0, 32, 0, 0, &ors) &&
+                   host_fetch(*r.rings[0], m, ProxyAtomic::kLoad, 4, 0, 36, 0, 0, &xors),
+               "a load was not answered");
+    RANK_CHECK(load64 == total && load32 == total, "loads: %llu and %llu of %zu",
+               (unsigned long long)load64, (unsigned long long)load32, total);
+    RANK_CHECK(neighbour == 0xffffffffu, "the 32-bit fetch-adds touched their neighbour: %llx",
+               (unsigned long long)neighbour);
+    RANK_CHECK(ors == (1u << n) - 1 && xors == (1u << n) - 1, "or %llx, xor %llx after every rank",
+               (unsigned long long)ors, (unsigned long long)xors);
     RANK_OK(r.bs->barrier());
     return 0;
   });

@@ -21,8 +21,18 @@ class HostCopier : public Copier {
     return GICL_SUCCESS;
   }
   Status update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) override {
-    if (width == 8) return apply(static_cast<uint64_t*>(word), op, value);
-    return apply(static_cast<uint32_t*>(word), op, static_cast<uint32_t>(value));
+    uint64_t old;
+    return fetch_update(word, op, width, value, 0, &old);
+  }
+  Status fetch_update(void* word, ProxyAtomic op, uint32_t width, uint64_t value, uint64_t compare,
+                      uint64_t* old) override {
+    if (width == 8) {
+      *old = apply(static_cast<uint64_t*>(word), op, value, compare);
+    } else {
+      *old = apply(static_cast<uint32_t*>(word), op, static_cast<uint32_t>(value),
+                   static_cast<uint32_t>(compare));
+    }
+    return GICL_SUCCESS;
   }
   Status mark(uint64_t token) override {
     marks_.push_back(token);
@@ -36,25 +46,25 @@ class HostCopier : public Copier {
 
  private:
   template <typename T>
-  static Status apply(T* w, ProxyAtomic op, T v) {
+  static T apply(T* w, ProxyAtomic op, T v, T compare) {
     switch (op) {
       case ProxyAtomic::kSet:
-        __atomic_store_n(w, v, __ATOMIC_RELEASE);
-        break;
+        return __atomic_exchange_n(w, v, __ATOMIC_ACQ_REL);
       case ProxyAtomic::kAdd:
-        __atomic_fetch_add(w, v, __ATOMIC_RELEASE);
-        break;
+        return __atomic_fetch_add(w, v, __ATOMIC_ACQ_REL);
       case ProxyAtomic::kAnd:
-        __atomic_fetch_and(w, v, __ATOMIC_RELEASE);
-        break;
+        return __atomic_fetch_and(w, v, __ATOMIC_ACQ_REL);
       case ProxyAtomic::kOr:
-        __atomic_fetch_or(w, v, __ATOMIC_RELEASE);
-        break;
+        return __atomic_fetch_or(w, v, __ATOMIC_ACQ_REL);
       case ProxyAtomic::kXor:
-        __atomic_fetch_xor(w, v, __ATOMIC_RELEASE);
-        break;
+        return __atomic_fetch_xor(w, v, __ATOMIC_ACQ_REL);
+      case ProxyAtomic::kCompareSwap:
+        __atomic_compare_exchange_n(w, &compare, v, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        return compare;  // the old value, whether it was swapped or not
+      case ProxyAtomic::kLoad:
+        return __atomic_load_n(w, __ATOMIC_ACQUIRE);
     }
-    return GICL_SUCCESS;
+    return 0;
   }
 
   std::vector<uint64_t> marks_;

@@ -15,7 +15,7 @@ namespace gicl::proxy {
 
 /// Pinned-memory stand-in: a zeroed ring with its counters, as the communicator allocates it.
 struct HostRing {
-  explicit HostRing(uint32_t size) : slots(size) {
+  explicit HostRing(uint32_t size) : slots(size), results(size), turns(size) {
     ring.slots = slots.data();
     ring.head = &head;
     ring.tail_cache = &tail_cache;
@@ -24,11 +24,17 @@ struct HostRing {
     ring.failed = &failed;
     ring.size = size;
     ring.version = kProxyRingVersion;
+    ring.results = results.data();
+    ring.result_next = &result_next;
+    ring.result_turns = turns.data();
+    ring.results_size = size;
   }
   HostRing(const HostRing&) = delete;  // the ring points into its own members
   HostRing& operator=(const HostRing&) = delete;
   RingReader reader() { return RingReader(slots.data(), ring.size, &tail, &done); }
-  RingView view() { return RingView{slots.data(), ring.size, &tail, &done, &failed}; }
+  RingView view() {
+    return RingView{slots.data(), ring.size, &tail, &done, &failed, results.data(), ring.size};
+  }
   /// What quiet does: every ticket taken so far completed, or false at the deadline.
   bool quiet(std::chrono::milliseconds patience = std::chrono::milliseconds(30000)) {
     const uint64_t mark = __atomic_load_n(&head, __ATOMIC_ACQUIRE);
@@ -48,6 +54,9 @@ struct HostRing {
   uint64_t tail = 0;
   uint64_t done = 0;
   uint32_t failed = 0;
+  std::vector<ProxyResult> results;
+  unsigned long long result_next = 0;
+  std::vector<unsigned long long> turns;
   ProxyRing ring{};
 };
 
@@ -80,6 +89,27 @@ struct HostMem {
     }
   }
   void store(uint64_t* word, uint64_t value) { __atomic_store_n(word, value, __ATOMIC_RELEASE); }
+  // proxy_result_take / proxy_result_read.
+  bool turn(unsigned long long* word, uint64_t lap) {
+    return wait([&] { return __atomic_load_n(word, __ATOMIC_ACQUIRE) == lap; });
+  }
+  bool answer(const ProxyResult* slot, uint64_t seq, uint64_t* value) {
+    if (!wait([&] { return __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE) == seq; })) return false;
+    *value = __atomic_load_n(&slot->value, __ATOMIC_RELAXED);
+    return true;
+  }
+  void release(unsigned long long* word, uint64_t lap) {
+    __atomic_store_n(word, lap, __ATOMIC_RELEASE);
+  }
+  template <typename Pred>
+  bool wait(Pred&& ready) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (!ready()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
 };
 
 /// Posts one operation from a host thread; ~0 when no room came before the deadline.
@@ -111,6 +141,20 @@ inline uint64_t host_fifo(HostRing& r, HostMem& m, ProxyOp op, uint32_t peer, ui
                           uint64_t bytes) {
   uint64_t w[2];
   return proxy_post(r.ring, w, proxy_encode_fifo(w, op, peer, index, bytes), m);
+}
+/// A fetching atomic from a host thread: its answer (the word's old value) in `*old`; false when
+/// it was not posted or answered before the deadline.
+inline bool host_fetch(HostRing& r, HostMem& m, ProxyAtomic kind, uint32_t width, uint32_t peer,
+                       uint64_t word, uint64_t value, uint64_t compare, uint64_t* old) {
+  const uint64_t i = proxy_result_take(r.ring, m);
+  if (i == ~0ull) return false;
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n = proxy_encode_fetch(w, peer, kind, width, word, value, compare, i);
+  if (proxy_post(r.ring, w, n, m) == ~0ull) {
+    m.release(r.ring.result_turns + (i & (r.ring.results_size - 1)), i / r.ring.results_size + 1);
+    return false;
+  }
+  return proxy_result_read(r.ring, m, i, old);
 }
 inline uint64_t host_fence(HostRing& r, HostMem& m, uint32_t peer) {
   const uint64_t w[2] = {proxy_word0(ProxyOp::kFence, false, peer, 0), 0};

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The proxy's request ring with host threads as producers (the same header-only code kernels
 // run, with a host memory policy): every field round-trips in short and long form (host FIFO
-// operations too), a slot is read
-// only once all its words carry the ticket's lap, producers wait for room and never overwrite,
-// and many producers lose, duplicate and reorder nothing.
+// operations and fetching atomics too), a slot is read only once all its words carry the ticket's
+// lap, producers wait for room and never overwrite, many producers lose, duplicate and reorder
+// nothing, and every fetching operation reads its own answer however the proxy orders them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -105,6 +105,103 @@ TEST(ProxyRing, AtomicUpdatesRoundTrip) {
           ++checked;
         }
   EXPECT_EQ(checked, 5 * 2 * 4 * 5);
+}
+
+// Fetching atomics: three slots carrying the update, the width, the word, all 64 bits of the
+// operand and of the compare value, and the result ticket, read back whole.
+TEST(ProxyRing, FetchingAtomicsRoundTrip) {
+  HostRing r(16);
+  RingReader rd = r.reader();
+  HostMem m;
+  const uint64_t words[] = {0, 8, kProxyShortOffsetLimit, kProxyPayloadMask & ~uint64_t{7}};
+  const uint64_t values[] = {0, 1, kProxyPayloadMask, kProxyCommitBit, ~uint64_t{0}};
+  int checked = 0;
+  for (uint32_t k = 0; k < kProxyFetchCount; ++k)
+    for (uint32_t width : {4u, 8u})
+      for (uint64_t word : words)
+        for (uint64_t value : values) {
+          const auto kind = static_cast<ProxyAtomic>(k);
+          const uint32_t peer = (checked * 7) % kProxyAllPeers;
+          const uint64_t compare = values[(checked + 2) % 5];
+          // A result ticket has 63 bits.
+          const uint64_t result = checked % 2 ? checked : kProxyPayloadMask - checked;
+          uint64_t w[2 * kProxyMaxSlots];
+          const uint32_t n = proxy_encode_fetch(w, peer, kind, width, word, value, compare, result);
+          ASSERT_EQ(n, 3u);
+          const uint64_t t = proxy_post(r.ring, w, n, m);
+          ProxyRequest q{};
+          uint64_t ticket = 0;
+          ASSERT_TRUE(rd.next(&q, &ticket));
+          EXPECT_EQ(ticket, t);
+          EXPECT_EQ(q.op, ProxyOp::kFetch);
+          EXPECT_EQ(q.slots, 3u);
+          EXPECT_EQ(q.peer, peer);
+          EXPECT_EQ(q.atomic, kind);
+          EXPECT_EQ(q.bytes, width);
+          EXPECT_EQ(q.signal, word);
+          EXPECT_EQ(q.value, value);
+          EXPECT_EQ(q.compare, compare);
+          EXPECT_EQ(q.result, result);
+          rd.complete(ticket);
+          ++checked;
+        }
+  EXPECT_EQ(checked, 7 * 2 * 4 * 5);
+}
+
+// Result slots: 8 threads each post 500 fetching operations into a ring with 4 result slots,
+// waiting for each answer; a stand-in proxy holds up to 16 operations and answers them in
+// reverse (a slot's next user may be posted while the one before waits). Every thread reads the
+// answer meant for it (its value encodes the thread and the sequence number), none is lost.
+TEST(ProxyRing, EveryFetchingOperationReadsItsOwnAnswer) {
+  constexpr int kThreads = 8, kEach = 500;
+  HostRing r(64);
+  r.ring.results_size = 4;
+  RingReader rd = r.reader();
+  std::atomic<bool> stop{false};
+  std::thread proxy([&] {
+    std::vector<std::pair<uint64_t, ProxyRequest>> held;
+    auto answer = [&] {
+      for (auto it = held.rbegin(); it != held.rend(); ++it) {
+        ProxyResult& slot = r.results[it->second.result & (r.ring.results_size - 1)];
+        __atomic_store_n(&slot.value, it->second.value * 3 + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot.seq, it->second.result + 1, __ATOMIC_RELEASE);
+        rd.complete(it->first);
+      }
+      held.clear();
+    };
+    while (!stop.load(std::memory_order_acquire)) {
+      ProxyRequest q{};
+      uint64_t t = 0;
+      if (rd.next(&q, &t)) {
+        held.emplace_back(t, q);
+        if (held.size() < 16) continue;
+      }
+      rd.publish_tail(true);
+      answer();
+    }
+  });
+  std::vector<int> wrong(kThreads, 0), failed(kThreads, 0);
+  std::vector<std::thread> producers;
+  for (int k = 0; k < kThreads; ++k)
+    producers.emplace_back([&, k] {
+      HostMem m;
+      for (int i = 0; i < kEach; ++i) {
+        const uint64_t value = uint64_t(k) << 32 | uint64_t(i);
+        uint64_t old = 0;
+        if (!host_fetch(r, m, ProxyAtomic::kAdd, 8, 0, 0, value, 0, &old))
+          ++failed[k];
+        else if (old != value * 3 + 1)
+          ++wrong[k];
+      }
+    });
+  for (auto& t : producers) t.join();
+  stop.store(true, std::memory_order_release);
+  proxy.join();
+  for (int k = 0; k < kThreads; ++k) {
+    EXPECT_EQ(failed[k], 0) << "thread " << k;
+    EXPECT_EQ(wrong[k], 0) << "thread " << k;
+  }
+  EXPECT_EQ(r.result_next, uint64_t{kThreads} * kEach);
 }
 
 // Host FIFO operations: one slot carrying the slot (or lane) index and the byte count, read back

@@ -16,6 +16,14 @@
 // operation whose first ticket is below it has completed at its target), both in pinned host
 // memory the GPU reads. A producer that cannot get room before its deadline fails the
 // communicator; the tickets it took are never written, so the proxy stops there too.
+//
+// Fetching operations (kFetch: fetching atomics, g) answer with a value through `results`, an
+// array of `results_size` slots in pinned host memory. A producer takes a result ticket i from
+// `result_next` (device memory) and waits for its turn at slot i % results_size: its
+// `result_turns` word (device memory) equals the lap i / results_size once the slot's previous
+// user has read its answer. The proxy writes the slot's value, then its `seq` = i + 1 (release);
+// the producer waits for that seq, reads the value and hands the slot on (turn = lap + 1). No
+// answer is overwritten before it is read, whatever order the proxy completes operations in.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +36,7 @@
 
 namespace gicl {
 
-inline constexpr uint32_t kProxyRingVersion = 3;
+inline constexpr uint32_t kProxyRingVersion = 4;
 /// Most slots one operation takes (a put with a signal, both in long form).
 inline constexpr uint32_t kProxyMaxSlots = 4;
 
@@ -37,18 +45,30 @@ struct alignas(16) ProxySlot {
 };
 static_assert(sizeof(ProxySlot) == 16, "a slot is one 16-byte store's worth");
 
+/// A fetching operation's answer: `value` is valid once `seq` is the result ticket + 1.
+struct alignas(16) ProxyResult {
+  uint64_t value;
+  uint64_t seq;
+};
+static_assert(sizeof(ProxyResult) == 16, "an answer is read as one slot");
+
 /// One ring as the producers see it; the proxy holds the same pointers in its own view.
 struct ProxyRing {
-  ProxySlot* slots;                 // pinned host memory: `size` slots, zeroed
-  unsigned long long* head;         // device memory: tickets taken
-  unsigned long long* tail_cache;   // device memory: the largest `tail` a producer has read
-  const volatile uint64_t* tail;    // pinned host memory, written by the proxy: slots consumed
-  const volatile uint64_t* done;    // pinned host memory, written by the proxy: completion mark
-  const volatile uint32_t* failed;  // pinned host memory: nonzero once the proxy has failed
-  uint32_t size;                    // slots, a power of two >= kProxyMaxSlots
-  uint32_t version;                 // kProxyRingVersion
+  ProxySlot* slots;                  // pinned host memory: `size` slots, zeroed
+  unsigned long long* head;          // device memory: tickets taken
+  unsigned long long* tail_cache;    // device memory: the largest `tail` a producer has read
+  const volatile uint64_t* tail;     // pinned host memory, written by the proxy: slots consumed
+  const volatile uint64_t* done;     // pinned host memory, written by the proxy: completion mark
+  const volatile uint32_t* failed;   // pinned host memory: nonzero once the proxy has failed
+  uint32_t size;                     // slots, a power of two >= kProxyMaxSlots
+  uint32_t version;                  // kProxyRingVersion
+  ProxyResult* results;              // pinned host memory: `results_size` answers, zeroed
+  unsigned long long* result_next;   // device memory: result tickets taken
+  unsigned long long* result_turns;  // device memory: [results_size] laps handed on, zeroed
+  uint32_t results_size;             // a power of two
+  uint32_t reserved;
 };
-static_assert(sizeof(ProxyRing) == 56, "ProxyRing is passed to kernels by value");
+static_assert(sizeof(ProxyRing) == 88, "ProxyRing is passed to kernels by value");
 
 // ---- slot words -------------------------------------------------------------------------------
 
@@ -85,6 +105,9 @@ GICL_RING_HD bool proxy_word_committed(uint64_t word, uint64_t t, uint32_t size)
 //   kAtomic             -                                    A kind | 8-byte width flag << 3;
 //                                                            slot 2: word, value (a non-fetching
 //                                                            update of a 4- or 8-byte word)
+//   kFetch              -                                    as kAtomic, B the operands' top
+//                                                            bits; slot 2: word, value; slot 3:
+//                                                            result ticket, compare (3 slots)
 //
 // Offsets are symmetric-heap offsets: src of a put and dst of a get are this rank's, the others
 // the peer's. The host FIFOs (proxy/staged_delivery.hpp) are the pipe collectives' message
@@ -102,12 +125,23 @@ enum class ProxyOp : uint8_t {
   kFifoSend = 8,
   kFifoCredit = 9,
   kAtomic = 10,
+  kFetch = 11,
 };
-inline constexpr uint32_t kProxyOpCount = 11;
+inline constexpr uint32_t kProxyOpCount = 12;
 
-/// The update a kAtomic applies to its word (the device API's non-fetching atomics).
-enum class ProxyAtomic : uint8_t { kSet = 0, kAdd = 1, kAnd = 2, kOr = 3, kXor = 4 };
-inline constexpr uint32_t kProxyAtomicCount = 5;
+/// The update a kAtomic or kFetch applies to its word: kSet to kXor for both (a fetching kSet is
+/// a swap), kCompareSwap and kLoad (the old value, unchanged: g and atomic_fetch) for kFetch.
+enum class ProxyAtomic : uint8_t {
+  kSet = 0,
+  kAdd = 1,
+  kAnd = 2,
+  kOr = 3,
+  kXor = 4,
+  kCompareSwap = 5,
+  kLoad = 6
+};
+inline constexpr uint32_t kProxyAtomicCount = 5;  // the non-fetching updates
+inline constexpr uint32_t kProxyFetchCount = 7;   // every update kFetch applies
 
 inline constexpr int kProxyPeerBits = 20;
 inline constexpr uint32_t kProxyAllPeers = (1u << kProxyPeerBits) - 1;
@@ -128,8 +162,10 @@ struct ProxyRequest {
   uint64_t bytes;
   uint64_t
       signal;  // kSignal*/kPutSignal*: the signal word's offset at the peer; kAtomic: the word's
-  uint64_t value;      // kSignal*/kPutSignal*/kAtomic: its operand
-  ProxyAtomic atomic;  // kAtomic: the update; `bytes` is the word's width (4 or 8)
+  uint64_t value;      // kSignal*/kPutSignal*/kAtomic/kFetch: its operand
+  ProxyAtomic atomic;  // kAtomic/kFetch: the update; `bytes` is the word's width (4 or 8)
+  uint64_t compare;    // kFetch with kCompareSwap: the value the word must hold
+  uint64_t result;     // kFetch: the result ticket its answer goes to
 };
 
 GICL_RING_HD uint64_t proxy_word0(ProxyOp op, bool long_form, uint32_t peer, uint64_t a) {
@@ -200,6 +236,21 @@ GICL_RING_HD uint32_t proxy_encode_atomic(uint64_t* w, uint32_t peer, ProxyAtomi
   return 2;
 }
 
+/// Encodes a fetching update of the `width`-byte word at `word` (kFetch) whose answer goes to
+/// result ticket `result`; 3 slots.
+GICL_RING_HD uint32_t proxy_encode_fetch(uint64_t* w, uint32_t peer, ProxyAtomic kind,
+                                         uint32_t width, uint64_t word, uint64_t value,
+                                         uint64_t compare, uint64_t result) {
+  w[0] = proxy_word0(ProxyOp::kFetch, true, peer,
+                     static_cast<uint64_t>(kind) | (width == 8 ? uint64_t{8} : 0));
+  w[1] = (value >> 63) | (compare >> 63) << 1;  // the bits the later slots' words cannot carry
+  w[2] = word;
+  w[3] = value & kProxyPayloadMask;
+  w[4] = result & kProxyPayloadMask;
+  w[5] = compare & kProxyPayloadMask;
+  return 3;
+}
+
 /// Encodes a put followed by a signal into one reservation (2 to 4 slots).
 GICL_RING_HD uint32_t proxy_encode_put_signal(uint64_t* w, bool add, uint32_t peer, uint64_t dst,
                                               uint64_t src, uint64_t bytes, uint64_t signal,
@@ -231,7 +282,7 @@ GICL_RING_HD uint32_t proxy_decode(Load&& load, uint64_t t, uint32_t size, Proxy
   };
   if (!need(1)) return 0;
   const ProxyOp op = proxy_op_of(w[0]);
-  *out = ProxyRequest{op, 1, proxy_peer_of(w[0]), 0, 0, 0, 0, 0, ProxyAtomic::kSet};
+  *out = ProxyRequest{op, 1, proxy_peer_of(w[0]), 0, 0, 0, 0, 0, ProxyAtomic::kSet, 0, 0};
   uint32_t at = 0;  // first slot of the part being decoded
   auto transfer = [&]() -> bool {
     const uint64_t* p = w + 2 * at;
@@ -297,6 +348,16 @@ GICL_RING_HD uint32_t proxy_decode(Load&& load, uint64_t t, uint32_t size, Proxy
       out->value = w[3] | (w[1] << 63);
       at = 2;
       break;
+    case ProxyOp::kFetch:
+      if (!need(3)) return 0;
+      out->atomic = static_cast<ProxyAtomic>(proxy_a_of(w[0]) & 7);
+      out->bytes = (proxy_a_of(w[0]) & 8) ? 8 : 4;
+      out->signal = w[2];
+      out->value = w[3] | (w[1] << 63);
+      out->result = w[4];
+      out->compare = w[5] | ((w[1] >> 1) & 1) << 63;
+      at = 3;
+      break;
     default:
       out->op = ProxyOp::kNop;  // unknown: the consumer reports it
       at = 1;
@@ -320,6 +381,26 @@ GICL_RING_HD uint64_t proxy_post(const ProxyRing& q, const uint64_t* w, uint32_t
     m.store(&s->w[1], proxy_word(w[2 * i + 1], t + i, q.size));
   }
   return t;
+}
+
+/// Takes a result ticket for a fetching operation and waits for its slot's turn, with the memory
+/// policy `m`: `m.take(counter, 1)` and `m.turn(word, lap)` (waits until *word == lap, false when
+/// it gave up). Returns the ticket, or ~0 when the turn did not come.
+template <typename Mem>
+GICL_RING_HD uint64_t proxy_result_take(const ProxyRing& q, Mem& m) {
+  const uint64_t i = m.take(q.result_next, 1);
+  if (!m.turn(q.result_turns + (i & (q.results_size - 1)), i / q.results_size)) return ~uint64_t{0};
+  return i;
+}
+
+/// Waits for result ticket `i`'s answer (`m.answer(slot, seq, &value)`, false when it gave up),
+/// then hands the slot to its next user (`m.release(word, lap + 1)`), answered or not.
+template <typename Mem>
+GICL_RING_HD bool proxy_result_read(const ProxyRing& q, Mem& m, uint64_t i, uint64_t* value) {
+  const uint32_t k = static_cast<uint32_t>(i & (q.results_size - 1));
+  const bool ok = m.answer(q.results + k, i + 1, value);
+  m.release(q.result_turns + k, i / q.results_size + 1);
+  return ok;
 }
 
 }  // namespace gicl
