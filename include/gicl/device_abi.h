@@ -122,7 +122,8 @@ typedef struct {
   uint64_t wait_timeout_ns;  ///< bound of every device wait (GICL_WAIT_TIMEOUT); 0 = forever
   uint32_t* error_lock;  ///< device word: first failing thread takes it, then fills state->error
   const void* net;       ///< internal: the network proxy's request ring; NULL without network peers
-  uint64_t reserved[2];
+  void* coll_scratch;    ///< symmetric: team reductions' staging with network members; or NULL
+  uint64_t coll_scratch_bytes;
 } gicl_device_comm_t;
 
 #define GICL_DEVICE_FLAG_CHECKS 1u   ///< GICL_DEVICE_CHECKS=1: validate addresses, ranks, lengths

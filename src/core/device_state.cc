@@ -100,6 +100,13 @@ Status device_comm_handle(gicl_comm* c, gicl_device_comm_t* out) {
     GICL_CHECK(c->bootstrap->barrier());
     c->dev->sync_in = static_cast<uint64_t*>(p);
     c->dev->handle.sync_in = c->dev->sync_in;
+    if (c->net) {
+      // The device-side team reductions stage through it when a member is on the network path.
+      int64_t bytes = 0;
+      GICL_CHECK(setting_int(Setting::kDeviceCollScratch, &bytes));
+      GICL_CHECK(c->heap->alloc(static_cast<uint64_t>(bytes), &c->dev->handle.coll_scratch));
+      c->dev->handle.coll_scratch_bytes = static_cast<uint64_t>(bytes);
+    }
     device_resources_note_heap(c);
   }
   *out = c->dev->handle;

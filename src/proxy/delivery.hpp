@@ -59,8 +59,9 @@ class Delivery {
   uint64_t issued_ = 0;  // transport operations posted
 };
 
-/// RMA on registered heaps: puts and gets in max_write pieces, signals as atomics, a put's signal
-/// posted once every piece is delivered.
+/// RMA on registered heaps: puts and gets in max_write pieces, signals and atomics as the
+/// transport's atomics (a compare-swap loop where it has no matching one), a put's signal posted
+/// once every piece is delivered.
 std::unique_ptr<Delivery> make_direct_delivery(net::Transport* t, const HeapView& heap);
 
 }  // namespace gicl::proxy

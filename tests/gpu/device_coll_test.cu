@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Device-side team collectives (gicl/device/coll.cuh) called from a test kernel at thread, warp
 // and block scope, over the whole communicator and over a team, with 2 and 3 ranks (one per GPU
-// where there are enough, else sharing them): every result checked against the host's, exactly.
+// where there are enough, else sharing them), over NVLink and with every peer on the network path
+// (GICL_P2P_DISABLE=1, libfabric's tcp;ofi_rxm on loopback; a 16 KiB collective scratch, so the
+// reductions stage in several pieces): every result checked against the host's, exactly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "gicl/device.cuh"
@@ -130,18 +134,45 @@ std::vector<float> expect(int which, int rank, int n, size_t count, int root, si
   return out;
 }
 
-class DeviceCollectives : public ::testing::TestWithParam<int> {};
+struct Case {
+  int ranks;
+  const char* how;  // "": NVLink; "p2p_disable": every peer on the network path
+};
+std::string case_name(const ::testing::TestParamInfo<Case>& p) {
+  return std::to_string(p.param.ranks) + (*p.param.how ? "_network" : "_nvlink");
+}
+
+/// Rank r of a case's n: the network path and a small collective scratch where the case asks.
+int init_case(const Case& k, gicl_unique_id_t id, int r, gicl_comm_t* comm) {
+  if (*k.how) {
+    use_network_path(k.how, k.ranks, r);
+    setenv("GICL_DEVICE_COLL_SCRATCH", "16384", 1);
+    setenv("GICL_WAIT_TIMEOUT", "60000", 1);
+  }
+  if (init_on_gpu(id, k.ranks, r, comm)) return 1;
+  if (*k.how) {
+    // Every peer on the network path: this rank is alone in its node team.
+    gicl_team_t node;
+    int size = 0;
+    RANK_OK(gicl_comm_get_team(*comm, GICL_TEAM_NODE, &node));
+    RANK_OK(gicl_team_size(node, &size));
+    RANK_CHECK(size == 1, "node team of %d with %s", size, k.how);
+  }
+  return 0;
+}
+
+class DeviceCollectives : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DeviceCollectives, EveryCollectiveAtEveryScope) {
   REQUIRE_GPUS(1);
-  const int n = GetParam();
+  const int n = GetParam().ranks;
   gicl_unique_id_t id;
   ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(
       n,
       [&](int r) {
         gicl_comm_t comm;
-        if (init_on_gpu(id, n, r, &comm)) return 1;
+        if (init_case(GetParam(), id, r, &comm)) return 1;
         gicl_device_comm_t dc;
         RANK_OK(gicl_comm_get_device_comm(comm, &dc));
         gicl_team_t world, all;
@@ -270,14 +301,14 @@ int typed_reductions(gicl_comm_t comm, int r, int n, const char* type) {
 
 TEST_P(DeviceCollectives, ReductionsOfEveryWidthAlignedOrNot) {
   REQUIRE_GPUS(1);
-  const int n = GetParam();
+  const int n = GetParam().ranks;
   gicl_unique_id_t id;
   ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(
       n,
       [&](int r) {
         gicl_comm_t comm;
-        if (init_on_gpu(id, n, r, &comm)) return 1;
+        if (init_case(GetParam(), id, r, &comm)) return 1;
         if (typed_reductions<__nv_fp8_e4m3>(comm, r, n, "fp8_e4m3") ||
             typed_reductions<__half>(comm, r, n, "float16") ||
             typed_reductions<float>(comm, r, n, "float32") ||
@@ -290,7 +321,10 @@ TEST_P(DeviceCollectives, ReductionsOfEveryWidthAlignedOrNot) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, DeviceCollectives, ::testing::Values(2, 3));
+INSTANTIATE_TEST_SUITE_P(Ranks, DeviceCollectives,
+                         ::testing::Values(Case{2, ""}, Case{3, ""}, Case{2, "p2p_disable"},
+                                           Case{3, "p2p_disable"}),
+                         case_name);
 
 }  // namespace
 }  // namespace gicl::test

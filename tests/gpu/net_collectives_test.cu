@@ -2,13 +2,14 @@
 // Every collective where the peers are on the network path: the pipe FIFOs carry each message to
 // a network neighbour as a put_signal through the proxy, over libfabric's tcp;ofi_rxm on loopback
 // (staged: GPU memory is not registrable there). Two ranks (on two GPUs, or as two processes
-// sharing the one GPU of a one-GPU machine) made "remote" by GICL_P2P_DISABLE=1 and by a GICL_HOSTID per rank; with four GPUs, 2 nodes x 2 GPUs, whose
-// rings cross NVLink inside a node and the network between. Each case is the collective matrix
-// (every type, reduction, size, in and out of place, cudaMalloc, symmetric and registered
-// buffers; bitwise against the host's reference, run twice) with a 1 MiB staging, so that large
-// calls run as many FIFO messages and pieces; then the ring's floating-point results must equal
-// those of the same ring over NVLink bit for bit (the transport changes no reduction order), a
-// captured graph replays, and send/recv reach network ranks (a size mismatch named).
+// sharing the one GPU of a one-GPU machine) made "remote" by GICL_P2P_DISABLE=1 and by a
+// GICL_HOSTID per rank; with four GPUs, 2 nodes x 2 GPUs, whose rings cross NVLink inside a node
+// and the network between. Each case is the collective matrix (every type, reduction, size, in and
+// out of place, cudaMalloc, symmetric and registered buffers; bitwise against the host's reference,
+// run twice) with a 1 MiB staging, so that large calls run as many FIFO messages and pieces; then
+// the ring's floating-point results must equal those of the same ring over NVLink bit for bit (the
+// transport changes no reduction order), a captured graph replays, and send/recv reach network
+// ranks (a size mismatch named).
 #include <gtest/gtest.h>
 
 #include <cstdlib>

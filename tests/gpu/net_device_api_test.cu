@@ -3,13 +3,19 @@
 // non-fetching atomics (32- and 64-bit add, and, or, xor, set), fences and quiets into the proxy
 // ring; the proxy carries them over libfabric's tcp;ofi_rxm on
 // loopback (GPU memory is not registrable there: the staged delivery). Two ranks (on two GPUs,
-// or two processes sharing one) made "remote" by GICL_P2P_DISABLE=1, and by a GICL_HOSTID per rank (node emulation); with
-// four GPUs, 2 nodes x 2 GPUs, where each rank puts to every other over NVLink or the network
-// as the path says and the results must be the same bytes. Every check is on the receiver; the
-// stream barrier, whose arrivals to network peers travel through the proxy, follows.
+// or two processes sharing one) made "remote" by GICL_P2P_DISABLE=1, and by a GICL_HOSTID per rank
+// (node emulation); with four GPUs, 2 nodes x 2 GPUs, where each rank puts to every other over
+// NVLink or the network as the path says and the results must be the same bytes. Every check is on
+// the receiver; the stream barrier, whose arrivals to network peers travel through the proxy,
+// follows. Then the operations answered by the target: 256 threads' fetching atomics (fetch-adds
+// whose answers are each count exactly once, a compare-swap only one thread wins, a chain of swaps,
+// fetching or and xor), blocking and non-blocking gets through several staging chunks, g() and p()
+// of every width, iput and iget with strides.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -97,6 +103,242 @@ __global__ void check_signalled(gicl_device_comm_t c, Bufs b, unsigned long long
     for (size_t i = threadIdx.x; i < kChunk; i += blockDim.x)
       if (b.sig_data[from * span + off + i] != pattern(from, c.rank, off + i)) atomicAdd(bad, 1ull);
   }
+}
+
+// ---- fetching atomics, gets, p, g, iput and iget -----------------------------------------------
+
+constexpr int kFetchThreads = 256;       // 2 blocks of 128
+constexpr size_t kGetBytes = 300 << 10;  // several staging chunks, not a multiple of one
+constexpr int kStrided = 500;
+constexpr uint64_t kChainStart = 7;
+constexpr int kAnswers = 3 * kFetchThreads + 16 + 8 + 8;  // per peer, see fetch_all
+constexpr uint64_t kP64 = 0xfedcba9876543210ull;
+
+struct FetchBufs {
+  uint64_t* c64;      // [nranks]: 64-bit fetch-adds from each peer
+  uint32_t* c32;      // [nranks][2]: 32-bit fetch-adds from each peer into [1]; [0] untouched
+  uint64_t* cas;      // [nranks]: compare-swaps of 0 from each peer
+  uint64_t* chain;    // [nranks]: swaps from each peer, starting at kChainStart
+  uint32_t* bits;     // [nranks][2]: fetching or, fetching xor
+  uint8_t* got;       // [2][nranks][kGetBytes]: get, then get_nbi, from each peer
+  uint8_t* pbytes;    // [nranks][32]: p() of 1, 2, 4 and 8 bytes and a double from each peer
+  uint32_t* strided;  // [nranks][3 * kStrided]: iput from each peer (destination stride 3)
+  uint32_t* igot;     // [nranks][kStrided]: iget from each peer (source stride 3)
+  uint64_t* answers;  // device memory, [nranks][kAnswers]
+};
+
+/// 256 threads, to every peer: a 64-bit and a 32-bit fetch-add each, a compare-swap of 0 each,
+/// 16 swaps, 8 fetching ors and xors, gets and get_nbi of kGetBytes, four g() reads, p() of every
+/// width, an iput and an iget; then a quiet. g() mismatches count into `bad`.
+__global__ void fetch_all(gicl_device_comm_t c, FetchBufs f, Bufs b, unsigned long long* bad) {
+  const size_t span = kBlocks * kChunk;
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int pe = 0; pe < c.nranks; ++pe) {
+    if (pe == c.rank) continue;
+    uint64_t* a = f.answers + pe * kAnswers;
+    a[t] = gicl::dev::atomic_fetch_add<uint64_t>(c, f.c64 + c.rank, 1, pe);
+    a[kFetchThreads + t] = gicl::dev::atomic_fetch_add<uint32_t>(c, f.c32 + 2 * c.rank + 1, 1u, pe);
+    a[2 * kFetchThreads + t] =
+        gicl::dev::atomic_compare_swap<uint64_t>(c, f.cas + c.rank, 0, t + 1, pe);
+    if (t < 16)
+      a[3 * kFetchThreads + t] = gicl::dev::atomic_swap<uint64_t>(c, f.chain + c.rank, 100 + t, pe);
+    if (t < 8) {
+      a[3 * kFetchThreads + 16 + t] =
+          gicl::dev::atomic_fetch_or<uint32_t>(c, f.bits + 2 * c.rank, 1u << t, pe);
+      a[3 * kFetchThreads + 24 + t] =
+          gicl::dev::atomic_fetch_xor<uint32_t>(c, f.bits + 2 * c.rank + 1, 1u << t, pe);
+    }
+    // The peer's b.src + rank * span holds pattern(pe, rank, i).
+    const uint8_t* theirs = b.src + c.rank * span;
+    if (blockIdx.x == 0)
+      gicl::dev::get<gicl::dev::Scope::kBlock>(c, f.got + pe * kGetBytes, theirs, kGetBytes, pe);
+    else
+      gicl::dev::get_nbi<gicl::dev::Scope::kBlock>(c, f.got + (c.nranks + pe) * kGetBytes, theirs,
+                                                   kGetBytes, pe);
+    if (t == 0) {
+      const uint8_t g8 = gicl::dev::g(c, theirs + 5, pe);
+      const uint16_t g16 = gicl::dev::g(c, reinterpret_cast<const uint16_t*>(theirs + 6), pe);
+      const uint32_t g32 = gicl::dev::g(c, reinterpret_cast<const uint32_t*>(theirs + 12), pe);
+      const uint64_t g64 = gicl::dev::g(c, reinterpret_cast<const uint64_t*>(theirs + 24), pe);
+      uint64_t want16 = 0, want32 = 0, want64 = 0;
+      for (int i = 7; i >= 0; --i) {
+        if (i < 2) want16 = want16 << 8 | pattern(pe, c.rank, 6 + i);
+        if (i < 4) want32 = want32 << 8 | pattern(pe, c.rank, 12 + i);
+        want64 = want64 << 8 | pattern(pe, c.rank, 24 + i);
+      }
+      if (g8 != pattern(pe, c.rank, 5) || g16 != want16 || g32 != want32 || g64 != want64)
+        atomicAdd(bad, 1ull);
+    }
+    if (t == 1) {
+      uint8_t* mine = f.pbytes + c.rank * 32;
+      gicl::dev::p<uint8_t>(c, mine + 1, static_cast<uint8_t>(0xa0 + c.rank), pe);
+      gicl::dev::p<uint16_t>(c, reinterpret_cast<uint16_t*>(mine + 2),
+                             static_cast<uint16_t>(0xbe00 + c.rank), pe);
+      gicl::dev::p<uint32_t>(c, reinterpret_cast<uint32_t*>(mine + 4), 0xc0ffee00u + c.rank, pe);
+      gicl::dev::p<uint64_t>(c, reinterpret_cast<uint64_t*>(mine + 8), kP64 + c.rank, pe);
+      gicl::dev::p<double>(c, reinterpret_cast<double*>(mine + 16), 3.25 + c.rank, pe);
+    }
+    // What this rank sends `pe` (pattern(rank, pe, i)) as 32-bit elements, every second one.
+    const uint32_t* src32 = reinterpret_cast<const uint32_t*>(b.src + pe * span);
+    if (blockIdx.x == 0)
+      gicl::dev::iput<gicl::dev::Scope::kBlock>(c, f.strided + c.rank * 3 * kStrided, src32, 3, 2,
+                                                kStrided, pe);
+    else
+      gicl::dev::iget<gicl::dev::Scope::kBlock>(
+          c, f.igot + pe * kStrided, reinterpret_cast<const uint32_t*>(theirs), 1, 3, kStrided, pe);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) gicl::dev::quiet(c);
+}
+
+uint32_t pattern32(int from, int to, size_t byte) {
+  return uint32_t(pattern(from, to, byte)) | uint32_t(pattern(from, to, byte + 1)) << 8 |
+         uint32_t(pattern(from, to, byte + 2)) << 16 | uint32_t(pattern(from, to, byte + 3)) << 24;
+}
+
+/// Runs fetch_all on every rank and checks its answers here and its updates at each target,
+/// for network peers and (2 x 2 GPUs) NVLink peers alike.
+int fetches_and_gets(gicl_comm_t comm, gicl_device_comm_t dc, const Bufs& b, int n, int r,
+                     const char* how) {
+  FetchBufs f{};
+  RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&f.c64)));
+  RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&f.c32)));
+  RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&f.cas)));
+  RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&f.chain)));
+  RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&f.bits)));
+  RANK_OK(gicl_mem_alloc(comm, 2 * n * kGetBytes, reinterpret_cast<void**>(&f.got)));
+  RANK_OK(gicl_mem_alloc(comm, n * 32, reinterpret_cast<void**>(&f.pbytes)));
+  RANK_OK(gicl_mem_alloc(comm, n * 3 * kStrided * 4, reinterpret_cast<void**>(&f.strided)));
+  RANK_OK(gicl_mem_alloc(comm, n * kStrided * 4, reinterpret_cast<void**>(&f.igot)));
+  RANK_CUDA(cudaMalloc(&f.answers, n * kAnswers * 8));
+  RANK_CUDA(cudaMemset(f.c64, 0, n * 8));
+  RANK_CUDA(cudaMemset(f.c32, 0xff, n * 8));  // [1] is reset below: the adds count from 0
+  for (int q = 0; q < n; ++q) RANK_CUDA(cudaMemset(f.c32 + 2 * q + 1, 0, 4));
+  RANK_CUDA(cudaMemset(f.cas, 0, n * 8));
+  {
+    std::vector<uint64_t> chain(n, kChainStart);
+    RANK_CUDA(cudaMemcpy(f.chain, chain.data(), n * 8, cudaMemcpyHostToDevice));
+  }
+  RANK_CUDA(cudaMemset(f.bits, 0, n * 8));
+  RANK_CUDA(cudaMemset(f.got, 0, 2 * n * kGetBytes));
+  RANK_CUDA(cudaMemset(f.pbytes, 0x11, n * 32));
+  RANK_CUDA(cudaMemset(f.strided, 0, n * 3 * kStrided * 4));
+  RANK_CUDA(cudaMemset(f.igot, 0, n * kStrided * 4));
+  RANK_CUDA(cudaMemset(f.answers, 0xff, n * kAnswers * 8));
+  unsigned long long* bad = nullptr;
+  RANK_CUDA(cudaMalloc(&bad, sizeof(*bad)));
+  RANK_CUDA(cudaMemset(bad, 0, sizeof(*bad)));
+  RANK_CUDA(cudaDeviceSynchronize());
+  cudaFuncAttributes attrs;
+  RANK_CUDA(cudaFuncGetAttributes(&attrs, fetch_all));
+  RANK_OK(comm->bootstrap->barrier());  // every rank's words are reset
+  fetch_all<<<2, kFetchThreads / 2>>>(dc, f, b, bad);
+  RANK_CUDA(cudaDeviceSynchronize());
+  gicl_result_t async = GICL_SUCCESS;
+  const char* msg = nullptr;
+  RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
+  RANK_CHECK(async == GICL_SUCCESS, "async error after fetch_all %d: %s", async, msg);
+  unsigned long long h_bad = 0;
+  RANK_CUDA(cudaMemcpy(&h_bad, bad, sizeof(h_bad), cudaMemcpyDeviceToHost));
+  RANK_CHECK(h_bad == 0, "%llu g() reads wrong (%s)", h_bad, how);
+  // The answers this rank got.
+  std::vector<uint64_t> ans(n * kAnswers);
+  RANK_CUDA(cudaMemcpy(ans.data(), f.answers, ans.size() * 8, cudaMemcpyDeviceToHost));
+  std::vector<uint8_t> got(2 * n * kGetBytes);
+  RANK_CUDA(cudaMemcpy(got.data(), f.got, got.size(), cudaMemcpyDeviceToHost));
+  std::vector<uint32_t> igot(n * kStrided);
+  RANK_CUDA(cudaMemcpy(igot.data(), f.igot, igot.size() * 4, cudaMemcpyDeviceToHost));
+  for (int pe = 0; pe < n; ++pe) {
+    if (pe == r) continue;
+    const uint64_t* a = ans.data() + pe * kAnswers;
+    std::vector<int> seen64(kFetchThreads, 0), seen32(kFetchThreads, 0);
+    int winners = 0;
+    for (int t = 0; t < kFetchThreads; ++t) {
+      RANK_CHECK(a[t] < kFetchThreads && a[kFetchThreads + t] < kFetchThreads,
+                 "fetch-add answers %llu and %llu from rank %d (%s)", (unsigned long long)a[t],
+                 (unsigned long long)a[kFetchThreads + t], pe, how);
+      ++seen64[a[t]];
+      ++seen32[a[kFetchThreads + t]];
+      if (a[2 * kFetchThreads + t] == 0) ++winners;
+    }
+    for (int v = 0; v < kFetchThreads; ++v)
+      RANK_CHECK(seen64[v] == 1 && seen32[v] == 1,
+                 "fetch-add answer %d from rank %d seen %d (64-bit) and %d (32-bit) times (%s)", v,
+                 pe, seen64[v], seen32[v], how);
+    RANK_CHECK(winners == 1, "%d compare-swaps of 0 at rank %d won (%s)", winners, pe, how);
+    std::vector<uint64_t> chain(a + 3 * kFetchThreads, a + 3 * kFetchThreads + 16);
+    std::sort(chain.begin(), chain.end());
+    RANK_CHECK(chain[0] == kChainStart, "no swap at rank %d answered the initial value (%s)", pe,
+               how);
+    for (size_t i = 1; i < chain.size(); ++i)
+      RANK_CHECK(chain[i] >= 100 && chain[i] < 116 && chain[i] != chain[i - 1],
+                 "swap answers at rank %d out of one chain: %llu (%s)", pe,
+                 (unsigned long long)chain[i], how);
+    uint32_t or_seen = 0;
+    for (int t = 0; t < 8; ++t) {
+      RANK_CHECK((a[3 * kFetchThreads + 16 + t] & (1u << t)) == 0 &&
+                     (a[3 * kFetchThreads + 24 + t] & (1u << t)) == 0,
+                 "a fetching or/xor at rank %d answered its own bit (%s)", pe, how);
+      or_seen |= static_cast<uint32_t>(a[3 * kFetchThreads + 16 + t]);
+    }
+    RANK_CHECK(or_seen < 0x100, "fetching or answers beyond the 8 bits set: %x (%s)", or_seen, how);
+    for (int k = 0; k < 2; ++k)
+      for (size_t i = 0; i < kGetBytes; ++i)
+        RANK_CHECK(got[(k * n + pe) * kGetBytes + i] == pattern(pe, r, i),
+                   "byte %zu of the %s from rank %d (%s)", i, k ? "get_nbi" : "get", pe, how);
+    for (int i = 0; i < kStrided; ++i)
+      RANK_CHECK(igot[pe * kStrided + i] == pattern32(pe, r, 12 * i),
+                 "iget element %d from rank %d (%s)", i, pe, how);
+  }
+  RANK_OK(comm->bootstrap->barrier());  // every rank's kernel and quiet returned
+  // The updates every peer made here.
+  std::vector<uint64_t> c64(n), cas(n), chain(n);
+  std::vector<uint32_t> c32(2 * n), bits(2 * n), strided(n * 3 * kStrided);
+  std::vector<uint8_t> pbytes(n * 32);
+  RANK_CUDA(cudaMemcpy(c64.data(), f.c64, n * 8, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(cas.data(), f.cas, n * 8, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(chain.data(), f.chain, n * 8, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(c32.data(), f.c32, n * 8, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(bits.data(), f.bits, n * 8, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(strided.data(), f.strided, strided.size() * 4, cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(pbytes.data(), f.pbytes, pbytes.size(), cudaMemcpyDeviceToHost));
+  for (int from = 0; from < n; ++from) {
+    if (from == r) continue;
+    RANK_CHECK(c64[from] == kFetchThreads && c32[2 * from + 1] == kFetchThreads &&
+                   c32[2 * from] == 0xffffffffu,
+               "rank %d's fetch-adds: %llu, %u (neighbour %x) (%s)", from,
+               (unsigned long long)c64[from], c32[2 * from + 1], c32[2 * from], how);
+    RANK_CHECK(cas[from] >= 1 && cas[from] <= kFetchThreads, "rank %d's compare-swap left %llu",
+               from, (unsigned long long)cas[from]);
+    RANK_CHECK(chain[from] >= 100 && chain[from] < 116, "rank %d's swaps left %llu", from,
+               (unsigned long long)chain[from]);
+    RANK_CHECK(bits[2 * from] == 0xff && bits[2 * from + 1] == 0xff,
+               "rank %d's fetching or %x, xor %x (%s)", from, bits[2 * from], bits[2 * from + 1],
+               how);
+    const uint8_t* pb = pbytes.data() + from * 32;
+    uint16_t v16;
+    uint32_t v32;
+    uint64_t v64;
+    double vd;
+    std::memcpy(&v16, pb + 2, 2);
+    std::memcpy(&v32, pb + 4, 4);
+    std::memcpy(&v64, pb + 8, 8);
+    std::memcpy(&vd, pb + 16, 8);
+    RANK_CHECK(pb[0] == 0x11 && pb[1] == 0xa0 + from && v16 == 0xbe00 + from &&
+                   v32 == 0xc0ffee00u + from && v64 == kP64 + from && vd == 3.25 + from &&
+                   pb[24] == 0x11,
+               "rank %d's p(): %x %x %x %x %llx %g %x (%s)", from, pb[0], pb[1], v16, v32,
+               (unsigned long long)v64, vd, pb[24], how);
+    for (int i = 0; i < kStrided; ++i) {
+      const uint32_t* s = strided.data() + from * 3 * kStrided + 3 * i;
+      RANK_CHECK(s[0] == pattern32(from, r, 8 * i) && s[1] == 0 && s[2] == 0,
+                 "iput element %d from rank %d: %x %x %x (%s)", i, from, s[0], s[1], s[2], how);
+    }
+  }
+  RANK_CUDA(cudaFree(bad));
+  RANK_CUDA(cudaFree(f.answers));
+  RANK_OK(comm->bootstrap->barrier());
+  return 0;
 }
 
 int run_rank(gicl_unique_id_t id, int n, int r, const char* how) {
@@ -196,6 +438,7 @@ int run_rank(gicl_unique_id_t id, int n, int r, const char* how) {
   RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
   RANK_CHECK(async == GICL_SUCCESS, "async error after barriers %d: %s", async, msg);
   RANK_CUDA(cudaFree(bad));
+  if (const int rc = fetches_and_gets(comm, dc, b, n, r, how)) return 100 + rc;
   RANK_OK(comm->bootstrap->barrier());
   RANK_OK(gicl_comm_destroy(comm));
   return 0;

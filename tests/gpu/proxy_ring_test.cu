@@ -235,5 +235,50 @@ TEST(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
   cudaFree(dev);
 }
 
+// Fetching updates (the staged path's answers): each stores the word's old value, zero-extended,
+// into pinned host memory in issue order, readable once a later marker completes.
+TEST(CudaCopier, FetchingUpdatesStoreTheOldValueInHostMemory) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::unique_ptr<proxy::CudaCopier> copier;
+  ASSERT_TRUE(proxy::CudaCopier::create(0, &copier).ok()) << last_error();
+  uint64_t* dev = nullptr;
+  uint64_t* old = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, 16), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dev, 0, 16), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&old), 8 * 8, cudaHostAllocMapped), cudaSuccess);
+  std::memset(old, 0xff, 8 * 8);
+  auto* half = reinterpret_cast<uint32_t*>(dev + 1) + 1;  // the high half of the second word
+  const uint64_t big = 0x8000000000000005ull;             // the top bit travels
+  ASSERT_TRUE(copier->fetch_update(dev, ProxyAtomic::kAdd, 8, big, 0, old + 0).ok());
+  ASSERT_TRUE(copier->fetch_update(dev, ProxyAtomic::kCompareSwap, 8, 9, 1, old + 1).ok());
+  ASSERT_TRUE(copier->fetch_update(dev, ProxyAtomic::kCompareSwap, 8, 9, big, old + 2).ok());
+  ASSERT_TRUE(copier->fetch_update(dev, ProxyAtomic::kSet, 8, 3, 0, old + 3).ok());
+  ASSERT_TRUE(copier->fetch_update(dev, ProxyAtomic::kLoad, 8, 0, 0, old + 4).ok());
+  ASSERT_TRUE(copier->fetch_update(half, ProxyAtomic::kOr, 4, 0xf0000000u, 0, old + 5).ok());
+  ASSERT_TRUE(copier->fetch_update(half, ProxyAtomic::kXor, 4, 0x1u, 0, old + 6).ok());
+  ASSERT_TRUE(copier->fetch_update(half, ProxyAtomic::kLoad, 4, 0, 0, old + 7).ok());
+  ASSERT_TRUE(copier->mark(1).ok());
+  std::vector<uint64_t> done;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (done.empty() && std::chrono::steady_clock::now() < until)
+    ASSERT_TRUE(copier->poll(&done).ok()) << last_error();
+  ASSERT_EQ(done, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(old[0], 0u);
+  EXPECT_EQ(old[1], big);  // compare 1 fails: unchanged
+  EXPECT_EQ(old[2], big);  // compare big holds: 9 stored
+  EXPECT_EQ(old[3], 9u);
+  EXPECT_EQ(old[4], 3u);
+  EXPECT_EQ(old[5], 0u);
+  EXPECT_EQ(old[6], 0xf0000000u);
+  EXPECT_EQ(old[7], 0xf0000001u);  // zero-extended: no sign bits above
+  uint64_t words[2];
+  ASSERT_EQ(cudaMemcpy(words, dev, 16, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(words[0], 3u);
+  EXPECT_EQ(words[1], 0xf000000100000000ull);
+  cudaFreeHost(old);
+  cudaFree(dev);
+}
+
 }  // namespace
 }  // namespace gicl::test

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Atomics on 32- and 64-bit symmetric integers at any rank (system scope over NVLink), fetching
 // and non-fetching. T is int32_t, uint32_t, int64_t or uint64_t. To a rank on the network path
-// the non-fetching forms (set, add, inc, and, or, xor) go through the proxy, which applies them
-// at the target with the GPU's own atomics; like NVLink's relaxed atomics they are unordered
-// with other operations until quiet (or fence for the ones after) and complete at the target
-// once quiet returns. The fetching forms do not reach such a rank yet (a device report "no
-// transport to peer").
+// every form goes through the proxy, which applies it at the target with the GPU's own atomics
+// (or the NIC's, where the transport registers GPU memory). The non-fetching forms (set, add,
+// inc, and, or, xor) are, like NVLink's relaxed atomics, unordered with other operations until
+// quiet (or fence for the ones after) and complete at the target once quiet returns. A fetching
+// form waits for its answer: a round trip through both proxies (detail/proxy_ring.h's result
+// slots), unordered with the ring's other requests as well.
 #pragma once
 
 #include <type_traits>
@@ -16,15 +17,18 @@
 namespace gicl::dev {
 #include "gicl/device/detail/atomic.cuh"
 
-#define GICL_ATOMIC_TARGET(op)                                 \
-  T* q = detail::route(c, GICL_OP_ATOMIC, dst, sizeof(T), pe); \
-  if (q == nullptr) return T {                                 \
+// A fetching form to a network peer returns the proxy's answer; otherwise `q` is the word.
+#define GICL_ATOMIC_TARGET(kind, value, compare)                                        \
+  if (const ProxyRing* nq = detail::net_ring(c, pe))                                    \
+    return detail::net_fetch_as<T>(c, *nq, dst, ProxyAtomic::kind, value, compare, pe); \
+  T* q = detail::route(c, GICL_OP_ATOMIC, dst, sizeof(T), pe);                          \
+  if (q == nullptr) return T {                                                          \
     }
 
 /// Atomically adds `value` at `pe` and returns the old value.
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch_add(const DeviceComm& c, T* dst, T value, int pe) {
-  GICL_ATOMIC_TARGET(add);
+  GICL_ATOMIC_TARGET(kAdd, value, T{});
   return static_cast<T>(atomicAdd_system(detail::hw(q), detail::bits(value)));
 }
 template <detail::AtomicInt T>
@@ -34,34 +38,34 @@ __device__ __forceinline__ T atomic_fetch_inc(const DeviceComm& c, T* dst, int p
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_compare_swap(const DeviceComm& c, T* dst, T cond, T value,
                                                  int pe) {
-  GICL_ATOMIC_TARGET(cas);
+  GICL_ATOMIC_TARGET(kCompareSwap, value, cond);
   return static_cast<T>(atomicCAS_system(detail::hw(q), detail::bits(cond), detail::bits(value)));
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_swap(const DeviceComm& c, T* dst, T value, int pe) {
-  GICL_ATOMIC_TARGET(swap);
+  GICL_ATOMIC_TARGET(kSet, value, T{});
   return static_cast<T>(atomicExch_system(detail::hw(q), detail::bits(value)));
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch_and(const DeviceComm& c, T* dst, T value, int pe) {
-  GICL_ATOMIC_TARGET(and);
+  GICL_ATOMIC_TARGET(kAnd, value, T{});
   return static_cast<T>(atomicAnd_system(detail::hw(q), detail::bits(value)));
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch_or(const DeviceComm& c, T* dst, T value, int pe) {
-  GICL_ATOMIC_TARGET(or);
+  GICL_ATOMIC_TARGET(kOr, value, T{});
   return static_cast<T>(atomicOr_system(detail::hw(q), detail::bits(value)));
 }
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch_xor(const DeviceComm& c, T* dst, T value, int pe) {
-  GICL_ATOMIC_TARGET(xor);
+  GICL_ATOMIC_TARGET(kXor, value, T{});
   return static_cast<T>(atomicXor_system(detail::hw(q), detail::bits(value)));
 }
 /// Atomic load at `pe` (relaxed, system scope).
 template <detail::AtomicInt T>
 __device__ __forceinline__ T atomic_fetch(const DeviceComm& c, const T* dst_const, int pe) {
   T* dst = const_cast<T*>(dst_const);
-  GICL_ATOMIC_TARGET(fetch);
+  GICL_ATOMIC_TARGET(kLoad, T{}, T{});
   if constexpr (sizeof(T) == 8)
     return static_cast<T>(detail::load_relaxed_sys(reinterpret_cast<const uint64_t*>(q)));
   else

@@ -6,7 +6,8 @@
 // alltoall also come with NVSHMEM's weaker contract (Completion::kLocal): one round of arrivals
 // instead of two barriers. Reductions run in the team's member order with one rounding (fp16,
 // bf16 and fp8 accumulate in fp32), so every member gets bitwise the same result. Ranks are team
-// indices.
+// indices. With a member on the network path the reductions stage through the communicator's
+// collective scratch (GICL_DEVICE_COLL_SCRATCH): one such reduction at a time per communicator.
 #pragma once
 
 #include <type_traits>

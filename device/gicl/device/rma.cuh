@@ -51,9 +51,15 @@ __device__ __forceinline__ void put_nbi(const DeviceComm& c, void* dst, const vo
 }
 
 /// Copies `bytes` from rank `pe`'s copy of symmetric `src` into local `dst`; complete on return.
+/// From a rank on the network path `dst` must lie in the symmetric heap (the proxy writes it).
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void get(const DeviceComm& c, void* dst, const void* src, size_t bytes,
                                     int pe) {
+  if (const ProxyRing* q = detail::net_ring(c, pe)) {
+    if (detail::scope_leader<S>()) detail::net_get(c, *q, dst, src, bytes, pe, true, GICL_OP_GET);
+    detail::scope_sync<S>();
+    return;
+  }
   const void* p = detail::route(c, GICL_OP_GET, src, bytes, pe);
   if (p != nullptr) detail::scope_copy<S, true>(dst, p, bytes);
 }
@@ -62,6 +68,11 @@ __device__ __forceinline__ void get(const DeviceComm& c, void* dst, const void* 
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void get_nbi(const DeviceComm& c, void* dst, const void* src,
                                         size_t bytes, int pe) {
+  if (const ProxyRing* q = detail::net_ring(c, pe)) {
+    if (detail::scope_leader<S>()) detail::net_get(c, *q, dst, src, bytes, pe, false, GICL_OP_GET);
+    detail::scope_sync<S>();
+    return;
+  }
   get<S>(c, dst, src, bytes, pe);
 }
 
@@ -77,18 +88,41 @@ requires(!std::is_void_v<T>) __device__ __forceinline__
   get<S>(c, static_cast<void*>(dst), static_cast<const void*>(src), count * sizeof(T), pe);
 }
 
-/// Stores one value (at most 8 bytes) into rank `pe`'s copy of `dst`.
+/// Stores one value (1, 2, 4 or 8 bytes) into rank `pe`'s copy of `dst`. To a rank on the network
+/// path the value travels in the request (no source buffer): 4 and 8 bytes as an atomic set,
+/// 1 and 2 bytes by compare-swap on the 32-bit word holding them (a round trip each).
 template <typename T>
 __device__ __forceinline__ void p(const DeviceComm& c, T* dst, T value, int pe) {
-  static_assert(sizeof(T) <= 8, "p() moves at most 8 bytes; use put()");
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "p() moves 1, 2, 4 or 8 bytes; use put()");
+  if (const ProxyRing* nq = detail::net_ring(c, pe)) {
+    detail::net_store(c, *nq, dst, detail::value_bits(value), sizeof(T), pe);
+    return;
+  }
   T* q = detail::route(c, GICL_OP_P, dst, sizeof(T), pe);
   if (q != nullptr) *q = value;  // a plain store: write-combined on the link, visible after quiet()
 }
 
-/// Loads one value (at most 8 bytes) from rank `pe`'s copy of `src`.
+/// Loads one value (1, 2, 4 or 8 bytes) from rank `pe`'s copy of `src`. From a rank on the
+/// network path: a fetching load of the aligned word holding it, a round trip.
 template <typename T>
 __device__ __forceinline__ T g(const DeviceComm& c, const T* src, int pe) {
-  static_assert(sizeof(T) <= 8, "g() moves at most 8 bytes; use get()");
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "g() moves 1, 2, 4 or 8 bytes; use get()");
+  if (const ProxyRing* nq = detail::net_ring(c, pe)) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(src);
+    const uint32_t width = sizeof(T) == 8 ? 8 : 4;
+    uint64_t word = 0;
+    if (a % sizeof(T) != 0) {
+      detail::report(detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_G, pe, src,
+                     sizeof(T), 0, 0);
+      return T{};
+    }
+    if (!detail::net_fetch(c, *nq, reinterpret_cast<const void*>(a & ~uintptr_t{width - 1}),
+                           ProxyAtomic::kLoad, width, 0, 0, pe, GICL_OP_G, &word))
+      return T{};
+    return detail::bits_value<T>(word >> (8 * (a & (width - 1))));
+  }
   const T* q = detail::route(c, GICL_OP_G, src, sizeof(T), pe);
   return q != nullptr ? __ldcg(q) : T{};  // L2 and the link only: never a stale L1 copy
 }
@@ -98,6 +132,11 @@ template <Scope S = Scope::kThread, typename T>
 __device__ __forceinline__ void iput(const DeviceComm& c, T* dst, const T* src,
                                      ptrdiff_t dst_stride, ptrdiff_t src_stride, size_t nelems,
                                      int pe) {
+  if (const ProxyRing* nq = detail::net_ring(c, pe)) {
+    detail::net_strided<S>(c, *nq, ProxyOp::kPut, dst, src, dst_stride, src_stride, nelems, pe,
+                           GICL_OP_IPUT);
+    return;
+  }
   const size_t span = nelems ? ((nelems - 1) * static_cast<size_t>(dst_stride) + 1) * sizeof(T) : 0;
   T* q = detail::route(c, GICL_OP_IPUT, dst, span, pe);
   if (q == nullptr) return;
@@ -110,6 +149,11 @@ template <Scope S = Scope::kThread, typename T>
 __device__ __forceinline__ void iget(const DeviceComm& c, T* dst, const T* src,
                                      ptrdiff_t dst_stride, ptrdiff_t src_stride, size_t nelems,
                                      int pe) {
+  if (const ProxyRing* nq = detail::net_ring(c, pe)) {
+    detail::net_strided<S>(c, *nq, ProxyOp::kGet, dst, src, dst_stride, src_stride, nelems, pe,
+                           GICL_OP_IGET);
+    return;
+  }
   const size_t span = nelems ? ((nelems - 1) * static_cast<size_t>(src_stride) + 1) * sizeof(T) : 0;
   const T* q = detail::route(c, GICL_OP_IGET, src, span, pe);
   if (q == nullptr) return;

@@ -22,6 +22,19 @@ __device__ __forceinline__ HwInt<T> bits(T v) {
   return static_cast<HwInt<T>>(v);
 }
 
+/// A fetching update of `dst` at network peer `pe` through the proxy: the old value, or T{} when
+/// it failed (reported).
+template <typename T>
+__device__ __forceinline__ T net_fetch_as(const DeviceComm& c, const ProxyRing& q, T* dst,
+                                          ProxyAtomic kind, T value, T compare, int pe) {
+  using U = std::make_unsigned_t<T>;
+  uint64_t old = 0;
+  if (!net_fetch(c, q, dst, kind, sizeof(T), static_cast<uint64_t>(static_cast<U>(value)),
+                 static_cast<uint64_t>(static_cast<U>(compare)), pe, GICL_OP_ATOMIC, &old))
+    return T{};
+  return static_cast<T>(static_cast<U>(old));
+}
+
 /// A non-fetching update of `dst` at `pe` through the proxy when `pe` is on the network path
 /// (true: handled there, reported on failure); false for any other peer.
 template <typename T>

@@ -18,14 +18,22 @@ __device__ __forceinline__ bool team_barrier(const DeviceComm& c, const DeviceTe
   return t ? barrier<S>(c, *t) : barrier<S>(c);
 }
 
-/// Element i reduced over the members in order, read through L2 from each member's `src`.
-template <gicl_redop_t Op, typename T>
-__device__ __forceinline__ T reduce_element(const DeviceComm& c, const Members& m, const T* src,
-                                            size_t i) {
+/// Whether a member is on the network path (its memory cannot be loaded from here): the
+/// reductions then stage through the communicator's collective scratch.
+__device__ __forceinline__ bool any_network(const DeviceComm& c, const Members& m) {
+  if (c.net == nullptr) return false;
+  for (int k = 0; k < m.size(); ++k)
+    if (c.paths[m.rank(k)] == GICL_PATH_NETWORK) return true;
+  return false;
+}
+
+/// One element reduced over `n` members in order, member k's read through L2 at `at(k)`.
+template <gicl_redop_t Op, typename T, typename At>
+__device__ __forceinline__ T reduce_loaded(int n, At&& at) {
   using A = AccOf<T>;
   A acc{};
-  for (int k = 0; k < m.size(); ++k) {
-    const T* p = peer_ptr(c, src, m.rank(k)) + i;
+  for (int k = 0; k < n; ++k) {
+    const T* p = at(k);
     T v;
     if constexpr (sizeof(T) == 8)
       *reinterpret_cast<unsigned long long*>(&v) =
@@ -39,7 +47,14 @@ __device__ __forceinline__ T reduce_element(const DeviceComm& c, const Members& 
     const A a = to_acc<T, A>(v);
     acc = k == 0 ? a : combine<Op, A>(acc, a);
   }
-  return from_acc<T, A>(finish<Op, A>(acc, m.size()));
+  return from_acc<T, A>(finish<Op, A>(acc, n));
+}
+
+/// Element i reduced over the members in order, read through L2 from each member's `src`.
+template <gicl_redop_t Op, typename T>
+__device__ __forceinline__ T reduce_element(const DeviceComm& c, const Members& m, const T* src,
+                                            size_t i) {
+  return reduce_loaded<Op, T>(m.size(), [&](int k) { return peer_ptr(c, src, m.rank(k)) + i; });
 }
 
 /// Packs [lo, lo + len) of `src` (16 bytes each) reduced over the members in order, each handed
@@ -109,14 +124,8 @@ __device__ bool arrivals(const DeviceComm& c, const Members& m, int me, bool sen
   scope_sync<S>();
   bool ok = true;
   if (scope_leader<S>()) {
-    for (int k = 1; k < n && send && ok; ++k) {
-      const int to = m.rank((me + k) % n);
-      uint64_t* remote = route(c, GICL_OP_SYNC, c.sync_in + c.rank, sizeof(uint64_t), to);
-      if (remote == nullptr)
-        ok = false;
-      else
-        add_relaxed_sys(remote, 1);
-    }
+    // The members' puts to network peers returned complete at the target: the arrivals follow.
+    for (int k = 1; k < n && send && ok; ++k) ok = arrive(c, m.rank((me + k) % n), GICL_OP_SYNC);
     for (int k = 1; k < n && ok; ++k) {
       const int j = (me + k) % n;
       if (from >= 0 && j != from) continue;
@@ -180,11 +189,51 @@ __device__ bool alltoall_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, 
 /// everything into its dst (reduce).
 enum class ReduceShape { kAll, kScatter, kRoot };
 
+/// reduce_impl where a member is on the network path: in pieces of the collective scratch's
+/// share per member, every member puts its piece into its slot of the scratch of each member
+/// that reduces it (every member for kAll, member i for block i with kScatter, the root for
+/// kRoot), one round of arrivals, then each reducing member reduces the slots in member order
+/// (reduce_loaded: the same arithmetic as the NVLink path, so the results are bitwise equal) into
+/// its dst; a barrier before the next piece reuses the scratch. In place is safe: a piece of
+/// `src` is in every scratch before that piece of `dst` is written.
+template <gicl_redop_t Op, ReduceShape Shape, Scope S, typename T>
+__device__ bool reduce_staged(const DeviceComm& c, const DeviceTeam* t, const Members& m, int me,
+                              T* dst, const T* src, size_t count, int root) {
+  const int n = m.size();
+  const size_t per = c.coll_scratch_bytes / n / 16 * 16 / sizeof(T);  // elements per slot
+  if (c.coll_scratch == nullptr || per == 0) {
+    if (scope_leader<S>())
+      report(reporter(c), GICL_DEVICE_ERROR_NO_TRANSPORT, GICL_OP_COLLECTIVE, -1, dst,
+             c.coll_scratch_bytes, 0, 0);
+    return false;
+  }
+  T* scratch = static_cast<T*>(c.coll_scratch);
+  const int r = scope_rank<S>(), threads = scope_size<S>();
+  // Before the first piece too: a member of another team's reduction may still read its scratch.
+  for (size_t off = 0; off < count; off += per) {
+    const size_t len = count - off < per ? count - off : per;
+    if (!team_barrier<S>(c, t)) return false;  // every member read the last piece
+    for (int k = 0; k < n; ++k) {
+      const int j = (me + k) % n;  // start with the next member: spread the traffic
+      if (Shape == ReduceShape::kRoot && j != root) continue;
+      const T* piece =
+          (Shape == ReduceShape::kScatter ? src + static_cast<size_t>(j) * count : src) + off;
+      put<S>(c, scratch + static_cast<size_t>(me) * per, piece, len, m.rank(j));
+    }
+    if (!arrivals<S>(c, m, me, true, -1)) return false;
+    if (Shape != ReduceShape::kRoot || me == root)
+      for (size_t i = r; i < len; i += threads)
+        dst[off + i] = reduce_loaded<Op, T>(n, [&](int k) { return scratch + k * per + i; });
+  }
+  return team_barrier<S>(c, t);
+}
+
 template <gicl_redop_t Op, ReduceShape Shape, Scope S, typename T>
 __device__ bool reduce_impl(const DeviceComm& c, const DeviceTeam* t, T* dst, const T* src,
                             size_t count, int root) {
   const Members m{t, c.nranks};
   const int me = t ? t->my_index : c.rank, n = m.size();
+  if (any_network(c, m)) return reduce_staged<Op, Shape, S>(c, t, m, me, dst, src, count, root);
   if (!team_barrier<S>(c, t)) return false;
   const int r = scope_rank<S>(), threads = scope_size<S>();
   constexpr size_t kPack = 16 / sizeof(T);

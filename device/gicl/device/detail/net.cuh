@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device API's network path (internal): operations to a rank on the network path become
 // requests in the communicator's proxy ring (detail/proxy_ring.h). Their heap addresses travel as
-// offsets in the symmetric heap, the source of a put included: a put to a network peer reads its
-// source from this rank's heap. Not part of the contract; included by rma.cuh.
+// offsets in the symmetric heap, the source of a put and the destination of a get included: the
+// proxy reads and writes this rank's side there. A fetching operation's answer comes back through
+// the ring's result slots. Not part of the contract; included by rma.cuh and atomic.cuh.
 #pragma once
 
 #include "gicl/device/detail/proxy_ring.cuh"
@@ -45,6 +46,89 @@ __device__ __noinline__ inline bool net_put(const DeviceComm& c, const ProxyRing
   const uint64_t t = proxy_submit(reporter(c), q, w, n, op, pe);
   if (t == ~0ull) return false;
   return !wait || proxy_wait_done(reporter(c), q, t + n, op, pe);
+}
+
+/// Posts a transfer without waiting: kPut of `bytes` from this rank's `src` to symmetric `dst` at
+/// network peer `pe`, or kGet from symmetric `src` there into this rank's `dst` (every address in
+/// the heap). `*end`: one past its last ticket, what proxy_wait_done waits for. False when it
+/// failed (reported).
+__device__ __noinline__ inline bool net_transfer(const DeviceComm& c, const ProxyRing& q,
+                                                 ProxyOp kind, void* dst, const void* src,
+                                                 size_t bytes, int pe, uint32_t op, uint64_t* end) {
+  const uint64_t d = own_offset(c, dst, bytes), s = own_offset(c, src, bytes);
+  if (d == ~0ull || s == ~0ull)
+    return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, d == ~0ull ? dst : src,
+                  bytes, 0, 0);
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n = proxy_encode_transfer(w, kind, static_cast<uint32_t>(pe), d, s, bytes);
+  const uint64_t t = proxy_submit(reporter(c), q, w, n, op, pe);
+  if (t == ~0ull) return false;
+  *end = t + n;
+  return true;
+}
+
+/// A get from network peer `pe` (net_transfer's kGet); `wait`: returns once `dst` holds the bytes.
+__device__ __noinline__ inline bool net_get(const DeviceComm& c, const ProxyRing& q, void* dst,
+                                            const void* src, size_t bytes, int pe, bool wait,
+                                            uint32_t op) {
+  uint64_t end = 0;
+  if (!net_transfer(c, q, ProxyOp::kGet, dst, src, bytes, pe, op, &end)) return false;
+  return !wait || proxy_wait_done(reporter(c), q, end, op, pe);
+}
+
+/// A fetching update (`kind`, operands `value` and `compare`) of the `width`-byte word `word` at
+/// network peer `pe`: takes a result slot, posts, and waits for the answer, the word's old value
+/// (zero-extended) in `*old`. A round trip through both proxies. False when it failed (reported).
+__device__ __noinline__ inline bool net_fetch(const DeviceComm& c, const ProxyRing& q,
+                                              const void* word, ProxyAtomic kind, uint32_t width,
+                                              uint64_t value, uint64_t compare, int pe, uint32_t op,
+                                              uint64_t* old) {
+  const uint64_t g = own_offset(c, word, width);
+  if (g == ~0ull || g % width != 0)
+    return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, word, width, 0, 0);
+  ProxyRingDeviceMem m{reporter(c), op, pe, q.failed};
+  const uint64_t i = proxy_result_take(q, m);
+  if (i == ~0ull) return false;
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n =
+      proxy_encode_fetch(w, static_cast<uint32_t>(pe), kind, width, g, value, compare, i);
+  if (proxy_submit(reporter(c), q, w, n, op, pe) == ~0ull) {
+    m.release(q.result_turns + (i & (q.results_size - 1)), i / q.results_size + 1);
+    return false;
+  }
+  return proxy_result_read(q, m, i, old);
+}
+
+/// Stores `bytes` (1 to 8) of `value` at `dst` of network peer `pe` (p()): a 4- or 8-byte value
+/// as an atomic set (visible after quiet); a 1- or 2-byte one by compare-swap on the aligned
+/// 32-bit word holding it, complete on return. False when it failed (reported).
+__device__ __noinline__ inline bool net_store(const DeviceComm& c, const ProxyRing& q, void* dst,
+                                              uint64_t value, uint32_t bytes, int pe) {
+  if (bytes == 4 || bytes == 8) {
+    const uint64_t g = own_offset(c, dst, bytes);
+    if (g == ~0ull || g % bytes != 0)
+      return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_P, pe, dst, bytes, 0, 0);
+    uint64_t w[2 * kProxyMaxSlots];
+    const uint32_t n =
+        proxy_encode_atomic(w, static_cast<uint32_t>(pe), ProxyAtomic::kSet, bytes, g, value);
+    return proxy_submit(reporter(c), q, w, n, GICL_OP_P, pe) != ~0ull;
+  }
+  const uintptr_t a = reinterpret_cast<uintptr_t>(dst);
+  if (a % bytes != 0)
+    return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_P, pe, dst, bytes, 0, 0);
+  void* word = reinterpret_cast<void*>(a & ~uintptr_t{3});
+  const uint32_t shift = static_cast<uint32_t>(a & 3) * 8;
+  const uint64_t mask = ((uint64_t{1} << (8 * bytes)) - 1) << shift;
+  uint64_t seen = 0;
+  if (!net_fetch(c, q, word, ProxyAtomic::kLoad, 4, 0, 0, pe, GICL_OP_P, &seen)) return false;
+  for (;;) {
+    const uint64_t next = (seen & ~mask) | ((value << shift) & mask);
+    uint64_t was = 0;
+    if (!net_fetch(c, q, word, ProxyAtomic::kCompareSwap, 4, next, seen, pe, GICL_OP_P, &was))
+      return false;
+    if (was == seen) return true;
+    seen = was;  // another writer changed the word's other bytes: again with what it holds
+  }
 }
 
 /// Posts a signal update to network peer `pe`.

@@ -11,11 +11,13 @@ namespace gicl {
 
 /// The device memory policy of proxy_post: tickets from one device-scope atomic, room from the
 /// producers' shared cache of `tail` (device memory, cheap) before the proxy's copy (host memory,
-/// a PCIe round trip), slots written with system-scope stores.
+/// a PCIe round trip), slots written with system-scope stores; and of the result slots (turns in
+/// device memory, answers polled in host memory).
 struct ProxyRingDeviceMem {
   dev::detail::Reporter r;
   uint32_t op;  // GICL_OP_* of the operation, for the report of a failed wait
   int peer;
+  const volatile uint32_t* failed = nullptr;  // the ring's: ends turn() and answer() waits
 
   __device__ __forceinline__ uint64_t take(unsigned long long* head, uint32_t n) {
     return atomicAdd(head, static_cast<unsigned long long>(n));
@@ -49,6 +51,35 @@ struct ProxyRingDeviceMem {
   }
   __device__ __forceinline__ void store(uint64_t* word, uint64_t value) {
     dev::detail::store_relaxed_sys(word, value);
+  }
+  // Result slots (proxy_result_take / proxy_result_read): turns in device memory, answers in
+  // host memory; both waits end at the deadline or when the proxy has failed.
+  __device__ __forceinline__ bool turn(unsigned long long* word, uint64_t lap) {
+    const uint64_t* w = reinterpret_cast<const uint64_t*>(word);
+    return poll(w, lap, [&] { return dev::detail::load_acquire_sys(w) == lap; });
+  }
+  __device__ __forceinline__ bool answer(const ProxyResult* slot, uint64_t seq, uint64_t* value) {
+    if (!poll(&slot->seq, seq, [&] { return dev::detail::load_acquire_sys(&slot->seq) == seq; }))
+      return false;
+    *value = dev::detail::load_relaxed_sys(&slot->value);  // ordered by the acquire of seq
+    return true;
+  }
+  __device__ __forceinline__ void release(unsigned long long* word, uint64_t lap) {
+    dev::detail::fence_system();  // the answer was read before the slot is handed on
+    atomicExch(word, static_cast<unsigned long long>(lap));
+  }
+  template <typename Ready>
+  __device__ __forceinline__ bool poll(const uint64_t* word, uint64_t want, Ready&& ready) {
+    dev::detail::Deadline deadline;
+    for (uint32_t spin = 0;; ++spin) {
+      if (ready()) return true;
+      if ((spin & 255) != 255) continue;
+      const uint64_t seen = dev::detail::load_relaxed_sys(word);
+      if (failed != nullptr && *failed != 0)
+        return dev::detail::report(r, GICL_DEVICE_ERROR_PROXY, op, peer, word, want, seen,
+                                   GICL_CMP_EQ);
+      if (deadline.expired(r, op, peer, word, want, seen, GICL_CMP_EQ)) return false;
+    }
   }
 };
 

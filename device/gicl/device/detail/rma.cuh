@@ -17,6 +17,37 @@ __device__ __forceinline__ void net_put_scoped(const DeviceComm& c, const ProxyR
   scope_sync<S>();
 }
 
+/// The network path of iput (kPut) and iget (kGet): one request per element, the scope's threads
+/// taking elements in turn, each thread then waiting until its own requests are complete (iput:
+/// `src` reusable and the data at `pe`; iget: `dst` filled). Both buffers in the heap.
+template <Scope S, typename T>
+__device__ __forceinline__ void net_strided(const DeviceComm& c, const ProxyRing& q, ProxyOp kind,
+                                            T* dst, const T* src, ptrdiff_t dst_stride,
+                                            ptrdiff_t src_stride, size_t nelems, int pe,
+                                            uint32_t op) {
+  uint64_t end = 0;
+  bool ok = true;
+  for (size_t i = scope_rank<S>(); ok && i < nelems; i += scope_size<S>())
+    ok = net_transfer(c, q, kind, dst + i * dst_stride, src + i * src_stride, sizeof(T), pe, op,
+                      &end);
+  if (ok && end != 0) proxy_wait_done(reporter(c), q, end, op, pe);
+  scope_sync<S>();
+}
+
+/// A value's bytes as the low bytes of a 64-bit word (p and g over the network path), and back.
+template <typename T>
+__device__ __forceinline__ uint64_t value_bits(T v) {
+  uint64_t w = 0;
+  memcpy(&w, &v, sizeof(T));
+  return w;
+}
+template <typename T>
+__device__ __forceinline__ T bits_value(uint64_t w) {
+  T v;
+  memcpy(&v, &w, sizeof(T));
+  return v;
+}
+
 /// Loads for scope_copy: a peer's memory (get) is read with ld.global.cg so that no stale copy
 /// stays in L1; a local source (put) may be anywhere, stack and shared memory included.
 template <bool kPeerSrc, typename T>

@@ -5,6 +5,19 @@
 
 namespace detail {
 
+/// Counts one arrival of this rank at rank `to` (its sync_in[c.rank]): a relaxed add over P2P, a
+/// signal add through the proxy to a rank on the network path. Orders nothing before it: callers
+/// fence first (P2P) or add only after their puts completed (network). False when it failed
+/// (reported).
+__device__ __forceinline__ bool arrive(const DeviceComm& c, int to, uint32_t op) {
+  if (const ProxyRing* q = net_ring(c, to))
+    return net_signal(c, *q, c.sync_in + c.rank, 1, true, to);
+  uint64_t* remote = route(c, op, c.sync_in + c.rank, sizeof(uint64_t), to);
+  if (remote == nullptr) return false;
+  add_relaxed_sys(remote, 1);
+  return true;
+}
+
 /// One dissemination round per power of two: notify the rank `d` ahead, wait for the rank `d`
 /// behind (a rank on the network path is notified through the proxy). Signals are counted per
 /// sender (sync_in[sender] at the receiver, sync_expected[sender] locally), so barriers of
@@ -16,14 +29,7 @@ __device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, M
   bool ok = true;
   for (int d = 1; d < n && ok; d <<= 1) {
     const int to = member((me + d) % n), from = member((me - d % n + n) % n);
-    if (const ProxyRing* q = net_ring(c, to)) {
-      // A rank on the network path: the arrival travels as a signal add through the proxy.
-      if (!net_signal(c, *q, c.sync_in + c.rank, 1, true, to)) return false;
-    } else {
-      uint64_t* remote = route(c, op, c.sync_in + c.rank, sizeof(uint64_t), to);
-      if (remote == nullptr) return false;
-      add_relaxed_sys(remote, 1);  // arrival only; barrier() fences before the first round
-    }
+    if (!arrive(c, to, op)) return false;  // barrier() fences (and quiets) before the first round
     const uint64_t expected = ++c.sync_expected[from];
     ok = wait(reporter(c), op, c.sync_in + from, Cmp::kAtLeast, expected, from,
               static_cast<uint64_t*>(nullptr));
