@@ -182,7 +182,9 @@ GICL_API gicl_result_t gicl_comm_get_device_comm(gicl_comm_t comm, gicl_device_c
 /// The device view of a team (its member list in device memory, owned by the team).
 GICL_API gicl_result_t gicl_team_get_device(gicl_team_t team, gicl_device_team_t* dteam);
 /// Collective: creates n queue pairs. Where extra queue pairs bring nothing (every peer over
-/// NVLink) it succeeds and returns GICL_QP_DEFAULT handles, so code stays portable.
+/// NVLink) it succeeds and returns GICL_QP_DEFAULT handles, so code stays portable. With a network
+/// path each gets an id of its own and, to ranks on that path, posts to its own request ring
+/// (GICL_NET_QP_RINGS rings shared round-robin), unordered with the other queue pairs'.
 GICL_API gicl_result_t gicl_qp_create(gicl_comm_t comm, int n, gicl_qp_t* qps);
 
 /// Stream-ordered put of `bytes` from local `src` into `peer`'s copy of symmetric `dst` (copy

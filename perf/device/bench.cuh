@@ -234,6 +234,15 @@ inline void finish(Env& env) {
   nvshmem_finalize();
 #endif
   sync_all(env);
+  // A device operation that failed (a bad argument, a timeout) moved nothing: no figure stands.
+  gicl_result_t async = GICL_SUCCESS;
+  const char* why = nullptr;
+  PERF_GICL(gicl_comm_get_async_error(env.comm, &async, &why));
+  if (async != GICL_SUCCESS) {
+    std::fprintf(stderr, "rank %d: the communicator failed during the benchmark: %s\n", env.rank,
+                 why != nullptr ? why : "?");
+    std::exit(5);
+  }
   PERF_GICL(gicl_comm_destroy(env.comm));
 }
 

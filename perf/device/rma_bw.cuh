@@ -88,7 +88,9 @@ int rma_bw_main(int argc, char** argv) {
   char* sym = nullptr;
   char* local = nullptr;
   PERF_GICL(gicl_mem_alloc(env.comm, cap, reinterpret_cast<void**>(&sym)));
-  PERF_CUDA(cudaMalloc(&local, cap));
+  // In the heap too: to a peer on the network path a put's source and a get's destination must
+  // be (the proxy reaches them by offset); over NVLink it is plain device memory all the same.
+  PERF_GICL(gicl_mem_alloc(env.comm, cap, reinterpret_cast<void**>(&local)));
   PERF_CUDA(cudaMemset(local, env.rank + 1, cap));  // real data, never zeros
   PERF_CUDA(cudaMemset(sym, env.rank + 3, cap));
 #ifdef GICL_PERF_NVSHMEM
@@ -124,7 +126,7 @@ int rma_bw_main(int argc, char** argv) {
 #ifdef GICL_PERF_NVSHMEM
   nvshmem_free(nsym);
 #endif
-  PERF_CUDA(cudaFree(local));
+  PERF_GICL(gicl_mem_free(env.comm, local));
   PERF_GICL(gicl_mem_free(env.comm, sym));
   finish(env);
   return 0;

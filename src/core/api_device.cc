@@ -81,9 +81,11 @@ gicl_result_t gicl_qp_create(gicl_comm_t comm, int n, gicl_qp_t* qps) {
                          "rank %d is on the network path and this communicator has none "
                          "(GICL_NET; libfabric did not open)",
                          r);
-    // Over NVLink extra queue pairs bring nothing; the network path has one request ring per
-    // communicator so far: every queue pair maps to the default.
-    for (int i = 0; i < n; ++i) qps[i].id = GICL_QP_DEFAULT_ID;
+    // Over NVLink extra queue pairs bring nothing: every one is the default. With a network path
+    // ids count up alike on every rank (the call is collective), and id k posts to ring
+    // 1 + (k - 1) % GICL_NET_QP_RINGS (gicl/device/detail/proxy_ring.h, ProxyRingSet).
+    for (int i = 0; i < n; ++i)
+      qps[i].id = comm->net ? static_cast<int32_t>(comm->next_qp_id++) : GICL_QP_DEFAULT_ID;
     return GICL_SUCCESS;
   });
 }

@@ -32,6 +32,7 @@ struct gicl_comm {
   std::unique_ptr<gicl::BufferRegistry> registry;  // gicl_comm_register, made by the first call
   std::unique_ptr<gicl::DeviceResources> dev;      // device API state (VMM heaps only)
   std::unique_ptr<gicl::NetPath> net;              // ranks on the network path (core/net_path)
+  uint32_t next_qp_id = 1;  // gicl_qp_create's next id (0 is the default queue pair's)
   // The collectives' state, owned and typed by collectives/ (collectives/host/coll_state.hpp:
   // CollExt), made at the first collective call. Opaque here: core knows nothing of collectives.
   std::shared_ptr<void> collectives;

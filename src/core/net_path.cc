@@ -150,15 +150,26 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine) {
     a.delivery = proxy::make_staged_delivery(n->transport.get(), me, a.heap, sv, n->copier.get(),
                                              std::chrono::milliseconds(timeout));
   }
-  GICL_CHECK(proxy::RingMemory::create(c->device, kRingSlots, &n->ring));
+  // The default queue pair's ring, the created queue pairs' rings, the arrivals' ring
+  // (ProxyRingSet in gicl/device/detail/proxy_ring.h).
+  int64_t qp_rings = 0;
+  GICL_CHECK(setting_int(Setting::kNetQpRings, &qp_rings));
+  ProxyRingSet set{};
+  set.count = static_cast<uint32_t>(qp_rings) + 2;
+  set.version = kProxyRingVersion;
+  for (uint32_t i = 0; i < set.count; ++i) {
+    n->rings.emplace_back();
+    GICL_CHECK(proxy::RingMemory::create(c->device, kRingSlots, &n->rings.back()));
+    proxy::RingMemory& r = *n->rings.back();
+    set.rings[i] = r.ring();
+    a.rings.push_back(proxy::RingView{r.slots(), r.ring().size, r.tail(), r.done(),
+                                      r.failed_word(), r.results(), r.ring().results_size});
+  }
   {
     DeviceScope scope(c->device);
-    GICL_CUDA_CHECK(cudaMalloc(&n->ring_dev.p, sizeof(ProxyRing)));
-    GICL_CHECK(upload_device(n->ring_dev.p, &n->ring->ring(), sizeof(ProxyRing)));
+    GICL_CUDA_CHECK(cudaMalloc(&n->ring_dev.p, sizeof(ProxyRingSet)));
+    GICL_CHECK(upload_device(n->ring_dev.p, &set, sizeof(ProxyRingSet)));
   }
-  a.rings.push_back(proxy::RingView{n->ring->slots(), n->ring->ring().size, n->ring->tail(),
-                                    n->ring->done(), n->ring->failed_word(), n->ring->results(),
-                                    n->ring->ring().results_size});
   // Every pair connected, the lower rank first, before kernels can post. Where both ranks of a
   // pair sent their first write at once (the MoE example's first barrier on 4 x H200,
   // tcp;ofi_rxm), one side's write was refused (FI_EAGAIN) until the timeout while the other's

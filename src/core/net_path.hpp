@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.hpp"
 #include "gicl/device/detail/proxy_ring.h"
@@ -57,8 +58,8 @@ struct NetPath {
   std::unique_ptr<net::Transport> transport;
   std::unique_ptr<net::Region> region;  // the staging area's (staged) or the heap's (direct)
   std::unique_ptr<proxy::CudaCopier> copier;
-  std::unique_ptr<proxy::RingMemory> ring;
-  DeviceBuffer ring_dev;  // the ProxyRing kernels read (gicl_device_comm_t::net)
+  std::vector<std::unique_ptr<proxy::RingMemory>> rings;  // ProxyRingSet's order
+  DeviceBuffer ring_dev;  // the ProxyRingSet kernels read (gicl_device_comm_t::net)
   std::unique_ptr<proxy::NetProxy> proxy;
   bool staged = false;
   HostFifos fifos;      // staged path only (no slots otherwise)

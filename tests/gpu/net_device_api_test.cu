@@ -10,7 +10,9 @@
 // follows. Then the operations answered by the target: 256 threads' fetching atomics (fetch-adds
 // whose answers are each count exactly once, a compare-swap only one thread wins, a chain of swaps,
 // fetching or and xor), blocking and non-blocking gets through several staging chunks, g() and p()
-// of every width, iput and iget with strides.
+// of every width, iput and iget with strides. Last, three queue pairs, each on a request ring of
+// its own: each one's payload lands before its signal (a fence on that queue pair), and its gets
+// are complete after its own quiet.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "core/comm.hpp"
+#include "core/net_path.hpp"
 #include "gicl/device.cuh"
 #include "gicl/gicl.h"
 #include "gpu/gpu_ranks.cuh"
@@ -341,6 +344,117 @@ int fetches_and_gets(gicl_comm_t comm, gicl_device_comm_t dc, const Bufs& b, int
   return 0;
 }
 
+// ---- queue pairs: one request ring each --------------------------------------------------------
+
+constexpr int kQps = 3;
+constexpr size_t kQpBytes = 100 << 10;
+
+/// Block b, on queue pair b, to every peer: a put_nbi of its part, a fence and a signal on that
+/// queue pair (the payload before the signal), then a get_nbi of the peer's part and a quiet of
+/// that queue pair alone.
+__global__ void qp_send(gicl_device_comm_t c, gicl_qp_t* qps, Bufs b, uint8_t* qp_dst,
+                        uint8_t* qp_got, uint64_t* qp_sig) {
+  const gicl_qp_t qp = qps[blockIdx.x];
+  const size_t span = kBlocks * kChunk;
+  for (int pe = 0; pe < c.nranks; ++pe) {
+    if (pe == c.rank) continue;
+    const size_t off = blockIdx.x * kQpBytes;
+    gicl::dev::put_nbi<gicl::dev::Scope::kBlock>(c, qp, qp_dst + c.rank * kQps * kQpBytes + off,
+                                                 b.src + pe * span + off, kQpBytes, pe);
+    if (threadIdx.x == 0) {
+      gicl::dev::fence(c, pe, &qp, 1);
+      gicl::dev::signal(c, qp, qp_sig + c.rank * kQps + blockIdx.x, 1, gicl::dev::SignalOp::kSet,
+                        pe);
+    }
+    __syncthreads();
+    gicl::dev::get_nbi<gicl::dev::Scope::kBlock>(c, qp, qp_got + pe * kQps * kQpBytes + off,
+                                                 b.src + c.rank * span + off, kQpBytes, pe);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) gicl::dev::quiet(c, GICL_RANK_ALL, &qp, 1);
+}
+
+/// Block b waits for queue pair b's signal from every peer, then checks that peer's part.
+__global__ void qp_check(gicl_device_comm_t c, uint8_t* qp_dst, uint64_t* qp_sig,
+                         unsigned long long* bad) {
+  __shared__ bool ok;
+  for (int from = 0; from < c.nranks; ++from) {
+    if (from == c.rank) continue;
+    if (threadIdx.x == 0)
+      ok = gicl::dev::signal_wait_until(c, qp_sig + from * kQps + blockIdx.x, gicl::dev::Cmp::kEq,
+                                        1);
+    __syncthreads();
+    if (!ok) {
+      if (threadIdx.x == 0) atomicAdd(bad, 1ull << 32);
+      continue;
+    }
+    const size_t off = blockIdx.x * kQpBytes;
+    for (size_t i = threadIdx.x; i < kQpBytes; i += blockDim.x)
+      if (qp_dst[(from * kQps) * kQpBytes + off + i] != pattern(from, c.rank, off + i))
+        atomicAdd(bad, 1ull);
+  }
+}
+
+/// Queue pairs on the network path: distinct ids, each on its own ring; every queue pair's
+/// payload lands before its signal, its gets are complete after its own quiet.
+int queue_pairs(gicl_comm_t comm, gicl_device_comm_t dc, const Bufs& b, int n, int r,
+                const char* how) {
+  gicl_qp_t qps[kQps];
+  RANK_OK(gicl_qp_create(comm, kQps, qps));
+  for (int i = 0; i < kQps; ++i)
+    RANK_CHECK(qps[i].id != GICL_QP_DEFAULT_ID && (i == 0 || qps[i].id != qps[i - 1].id),
+               "queue pair %d has id %d with a network path", i, qps[i].id);
+  RANK_CHECK(comm->net->rings.size() >= 2 + kQps, "%zu request rings", comm->net->rings.size());
+  gicl_qp_t* d_qps = nullptr;
+  RANK_CUDA(cudaMalloc(&d_qps, sizeof(qps)));
+  RANK_CUDA(cudaMemcpy(d_qps, qps, sizeof(qps), cudaMemcpyHostToDevice));
+  uint8_t *qp_dst, *qp_got;
+  uint64_t* qp_sig;
+  RANK_OK(gicl_mem_alloc(comm, n * kQps * kQpBytes, reinterpret_cast<void**>(&qp_dst)));
+  RANK_OK(gicl_mem_alloc(comm, n * kQps * kQpBytes, reinterpret_cast<void**>(&qp_got)));
+  RANK_OK(gicl_mem_alloc(comm, n * kQps * 8, reinterpret_cast<void**>(&qp_sig)));
+  RANK_CUDA(cudaMemset(qp_dst, 0, n * kQps * kQpBytes));
+  RANK_CUDA(cudaMemset(qp_got, 0, n * kQps * kQpBytes));
+  RANK_CUDA(cudaMemset(qp_sig, 0, n * kQps * 8));
+  unsigned long long* bad = nullptr;
+  RANK_CUDA(cudaMalloc(&bad, sizeof(*bad)));
+  RANK_CUDA(cudaMemset(bad, 0, sizeof(*bad)));
+  cudaFuncAttributes attrs;
+  RANK_CUDA(cudaFuncGetAttributes(&attrs, qp_send));
+  RANK_CUDA(cudaFuncGetAttributes(&attrs, qp_check));
+  RANK_CUDA(cudaDeviceSynchronize());
+  RANK_OK(comm->bootstrap->barrier());
+  cudaStream_t s1, s2;
+  RANK_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  RANK_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  qp_check<<<kQps, 256, 0, s2>>>(dc, qp_dst, qp_sig, bad);
+  qp_send<<<kQps, 256, 0, s1>>>(dc, d_qps, b, qp_dst, qp_got, qp_sig);
+  RANK_CUDA(cudaStreamSynchronize(s1));
+  RANK_CUDA(cudaStreamSynchronize(s2));
+  gicl_result_t async = GICL_SUCCESS;
+  const char* msg = nullptr;
+  RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
+  RANK_CHECK(async == GICL_SUCCESS, "async error after the queue pairs %d: %s", async, msg);
+  unsigned long long h_bad = 0;
+  RANK_CUDA(cudaMemcpy(&h_bad, bad, sizeof(h_bad), cudaMemcpyDeviceToHost));
+  RANK_CHECK(h_bad == 0, "queue pairs: %llu signal waits failed, %llu bytes wrong (%s)",
+             h_bad >> 32, h_bad & 0xffffffffull, how);
+  std::vector<uint8_t> got(n * kQps * kQpBytes);
+  RANK_CUDA(cudaMemcpy(got.data(), qp_got, got.size(), cudaMemcpyDeviceToHost));
+  for (int pe = 0; pe < n; ++pe) {
+    if (pe == r) continue;
+    for (size_t i = 0; i < kQps * kQpBytes; ++i)
+      RANK_CHECK(got[pe * kQps * kQpBytes + i] == pattern(pe, r, i),
+                 "byte %zu of the queue pairs' get_nbi from rank %d (%s)", i, pe, how);
+  }
+  RANK_CUDA(cudaStreamDestroy(s1));
+  RANK_CUDA(cudaStreamDestroy(s2));
+  RANK_CUDA(cudaFree(bad));
+  RANK_CUDA(cudaFree(d_qps));
+  RANK_OK(comm->bootstrap->barrier());
+  return 0;
+}
+
 int run_rank(gicl_unique_id_t id, int n, int r, const char* how) {
   use_network_path(how, n, r);
   setenv("GICL_WAIT_TIMEOUT", "60000", 1);
@@ -439,6 +553,7 @@ int run_rank(gicl_unique_id_t id, int n, int r, const char* how) {
   RANK_CHECK(async == GICL_SUCCESS, "async error after barriers %d: %s", async, msg);
   RANK_CUDA(cudaFree(bad));
   if (const int rc = fetches_and_gets(comm, dc, b, n, r, how)) return 100 + rc;
+  if (const int rc = queue_pairs(comm, dc, b, n, r, how)) return 200 + rc;
   RANK_OK(comm->bootstrap->barrier());
   RANK_OK(gicl_comm_destroy(comm));
   return 0;

@@ -204,6 +204,22 @@ TEST(ProxyRing, EveryFetchingOperationReadsItsOwnAnswer) {
   EXPECT_EQ(r.result_next, uint64_t{kThreads} * kEach);
 }
 
+// A ring set: the default queue pair on ring 0, created ones round-robin over the queue-pair
+// rings (never ring 0 nor the arrivals' last ring).
+TEST(ProxyRing, QueuePairsMapRoundRobinOverTheirRings) {
+  for (uint32_t count = 3; count <= kProxyMaxRings; ++count) {
+    EXPECT_EQ(proxy_qp_ring(0, count), 0u);
+    EXPECT_EQ(proxy_arrival_ring(count), count - 1);
+    for (uint32_t id = 1; id < 100; ++id) {
+      const uint32_t ring = proxy_qp_ring(id, count);
+      EXPECT_GE(ring, 1u);
+      EXPECT_LE(ring, count - 2);
+      EXPECT_EQ(ring, proxy_qp_ring(id + count - 2, count)) << "id " << id << " of " << count;
+      if (id > 1 && count > 3) EXPECT_NE(ring, proxy_qp_ring(id - 1, count));
+    }
+  }
+}
+
 // Host FIFO operations: one slot carrying the slot (or lane) index and the byte count, read back
 // whole for every peer, index and size the encoding holds.
 TEST(ProxyRing, HostFifoOperationsRoundTrip) {

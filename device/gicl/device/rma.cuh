@@ -20,12 +20,7 @@ namespace gicl::dev {
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put(const DeviceComm& c, void* dst, const void* src, size_t bytes,
                                     int pe) {
-  if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    detail::net_put_scoped<S>(c, *q, dst, src, bytes, nullptr, 0, false, pe, true, GICL_OP_PUT);
-    return;
-  }
-  void* p = detail::route(c, GICL_OP_PUT, dst, bytes, pe);
-  if (p != nullptr) detail::scope_copy<S>(p, src, bytes);
+  detail::put_via<S>(c, detail::net_ring(c, pe), dst, src, bytes, pe, true);
 }
 
 /// Non-blocking put: same guarantees as put over P2P (the stores are issued on return); over the
@@ -33,11 +28,7 @@ __device__ __forceinline__ void put(const DeviceComm& c, void* dst, const void* 
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_nbi(const DeviceComm& c, void* dst, const void* src,
                                         size_t bytes, int pe) {
-  if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    detail::net_put_scoped<S>(c, *q, dst, src, bytes, nullptr, 0, false, pe, false, GICL_OP_PUT);
-    return;
-  }
-  put<S>(c, dst, src, bytes, pe);
+  detail::put_via<S>(c, detail::net_ring(c, pe), dst, src, bytes, pe, false);
 }
 
 /// put_nbi that adds 1 to the local counter `*local_done` once `src` may be reused (a local
@@ -55,25 +46,14 @@ __device__ __forceinline__ void put_nbi(const DeviceComm& c, void* dst, const vo
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void get(const DeviceComm& c, void* dst, const void* src, size_t bytes,
                                     int pe) {
-  if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    if (detail::scope_leader<S>()) detail::net_get(c, *q, dst, src, bytes, pe, true, GICL_OP_GET);
-    detail::scope_sync<S>();
-    return;
-  }
-  const void* p = detail::route(c, GICL_OP_GET, src, bytes, pe);
-  if (p != nullptr) detail::scope_copy<S, true>(dst, p, bytes);
+  detail::get_via<S>(c, detail::net_ring(c, pe), dst, src, bytes, pe, true);
 }
 
 /// Non-blocking get: `dst` is complete after quiet() (over P2P already on return).
 template <Scope S = Scope::kThread>
 __device__ __forceinline__ void get_nbi(const DeviceComm& c, void* dst, const void* src,
                                         size_t bytes, int pe) {
-  if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    if (detail::scope_leader<S>()) detail::net_get(c, *q, dst, src, bytes, pe, false, GICL_OP_GET);
-    detail::scope_sync<S>();
-    return;
-  }
-  get<S>(c, dst, src, bytes, pe);
+  detail::get_via<S>(c, detail::net_ring(c, pe), dst, src, bytes, pe, false);
 }
 
 /// Typed forms: `count` elements of T.
@@ -93,38 +73,14 @@ requires(!std::is_void_v<T>) __device__ __forceinline__
 /// 1 and 2 bytes by compare-swap on the 32-bit word holding them (a round trip each).
 template <typename T>
 __device__ __forceinline__ void p(const DeviceComm& c, T* dst, T value, int pe) {
-  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
-                "p() moves 1, 2, 4 or 8 bytes; use put()");
-  if (const ProxyRing* nq = detail::net_ring(c, pe)) {
-    detail::net_store(c, *nq, dst, detail::value_bits(value), sizeof(T), pe);
-    return;
-  }
-  T* q = detail::route(c, GICL_OP_P, dst, sizeof(T), pe);
-  if (q != nullptr) *q = value;  // a plain store: write-combined on the link, visible after quiet()
+  detail::p_via(c, detail::net_ring(c, pe), dst, value, pe);
 }
 
 /// Loads one value (1, 2, 4 or 8 bytes) from rank `pe`'s copy of `src`. From a rank on the
 /// network path: a fetching load of the aligned word holding it, a round trip.
 template <typename T>
 __device__ __forceinline__ T g(const DeviceComm& c, const T* src, int pe) {
-  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
-                "g() moves 1, 2, 4 or 8 bytes; use get()");
-  if (const ProxyRing* nq = detail::net_ring(c, pe)) {
-    const uintptr_t a = reinterpret_cast<uintptr_t>(src);
-    const uint32_t width = sizeof(T) == 8 ? 8 : 4;
-    uint64_t word = 0;
-    if (a % sizeof(T) != 0) {
-      detail::report(detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_G, pe, src,
-                     sizeof(T), 0, 0);
-      return T{};
-    }
-    if (!detail::net_fetch(c, *nq, reinterpret_cast<const void*>(a & ~uintptr_t{width - 1}),
-                           ProxyAtomic::kLoad, width, 0, 0, pe, GICL_OP_G, &word))
-      return T{};
-    return detail::bits_value<T>(word >> (8 * (a & (width - 1))));
-  }
-  const T* q = detail::route(c, GICL_OP_G, src, sizeof(T), pe);
-  return q != nullptr ? __ldcg(q) : T{};  // L2 and the link only: never a stale L1 copy
+  return detail::g_via(c, detail::net_ring(c, pe), src, pe);
 }
 
 /// Strided put: element i of `src` (stride sst) goes to element i of `dst` (stride dst_stride).
@@ -161,35 +117,37 @@ __device__ __forceinline__ void iget(const DeviceComm& c, T* dst, const T* src,
     dst[i * dst_stride] = __ldcg(q + i * src_stride);
 }
 
-// ---- queue-pair overloads: same rules per queue pair; over P2P every queue pair is the default.
+// ---- queue-pair overloads: same rules per queue pair. Over P2P every queue pair is the default;
+// to a rank on the network path each queue pair's requests go through its own ring
+// (detail/proxy_ring.h, ProxyRingSet), unordered with the other queue pairs'.
 
 template <Scope S = Scope::kThread>
-__device__ __forceinline__ void put(const DeviceComm& c, Qp, void* dst, const void* src,
+__device__ __forceinline__ void put(const DeviceComm& c, Qp qp, void* dst, const void* src,
                                     size_t bytes, int pe) {
-  put<S>(c, dst, src, bytes, pe);
+  detail::put_via<S>(c, detail::net_ring(c, pe, qp.id), dst, src, bytes, pe, true);
 }
 template <Scope S = Scope::kThread>
-__device__ __forceinline__ void put_nbi(const DeviceComm& c, Qp, void* dst, const void* src,
+__device__ __forceinline__ void put_nbi(const DeviceComm& c, Qp qp, void* dst, const void* src,
                                         size_t bytes, int pe) {
-  put<S>(c, dst, src, bytes, pe);
+  detail::put_via<S>(c, detail::net_ring(c, pe, qp.id), dst, src, bytes, pe, false);
 }
 template <Scope S = Scope::kThread>
-__device__ __forceinline__ void get(const DeviceComm& c, Qp, void* dst, const void* src,
+__device__ __forceinline__ void get(const DeviceComm& c, Qp qp, void* dst, const void* src,
                                     size_t bytes, int pe) {
-  get<S>(c, dst, src, bytes, pe);
+  detail::get_via<S>(c, detail::net_ring(c, pe, qp.id), dst, src, bytes, pe, true);
 }
 template <Scope S = Scope::kThread>
-__device__ __forceinline__ void get_nbi(const DeviceComm& c, Qp, void* dst, const void* src,
+__device__ __forceinline__ void get_nbi(const DeviceComm& c, Qp qp, void* dst, const void* src,
                                         size_t bytes, int pe) {
-  get<S>(c, dst, src, bytes, pe);
+  detail::get_via<S>(c, detail::net_ring(c, pe, qp.id), dst, src, bytes, pe, false);
 }
 template <typename T>
-__device__ __forceinline__ void p(const DeviceComm& c, Qp, T* dst, T value, int pe) {
-  p(c, dst, value, pe);
+__device__ __forceinline__ void p(const DeviceComm& c, Qp qp, T* dst, T value, int pe) {
+  detail::p_via(c, detail::net_ring(c, pe, qp.id), dst, value, pe);
 }
 template <typename T>
-__device__ __forceinline__ T g(const DeviceComm& c, Qp, const T* src, int pe) {
-  return g(c, src, pe);
+__device__ __forceinline__ T g(const DeviceComm& c, Qp qp, const T* src, int pe) {
+  return detail::g_via(c, detail::net_ring(c, pe, qp.id), src, pe);
 }
 
 }  // namespace gicl::dev

@@ -18,18 +18,7 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_signal(const DeviceComm& c, void* dst, const void* src,
                                            size_t bytes, uint64_t* sig, uint64_t value, SignalOp op,
                                            int pe) {
-  if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    detail::net_put_scoped<S>(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, true,
-                              GICL_OP_PUT_SIGNAL);
-    return;
-  }
-  void* p = detail::route(c, GICL_OP_PUT_SIGNAL, dst, bytes, pe);
-  uint64_t* s = detail::route(c, GICL_OP_PUT_SIGNAL, sig, sizeof(uint64_t), pe);
-  if (p == nullptr || s == nullptr) return;
-  detail::scope_copy<S>(p, src, bytes);
-  detail::scope_sync<S>();
-  if (detail::scope_leader<S>()) detail::signal_remote(s, value, op);
-  detail::scope_sync<S>();
+  detail::put_signal_via<S>(c, detail::net_ring(c, pe), dst, src, bytes, sig, value, op, pe, true);
 }
 
 /// Non-blocking put_signal: `src` reusable after quiet() over the proxy and IBGDA; over P2P the
@@ -38,24 +27,14 @@ template <Scope S = Scope::kThread>
 __device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, void* dst, const void* src,
                                                size_t bytes, uint64_t* sig, uint64_t value,
                                                SignalOp op, int pe) {
-  if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    detail::net_put_scoped<S>(c, *q, dst, src, bytes, sig, value, op == SignalOp::kAdd, pe, false,
-                              GICL_OP_PUT_SIGNAL);
-    return;
-  }
-  put_signal<S>(c, dst, src, bytes, sig, value, op, pe);
+  detail::put_signal_via<S>(c, detail::net_ring(c, pe), dst, src, bytes, sig, value, op, pe, false);
 }
 
 /// Sets or adds to `sig` at `pe`. Relaxed, as NVSHMEM's signal_op: it is not ordered after
 /// earlier puts; call fence() first, or use put_signal, when a payload must land before it.
 __device__ __forceinline__ void signal(const DeviceComm& c, uint64_t* sig, uint64_t value,
                                        SignalOp op, int pe) {
-  if (const ProxyRing* q = detail::net_ring(c, pe)) {
-    detail::net_signal(c, *q, sig, value, op == SignalOp::kAdd, pe);
-    return;
-  }
-  uint64_t* s = detail::route(c, GICL_OP_SIGNAL, sig, sizeof(uint64_t), pe);
-  if (s != nullptr) detail::signal_update(s, value, op);
+  detail::signal_via(c, detail::net_ring(c, pe), sig, value, op, pe);
 }
 
 /// Waits until the local `sig` satisfies cmp (acquire: the payload of the put_signal that set it
@@ -96,20 +75,22 @@ __device__ __forceinline__ bool test(const T* ivar, Cmp cmp, T value) {
 
 // ---- queue-pair overloads
 template <Scope S = Scope::kThread>
-__device__ __forceinline__ void put_signal(const DeviceComm& c, Qp, void* dst, const void* src,
+__device__ __forceinline__ void put_signal(const DeviceComm& c, Qp qp, void* dst, const void* src,
                                            size_t bytes, uint64_t* sig, uint64_t value, SignalOp op,
                                            int pe) {
-  put_signal<S>(c, dst, src, bytes, sig, value, op, pe);
+  detail::put_signal_via<S>(c, detail::net_ring(c, pe, qp.id), dst, src, bytes, sig, value, op, pe,
+                            true);
 }
 template <Scope S = Scope::kThread>
-__device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, Qp, void* dst, const void* src,
+__device__ __forceinline__ void put_signal_nbi(const DeviceComm& c, Qp qp, void* dst, const void* src,
                                                size_t bytes, uint64_t* sig, uint64_t value,
                                                SignalOp op, int pe) {
-  put_signal_nbi<S>(c, dst, src, bytes, sig, value, op, pe);
+  detail::put_signal_via<S>(c, detail::net_ring(c, pe, qp.id), dst, src, bytes, sig, value, op, pe,
+                            false);
 }
-__device__ __forceinline__ void signal(const DeviceComm& c, Qp, uint64_t* sig, uint64_t value,
+__device__ __forceinline__ void signal(const DeviceComm& c, Qp qp, uint64_t* sig, uint64_t value,
                                        SignalOp op, int pe) {
-  signal(c, sig, value, op, pe);
+  detail::signal_via(c, detail::net_ring(c, pe, qp.id), sig, value, op, pe);
 }
 
 }  // namespace gicl::dev

@@ -12,7 +12,7 @@ namespace gicl::dev {
 __device__ __forceinline__ void fence(const DeviceComm& c, int pe = GICL_RANK_ALL) {
   detail::fence_system();
   if (c.net != nullptr && (pe == GICL_RANK_ALL || detail::net_ring(c, pe) != nullptr))
-    detail::net_fence(c, pe);
+    detail::net_fence(c, detail::ring_set(c).rings[0], pe);
 }
 
 /// Completes everything this thread issued: afterwards every put is visible at its target and
@@ -25,12 +25,27 @@ __device__ __forceinline__ void quiet(const DeviceComm& c, int pe = GICL_RANK_AL
   if (c.net != nullptr) detail::net_quiet(c);
 }
 
-/// Queue-pair forms: `qps` points to `n` handles, or pass GICL_QP_ALL semantics with n = 0.
-__device__ __forceinline__ void fence(const DeviceComm& c, int pe, const Qp*, int) {
-  fence(c, pe);
+/// Queue-pair forms: fence or quiet the `n` queue pairs at `qps` (n = 0: every queue pair). Over
+/// P2P they are the plain forms; on the network path each queue pair's own ring.
+__device__ __forceinline__ void fence(const DeviceComm& c, int pe, const Qp* qps, int n) {
+  detail::fence_system();
+  if (c.net == nullptr || (pe != GICL_RANK_ALL && detail::net_ring(c, pe) == nullptr)) return;
+  const ProxyRingSet& s = detail::ring_set(c);
+  if (n == 0)
+    for (uint32_t i = 0; i < s.count; ++i) detail::net_fence(c, s.rings[i], pe);
+  for (int i = 0; i < n; ++i) detail::net_fence(c, s.rings[proxy_qp_ring(qps[i].id, s.count)], pe);
 }
-__device__ __forceinline__ void quiet(const DeviceComm& c, int pe, const Qp*, int) {
-  quiet(c, pe);
+__device__ __forceinline__ void quiet(const DeviceComm& c, int pe, const Qp* qps, int n) {
+  (void)pe;
+  detail::fence_system();
+  if (c.net == nullptr) return;
+  if (n == 0) {
+    detail::net_quiet(c);
+    return;
+  }
+  const ProxyRingSet& s = detail::ring_set(c);
+  for (int i = 0; i < n; ++i)
+    detail::net_quiet_ring(c, s.rings[proxy_qp_ring(qps[i].id, s.count)]);
 }
 
 #include "gicl/device/detail/sync.cuh"

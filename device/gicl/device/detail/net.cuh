@@ -10,11 +10,25 @@
 
 namespace gicl::dev::detail {
 
-/// The request ring when `pe` is on the network path and the communicator opened one; nullptr
-/// otherwise (one compare when the communicator has none).
-__device__ __forceinline__ const ProxyRing* net_ring(const DeviceComm& c, int pe) {
-  if (c.net == nullptr || pe < 0 || pe >= c.nranks) return nullptr;
-  return c.paths[pe] == GICL_PATH_NETWORK ? static_cast<const ProxyRing*>(c.net) : nullptr;
+__device__ __forceinline__ const ProxyRingSet& ring_set(const DeviceComm& c) {
+  return *static_cast<const ProxyRingSet*>(c.net);
+}
+
+/// The request ring of queue pair `qp_id` (the default's: 0) when `pe` is on the network path
+/// and the communicator opened one; nullptr otherwise (one compare when the communicator has
+/// none).
+__device__ __forceinline__ const ProxyRing* net_ring(const DeviceComm& c, int pe,
+                                                     uint32_t qp_id = GICL_QP_DEFAULT_ID) {
+  if (c.net == nullptr || pe < 0 || pe >= c.nranks || c.paths[pe] != GICL_PATH_NETWORK)
+    return nullptr;
+  const ProxyRingSet& s = ring_set(c);
+  return &s.rings[proxy_qp_ring(qp_id, s.count)];
+}
+
+/// The ring of barrier arrivals to network peers (detail/proxy_ring.h, ProxyRingSet).
+__device__ __forceinline__ const ProxyRing& arrival_ring(const DeviceComm& c) {
+  const ProxyRingSet& s = ring_set(c);
+  return s.rings[proxy_arrival_ring(s.count)];
 }
 
 /// Offset of [p, p + bytes) in this rank's heap slot, or ~0 when it is not inside it.
@@ -161,25 +175,31 @@ __device__ __noinline__ inline bool net_atomic(const DeviceComm& c, const ProxyR
 /// path: kFifoSend of `bytes` in slot `index`, or kFifoCredit for lane `index`).
 __device__ __noinline__ inline bool net_fifo(const DeviceComm& c, ProxyOp op, int pe,
                                              uint32_t index, uint64_t bytes) {
-  const ProxyRing& q = *static_cast<const ProxyRing*>(c.net);
+  const ProxyRing& q = ring_set(c).rings[0];
   uint64_t w[2];
   const uint32_t n = proxy_encode_fifo(w, op, static_cast<uint32_t>(pe), index, bytes);
   return proxy_submit(reporter(c), q, w, n, GICL_OP_COLLECTIVE, pe) != ~0ull;
 }
 
-/// Orders this ring's later operations to `pe` (every peer for GICL_RANK_ALL) after its earlier
+/// Orders ring `q`'s later operations to `pe` (every peer for GICL_RANK_ALL) after its earlier
 /// ones.
-__device__ __noinline__ inline bool net_fence(const DeviceComm& c, int pe) {
-  const ProxyRing& q = *static_cast<const ProxyRing*>(c.net);
+__device__ __noinline__ inline bool net_fence(const DeviceComm& c, const ProxyRing& q, int pe) {
   const uint32_t peer = pe < 0 ? kProxyAllPeers : static_cast<uint32_t>(pe);
   const uint64_t w[2] = {proxy_word0(ProxyOp::kFence, false, peer, 0), 0};
   return proxy_submit(reporter(c), q, w, 1, GICL_OP_FENCE, pe) != ~0ull;
 }
 
-/// Waits until every request posted to the ring so far is complete at its target.
-__device__ __noinline__ inline bool net_quiet(const DeviceComm& c) {
-  const ProxyRing& q = *static_cast<const ProxyRing*>(c.net);
+/// Waits until every request posted to ring `q` so far is complete at its target.
+__device__ __noinline__ inline bool net_quiet_ring(const DeviceComm& c, const ProxyRing& q) {
   return proxy_wait_done(reporter(c), q, proxy_head(q), GICL_OP_QUIET, -1);
+}
+
+/// net_quiet_ring over every ring of the communicator.
+__device__ __noinline__ inline bool net_quiet(const DeviceComm& c) {
+  const ProxyRingSet& s = ring_set(c);
+  for (uint32_t i = 0; i < s.count; ++i)
+    if (!net_quiet_ring(c, s.rings[i])) return false;
+  return true;
 }
 
 }  // namespace gicl::dev::detail

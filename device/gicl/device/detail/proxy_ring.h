@@ -70,6 +70,30 @@ struct ProxyRing {
 };
 static_assert(sizeof(ProxyRing) == 88, "ProxyRing is passed to kernels by value");
 
+/// Most rings one communicator's proxy serves.
+inline constexpr uint32_t kProxyMaxRings = 16;
+
+/// A communicator's rings as kernels see them (gicl_device_comm_t::net, device memory): ring 0
+/// carries the default queue pair's operations (and the collectives' messages), rings 1 to
+/// count - 2 the created queue pairs' (queue pair id k >= 1 on ring 1 + (k - 1) % (count - 2)),
+/// and the last the barriers' arrivals, which are posted only after a quiet (or after the puts
+/// they announce completed) and so need no order with the other rings: they never queue behind
+/// another ring's bulk. Rings are independent queues, unordered between each other.
+struct ProxyRingSet {
+  uint32_t count;  // 3 to kProxyMaxRings
+  uint32_t version;
+  ProxyRing rings[kProxyMaxRings];
+};
+
+/// The ring of queue pair `id` (0: the default) in a set of `count` rings.
+GICL_RING_HD uint32_t proxy_qp_ring(uint32_t id, uint32_t count) {
+  return id == 0 ? 0 : 1 + (id - 1) % (count - 2);
+}
+/// The arrivals' ring.
+GICL_RING_HD uint32_t proxy_arrival_ring(uint32_t count) {
+  return count - 1;
+}
+
 // ---- slot words -------------------------------------------------------------------------------
 
 inline constexpr uint64_t kProxyCommitBit = uint64_t{1} << 63;

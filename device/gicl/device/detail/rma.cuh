@@ -92,4 +92,66 @@ __device__ __forceinline__ void scope_copy(void* dst, const void* src, size_t by
   for (size_t i = done + r; i < bytes; i += n) d[i] = s[i];
 }
 
+/// put and put_nbi: through ring `q` (a network peer's, of the call's queue pair) or, where q is
+/// null, with the scope's stores over P2P; `wait`: put's completion at the target.
+template <Scope S>
+__device__ __forceinline__ void put_via(const DeviceComm& c, const ProxyRing* q, void* dst,
+                                        const void* src, size_t bytes, int pe, bool wait) {
+  if (q != nullptr) {
+    net_put_scoped<S>(c, *q, dst, src, bytes, nullptr, 0, false, pe, wait, GICL_OP_PUT);
+    return;
+  }
+  void* p = route(c, GICL_OP_PUT, dst, bytes, pe);
+  if (p != nullptr) scope_copy<S>(p, src, bytes);
+}
+
+/// get and get_nbi, as put_via: the scope's leader posts the request to ring `q`.
+template <Scope S>
+__device__ __forceinline__ void get_via(const DeviceComm& c, const ProxyRing* q, void* dst,
+                                        const void* src, size_t bytes, int pe, bool wait) {
+  if (q != nullptr) {
+    if (scope_leader<S>()) net_get(c, *q, dst, src, bytes, pe, wait, GICL_OP_GET);
+    scope_sync<S>();
+    return;
+  }
+  const void* p = route(c, GICL_OP_GET, src, bytes, pe);
+  if (p != nullptr) scope_copy<S, true>(dst, p, bytes);
+}
+
+/// p, as put_via.
+template <typename T>
+__device__ __forceinline__ void p_via(const DeviceComm& c, const ProxyRing* q, T* dst, T value,
+                                      int pe) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "p() moves 1, 2, 4 or 8 bytes; use put()");
+  if (q != nullptr) {
+    net_store(c, *q, dst, value_bits(value), sizeof(T), pe);
+    return;
+  }
+  T* d = route(c, GICL_OP_P, dst, sizeof(T), pe);
+  if (d != nullptr) *d = value;  // a plain store: write-combined on the link, visible after quiet()
+}
+
+/// g, as put_via: over the network a fetching load of the aligned word holding the value.
+template <typename T>
+__device__ __forceinline__ T g_via(const DeviceComm& c, const ProxyRing* q, const T* src, int pe) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "g() moves 1, 2, 4 or 8 bytes; use get()");
+  if (q != nullptr) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(src);
+    const uint32_t width = sizeof(T) == 8 ? 8 : 4;
+    uint64_t word = 0;
+    if (a % sizeof(T) != 0) {
+      report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_G, pe, src, sizeof(T), 0, 0);
+      return T{};
+    }
+    if (!net_fetch(c, *q, reinterpret_cast<const void*>(a & ~uintptr_t{width - 1}),
+                   ProxyAtomic::kLoad, width, 0, 0, pe, GICL_OP_G, &word))
+      return T{};
+    return bits_value<T>(word >> (8 * (a & (width - 1))));
+  }
+  const T* p = route(c, GICL_OP_G, src, sizeof(T), pe);
+  return p != nullptr ? __ldcg(p) : T{};  // L2 and the link only: never a stale L1 copy
+}
+
 }  // namespace detail

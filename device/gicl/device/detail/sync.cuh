@@ -10,8 +10,8 @@ namespace detail {
 /// fence first (P2P) or add only after their puts completed (network). False when it failed
 /// (reported).
 __device__ __forceinline__ bool arrive(const DeviceComm& c, int to, uint32_t op) {
-  if (const ProxyRing* q = net_ring(c, to))
-    return net_signal(c, *q, c.sync_in + c.rank, 1, true, to);
+  if (net_ring(c, to) != nullptr)
+    return net_signal(c, arrival_ring(c), c.sync_in + c.rank, 1, true, to);
   uint64_t* remote = route(c, op, c.sync_in + c.rank, sizeof(uint64_t), to);
   if (remote == nullptr) return false;
   add_relaxed_sys(remote, 1);
