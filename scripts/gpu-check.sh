@@ -123,13 +123,13 @@ if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
   run atomic_rate "$bin/gicl-run" -n 2 -- "$perf/atomic_rate"
   run barrier_latency "$bin/gicl-run" -n 2 -- "$perf/barrier_latency"
   # The device API to a peer on the network path (libfabric's tcp;ofi_rxm on loopback): one-way
-  # latencies of a signal, a put with signal, a barrier; gets, p and g through the proxy. gicl's own
-  # builds: an NVSHMEM column would be NVLink's.
-  for b in signal_latency put_latency barrier_latency get_bw p_bw g_bw; do
+  # latencies of a signal, a put with signal, a barrier; gets, p, g and atomics through the proxy.
+  # gicl's own builds: an NVSHMEM column would be NVLink's.
+  for b in signal_latency put_latency barrier_latency get_bw p_bw g_bw atomic_rate; do
     args=()
     [[ $b == put_latency ]] && args=(-b 8 -e 512K -f 8)
     [[ $b == get_bw ]] && args=(-b 8 -e 1M -f 8 -c 1)
-    [[ $b == p_bw || $b == g_bw ]] && args=(-b 4K -e 16K -f 4 -c 8 -t 256 -n 5 -w 1 -r 3)
+    [[ $b == p_bw || $b == g_bw || $b == atomic_rate ]] && args=(-b 4K -e 16K -f 4 -c 8 -t 256 -n 5 -w 1 -r 3)
     run ${b}_net env GICL_P2P_DISABLE=1 GICL_NET=OFI GICL_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo \
       "$bin/gicl-run" -n 2 -- "$coll_perf/$b" "${args[@]}"
   done
@@ -242,7 +242,8 @@ grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/gicl-info.log" | head -
 for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency \
     reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency reduction_latency_warp \
     fcollect_latency_local bcast_latency_local alltoall_latency_local \
-    signal_latency_net put_latency_net barrier_latency_net get_bw_net p_bw_net g_bw_net; do
+    signal_latency_net put_latency_net barrier_latency_net get_bw_net p_bw_net g_bw_net \
+    atomic_rate_net; do
   [[ -f $out/$b.log ]] && grep -E '^\[0\] ( *[0-9]+ |#)' "$out/$b.log" | sed 's/^\[0\] //'
 done
 for f in "$out"/*_perf*.log "$out"/all_reduce_*.log "$out"/all_gather_*.log "$out"/reduce_scatter_*.log; do

@@ -45,9 +45,26 @@ __global__ void apply_update(void* word, ProxyAtomic op, uint32_t width, unsigne
   }
 }
 
+/// Several updates (a staged chunk of header-only operations) in order, read from host memory
+/// through its unified address; one launch instead of one each.
+__global__ void apply_many(char* base, const WordUpdate* u, uint32_t n) {
+  __threadfence();
+  for (uint32_t i = 0; i < n; ++i) {
+    const WordUpdate w = u[i];
+    const auto op = static_cast<ProxyAtomic>(w.op);
+    if (w.width == 8)
+      apply(reinterpret_cast<unsigned long long*>(base + w.word), op,
+            static_cast<unsigned long long>(w.value), 0ull);
+    else
+      apply(reinterpret_cast<unsigned int*>(base + w.word), op, static_cast<unsigned int>(w.value),
+            0u);
+  }
+}
+
 // Loaded at communicator init with every other kernel: a lazy load at the first signal would
 // wait for the kernels that are waiting for that signal.
-const KernelFamily kCopierKernels("network copier", [] { return load_kernels(apply_update); });
+const KernelFamily kCopierKernels("network copier",
+                                  [] { return load_kernels(apply_update, apply_many); });
 
 }  // namespace
 
@@ -80,6 +97,12 @@ Status CudaCopier::to_device(void* dst, const void* src, size_t bytes) {
 
 Status CudaCopier::update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) {
   apply_update<<<1, 1, 0, stream_>>>(word, op, width, value, 0, nullptr);
+  GICL_CUDA_CHECK(cudaGetLastError());
+  return GICL_SUCCESS;
+}
+
+Status CudaCopier::update_many(char* base, const WordUpdate* u, uint32_t n) {
+  apply_many<<<1, 1, 0, stream_>>>(base, u, n);
   GICL_CUDA_CHECK(cudaGetLastError());
   return GICL_SUCCESS;
 }

@@ -170,6 +170,7 @@ class StagedDelivery : public Delivery {
         continue;
       }
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+      if (batchable(chunks_[id])) gather(id, i);
       GICL_CHECK(stage(id, credit.back()));
       credit.pop_back();
       *work = true;
@@ -196,8 +197,47 @@ class StagedDelivery : public Delivery {
     bool answered;  // a get's or fetch's request: its answer comes back into its send slot
     bool sent;      // the write is delivered (the send slot is free unless `answered`)
     bool acked;     // the target applied it (and this rank used its answer)
+    uint32_t next;  // the next chunk of its batch (kNone: the last; see gather())
     std::chrono::steady_clock::time_point staged_at;
   };
+
+  /// A signal alone or a non-fetching atomic: a header that needs no answer.
+  static bool batchable(const Chunk& c) {
+    return !c.answered && c.header.bytes == 0 &&
+           (c.header.flags &
+            ~(StagedHeader::kSignal | StagedHeader::kSignalAdd | StagedHeader::kAtomic)) == 0;
+  }
+
+  /// Moves the batchable chunks to `leader`'s peer waiting from position `from` on into its
+  /// batch (linked through `next`), up to batch_max() headers in all, in their order.
+  void gather(uint32_t leader, size_t from) {
+    Chunk& l = chunks_[leader];
+    l.next = kNone;
+    uint32_t* tail = &l.next;
+    uint32_t n = 1;
+    for (size_t j = from; j < waiting_.size() && n < st_.layout.batch_max();) {
+      const uint32_t id = waiting_[j];
+      Chunk& m = chunks_[id];
+      if (m.peer != l.peer || !batchable(m)) {
+        ++j;
+        continue;
+      }
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(j));
+      m.next = kNone;
+      m.sent = true;  // it has no write of its own
+      m.acked = false;
+      *tail = id;
+      tail = &m.next;
+      ++n;
+    }
+    l.header.batch = n - 1;
+    if (n > 1) l.header.flags |= StagedHeader::kBatch;
+  }
+
+  /// The bytes a chunk's write carries: its header and payload, or its batch's headers.
+  static size_t wire_bytes(const StagedHeader& h) {
+    return sizeof(StagedHeader) * (1 + h.batch) + h.bytes;
+  }
 
   /// A get in payload-sized pieces, or one fetching atomic: request chunks answered by the target.
   Status start_answered(uint32_t cookie, const ProxyRequest& q) {
@@ -282,8 +322,13 @@ class StagedDelivery : public Delivery {
     char* slot = send_slot(c.send_slot);
     if (c.answered) c.header.reply = st_.layout.send_offset(c.send_slot) + sizeof(StagedHeader);
     std::memcpy(slot, &c.header, sizeof(StagedHeader));
-    if (c.header.bytes > 0)
-      GICL_CHECK(copier_->to_host(slot + sizeof(StagedHeader), heap_.base + c.src, c.header.bytes));
+    size_t at = sizeof(StagedHeader);
+    for (uint32_t m = c.header.batch ? c.next : kNone; m != kNone; m = chunks_[m].next) {
+      std::memcpy(slot + at, &chunks_[m].header, sizeof(StagedHeader));
+      at += sizeof(StagedHeader);
+    }
+    if (c.header.bytes == 0) return post_chunk(id);  // headers alone: nothing to copy first
+    GICL_CHECK(copier_->to_host(slot + sizeof(StagedHeader), heap_.base + c.src, c.header.bytes));
     return copier_->mark(kTagChunk | id);
   }
 
@@ -292,8 +337,7 @@ class StagedDelivery : public Delivery {
     const Chunk& c = chunks_[id];
     ++issued_;
     const Status s = t_->write_imm(c.peer, *st_.region, send_slot(c.send_slot), st_.keys[c.peer],
-                                   st_.layout.recv_offset(me_, c.recv_slot),
-                                   sizeof(StagedHeader) + c.header.bytes,
+                                   st_.layout.recv_offset(me_, c.recv_slot), wire_bytes(c.header),
                                    make_imm(kImmData, me_, c.recv_slot), kTagChunk | id);
     if (s.ok()) return s;
     failed_op_ = c.op;
@@ -320,6 +364,53 @@ class StagedDelivery : public Delivery {
     char* slot_base = st_.base + st_.layout.recv_offset(from, slot);
     StagedHeader h;
     std::memcpy(&h, slot_base, sizeof(h));
+    if (h.flags & StagedHeader::kBatch) return apply_batch(from, slot, slot_base, h);
+    GICL_CHECK(check_header(from, h));
+    return apply(from, slot, slot_base, h);
+  }
+
+  /// A batch of header-only updates: checked, rewritten in place as the copier's list, applied
+  /// in one step, acknowledged once.
+  Status apply_batch(int from, uint32_t slot, char* slot_base, const StagedHeader& first) {
+    const uint32_t n = 1 + static_cast<uint32_t>(std::min<uint64_t>(first.batch, ~0u - 1));
+    if (first.batch >= st_.layout.batch_max() || first.bytes != 0)
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "staged network path: rank %d's batch of %llu headers (%llu B of payload) "
+                       "exceeds a slot's %u",
+                       from, static_cast<unsigned long long>(first.batch) + 1,
+                       static_cast<unsigned long long>(first.bytes), st_.layout.batch_max());
+    std::vector<WordUpdate> u(n);
+    for (uint32_t k = 0; k < n; ++k) {
+      StagedHeader h;
+      std::memcpy(&h, slot_base + k * sizeof(StagedHeader), sizeof(h));
+      h.flags &= ~StagedHeader::kBatch;
+      const uint32_t extra =
+          h.flags & ~(StagedHeader::kSignal | StagedHeader::kSignalAdd | StagedHeader::kAtomic);
+      if (extra != 0 || h.bytes != 0 ||
+          (h.flags & (StagedHeader::kSignal | StagedHeader::kAtomic)) == 0)
+        return GICL_FAIL(GICL_REMOTE_ERROR,
+                         "staged network path: rank %d's batch holds header %u of flags 0x%x and "
+                         "%llu B: a batch carries signals and non-fetching atomics alone",
+                         from, k, h.flags, static_cast<unsigned long long>(h.bytes));
+      GICL_CHECK(check_header(from, h));
+      const bool signal = (h.flags & StagedHeader::kSignal) != 0;
+      u[k] = WordUpdate{
+          h.signal, h.value,
+          static_cast<uint32_t>(signal ? ((h.flags & StagedHeader::kSignalAdd) ? ProxyAtomic::kAdd
+                                                                               : ProxyAtomic::kSet)
+                                       : static_cast<ProxyAtomic>(h.atomic & 0xff)),
+          signal ? 8u : h.atomic >> 8};
+    }
+    // After the headers in the slot, which stays this sender's until the acknowledgement.
+    auto* list = reinterpret_cast<WordUpdate*>(slot_base + n * sizeof(StagedHeader));
+    std::memcpy(list, u.data(), n * sizeof(WordUpdate));
+    GICL_CHECK(copier_->update_many(heap_.base, list, n));
+    return copier_->mark(kTagAck | (uint64_t(from) << 16) | slot);
+  }
+
+  /// GICL_REMOTE_ERROR where a chunk's header from `from` reaches outside this rank's heap or
+  /// its slot, or names an update that does not exist.
+  Status check_header(int from, const StagedHeader& h) const {
     const bool fetch = (h.flags & StagedHeader::kFetch) != 0;
     const bool get = (h.flags & StagedHeader::kGet) != 0;
     const uint32_t width =
@@ -342,6 +433,16 @@ class StagedDelivery : public Delivery {
                        static_cast<unsigned long long>(h.bytes),
                        static_cast<unsigned long long>(h.signal),
                        static_cast<unsigned long long>(answer), heap_.bytes);
+    return GICL_SUCCESS;
+  }
+
+  /// One chunk's header (checked) and payload: into the heap, then the acknowledgement.
+  Status apply(int from, uint32_t slot, char* slot_base, const StagedHeader& h) {
+    const bool fetch = (h.flags & StagedHeader::kFetch) != 0;
+    const bool get = (h.flags & StagedHeader::kGet) != 0;
+    const uint32_t width =
+        (h.flags & (StagedHeader::kAtomic | StagedHeader::kFetch)) ? h.atomic >> 8 : 8;
+    const auto kind = static_cast<ProxyAtomic>(h.atomic & 0xff);
     // An answer goes into the receive slot's payload, which the request left empty.
     if (get) GICL_CHECK(copier_->to_host(slot_base + sizeof(h), heap_.base + h.dst, h.value));
     if (fetch)
@@ -442,7 +543,14 @@ class StagedDelivery : public Delivery {
       std::memcpy(&old, answer, sizeof(old));
       set_answer(c.op, old);
     }
+    // One acknowledgement for a batch: its other chunks are applied too.
+    uint32_t m = c.header.batch ? c.next : kNone;
     chunk_done(id);
+    while (m != kNone) {
+      const uint32_t next = chunks_[m].next;
+      chunk_done(m);
+      m = next;
+    }
     return GICL_SUCCESS;
   }
 

@@ -32,6 +32,12 @@
 // release stores, and counts commute with any delivery order. No copier and no heap are
 // involved: the kernel moves the bytes between GPU and pinned host memory.
 //
+// Header-only operations that need no answer (a signal alone, a non-fetching atomic) waiting for
+// the same peer travel together: one chunk, one credit and one write carry up to batch_max()
+// headers (the first flagged kBatch with the count), the target applies them with one copier
+// step (Copier::update_many) and one acknowledgement completes them all. A header alone needs no
+// staging copy, so its chunk is written at once.
+//
 // Gets and fetching atomics are answered: a request chunk (kGet: the target's offset and length;
 // kFetch: the word, update and operands) is a header alone, and names in `reply` where in this
 // rank's staging area the answer goes: the payload part of the request's own send slot, which
@@ -64,10 +70,12 @@ struct StagedHeader {
   uint32_t atomic;   // with kAtomic and kFetch: the ProxyAtomic | width in bytes << 8
   uint64_t reply;    // with kGet and kFetch: the answer's offset in the sender's staging area
   uint64_t compare;  // with kFetch of kCompareSwap
-  uint64_t reserved;
+  uint64_t batch;    // with kBatch: the headers that follow this one in the slot
 
   // kGet: `dst` is the offset to read at the target, `value` the bytes to answer, `bytes` 0.
-  static constexpr uint32_t kSignal = 1, kSignalAdd = 2, kAtomic = 4, kGet = 8, kFetch = 16;
+  // kBatch: this header and `batch` more, each a signal or non-fetching atomic alone.
+  static constexpr uint32_t kSignal = 1, kSignalAdd = 2, kAtomic = 4, kGet = 8, kFetch = 16,
+                            kBatch = 32;
 };
 static_assert(sizeof(StagedHeader) == 64, "a staging slot starts with one 64-byte header");
 
@@ -81,6 +89,12 @@ struct StagingLayout {
   uint32_t fifo_slot = 0;   // bytes per host FIFO slot, a multiple of 4096
 
   size_t payload() const { return chunk - sizeof(StagedHeader); }
+  /// Most headers one batched chunk carries: the target rewrites them in place as its copier's
+  /// WordUpdate list, after them in the slot.
+  uint32_t batch_max() const {
+    const size_t fit = chunk / (sizeof(StagedHeader) + 24);
+    return static_cast<uint32_t>(fit < 128 ? fit : 128);
+  }
   size_t send_offset(uint32_t s) const { return size_t{s} * chunk; }
   size_t recv_offset(int src, uint32_t k) const {
     return (size_t{send_slots} + size_t(src) * recv_slots + k) * chunk;

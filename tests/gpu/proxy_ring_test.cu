@@ -235,6 +235,43 @@ TEST(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
   cudaFree(dev);
 }
 
+// A staged batch's updates: one launch applies a list read from pinned host memory, in order,
+// after the copies before it.
+TEST(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::unique_ptr<proxy::CudaCopier> copier;
+  ASSERT_TRUE(proxy::CudaCopier::create(0, &copier).ok()) << last_error();
+  char* dev = nullptr;
+  proxy::WordUpdate* list = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, 64), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dev, 0, 64), cudaSuccess);
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&list), 6 * sizeof(proxy::WordUpdate),
+                          cudaHostAllocMapped),
+            cudaSuccess);
+  const auto op = [](ProxyAtomic a) { return static_cast<uint32_t>(a); };
+  list[0] = {0, 40, op(ProxyAtomic::kSet), 8};
+  list[1] = {0, 2, op(ProxyAtomic::kAdd), 8};  // after the set: 42
+  list[2] = {12, 0xf0, op(ProxyAtomic::kOr), 4};
+  list[3] = {12, 0x0f, op(ProxyAtomic::kXor), 4};
+  list[4] = {16, 0x8000000000000001ull, op(ProxyAtomic::kAdd), 8};
+  list[5] = {16, 0x8000000000000001ull, op(ProxyAtomic::kAdd), 8};  // wraps to 2
+  ASSERT_TRUE(copier->update_many(dev, list, 6).ok());
+  ASSERT_TRUE(copier->mark(3).ok());
+  std::vector<uint64_t> done;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (done.empty() && std::chrono::steady_clock::now() < until)
+    ASSERT_TRUE(copier->poll(&done).ok()) << last_error();
+  ASSERT_EQ(done, (std::vector<uint64_t>{3}));
+  uint64_t words[3];
+  ASSERT_EQ(cudaMemcpy(words, dev, sizeof(words), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(words[0], 42u);
+  EXPECT_EQ(words[1], 0xffull << 32);  // 0xf0 | then ^ 0x0f in the high half; the low untouched
+  EXPECT_EQ(words[2], 2u);
+  cudaFreeHost(list);
+  cudaFree(dev);
+}
+
 // Fetching updates (the staged path's answers): each stores the word's old value, zero-extended,
 // into pinned host memory in issue order, readable once a later marker completes.
 TEST(CudaCopier, FetchingUpdatesStoreTheOldValueInHostMemory) {

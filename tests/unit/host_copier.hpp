@@ -34,6 +34,12 @@ class HostCopier : public Copier {
     }
     return GICL_SUCCESS;
   }
+  Status update_many(char* base, const WordUpdate* u, uint32_t n) override {
+    for (uint32_t i = 0; i < n; ++i)
+      GICL_CHECK(
+          update(base + u[i].word, static_cast<ProxyAtomic>(u[i].op), u[i].width, u[i].value));
+    return GICL_SUCCESS;
+  }
   Status mark(uint64_t token) override {
     marks_.push_back(token);
     return GICL_SUCCESS;

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+// The staged delivery between two ranks in one process, over a fabric emulator: a transport pair
+// whose write_imm copies the bytes into the other rank's staging area and hands it the
+// immediate, and completes the write here, when the test lets the events through. Header-only
+// operations waiting for one peer leave as one batched chunk (one write, one credit), the target
+// applies every one and acknowledges once, and each completes; a batch never mixes peers or
+// operations that need an answer; a malformed batch from a peer is refused naming it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "proxy/proxy_ops.hpp"
+#include "proxy/staged_delivery.hpp"
+#include "unit/host_copier.hpp"
+
+namespace gicl::proxy {
+namespace {
+
+/// One rank's side of the emulated fabric: writes land in the peer's staging area at once; the
+/// peer's immediate and this side's completion wait in queues until the test delivers them.
+class EmulatedTransport : public net::Transport {
+ public:
+  EmulatedTransport(int rank, std::vector<char>* peer_staging, EmulatedTransport** peer)
+      : rank_(rank), peer_staging_(peer_staging), peer_(peer) {}
+  net::Backend backend() const override { return net::Backend::kNull; }
+  std::string provider() const override { return "emulated"; }
+  std::string describe() const override { return "emulated fabric (test)"; }
+  net::Caps caps() const override { return {false, false, size_t{1} << 30, 4}; }
+  size_t address_bytes() const override { return 8; }
+  Status local_address(void*) const override { return GICL_SUCCESS; }
+  Status connect(const void*, size_t) override { return GICL_SUCCESS; }
+  Status register_memory(void*, size_t, net::MemKind, std::unique_ptr<net::Region>*) override {
+    return GICL_FAIL(GICL_UNSUPPORTED, "emulated fabric: regions come from the test");
+  }
+  Status write(int, const net::Region&, const void*, const net::RemoteKey&, uint64_t, size_t,
+               uint64_t) override {
+    return GICL_FAIL(GICL_UNSUPPORTED, "emulated fabric: write_imm only");
+  }
+  Status write_imm(int peer, const net::Region&, const void* src, const net::RemoteKey&,
+                   uint64_t off, size_t bytes, uint64_t imm, uint64_t cookie) override {
+    EXPECT_EQ(peer, 1 - rank_);
+    EXPECT_LE(off + bytes, peer_staging_->size());
+    std::memcpy(peer_staging_->data() + off, src, bytes);
+    writes.push_back(bytes);
+    net::Event landed;
+    landed.kind = net::EventKind::kImmediate;
+    landed.value = imm;
+    (*peer_)->arrived.push_back(landed);
+    net::Event done;
+    done.peer = peer;
+    done.cookie = cookie;
+    completions.push_back(done);
+    return GICL_SUCCESS;
+  }
+  Status read(int, const net::Region&, void*, const net::RemoteKey&, uint64_t, size_t,
+              uint64_t) override {
+    return GICL_FAIL(GICL_UNSUPPORTED, "emulated fabric: no reads");
+  }
+  Status atomic(int, net::AtomicOp, const net::RemoteKey&, uint64_t, uint64_t, uint64_t,
+                uint64_t) override {
+    return GICL_FAIL(GICL_UNSUPPORTED, "emulated fabric: no atomics");
+  }
+  Status flush(int, uint64_t) override { return GICL_FAIL(GICL_UNSUPPORTED, "not used"); }
+  Status poll(net::Event*, int, int* count) override {
+    *count = 0;  // the test hands events to the delivery itself
+    return GICL_SUCCESS;
+  }
+  int inflight() const override { return 0; }
+
+  std::vector<size_t> writes;          // bytes of every write_imm posted here
+  std::deque<net::Event> arrived;      // immediates from the peer
+  std::deque<net::Event> completions;  // this side's writes, delivered
+
+ private:
+  int rank_;
+  std::vector<char>* peer_staging_;
+  EmulatedTransport** peer_;
+};
+
+class HostRegion : public net::Region {
+ public:
+  HostRegion(void* base, size_t bytes) {
+    base_ = base;
+    bytes_ = bytes;
+  }
+};
+
+constexpr size_t kHeap = 4096;
+
+StagingLayout layout() {
+  StagingLayout l;
+  l.chunk = 8 << 10;
+  l.send_slots = 4;
+  l.recv_slots = 2;
+  l.nranks = 2;
+  return l;
+}
+
+/// Two ranks, each a heap, a staging area and a staged delivery over the emulated fabric.
+struct Pair {
+  Pair() {
+    for (int r = 0; r < 2; ++r) {
+      staging[r].assign(layout().bytes(), 0);
+      heap[r].assign(kHeap, 0);
+    }
+    for (int r = 0; r < 2; ++r) {
+      t[r] = std::make_unique<EmulatedTransport>(r, &staging[1 - r], &peer_of[r]);
+      region[r] = std::make_unique<HostRegion>(staging[r].data(), staging[r].size());
+    }
+    peer_of[0] = t[1].get();
+    peer_of[1] = t[0].get();
+    net::RemoteKey bound{};
+    bound.bytes = kHeap;
+    for (int r = 0; r < 2; ++r) {
+      StagingView sv;
+      sv.layout = layout();
+      sv.base = staging[r].data();
+      sv.region = region[r].get();
+      sv.keys.assign(2, net::RemoteKey{});
+      HeapView hv{heap[r].data(), kHeap, nullptr, std::vector<net::RemoteKey>(2, bound)};
+      d[r] = make_staged_delivery(t[r].get(), r, hv, sv, &copier[r], std::chrono::seconds(10));
+    }
+  }
+  /// Runs both sides until neither has anything left to do.
+  void settle() {
+    for (bool busy = true; busy;) {
+      busy = false;
+      for (int r = 0; r < 2; ++r) {
+        bool work = false;
+        ASSERT_TRUE(d[r]->progress(&work).ok()) << last_error();
+        busy |= work;
+        for (auto* q : {&t[r]->arrived, &t[r]->completions})
+          while (!q->empty()) {
+            const net::Event e = q->front();
+            q->pop_front();
+            ASSERT_TRUE(d[r]->on_event(e).ok()) << last_error();
+            busy = true;
+          }
+      }
+    }
+  }
+  uint64_t word64(int r, size_t off) const {
+    uint64_t v;
+    std::memcpy(&v, heap[r].data() + off, 8);
+    return v;
+  }
+
+  std::vector<char> staging[2], heap[2];
+  std::unique_ptr<EmulatedTransport> t[2];
+  EmulatedTransport* peer_of[2] = {};
+  std::unique_ptr<HostRegion> region[2];
+  HostCopier copier[2];
+  std::unique_ptr<Delivery> d[2];
+};
+
+ProxyRequest atomic_req(ProxyAtomic a, uint32_t width, uint64_t word, uint64_t value) {
+  ProxyRequest q{};
+  q.op = ProxyOp::kAtomic;
+  q.peer = 1;
+  q.atomic = a;
+  q.bytes = width;
+  q.signal = word;
+  q.value = value;
+  return q;
+}
+
+TEST(StagedBatch, HeaderOnlyOperationsToOnePeerLeaveAsOneChunk) {
+  Pair p;
+  // 40 64-bit adds, 10 32-bit ors and 10 signal adds, all started before the proxy progresses.
+  uint32_t cookie = 0;
+  for (int i = 0; i < 40; ++i)
+    ASSERT_TRUE(p.d[0]->start(cookie++, atomic_req(ProxyAtomic::kAdd, 8, 0, 3)).ok());
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(p.d[0]->start(cookie++, atomic_req(ProxyAtomic::kOr, 4, 12, 1u << i)).ok());
+  for (int i = 0; i < 10; ++i) {
+    ProxyRequest q{};
+    q.op = ProxyOp::kSignalAdd;
+    q.peer = 1;
+    q.signal = 16;
+    q.value = 5;
+    ASSERT_TRUE(p.d[0]->start(cookie++, q).ok());
+  }
+  p.settle();
+  // batch_max() headers fit one 8 KiB slot: the 60 operations took one write.
+  ASSERT_GE(layout().batch_max(), 60u);
+  ASSERT_EQ(p.t[0]->writes.size(), 1u);
+  EXPECT_EQ(p.t[0]->writes[0], 60 * sizeof(StagedHeader));
+  EXPECT_EQ(p.t[1]->writes.size(), 1u);  // one acknowledgement
+  EXPECT_EQ(p.word64(1, 0), 120u);
+  uint32_t ors;
+  std::memcpy(&ors, p.heap[1].data() + 12, 4);
+  EXPECT_EQ(ors, 0x3ffu);
+  EXPECT_EQ(p.word64(1, 8) & 0xffffffffu, 0u) << "the 32-bit or touched its neighbour";
+  EXPECT_EQ(p.word64(1, 16), 50u);
+  std::vector<uint32_t> done = p.d[0]->completed();
+  std::sort(done.begin(), done.end());
+  ASSERT_EQ(done.size(), 60u);
+  for (uint32_t i = 0; i < 60; ++i) EXPECT_EQ(done[i], i);
+}
+
+TEST(StagedBatch, ABatchHoldsAtMostASlotsHeadersAndOnlyOnePeersNoAnswerOperations) {
+  Pair p;
+  const uint32_t max = layout().batch_max();
+  uint32_t cookie = 0;
+  for (uint32_t i = 0; i < max + 5; ++i)
+    ASSERT_TRUE(p.d[0]->start(cookie++, atomic_req(ProxyAtomic::kAdd, 8, 0, 1)).ok());
+  // A fetching atomic (it needs an answer) travels alone.
+  ProxyRequest f = atomic_req(ProxyAtomic::kAdd, 8, 24, 7);
+  f.op = ProxyOp::kFetch;
+  ASSERT_TRUE(p.d[0]->start(cookie++, f).ok());
+  p.settle();
+  ASSERT_EQ(p.t[0]->writes.size(), 3u);
+  EXPECT_EQ(p.t[0]->writes[0], max * sizeof(StagedHeader));
+  EXPECT_EQ(p.t[0]->writes[1], 5 * sizeof(StagedHeader));
+  EXPECT_EQ(p.t[0]->writes[2], sizeof(StagedHeader));
+  EXPECT_EQ(p.word64(1, 0), max + 5u);
+  EXPECT_EQ(p.word64(1, 24), 7u);
+  EXPECT_EQ(p.d[0]->completed().size(), max + 6u);
+  EXPECT_EQ(p.d[0]->answer(max + 5), 0u);  // the fetch-add's old value
+}
+
+TEST(StagedBatch, AMalformedBatchIsRefusedNamingItsSender) {
+  Pair p;
+  // Rank 0 "sends" a batch whose second header carries a payload: refused at rank 1.
+  StagedHeader h[2] = {};
+  h[0].flags = StagedHeader::kAtomic | StagedHeader::kBatch;
+  h[0].atomic = static_cast<uint32_t>(ProxyAtomic::kAdd) | 8u << 8;
+  h[0].batch = 1;
+  h[1].flags = StagedHeader::kSignal;
+  h[1].bytes = 64;
+  const size_t at = layout().recv_offset(0, 0);
+  // The immediate of a data chunk from rank 0 into slot 0: what a write of rank 0 carries.
+  ASSERT_TRUE(p.d[0]->start(0, atomic_req(ProxyAtomic::kAdd, 8, 0, 1)).ok());
+  bool work = false;
+  ASSERT_TRUE(p.d[0]->progress(&work).ok());
+  ASSERT_EQ(p.t[1]->arrived.size(), 1u);
+  const net::Event imm = p.t[1]->arrived.front();
+  std::memcpy(p.staging[1].data() + at, h, sizeof(h));  // replaces what rank 0 wrote
+  const Status s = p.d[1]->on_event(imm);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), GICL_REMOTE_ERROR);
+  EXPECT_NE(std::string(last_error()).find("rank 0's batch"), std::string::npos) << last_error();
+}
+
+}  // namespace
+}  // namespace gicl::proxy
