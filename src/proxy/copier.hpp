@@ -15,14 +15,15 @@
 namespace gicl::proxy {
 
 /// One word update of update_many: the heap offset of a `width`-byte word, the update, its
-/// operand.
+/// operands.
 struct WordUpdate {
   uint64_t word;
   uint64_t value;
-  uint32_t op;  // ProxyAtomic (non-fetching: kSet to kXor)
+  uint64_t compare;  // kCompareSwap's
+  uint32_t op;       // ProxyAtomic
   uint32_t width;
 };
-static_assert(sizeof(WordUpdate) == 24, "WordUpdate is read by a kernel from host memory");
+static_assert(sizeof(WordUpdate) == 32, "WordUpdate is read by a kernel from host memory");
 
 class Copier {
  public:
@@ -43,7 +44,8 @@ class Copier {
                               uint64_t compare, uint64_t* old) = 0;
   /// update() of `n` words of the heap at `base`, in order, as one step after everything issued
   /// before it: `u` is in pinned host memory that stays unchanged until a later marker completes.
-  virtual Status update_many(char* base, const WordUpdate* u, uint32_t n) = 0;
+  /// With `old` (host memory, n words), fetch_update()'s: each word's old value there.
+  virtual Status update_many(char* base, const WordUpdate* u, uint32_t n, uint64_t* old) = 0;
   /// A marker: `token` is returned by poll() once everything issued before it has completed.
   virtual Status mark(uint64_t token) = 0;
   /// Appends the tokens whose markers completed, in issue order.

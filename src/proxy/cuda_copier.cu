@@ -47,18 +47,22 @@ __global__ void apply_update(void* word, ProxyAtomic op, uint32_t width, unsigne
 
 /// Several updates (a staged chunk of header-only operations) in order, read from host memory
 /// through its unified address; one launch instead of one each.
-__global__ void apply_many(char* base, const WordUpdate* u, uint32_t n) {
+__global__ void apply_many(char* base, const WordUpdate* u, uint32_t n, unsigned long long* old) {
   __threadfence();
   for (uint32_t i = 0; i < n; ++i) {
     const WordUpdate w = u[i];
     const auto op = static_cast<ProxyAtomic>(w.op);
+    unsigned long long was;
     if (w.width == 8)
-      apply(reinterpret_cast<unsigned long long*>(base + w.word), op,
-            static_cast<unsigned long long>(w.value), 0ull);
+      was = apply(reinterpret_cast<unsigned long long*>(base + w.word), op,
+                  static_cast<unsigned long long>(w.value),
+                  static_cast<unsigned long long>(w.compare));
     else
-      apply(reinterpret_cast<unsigned int*>(base + w.word), op, static_cast<unsigned int>(w.value),
-            0u);
+      was = apply(reinterpret_cast<unsigned int*>(base + w.word), op,
+                  static_cast<unsigned int>(w.value), static_cast<unsigned int>(w.compare));
+    if (old != nullptr) reinterpret_cast<volatile unsigned long long*>(old)[i] = was;
   }
+  if (old != nullptr) __threadfence_system();  // in host memory before the stream's next event
 }
 
 // Loaded at communicator init with every other kernel: a lazy load at the first signal would
@@ -101,8 +105,8 @@ Status CudaCopier::update(void* word, ProxyAtomic op, uint32_t width, uint64_t v
   return GICL_SUCCESS;
 }
 
-Status CudaCopier::update_many(char* base, const WordUpdate* u, uint32_t n) {
-  apply_many<<<1, 1, 0, stream_>>>(base, u, n);
+Status CudaCopier::update_many(char* base, const WordUpdate* u, uint32_t n, uint64_t* old) {
+  apply_many<<<1, 1, 0, stream_>>>(base, u, n, reinterpret_cast<unsigned long long*>(old));
   GICL_CUDA_CHECK(cudaGetLastError());
   return GICL_SUCCESS;
 }

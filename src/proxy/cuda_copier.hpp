@@ -29,7 +29,7 @@ class CudaCopier : public Copier {
   Status update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) override;
   Status fetch_update(void* word, ProxyAtomic op, uint32_t width, uint64_t value, uint64_t compare,
                       uint64_t* old) override;
-  Status update_many(char* base, const WordUpdate* u, uint32_t n) override;
+  Status update_many(char* base, const WordUpdate* u, uint32_t n, uint64_t* old) override;
   Status mark(uint64_t token) override;
   Status poll(std::vector<uint64_t>* done) override;
 

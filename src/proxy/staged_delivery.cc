@@ -170,7 +170,7 @@ class StagedDelivery : public Delivery {
         continue;
       }
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
-      if (batchable(chunks_[id])) gather(id, i);
+      if (batch_class(chunks_[id]) != 0) gather(id, i);
       GICL_CHECK(stage(id, credit.back()));
       credit.pop_back();
       *work = true;
@@ -198,14 +198,20 @@ class StagedDelivery : public Delivery {
     bool sent;      // the write is delivered (the send slot is free unless `answered`)
     bool acked;     // the target applied it (and this rank used its answer)
     uint32_t next;  // the next chunk of its batch (kNone: the last; see gather())
+    bool member;    // in another chunk's batch (not its first)
     std::chrono::steady_clock::time_point staged_at;
   };
 
-  /// A signal alone or a non-fetching atomic: a header that needs no answer.
-  static bool batchable(const Chunk& c) {
-    return !c.answered && c.header.bytes == 0 &&
-           (c.header.flags &
-            ~(StagedHeader::kSignal | StagedHeader::kSignalAdd | StagedHeader::kAtomic)) == 0;
+  /// Which chunks may share a batch: 1 for a header that needs no answer (a signal alone, a
+  /// non-fetching atomic), 2 for a fetching atomic (its answer one word of the batch's); 0 for
+  /// the rest.
+  static int batch_class(const Chunk& c) {
+    if (c.header.bytes != 0) return 0;
+    const uint32_t f = c.header.flags;
+    if (!c.answered &&
+        (f & ~(StagedHeader::kSignal | StagedHeader::kSignalAdd | StagedHeader::kAtomic)) == 0)
+      return 1;
+    return c.answered && f == StagedHeader::kFetch ? 2 : 0;
   }
 
   /// Moves the batchable chunks to `leader`'s peer waiting from position `from` on into its
@@ -218,13 +224,14 @@ class StagedDelivery : public Delivery {
     for (size_t j = from; j < waiting_.size() && n < st_.layout.batch_max();) {
       const uint32_t id = waiting_[j];
       Chunk& m = chunks_[id];
-      if (m.peer != l.peer || !batchable(m)) {
+      if (m.peer != l.peer || batch_class(m) != batch_class(l)) {
         ++j;
         continue;
       }
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(j));
       m.next = kNone;
-      m.sent = true;  // it has no write of its own
+      m.member = true;  // no slot and no write of its own
+      m.sent = true;
       m.acked = false;
       *tail = id;
       tail = &m.next;
@@ -274,7 +281,7 @@ class StagedDelivery : public Delivery {
 
   /// The chunk's memory and its send slot are free once its write is delivered and it is done.
   void release(uint32_t id) {
-    if (chunks_[id].answered) free_send_.push_back(chunks_[id].send_slot);
+    if (chunks_[id].answered && !chunks_[id].member) free_send_.push_back(chunks_[id].send_slot);
     free_chunks_.push_back(id);
   }
 
@@ -369,14 +376,16 @@ class StagedDelivery : public Delivery {
     return apply(from, slot, slot_base, h);
   }
 
-  /// A batch of header-only updates: checked, rewritten in place as the copier's list, applied
-  /// in one step, acknowledged once.
+  /// A batch of header-only updates: checked, rewritten in place as the copier's list (then,
+  /// for fetches, their old values), applied in one step, acknowledged once.
   Status apply_batch(int from, uint32_t slot, char* slot_base, const StagedHeader& first) {
     const uint32_t n = 1 + static_cast<uint32_t>(std::min<uint64_t>(first.batch, ~0u - 1));
-    if (first.batch >= st_.layout.batch_max() || first.bytes != 0)
+    const bool fetch = (first.flags & StagedHeader::kFetch) != 0;
+    if (first.batch >= st_.layout.batch_max() || first.bytes != 0 ||
+        (fetch && !fits(first.reply, 8 * uint64_t{n}, st_.layout.bytes())))
       return GICL_FAIL(GICL_REMOTE_ERROR,
                        "staged network path: rank %d's batch of %llu headers (%llu B of payload) "
-                       "exceeds a slot's %u",
+                       "exceeds a slot's %u or its answers' place",
                        from, static_cast<unsigned long long>(first.batch) + 1,
                        static_cast<unsigned long long>(first.bytes), st_.layout.batch_max());
     std::vector<WordUpdate> u(n);
@@ -384,28 +393,38 @@ class StagedDelivery : public Delivery {
       StagedHeader h;
       std::memcpy(&h, slot_base + k * sizeof(StagedHeader), sizeof(h));
       h.flags &= ~StagedHeader::kBatch;
-      const uint32_t extra =
-          h.flags & ~(StagedHeader::kSignal | StagedHeader::kSignalAdd | StagedHeader::kAtomic);
-      if (extra != 0 || h.bytes != 0 ||
-          (h.flags & (StagedHeader::kSignal | StagedHeader::kAtomic)) == 0)
+      // Every header of a batch is of its first's class (staged_delivery.hpp).
+      const bool ok = fetch ? h.flags == StagedHeader::kFetch
+                            : (h.flags & ~(StagedHeader::kSignal | StagedHeader::kSignalAdd |
+                                           StagedHeader::kAtomic)) == 0 &&
+                                  (h.flags & (StagedHeader::kSignal | StagedHeader::kAtomic)) != 0;
+      if (!ok || h.bytes != 0)
         return GICL_FAIL(GICL_REMOTE_ERROR,
                          "staged network path: rank %d's batch holds header %u of flags 0x%x and "
-                         "%llu B: a batch carries signals and non-fetching atomics alone",
+                         "%llu B: a batch carries fetching atomics, or signals and non-fetching "
+                         "atomics, alone",
                          from, k, h.flags, static_cast<unsigned long long>(h.bytes));
+      if (fetch) h.reply = first.reply;  // the answers' place, checked above for all of them
       GICL_CHECK(check_header(from, h));
       const bool signal = (h.flags & StagedHeader::kSignal) != 0;
-      u[k] = WordUpdate{
-          h.signal, h.value,
-          static_cast<uint32_t>(signal ? ((h.flags & StagedHeader::kSignalAdd) ? ProxyAtomic::kAdd
-                                                                               : ProxyAtomic::kSet)
-                                       : static_cast<ProxyAtomic>(h.atomic & 0xff)),
-          signal ? 8u : h.atomic >> 8};
+      const ProxyAtomic op = !signal ? static_cast<ProxyAtomic>(h.atomic & 0xff)
+                             : (h.flags & StagedHeader::kSignalAdd) ? ProxyAtomic::kAdd
+                                                                    : ProxyAtomic::kSet;
+      u[k] = WordUpdate{h.signal, h.value, h.compare, static_cast<uint32_t>(op),
+                        signal ? 8u : h.atomic >> 8};
     }
     // After the headers in the slot, which stays this sender's until the acknowledgement.
     auto* list = reinterpret_cast<WordUpdate*>(slot_base + n * sizeof(StagedHeader));
     std::memcpy(list, u.data(), n * sizeof(WordUpdate));
-    GICL_CHECK(copier_->update_many(heap_.base, list, n));
+    GICL_CHECK(
+        copier_->update_many(heap_.base, list, n, fetch ? batch_answers(slot_base, n) : nullptr));
     return copier_->mark(kTagAck | (uint64_t(from) << 16) | slot);
+  }
+
+  /// Where a receive slot's batch of `n` fetches keeps its old values: after its headers and
+  /// its update list.
+  static uint64_t* batch_answers(char* slot_base, uint32_t n) {
+    return reinterpret_cast<uint64_t*>(slot_base + n * (sizeof(StagedHeader) + sizeof(WordUpdate)));
   }
 
   /// GICL_REMOTE_ERROR where a chunk's header from `from` reaches outside this rank's heap or
@@ -511,10 +530,13 @@ class StagedDelivery : public Delivery {
     char* slot_base = st_.base + l.recv_offset(to, slot);
     StagedHeader h;
     std::memcpy(&h, slot_base, sizeof(h));
+    const bool batch = (h.flags & StagedHeader::kBatch) != 0;
     const uint64_t answer = (h.flags & StagedHeader::kGet)     ? h.value
-                            : (h.flags & StagedHeader::kFetch) ? 8
+                            : (h.flags & StagedHeader::kFetch) ? 8 * (1 + h.batch)
                                                                : 0;
-    char* from = answer > 0 ? slot_base + sizeof(h) : st_.base + l.scratch_offset(me_);
+    char* from = answer == 0 ? st_.base + l.scratch_offset(me_)
+                 : batch     ? reinterpret_cast<char*>(batch_answers(slot_base, 1 + h.batch))
+                             : slot_base + sizeof(h);
     const Status s = t_->write_imm(to, *st_.region, from, st_.keys[to],
                                    answer > 0 ? h.reply : l.scratch_offset(me_),
                                    answer > 0 ? answer : 8, make_imm(kImmAck, me_, slot), kTagAck);
@@ -539,9 +561,15 @@ class StagedDelivery : public Delivery {
         GICL_CHECK(copier_->to_device(heap_.base + c.src, answer, c.header.value));
         return copier_->mark(kTagReply | id);  // done once the bytes are in the heap
       }
+      // A fetch's old value; a batch of fetches', one word each in batch order.
       uint64_t old = 0;
       std::memcpy(&old, answer, sizeof(old));
       set_answer(c.op, old);
+      size_t k = 1;
+      for (uint32_t m = c.header.batch ? c.next : kNone; m != kNone; m = chunks_[m].next, ++k) {
+        std::memcpy(&old, answer + 8 * k, sizeof(old));
+        set_answer(chunks_[m].op, old);
+      }
     }
     // One acknowledgement for a batch: its other chunks are applied too.
     uint32_t m = c.header.batch ? c.next : kNone;

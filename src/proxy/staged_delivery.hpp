@@ -32,11 +32,13 @@
 // release stores, and counts commute with any delivery order. No copier and no heap are
 // involved: the kernel moves the bytes between GPU and pinned host memory.
 //
-// Header-only operations that need no answer (a signal alone, a non-fetching atomic) waiting for
-// the same peer travel together: one chunk, one credit and one write carry up to batch_max()
-// headers (the first flagged kBatch with the count), the target applies them with one copier
-// step (Copier::update_many) and one acknowledgement completes them all. A header alone needs no
-// staging copy, so its chunk is written at once.
+// Header-only operations waiting for the same peer travel together, one class at a time: those
+// that need no answer (a signal alone, a non-fetching atomic), or fetching atomics. One chunk,
+// one credit and one write carry up to batch_max() headers (the first flagged kBatch with the
+// count), the target applies them with one copier step (Copier::update_many), and one
+// acknowledgement completes them all; for fetches it carries their old values, one word each in
+// batch order, into the first's send slot. A header alone needs no staging copy, so its chunk is
+// written at once.
 //
 // Gets and fetching atomics are answered: a request chunk (kGet: the target's offset and length;
 // kFetch: the word, update and operands) is a header alone, and names in `reply` where in this
@@ -89,10 +91,10 @@ struct StagingLayout {
   uint32_t fifo_slot = 0;   // bytes per host FIFO slot, a multiple of 4096
 
   size_t payload() const { return chunk - sizeof(StagedHeader); }
-  /// Most headers one batched chunk carries: the target rewrites them in place as its copier's
-  /// WordUpdate list, after them in the slot.
+  /// Most headers one batched chunk carries: the target keeps its copier's WordUpdate list (32
+  /// bytes each) and, for fetches, their old values (8 each) after them in the slot.
   uint32_t batch_max() const {
-    const size_t fit = chunk / (sizeof(StagedHeader) + 24);
+    const size_t fit = chunk / (sizeof(StagedHeader) + 32 + 8);
     return static_cast<uint32_t>(fit < 128 ? fit : 128);
   }
   size_t send_offset(uint32_t s) const { return size_t{s} * chunk; }

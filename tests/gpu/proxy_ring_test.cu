@@ -236,7 +236,7 @@ TEST(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
 }
 
 // A staged batch's updates: one launch applies a list read from pinned host memory, in order,
-// after the copies before it.
+// after the copies before it; its fetching form stores each old value in host memory.
 TEST(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
   REQUIRE_GPUS(1);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
@@ -246,17 +246,26 @@ TEST(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
   proxy::WordUpdate* list = nullptr;
   ASSERT_EQ(cudaMalloc(&dev, 64), cudaSuccess);
   ASSERT_EQ(cudaMemset(dev, 0, 64), cudaSuccess);
-  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&list), 6 * sizeof(proxy::WordUpdate),
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&list), 9 * sizeof(proxy::WordUpdate),
                           cudaHostAllocMapped),
             cudaSuccess);
   const auto op = [](ProxyAtomic a) { return static_cast<uint32_t>(a); };
-  list[0] = {0, 40, op(ProxyAtomic::kSet), 8};
-  list[1] = {0, 2, op(ProxyAtomic::kAdd), 8};  // after the set: 42
-  list[2] = {12, 0xf0, op(ProxyAtomic::kOr), 4};
-  list[3] = {12, 0x0f, op(ProxyAtomic::kXor), 4};
-  list[4] = {16, 0x8000000000000001ull, op(ProxyAtomic::kAdd), 8};
-  list[5] = {16, 0x8000000000000001ull, op(ProxyAtomic::kAdd), 8};  // wraps to 2
-  ASSERT_TRUE(copier->update_many(dev, list, 6).ok());
+  list[0] = {0, 40, 0, op(ProxyAtomic::kSet), 8};
+  list[1] = {0, 2, 0, op(ProxyAtomic::kAdd), 8};  // after the set: 42
+  list[2] = {12, 0xf0, 0, op(ProxyAtomic::kOr), 4};
+  list[3] = {12, 0x0f, 0, op(ProxyAtomic::kXor), 4};
+  list[4] = {16, 0x8000000000000001ull, 0, op(ProxyAtomic::kAdd), 8};
+  list[5] = {16, 0x8000000000000001ull, 0, op(ProxyAtomic::kAdd), 8};  // wraps to 2
+  ASSERT_TRUE(copier->update_many(dev, list, 6, nullptr).ok());
+  // The fetching form: the old values in host memory, in order (a compare-swap that holds, one
+  // that does not, a load).
+  uint64_t* old = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&old), 3 * 8, cudaHostAllocMapped), cudaSuccess);
+  proxy::WordUpdate* cas = list + 6;
+  cas[0] = {24, 7, 0, op(ProxyAtomic::kCompareSwap), 8};  // 0 -> 7
+  cas[1] = {24, 9, 0, op(ProxyAtomic::kCompareSwap), 8};  // stays 7
+  cas[2] = {24, 0, 0, op(ProxyAtomic::kLoad), 8};
+  ASSERT_TRUE(copier->update_many(dev, cas, 3, old).ok());
   ASSERT_TRUE(copier->mark(3).ok());
   std::vector<uint64_t> done;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -268,6 +277,10 @@ TEST(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
   EXPECT_EQ(words[0], 42u);
   EXPECT_EQ(words[1], 0xffull << 32);  // 0xf0 | then ^ 0x0f in the high half; the low untouched
   EXPECT_EQ(words[2], 2u);
+  EXPECT_EQ(old[0], 0u);
+  EXPECT_EQ(old[1], 7u);
+  EXPECT_EQ(old[2], 7u);
+  cudaFreeHost(old);
   cudaFreeHost(list);
   cudaFree(dev);
 }

@@ -34,10 +34,13 @@ class HostCopier : public Copier {
     }
     return GICL_SUCCESS;
   }
-  Status update_many(char* base, const WordUpdate* u, uint32_t n) override {
-    for (uint32_t i = 0; i < n; ++i)
-      GICL_CHECK(
-          update(base + u[i].word, static_cast<ProxyAtomic>(u[i].op), u[i].width, u[i].value));
+  Status update_many(char* base, const WordUpdate* u, uint32_t n, uint64_t* old) override {
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t was = 0;
+      GICL_CHECK(fetch_update(base + u[i].word, static_cast<ProxyAtomic>(u[i].op), u[i].width,
+                              u[i].value, u[i].compare, &was));
+      if (old != nullptr) old[i] = was;
+    }
     return GICL_SUCCESS;
   }
   Status mark(uint64_t token) override {

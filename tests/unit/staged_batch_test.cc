@@ -3,8 +3,9 @@
 // whose write_imm copies the bytes into the other rank's staging area and hands it the
 // immediate, and completes the write here, when the test lets the events through. Header-only
 // operations waiting for one peer leave as one batched chunk (one write, one credit), the target
-// applies every one and acknowledges once, and each completes; a batch never mixes peers or
-// operations that need an answer; a malformed batch from a peer is refused naming it.
+// applies every one and acknowledges once, and each completes; fetching atomics batch among
+// themselves and each gets its own answer; a batch never mixes peers or classes; a malformed
+// batch from a peer is refused naming it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -201,13 +202,13 @@ TEST(StagedBatch, HeaderOnlyOperationsToOnePeerLeaveAsOneChunk) {
   for (uint32_t i = 0; i < 60; ++i) EXPECT_EQ(done[i], i);
 }
 
-TEST(StagedBatch, ABatchHoldsAtMostASlotsHeadersAndOnlyOnePeersNoAnswerOperations) {
+TEST(StagedBatch, ABatchHoldsAtMostASlotsHeadersOfOneClass) {
   Pair p;
   const uint32_t max = layout().batch_max();
   uint32_t cookie = 0;
   for (uint32_t i = 0; i < max + 5; ++i)
     ASSERT_TRUE(p.d[0]->start(cookie++, atomic_req(ProxyAtomic::kAdd, 8, 0, 1)).ok());
-  // A fetching atomic (it needs an answer) travels alone.
+  // A fetching atomic (it needs an answer) joins no batch of updates; alone, it is one chunk.
   ProxyRequest f = atomic_req(ProxyAtomic::kAdd, 8, 24, 7);
   f.op = ProxyOp::kFetch;
   ASSERT_TRUE(p.d[0]->start(cookie++, f).ok());
@@ -220,6 +221,34 @@ TEST(StagedBatch, ABatchHoldsAtMostASlotsHeadersAndOnlyOnePeersNoAnswerOperation
   EXPECT_EQ(p.word64(1, 24), 7u);
   EXPECT_EQ(p.d[0]->completed().size(), max + 6u);
   EXPECT_EQ(p.d[0]->answer(max + 5), 0u);  // the fetch-add's old value
+}
+
+TEST(StagedBatch, FetchingAtomicsShareAChunkAndEachGetsItsOwnAnswer) {
+  Pair p;
+  // 30 fetch-adds of 1 on one word, then compare-swaps of 0 -> 100 + i on another (the first
+  // wins), all in one batch: the answers are the word's values in batch order.
+  uint32_t cookie = 0;
+  for (int i = 0; i < 30; ++i) {
+    ProxyRequest q = atomic_req(ProxyAtomic::kAdd, 8, 0, 1);
+    q.op = ProxyOp::kFetch;
+    ASSERT_TRUE(p.d[0]->start(cookie++, q).ok());
+  }
+  for (int i = 0; i < 5; ++i) {
+    ProxyRequest q = atomic_req(ProxyAtomic::kCompareSwap, 4, 12, 100 + i);
+    q.op = ProxyOp::kFetch;
+    q.compare = 0;
+    ASSERT_TRUE(p.d[0]->start(cookie++, q).ok());
+  }
+  p.settle();
+  ASSERT_EQ(p.t[0]->writes.size(), 1u);
+  EXPECT_EQ(p.t[0]->writes[0], 35 * sizeof(StagedHeader));
+  ASSERT_EQ(p.t[1]->writes.size(), 1u);
+  EXPECT_EQ(p.t[1]->writes[0], 35 * 8u);  // the answers, with the acknowledgement
+  EXPECT_EQ(p.word64(1, 0), 30u);
+  ASSERT_EQ(p.d[0]->completed().size(), 35u);
+  for (uint32_t i = 0; i < 30; ++i) EXPECT_EQ(p.d[0]->answer(i), i) << "fetch-add " << i;
+  EXPECT_EQ(p.d[0]->answer(30), 0u);
+  for (uint32_t i = 31; i < 35; ++i) EXPECT_EQ(p.d[0]->answer(i), 100u) << "compare-swap " << i;
 }
 
 TEST(StagedBatch, AMalformedBatchIsRefusedNamingItsSender) {
