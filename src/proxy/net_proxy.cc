@@ -192,22 +192,17 @@ Status NetProxy::check_request(const ProxyRequest& q, uint32_t ring, uint64_t ti
                        ring, ticket, what, q.bytes, q.peer, local, remote, args_.heap.bytes,
                        peer_bytes);
   }
-  if (q.op == ProxyOp::kAtomic &&
-      ((q.bytes != 4 && q.bytes != 8) || static_cast<uint32_t>(q.atomic) >= kProxyAtomicCount ||
+  const bool fetch = q.op == ProxyOp::kFetch;
+  if ((q.op == ProxyOp::kAtomic || fetch) &&
+      ((q.bytes != 4 && q.bytes != 8) ||
+       static_cast<uint32_t>(q.atomic) >= (fetch ? kProxyFetchCount : kProxyAtomicCount) ||
        q.signal % q.bytes != 0 || !fits(q.signal, q.bytes, peer_bytes)))
     return GICL_FAIL(GICL_INVALID_ARGUMENT,
-                     "network proxy: ring %u, ticket %" PRIu64 ": atomic %s of %" PRIu64
+                     "network proxy: ring %u, ticket %" PRIu64 ": %s %s of %" PRIu64
                      " B to peer %u: word offset %" PRIu64
                      " is not an aligned word inside the peer's heap (%" PRIu64 " B)",
-                     ring, ticket, atomic_name(q.atomic), q.bytes, q.peer, q.signal, peer_bytes);
-  if (q.op == ProxyOp::kFetch &&
-      ((q.bytes != 4 && q.bytes != 8) || static_cast<uint32_t>(q.atomic) >= kProxyFetchCount ||
-       q.signal % q.bytes != 0 || !fits(q.signal, q.bytes, peer_bytes)))
-    return GICL_FAIL(GICL_INVALID_ARGUMENT,
-                     "network proxy: ring %u, ticket %" PRIu64 ": fetching atomic %s of %" PRIu64
-                     " B to peer %u: word offset %" PRIu64
-                     " is not an aligned word inside the peer's heap (%" PRIu64 " B)",
-                     ring, ticket, atomic_name(q.atomic), q.bytes, q.peer, q.signal, peer_bytes);
+                     ring, ticket, what, atomic_name(q.atomic), q.bytes, q.peer, q.signal,
+                     peer_bytes);
   if (has_signal(q.op) && (q.signal % 8 != 0 || !fits(q.signal, 8, peer_bytes)))
     return GICL_FAIL(GICL_INVALID_ARGUMENT,
                      "network proxy: ring %u, ticket %" PRIu64
