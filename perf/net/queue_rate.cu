@@ -5,7 +5,9 @@
 //
 // Each of C blocks x T threads (or each warp's lane 0 with --warp) posts N one-slot puts; the
 // reader checks every producer's sequence. Rows: producers, operations, median time of R runs,
-// million descriptors per second.
+// million descriptors per second. --slots-in managed puts the slots in device memory that the
+// host reads (CUDA managed memory, preferred on the GPU, accessed by the CPU) instead of pinned
+// host memory that the GPU writes: the alternative placement the ring's design was chosen over.
 #include <cuda_runtime.h>
 #include <getopt.h>
 
@@ -32,6 +34,7 @@ struct Options {
   uint32_t slots = 1u << 16;
   int reps = 5;
   bool warp = false;
+  bool managed = false;  // slots in managed device memory instead of pinned host memory
   std::string json;
 };
 
@@ -45,6 +48,7 @@ void usage(FILE* out, const char* prog) {
                "  -s, --slots N       ring slots, a power of two (default 65536)\n"
                "  -r, --reps N        repetitions; the median is reported (default 5)\n"
                "      --warp          one producer per warp (lane 0) instead of every thread\n"
+               "      --slots-in M    pinned (host memory, the library's) or managed (device)\n"
                "  -J, --output_file F also write the rows as JSON (--json F too)\n"
                "  -h, --help          this text\n",
                prog);
@@ -52,13 +56,14 @@ void usage(FILE* out, const char* prog) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  enum : int { kWarp = 256 };
+  enum : int { kWarp = 256, kSlotsIn };
   static const option kLong[] = {{"ctas", required_argument, nullptr, 'c'},
                                  {"threads", required_argument, nullptr, 't'},
                                  {"ops", required_argument, nullptr, 'n'},
                                  {"slots", required_argument, nullptr, 's'},
                                  {"reps", required_argument, nullptr, 'r'},
                                  {"warp", no_argument, nullptr, kWarp},
+                                 {"slots-in", required_argument, nullptr, kSlotsIn},
                                  {"output_file", required_argument, nullptr, 'J'},
                                  {"json", required_argument, nullptr, 'J'},
                                  {"help", no_argument, nullptr, 'h'},
@@ -93,6 +98,13 @@ Options parse(int argc, char** argv) {
         break;
       case kWarp:
         o.warp = true;
+        break;
+      case kSlotsIn:
+        if (std::strcmp(optarg, "pinned") != 0 && std::strcmp(optarg, "managed") != 0) {
+          std::fprintf(stderr, "--slots-in: '%s' is neither pinned nor managed\n", optarg);
+          std::exit(2);
+        }
+        o.managed = std::strcmp(optarg, "managed") == 0;
         break;
       case 'J':
         o.json = optarg;
@@ -145,12 +157,25 @@ double run_once(const Options& o, int ctas, const Reporter& rep) {
     std::fprintf(stderr, "ring: %s\n", gicl::last_error());
     std::exit(4);
   }
-  gicl::proxy::RingReader rd(mem->slots(), o.slots, mem->tail(), mem->done());
+  gicl::ProxyRing ring = mem->ring();
+  gicl::ProxySlot* managed = nullptr;
+  if (o.managed) {
+    const size_t bytes = size_t{o.slots} * sizeof(gicl::ProxySlot);
+    PERF_CUDA(cudaMallocManaged(reinterpret_cast<void**>(&managed), bytes));
+    std::memset(managed, 0, bytes);
+    cudaMemLocation gpu{cudaMemLocationTypeDevice, 0}, cpu{cudaMemLocationTypeHost, 0};
+    PERF_CUDA(cudaMemAdvise(managed, bytes, cudaMemAdviseSetPreferredLocation, gpu));
+    PERF_CUDA(cudaMemAdvise(managed, bytes, cudaMemAdviseSetAccessedBy, cpu));
+    PERF_CUDA(cudaMemPrefetchAsync(managed, bytes, gpu, 0, nullptr));
+    PERF_CUDA(cudaDeviceSynchronize());
+    ring.slots = managed;
+  }
+  gicl::proxy::RingReader rd(o.managed ? managed : mem->slots(), o.slots, mem->tail(), mem->done());
   const uint64_t producers = uint64_t(ctas) * o.threads / (o.warp ? 32 : 1);
   const uint64_t total = producers * o.per;
   std::vector<uint32_t> next(producers, 0);
   const auto t0 = std::chrono::steady_clock::now();
-  produce<<<ctas, o.threads>>>(rep.r, mem->ring(), o.per, o.warp);
+  produce<<<ctas, o.threads>>>(rep.r, ring, o.per, o.warp);
   PERF_CUDA(cudaGetLastError());
   uint64_t got = 0;
   while (got < total) {
@@ -176,6 +201,7 @@ double run_once(const Options& o, int ctas, const Reporter& rep) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   PERF_CUDA(cudaDeviceSynchronize());
+  if (managed != nullptr) PERF_CUDA(cudaFree(managed));
   return s;
 }
 
@@ -191,8 +217,9 @@ int main(int argc, char** argv) {
   PERF_CUDA(cudaSetDevice(0));
   Reporter rep;
   run_once(o, 1, rep);  // warm-up: module load, first PCIe mappings
-  std::printf("# queue_rate: %d threads/block, %d ops/producer, %u slots, %s producers\n",
-              o.threads, o.per, o.slots, o.warp ? "warp" : "thread");
+  std::printf("# queue_rate: %d threads/block, %d ops/producer, %u slots in %s, %s producers\n",
+              o.threads, o.per, o.slots, o.managed ? "managed device memory" : "pinned host memory",
+              o.warp ? "warp" : "thread");
   std::printf("%8s %10s %12s %10s %12s\n", "ctas", "producers", "operations", "time_ms", "Mdesc/s");
   std::string rows;
   for (int ctas : o.ctas) {
