@@ -170,6 +170,18 @@ __device__ inline void copy_from_host(char* dst, const char* src, size_t bytes) 
     dst[i] = *reinterpret_cast<const volatile char*>(src + i);
 }
 
+/// One thread: whether the sender's size word at `at` (written before its message) is `size`;
+/// else reported, naming the peer and both sizes, and the FIFO failed.
+__device__ inline bool size_word_matches(const gicl_device_comm_t& c, Fifo& f, const uint64_t* at,
+                                         uint64_t size, int peer) {
+  const uint64_t sent = __ldcg(at);
+  if (sent == size) return true;
+  dev::detail::report(dev::detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_COLLECTIVE,
+                      peer, at, size, sent, 0);
+  f.fail = 1;
+  return false;
+}
+
 /// Block-wide: waits for the next message from `peer`, of `bytes`; returns its slot or nullptr.
 /// `size` (point-to-point, an operation's first message on the channel): the receive's size,
 /// which the sender's must equal, or the receive fails before storing a byte (reported, naming
@@ -188,17 +200,10 @@ __device__ inline const char* recv_begin(const gicl_device_comm_t& c, const Coll
                                  ? s.arrived + slot_index(peer, f.ch, *m)
                                  : s.head + static_cast<size_t>(peer) * kPipeChannels + f.ch;
     const uint64_t want = host ? (*m - 1) / kPipeSlots + 1 : *m;
-    if (!wait_for_peer(c, signal, want, peer, GICL_OP_SIGNAL_WAIT)) {
+    if (!wait_for_peer(c, signal, want, peer, GICL_OP_SIGNAL_WAIT))
       f.fail = 1;
-    } else if (size != 0) {
-      const uint64_t* at = size_of_slot(s, f, peer, *m);
-      const uint64_t sent = __ldcg(at);
-      if (sent != size) {
-        dev::detail::report(dev::detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT,
-                            GICL_OP_COLLECTIVE, peer, at, size, sent, 0);
-        f.fail = 1;
-      }
-    }
+    else if (size != 0)
+      size_word_matches(c, f, size_of_slot(s, f, peer, *m), size, peer);
   }
   __syncthreads();
   if (f.fail) return nullptr;

@@ -37,15 +37,8 @@ __device__ __forceinline__ bool zero_copy_recv(const P2pOp& op) {
 /// sender and both sizes, and false before a byte is stored.
 __device__ bool net_size_matches(const gicl_device_comm_t& c, Fifo& f, const char* slot,
                                  const P2pOp& op) {
-  if (threadIdx.x == 0) {
-    const uint64_t* at = reinterpret_cast<const uint64_t*>(slot);
-    const uint64_t sent = __ldcg(at);
-    if (sent != op.bytes) {
-      dev::detail::report(dev::detail::reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT,
-                          GICL_OP_COLLECTIVE, op.peer, at, op.bytes, sent, 0);
-      f.fail = 1;
-    }
-  }
+  if (threadIdx.x == 0)
+    size_word_matches(c, f, reinterpret_cast<const uint64_t*>(slot), op.bytes, op.peer);
   __syncthreads();
   return !f.fail;
 }
