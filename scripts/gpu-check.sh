@@ -98,6 +98,30 @@ done
   env GICL_P2P_DISABLE=1 GICL_NET=OFI GICL_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo \
   "$bin/gicl-run" -n 2 --timeout 120 -- "$ex/example_moe_dispatch_combine"
 
+# Unmodified nccl-tests through gicl's libnccl.so.2 (LD_PRELOAD), one process per GPU under
+# mpirun: built here from NCCL_TESTS_SRC (a checkout of NVIDIA/nccl-tests, by default
+# .devpack/nccl-tests) against the NCCL wheel's nccl.h. A wrong value fails the job.
+shim=$(dirname "$bin")/lib/gicl-nccl/libnccl.so.2
+[[ -f $shim ]] || shim=$(dirname "$tests")/shim/libnccl.so.2
+nt=${NCCL_TESTS_SRC:-$root/.devpack/nccl-tests}
+if [[ -f $shim && -f $nt/Makefile ]] && command -v mpirun >/dev/null &&
+   nc=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null); then
+  home=/tmp/gicl-ncclhome
+  mkdir -p "$home/lib" && ln -sfn "$nc/include" "$home/include" &&
+    ln -sf "$nc/lib/libnccl.so.2" "$home/lib/libnccl.so"
+  if make -C "$nt" -j MPI=1 MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi NCCL_HOME="$home" \
+       NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$out/nccl_tests_build.log" 2>&1; then
+    for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
+      run "nccl_tests_$c" env LD_PRELOAD="$shim" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$nc/lib" \
+        NCCL_DEBUG=VERSION mpirun --allow-run-as-root -np 2 -x LD_PRELOAD -x LD_LIBRARY_PATH \
+        -x NCCL_DEBUG -x GICL_SOCKET_IFNAME -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS \
+        -x TORCH_SYMM_MEM_DISABLE_MULTICAST "$nt/build/${c}_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2
+    done
+  else
+    rows+=("nccl-tests did not build (nccl_tests_build.log)")
+  fi
+fi
+
 coll_perf=$perf  # the collective benchmarks are never rebuilt with NVSHMEM
 if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
   # The same benchmark sources with NVSHMEM columns, built here when NVSHMEM and nvcc exist.

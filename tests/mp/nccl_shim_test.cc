@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// The drop-in libnccl.so.2 through NCCL's own entry points, on real processes (no GPU needed:
+// a communicator without a device bootstraps): unique id, init, rank and count, async error,
+// destroy; two communicators created by one thread inside a group, initialized at its end; bad
+// arguments and what gicl's NCCL ABI does not offer refused with a message, never a success.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "mp/fork_ranks.hpp"
+#include "shim/nccl/nccl_abi.h"
+
+typedef struct ncclComm* ncclComm_t;
+extern "C" {
+ncclResult_t ncclGetVersion(int*);
+ncclResult_t ncclGetUniqueId(ncclUniqueId*);
+ncclResult_t ncclCommInitRank(ncclComm_t*, int, ncclUniqueId, int);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*);
+ncclResult_t ncclCommCount(const ncclComm_t, int*);
+ncclResult_t ncclCommUserRank(const ncclComm_t, int*);
+ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t*);
+ncclResult_t ncclCommDestroy(ncclComm_t);
+ncclResult_t ncclGroupStart();
+ncclResult_t ncclGroupEnd();
+ncclResult_t ncclAllReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                           void*);
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t*, void*, ncclDataType_t, int, ncclComm_t);
+const char* ncclGetLastError(ncclComm_t);
+const char* ncclGetErrorString(ncclResult_t);
+}
+
+namespace {
+
+using gicl::test::fork_ranks;
+
+TEST(NcclShim, ReportsTheVersionWhoseAbiItImplements) {
+  int v = 0;
+  ASSERT_EQ(ncclGetVersion(&v), ncclSuccess);
+  EXPECT_EQ(v, 22809);
+  EXPECT_EQ(ncclGetVersion(nullptr), ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("version"), std::string::npos);
+  EXPECT_STREQ(ncclGetErrorString(ncclSuccess), "no error");
+}
+
+TEST(NcclShim, RanksInitCountAndDestroyThroughNcclCalls) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  auto results = fork_ranks(3, [&](int r) {
+    ncclComm_t comm = nullptr;
+    ncclConfig_t cfg;
+    std::memset(&cfg, 0, sizeof(cfg));
+    cfg.size = sizeof(cfg);
+    cfg.magic = NCCL_API_MAGIC;
+    cfg.version = 22809;
+    cfg.blocking = 1;
+    cfg.cgaClusterSize = cfg.minCTAs = cfg.maxCTAs = NCCL_CONFIG_UNDEF_INT;
+    cfg.splitShare = cfg.trafficClass = cfg.collnetEnable = cfg.CTAPolicy = NCCL_CONFIG_UNDEF_INT;
+    cfg.shrinkShare = cfg.nvlsCTAs = cfg.nChannelsPerNetPeer = cfg.nvlinkCentricSched =
+        NCCL_CONFIG_UNDEF_INT;
+    if (ncclCommInitRankConfig(&comm, 3, id, r, &cfg) != ncclSuccess) return 1;
+    int n = 0, me = -1;
+    if (ncclCommCount(comm, &n) != ncclSuccess || n != 3) return 2;
+    if (ncclCommUserRank(comm, &me) != ncclSuccess || me != r) return 3;
+    ncclResult_t async = ncclInternalError;
+    if (ncclCommGetAsyncError(comm, &async) != ncclSuccess || async != ncclSuccess) return 4;
+    // A type NCCL does not have, and PreMulSum, refused with what was wrong.
+    if (ncclAllReduce(nullptr, nullptr, 1, static_cast<ncclDataType_t>(12), ncclSum, comm,
+                      nullptr) != ncclInvalidArgument ||
+        std::string(ncclGetLastError(comm)).find("datatype 12") == std::string::npos)
+      return 5;
+    ncclRedOp_t op;
+    float scalar = 2;
+    if (ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, 1, comm) != ncclInvalidUsage ||
+        std::string(ncclGetLastError(comm)).find("PreMulSum") == std::string::npos)
+      return 6;
+    return ncclCommDestroy(comm) == ncclSuccess ? 0 : 7;
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+// nccl-tests' way with -g: one thread creates every local rank's communicator inside a group;
+// each init runs when the group ends. Here two such threads' worth: one process, two ranks.
+TEST(NcclShim, CommunicatorsCreatedInsideAGroupInitializeAtItsEnd) {
+  auto results = fork_ranks(1, [](int) {
+    ncclUniqueId id;
+    if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
+    ncclComm_t comms[2] = {nullptr, nullptr};
+    if (ncclGroupStart() != ncclSuccess) return 2;
+    for (int r = 0; r < 2; ++r)
+      if (ncclCommInitRank(&comms[r], 2, id, r) != ncclSuccess) return 3;
+    ncclResult_t pending = ncclSuccess;
+    if (ncclCommGetAsyncError(comms[0], &pending) != ncclSuccess || pending != ncclInProgress)
+      return 4;
+    int n = 0;
+    if (ncclCommCount(comms[0], &n) != ncclInvalidUsage) return 5;  // not initialized yet
+    if (ncclGroupEnd() != ncclSuccess) return 6;
+    for (int r = 0; r < 2; ++r) {
+      int me = -1;
+      if (ncclCommUserRank(comms[r], &me) != ncclSuccess || me != r) return 7;
+    }
+    // Destroy is collective: both ranks at once.
+    std::thread other([&] { (void)ncclCommDestroy(comms[1]); });
+    const ncclResult_t d = ncclCommDestroy(comms[0]);
+    other.join();
+    return d == ncclSuccess ? 0 : 8;
+  });
+  EXPECT_EQ(results[0].code, 0);
+}
+
+}  // namespace
