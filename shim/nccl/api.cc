@@ -7,12 +7,16 @@
 // initialized when the group ends (nccl-tests' -g). gicl's init is collective and blocking, so
 // an init inside a group is recorded with the calling thread's device and run at the outermost
 // ncclGroupEnd, every recorded init on a thread of its own, before the group's operations issue.
+// NCCL's destroy is local, gicl's collective: communicators that one thread created together (a
+// group's inits, ncclCommInitAll) form a family whose destroys are deferred until the thread has
+// destroyed every member, which then run at once, each on a thread of its own.
 #include <cuda_runtime_api.h>
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,8 +26,17 @@
 #include "shim/nccl/config.hpp"
 #include "shim/nccl/mapping.hpp"
 
+struct ncclComm;
+/// Communicators one thread created together: destroyed together (see above).
+struct Family {
+  std::mutex m;
+  std::vector<ncclComm*> members;
+  size_t destroyed = 0;
+};
+
 struct ncclComm {
   gicl_comm_t g = nullptr;
+  std::shared_ptr<Family> family;  // null: created alone
   gicl::nccl::CommConfig config;
   int device = -1;
   // A pending init (inside a group): its arguments until the group ends.
@@ -171,8 +184,13 @@ ncclResult_t run_pending() {
     });
   for (auto& t : threads) t.join();
   ncclResult_t first = ncclSuccess;
+  auto family = todo.size() > 1 ? std::make_shared<Family>() : nullptr;
   for (size_t i = 0; i < todo.size(); ++i) {
     todo[i]->pending = false;
+    if (family) {
+      todo[i]->family = family;
+      family->members.push_back(todo[i]);
+    }
     if (rc[i] != ncclSuccess && first == ncclSuccess) {
       first = rc[i];
       t_last_error =
@@ -250,9 +268,12 @@ NCCL_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
   std::vector<gicl_comm_t> g(ndev);
   if (const gicl_result_t r = gicl_comm_init_all(g.data(), ndev, devlist); r != GICL_SUCCESS)
     return from_gicl(r);
+  auto family = ndev > 1 ? std::make_shared<Family>() : nullptr;
   for (int i = 0; i < ndev; ++i) {
     comms[i] = new ncclComm;
     comms[i]->g = g[i];
+    comms[i]->family = family;
+    if (family) family->members.push_back(comms[i]);
     comms[i]->device = devlist ? devlist[i] : i;
     comms[i]->nranks = ndev;
     comms[i]->rank = i;
@@ -265,17 +286,61 @@ NCCL_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   return ncclSuccess;  // destroy waits for every rank and releases everything
 }
 
+/// Marks `comm` destroyed in its family; true when it was the last, the family's members then
+/// in `*all`.
+bool last_of_family(ncclComm* comm, std::vector<ncclComm*>* all) {
+  Family& f = *comm->family;
+  std::lock_guard<std::mutex> lock(f.m);
+  if (++f.destroyed < f.members.size()) return false;
+  *all = f.members;
+  return true;
+}
+
 NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
-  const gicl_result_t r = comm->g ? gicl_comm_destroy(comm->g) : GICL_SUCCESS;
-  delete comm;
-  return from_gicl(r);
+  if (!comm->family) {
+    const gicl_result_t r = comm->g ? gicl_comm_destroy(comm->g) : GICL_SUCCESS;
+    delete comm;
+    return from_gicl(r);
+  }
+  std::vector<ncclComm*> all;
+  if (!last_of_family(comm, &all)) return ncclSuccess;  // with the family's last destroy
+  std::vector<gicl_result_t> rc(all.size(), GICL_SUCCESS);
+  std::vector<std::string> msg(all.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < all.size(); ++i)
+    threads.emplace_back([&, i] {
+      if (all[i]->g == nullptr) return;  // aborted already
+      rc[i] = gicl_comm_destroy(all[i]->g);
+      if (rc[i] != GICL_SUCCESS) msg[i] = gicl_get_last_error();
+    });
+  for (auto& t : threads) t.join();
+  gicl_result_t first = GICL_SUCCESS;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (rc[i] != GICL_SUCCESS && first == GICL_SUCCESS) {
+      first = rc[i];
+      t_last_error = msg[i];
+    }
+    delete all[i];
+  }
+  return to_nccl(first);
 }
 
 NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   const gicl_result_t r = comm->g ? gicl_comm_abort(comm->g) : GICL_SUCCESS;
-  delete comm;
+  comm->g = nullptr;
+  if (comm->family) {
+    // The family's last destroy or abort frees every member.
+    std::vector<ncclComm*> all;
+    if (last_of_family(comm, &all))
+      for (ncclComm* m : all) {
+        if (m->g != nullptr) (void)gicl_comm_abort(m->g);
+        delete m;
+      }
+  } else {
+    delete comm;
+  }
   return from_gicl(r);
 }
 
