@@ -561,37 +561,38 @@ NCCL_API ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t type, in
   return from_gicl(gicl_recv(recv, count, t, peer, comm->g, stream));
 }
 
-/// Gather and scatter as one group of sends and receives with the root (NCCL's own way).
-NCCL_API ncclResult_t ncclGather(const void* send, void* recv, size_t count, ncclDataType_t type,
-                                 int root, ncclComm_t comm, cudaStream_t stream) {
-  SHIM_CHECK_COMM(comm);
+namespace {
+
+/// Gather (`gather`) or scatter as one group of sends and receives with the root (NCCL's own
+/// way): every rank's one block to or from the root, the root's n blocks of `count` each.
+ncclResult_t rooted(const char* fn, bool gather, const void* send, void* recv, size_t count,
+                    ncclDataType_t type, int root, ncclComm_t comm, cudaStream_t stream) {
+  if (ncclResult_t r = check_comm(comm, fn); r != ncclSuccess) return r;
   gicl_datatype_t t;
-  if (ncclResult_t r = types_of(__func__, type, &t); r != ncclSuccess) return r;
+  if (ncclResult_t r = types_of(fn, type, &t); r != ncclSuccess) return r;
   int n = 0, me = 0;
   (void)gicl_comm_size(comm->g, &n);
   (void)gicl_comm_rank(comm->g, &me);
   const size_t bytes = count * gicl::nccl::type_bytes(t);
   gicl_result_t r = gicl_group_start();
-  if (r == GICL_SUCCESS) r = gicl_send(send, count, t, root, comm->g, stream);
+  if (r == GICL_SUCCESS && gather) r = gicl_send(send, count, t, root, comm->g, stream);
   for (int p = 0; p < n && me == root && r == GICL_SUCCESS; ++p)
-    r = gicl_recv(static_cast<char*>(recv) + p * bytes, count, t, p, comm->g, stream);
+    r = gather
+            ? gicl_recv(static_cast<char*>(recv) + p * bytes, count, t, p, comm->g, stream)
+            : gicl_send(static_cast<const char*>(send) + p * bytes, count, t, p, comm->g, stream);
+  if (r == GICL_SUCCESS && !gather) r = gicl_recv(recv, count, t, root, comm->g, stream);
   const gicl_result_t end = gicl_group_end();
   return from_gicl(r != GICL_SUCCESS ? r : end);
 }
 
+}  // namespace
+
+NCCL_API ncclResult_t ncclGather(const void* send, void* recv, size_t count, ncclDataType_t type,
+                                 int root, ncclComm_t comm, cudaStream_t stream) {
+  return rooted(__func__, true, send, recv, count, type, root, comm, stream);
+}
+
 NCCL_API ncclResult_t ncclScatter(const void* send, void* recv, size_t count, ncclDataType_t type,
                                   int root, ncclComm_t comm, cudaStream_t stream) {
-  SHIM_CHECK_COMM(comm);
-  gicl_datatype_t t;
-  if (ncclResult_t r = types_of(__func__, type, &t); r != ncclSuccess) return r;
-  int n = 0, me = 0;
-  (void)gicl_comm_size(comm->g, &n);
-  (void)gicl_comm_rank(comm->g, &me);
-  const size_t bytes = count * gicl::nccl::type_bytes(t);
-  gicl_result_t r = gicl_group_start();
-  for (int p = 0; p < n && me == root && r == GICL_SUCCESS; ++p)
-    r = gicl_send(static_cast<const char*>(send) + p * bytes, count, t, p, comm->g, stream);
-  if (r == GICL_SUCCESS) r = gicl_recv(recv, count, t, root, comm->g, stream);
-  const gicl_result_t end = gicl_group_end();
-  return from_gicl(r != GICL_SUCCESS ? r : end);
+  return rooted(__func__, false, send, recv, count, type, root, comm, stream);
 }

@@ -388,7 +388,9 @@ class StagedDelivery : public Delivery {
                        "exceeds a slot's %u or its answers' place",
                        from, static_cast<unsigned long long>(first.batch) + 1,
                        static_cast<unsigned long long>(first.bytes), st_.layout.batch_max());
-    std::vector<WordUpdate> u(n);
+    // The list goes after the headers in the slot (which stays this sender's until the
+    // acknowledgement): writing entry k never touches a header still to be read.
+    auto* list = reinterpret_cast<WordUpdate*>(slot_base + n * sizeof(StagedHeader));
     for (uint32_t k = 0; k < n; ++k) {
       StagedHeader h;
       std::memcpy(&h, slot_base + k * sizeof(StagedHeader), sizeof(h));
@@ -410,12 +412,9 @@ class StagedDelivery : public Delivery {
       const ProxyAtomic op = !signal ? static_cast<ProxyAtomic>(h.atomic & 0xff)
                              : (h.flags & StagedHeader::kSignalAdd) ? ProxyAtomic::kAdd
                                                                     : ProxyAtomic::kSet;
-      u[k] = WordUpdate{h.signal, h.value, h.compare, static_cast<uint32_t>(op),
-                        signal ? 8u : h.atomic >> 8};
+      list[k] = WordUpdate{h.signal, h.value, h.compare, static_cast<uint32_t>(op),
+                           signal ? 8u : h.atomic >> 8};
     }
-    // After the headers in the slot, which stays this sender's until the acknowledgement.
-    auto* list = reinterpret_cast<WordUpdate*>(slot_base + n * sizeof(StagedHeader));
-    std::memcpy(list, u.data(), n * sizeof(WordUpdate));
     GICL_CHECK(
         copier_->update_many(heap_.base, list, n, fetch ? batch_answers(slot_base, n) : nullptr));
     return copier_->mark(kTagAck | (uint64_t(from) << 16) | slot);
