@@ -4,7 +4,10 @@
 # side by side when the machine has it), writes full logs to $OUT (when set), and prints a short
 # summary last. Uses the bundle in .devinst/ when present (scripts/make-gpu-bundle.sh), else
 # builds with scripts/setup.sh.
-#   RANKS="2 4"      rank counts for the launcher jobs (default: 2 and 4)
+#   RANKS="2 4"      rank counts for the launcher jobs (default: 2, 3 and 4 on a machine with 4
+#                    or more GPUs, else 2 and 4)
+#   PERF_RANKS="2"   rank counts of the collective benchmarks' main sweeps, one rank per GPU
+#                    (default: 2 up to the GPU count, at most 4)
 #   PERF=0           skip the benchmarks
 #   DEVICE_PERF=0    skip the device-API benchmarks (put_bw ... barrier_latency, the team collectives)
 #   COLL_MAX=1G      largest size of the collective benchmarks
@@ -22,7 +25,9 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 export GICL_SOCKET_IFNAME=${GICL_SOCKET_IFNAME:-lo}
 out=${OUT:-/tmp/gicl-gpu-check}
 mkdir -p "$out"
-ranks=${RANKS:-2 4}
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if ((gpus >= 4)); then ranks=${RANKS:-2 3 4}; else ranks=${RANKS:-2 4}; fi
+perf_ranks=${PERF_RANKS:-$(seq -s ' ' 2 $((gpus < 2 ? 2 : gpus > 4 ? 4 : gpus)))}
 
 if [[ ! -d $root/.devinst/bin && -f $root/.devpack/devinst.tar.xz ]]; then
   tar xJf "$root/.devpack/devinst.tar.xz" -C "$root" || exit 1
@@ -76,7 +81,12 @@ if [[ ${MPS:-1} == 1 && -x $tests/gpu_collectives ]] && command -v nvidia-cuda-m
   source "$root/scripts/mps.sh"
   if mps_on; then
     run gpu_collectives_mps_residency "$tests/gpu_collectives" --gtest_filter='CollectiveResidency.*'
-    run gpu_collectives_mps_4ranks "$tests/gpu_collectives" --gtest_filter='Ranks/Collectives.*/3'
+    # Two ranks per GPU: 4 ranks (parameter /3) on 2 GPUs, 8 ranks (/4) on 4 or more.
+    if ((gpus >= 4)); then
+      run gpu_collectives_mps_8ranks "$tests/gpu_collectives" --gtest_filter='Ranks/Collectives.*/4'
+    else
+      run gpu_collectives_mps_4ranks "$tests/gpu_collectives" --gtest_filter='Ranks/Collectives.*/3'
+    fi
     mps_off
   else
     rows+=("(MPS daemon did not start: the shared-GPU tests did not run)")
@@ -111,11 +121,20 @@ if [[ -f $shim && -f $nt/Makefile ]] && command -v mpirun >/dev/null &&
     ln -sf "$nc/lib/libnccl.so.2" "$home/lib/libnccl.so"
   if make -C "$nt" -j MPI=1 MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi NCCL_HOME="$home" \
        NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >"$out/nccl_tests_build.log" 2>&1; then
-    for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv; do
-      run "nccl_tests_$c" env LD_PRELOAD="$shim" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$nc/lib" \
-        NCCL_DEBUG=VERSION mpirun --allow-run-as-root -np 2 -x LD_PRELOAD -x LD_LIBRARY_PATH \
-        -x NCCL_DEBUG -x GICL_SOCKET_IFNAME -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS \
-        -x TORCH_SYMM_MEM_DISABLE_MULTICAST "$nt/build/${c}_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2
+    nt_env=(env LD_PRELOAD="$shim" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$nc/lib" NCCL_DEBUG=VERSION)
+    for n in $perf_ranks; do
+      sfx=""; [[ $n != 2 ]] && sfx=_n$n
+      for c in all_reduce all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter; do
+        run "nccl_tests_$c$sfx" "${nt_env[@]}" mpirun --allow-run-as-root -np "$n" -x LD_PRELOAD \
+          -x LD_LIBRARY_PATH -x NCCL_DEBUG -x GICL_SOCKET_IFNAME -x NCCL_NVLS_ENABLE \
+          -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
+          "$nt/build/${c}_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2
+      done
+    done
+    # One process driving two GPUs (-g 2): communicators created in one ncclCommInitAll-style
+    # group and destroyed together.
+    for c in all_reduce all_gather sendrecv; do
+      run "nccl_tests_${c}_g2" "${nt_env[@]}" "$nt/build/${c}_perf" -b 8 -e 16M -f 8 -g 2 -c 1 -n 5 -w 2
     done
   else
     rows+=("nccl-tests did not build (nccl_tests_build.log)")
@@ -178,10 +197,15 @@ if [[ ${PERF:-1} == 1 && -x $coll_perf/all_reduce_perf ]]; then
   # on cudaMalloc buffers registered (-R 1) and staged (-R 0).
   nccl_lib=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)/lib
   cmp=""; [[ -e $nccl_lib/libnccl.so.2 ]] && cmp="--compare-nccl"
-  crun() { local name=$1; shift; run "$name" env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/gicl-run" -n 2 -- "$@"; }
+  crunn() { local name=$1 n=$2; shift 2; run "$name" env LD_LIBRARY_PATH="$nccl_lib:$LD_LIBRARY_PATH" "$bin/gicl-run" -n "$n" -- "$@"; }
+  crun() { local name=$1; shift; crunn "$name" 2 "$@"; }
   top=${COLL_MAX:-1G}
-  for c in all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv; do
-    crun ${c}_perf "$coll_perf/${c}_perf" -b 8 -e "$top" -f 2 -R 2 $cmp --json "$out/${c}_perf.json"
+  for n in $perf_ranks; do
+    sfx=""; [[ $n != 2 ]] && sfx=_n$n
+    for c in all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv; do
+      [[ $c == sendrecv && $n != 2 ]] && continue  # a ring of pairs: 2 ranks say it all
+      crunn ${c}_perf$sfx "$n" "$coll_perf/${c}_perf" -b 8 -e "$top" -f 2 -R 2 $cmp --json "$out/${c}_perf$sfx.json"
+    done
   done
   crun all_reduce_perf_graph "$coll_perf/all_reduce_perf" -b 8 -e 1M -f 2 -R 2 -G 1 $cmp --json "$out/all_reduce_perf_graph.json"
   # Steady state: the graph's upload at its first launch spread over 10 launches.

@@ -178,9 +178,12 @@ __device__ __forceinline__ void copy_block(char* to, const char* from, size_t by
 }
 
 /// In-place alltoall where every rank's buffer is a window: rank i's block j and rank j's block
-/// i trade places with no staging. Step k pairs rank i with rank (k - i) mod n, a matching (that
-/// rank's partner at step k is i), so no rank waits for one busy with a third; each rank sits out
-/// the one step that pairs it with itself. With its partner j, chunk by chunk of this block's
+/// i trade places with no staging. Block b's step k pairs rank i with rank (k + b - i) mod n, a
+/// matching (that rank's block b has i as its partner at step k), so no rank waits for one busy
+/// with a third; each rank sits out the one step that pairs it with itself. The offset by b
+/// spreads a rank's blocks over all its peers at once instead of the whole grid trading with one
+/// peer per step: 1 GiB on 4 x H200 takes 2.71 ms instead of 3.56 (the pieces of a 32 MiB
+/// scratch; out of place 2.47). With its partner j, chunk by chunk of this block's
 /// slice, the block loads its chunk of block j into shared memory and tells j so (swapped[b][me]
 /// at j, raised to (e << 20) + chunks loaded); once j has loaded the same chunk of its block i
 /// (so the bytes there have been read), it stores its copy there. The next chunk is loaded and
@@ -198,7 +201,7 @@ __device__ bool swap_blocks(const gicl_device_comm_t& c, const CollScratch& s, c
   const uint64_t base = e << 20;
   char* const buffer = static_cast<char*>(a.recv);
   for (int k = 0; k < n && chunks > 0; ++k) {
-    const int j = direct::swap_partner(k, me, n);
+    const int j = direct::swap_partner((k + static_cast<int>(blockIdx.x)) % n, me, n);
     if (j == me) continue;
     const char* mine = buffer + (j * a.recv_ld + lo) * esize;  // my block for j, my slice
     char* theirs = window<char>(c, s, j, peers[j].swap_off) + (me * a.recv_ld + lo) * esize;
