@@ -69,7 +69,8 @@ Status exchange_keys(bootstrap::Bootstrap& bs, const Region& region, std::vector
   return bs.allgather(keys->data(), sizeof(RemoteKey));
 }
 
-Status open_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t timeout_ms) {
+namespace {
+Status open_endpoint_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t timeout_ms) {
   const int n = bs.nranks(), me = bs.rank();
   constexpr uint64_t kHello = uint64_t{0xa5} << 24;  // | the sender's rank (below 2^24)
   GICL_ARG_CHECK(n < (1 << 24), "net open_connections: %d ranks", n);
@@ -121,6 +122,14 @@ Status open_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t timeout_
   // which each gives in the loop below.
   GICL_CHECK(bs.barrier());
   while (done < n - 1 - me) GICL_CHECK(poll("this rank's first writes did not complete"));
+  return GICL_SUCCESS;
+}
+
+}  // namespace
+
+Status open_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t timeout_ms) {
+  for (int k = 0; k < t.endpoints(); ++k)
+    GICL_CHECK(open_endpoint_connections(t.endpoint(k), bs, timeout_ms));
   return GICL_SUCCESS;
 }
 

@@ -20,9 +20,10 @@ Status exchange_keys(bootstrap::Bootstrap& bs, const Region& region, std::vector
 /// first: each rank writes 8 bytes with an immediate into a scratch region of every higher rank
 /// (registered here for this alone, and released before it returns) and polls until it has
 /// heard from every lower one; after a barrier, it polls until its own writes completed.
-/// Connection-oriented providers under the RDM endpoint (`tcp;ofi_rxm`) otherwise set up a
-/// connection at a pair's first operation, from both ends at once where both send first. Every
-/// rank calls it, with the transport otherwise idle.
+/// Each endpoint of the transport (Transport::endpoints) is opened so. Connection-oriented
+/// providers under the RDM endpoint (`tcp;ofi_rxm`) otherwise set up a connection at a pair's first
+/// operation, from both ends at once where both send first. Every rank calls it, with the transport
+/// otherwise idle.
 Status open_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t timeout_ms);
 
 }  // namespace gicl::net

@@ -2,6 +2,7 @@
 #include "net/transport.hpp"
 
 #include "common/settings.hpp"
+#include "net/endpoints/multi_endpoint.hpp"
 #include "net/null/null_transport.hpp"
 #ifdef GICL_HAVE_OFI
 #include "net/ofi/ofi_transport.hpp"
@@ -38,9 +39,9 @@ const char* atomic_op_name(AtomicOp op) {
   return "atomic ?";
 }
 
-Status open_transport(Backend backend, const OpenArgs& args_in, std::unique_ptr<Transport>* out) {
-  OpenArgs args = args_in;
-  if (args.timeout_ms < 0) GICL_CHECK(setting_int(Setting::kNetTimeout, &args.timeout_ms));
+namespace {
+
+Status open_one(Backend backend, const OpenArgs& args, std::unique_ptr<Transport>* out) {
   switch (backend) {
     case Backend::kNull:
       return open_null(args, out);
@@ -58,6 +59,24 @@ Status open_transport(Backend backend, const OpenArgs& args_in, std::unique_ptr<
 #endif
   }
   return GICL_FAIL(GICL_UNSUPPORTED, "net: the %s backend is not built", backend_name(backend));
+}
+
+}  // namespace
+
+Status open_transport(Backend backend, const OpenArgs& args_in, std::unique_ptr<Transport>* out) {
+  OpenArgs args = args_in;
+  if (args.timeout_ms < 0) GICL_CHECK(setting_int(Setting::kNetTimeout, &args.timeout_ms));
+  int64_t endpoints = 1;
+  GICL_CHECK(setting_int(Setting::kNetEndpoints, &endpoints));
+  if (endpoints == 1 || backend == Backend::kNull) return open_one(backend, args, out);
+  if (backend == Backend::kVerbs)
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "GICL_NET_ENDPOINTS=%lld: the verbs backend's keys differ per protection "
+                     "domain, so it takes one endpoint",
+                     static_cast<long long>(endpoints));
+  std::vector<std::unique_ptr<Transport>> parts(static_cast<size_t>(endpoints));
+  for (auto& p : parts) GICL_CHECK(open_one(backend, args, &p));
+  return open_multi_endpoint(std::move(parts), args.nranks, args.max_inflight, out);
 }
 
 }  // namespace gicl::net

@@ -137,6 +137,12 @@ class Transport {
   /// Completes (kDone with `cookie`) once every operation posted to `peer` before it has.
   virtual Status flush(int peer, uint64_t cookie) = 0;
 
+  /// Endpoints inside this transport (net/endpoints/multi_endpoint.hpp): each has its own
+  /// connections, which open_connections opens through `endpoint(k)` before the first
+  /// operation. A plain transport is its own single endpoint.
+  virtual int endpoints() const { return 1; }
+  virtual Transport& endpoint(int) { return *this; }
+
   /// Progresses the backend (this process's targets too) and returns up to `max` events.
   virtual Status poll(Event* events, int max, int* count) = 0;
   /// Operations posted and not yet completed.

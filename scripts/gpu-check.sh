@@ -179,6 +179,8 @@ if [[ ${PERF:-1} == 1 && ${DEVICE_PERF:-1} == 1 && -x $perf/put_bw ]]; then
   # The network proxy's queue alone: descriptors/s from GPU threads and warps into one ring.
   [[ -x $perf/queue_rate ]] && run queue_rate "$perf/queue_rate" --json "$j/queue_rate.json"
   [[ -x $perf/queue_rate ]] && run queue_rate_warp "$perf/queue_rate" --warp -c 8,32,132,264 -n 2048
+  # The transport alone between two processes (tcp;ofi_rxm on loopback), by endpoint count.
+  [[ -x $coll_perf/transport_bw ]] && run transport_bw "$coll_perf/transport_bw" -E 1,2,4,8
   # Device-side team collectives (one CTA) beside NVSHMEM's; NVSHMEM's block reduce-scatter needs
   # more scratch than its default at 512 KiB.
   for b in reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency; do

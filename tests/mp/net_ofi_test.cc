@@ -114,11 +114,20 @@ bool any_ofi() {
 struct Case {
   const char* provider;
   int ranks;
+  int endpoints = 1;  // GICL_NET_ENDPOINTS: above 1, the multi-endpoint transport
 };
 std::string case_name(const ::testing::TestParamInfo<Case>& p) {
   std::string s = p.param.provider;
   s = s.substr(0, s.find(';'));
-  return s + "_" + std::to_string(p.param.ranks) + "ranks";
+  s += "_" + std::to_string(p.param.ranks) + "ranks";
+  if (p.param.endpoints > 1) s += "_" + std::to_string(p.param.endpoints) + "endpoints";
+  return s;
+}
+
+/// The case's provider and endpoint count, for a rank about to open its transport.
+void use_case(const Case& c) {
+  use_provider(c.provider);
+  setenv("GICL_NET_ENDPOINTS", std::to_string(c.endpoints).c_str(), 1);
 }
 
 class OfiRanks : public ::testing::TestWithParam<Case> {};
@@ -134,7 +143,7 @@ TEST_P(OfiRanks, WritesLandAndAnImmediateFollowsItsPayload) {
   constexpr size_t kBlock = 1 << 20;
   const size_t cuts[] = {0, 1, 8, 4099, 65536 + 3, 300001, kBlock - 8};  // piece boundaries
   auto results = fork_ranks(c.ranks, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     NetRank r;
     RANK_OK(open_rank(id, me, c.ranks, kBlock * (c.ranks + 1), &r));
     // Source: this rank's outgoing bytes in the extra block at the end of its region.
@@ -194,7 +203,7 @@ TEST_P(OfiRanks, AtomicsFromEveryRankAreExact) {
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
   constexpr int kOps = 300;
   auto results = fork_ranks(c.ranks, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     NetRank r;
     RANK_OK(open_rank(id, me, c.ranks, 4096, &r));
     if (!r.t->caps().atomics) {
@@ -271,7 +280,7 @@ TEST_P(OfiRanks, ReadsReturnThePeersBytes) {
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
   constexpr size_t kBytes = 1 << 20;
   auto results = fork_ranks(c.ranks, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     NetRank r;
     RANK_OK(open_rank(id, me, c.ranks, 2 * kBytes, &r));
     for (size_t i = 0; i < kBytes; ++i) r.mem[i] = pattern(me, me, i);
@@ -297,17 +306,21 @@ TEST_P(OfiRanks, AFlushCompletesAfterEveryEarlierWrite) {
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
-  constexpr size_t kPiece = 16 << 10;
+  // Alternately below and at the size spread over several endpoints (net/endpoints), so that
+  // a flush must cover every endpoint.
+  constexpr size_t kPiece = 64 << 10;
   constexpr int kPieces = 400;  // more than max_inflight: posting waits for room
   auto results = fork_ranks(c.ranks, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     NetRank r;
     RANK_OK(open_rank(id, me, c.ranks, 2 * kPiece * kPieces, &r));
     if (me == 0) {
       uint8_t* out = r.mem.data() + kPiece * kPieces;
       for (size_t i = 0; i < kPiece * kPieces; ++i) out[i] = pattern(0, 1, i);
-      for (int i = 0; i < kPieces; ++i)
-        RANK_OK(r.t->write(1, *r.region, out + kPiece * i, r.keys[1], kPiece * i, kPiece, 1 + i));
+      for (int i = 0; i < kPieces; ++i) {
+        const size_t len = i % 2 ? kPiece : kPiece - 4096;
+        RANK_OK(r.t->write(1, *r.region, out + kPiece * i, r.keys[1], kPiece * i, len, 1 + i));
+      }
       RANK_OK(r.t->flush(1, 9999));
       RANK_OK(r.poll_until([&] { return r.done_events(9999, 10000) == 1; }));
       const auto flush_at = std::find_if(r.events.begin(), r.events.end(),
@@ -319,8 +332,10 @@ TEST_P(OfiRanks, AFlushCompletesAfterEveryEarlierWrite) {
     }
     RANK_OK(r.barrier());
     if (me == 1)
-      for (size_t i = 0; i < kPiece * kPieces; ++i)
-        RANK_CHECK(r.mem[i] == pattern(0, 1, i), "byte %zu", i);
+      for (size_t i = 0; i < kPiece * kPieces; ++i) {
+        const bool written = (i / kPiece) % 2 == 1 || i % kPiece < kPiece - 4096;
+        RANK_CHECK(r.mem[i] == (written ? pattern(0, 1, i) : 0), "byte %zu", i);
+      }
     RANK_OK(r.barrier());
     return 0;
   });
@@ -356,7 +371,7 @@ TEST_P(OfiRanks, ConnectionsOpenLowerRankFirstAndWritesThenCross) {
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
   const int n = c.ranks;
   auto results = fork_ranks(n, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     NetRank r;
     RANK_OK(open_rank(id, me, n, 64 * n, &r));
     std::fill(r.mem.begin(), r.mem.end(), 0xee);
@@ -403,9 +418,13 @@ TEST(Ofi, ARankThatNeverConnectsIsNamed) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
 }
 
+// Several endpoints per process (net/endpoints): the same guarantees through threads that each
+// drive an endpoint, operations from 64 KiB spread over them.
 INSTANTIATE_TEST_SUITE_P(Providers, OfiRanks,
                          ::testing::Values(Case{"tcp;ofi_rxm", 2}, Case{"tcp;ofi_rxm", 3},
-                                           Case{"shm", 2}, Case{"shm", 3}),
+                                           Case{"shm", 2}, Case{"shm", 3},
+                                           Case{"tcp;ofi_rxm", 2, 3}, Case{"tcp;ofi_rxm", 3, 2},
+                                           Case{"shm", 2, 2}),
                          case_name);
 
 int expect_error(Status s, gicl_result_t code, const char* needle) {
@@ -417,12 +436,13 @@ int expect_error(Status s, gicl_result_t code, const char* needle) {
 
 TEST(Ofi, BadArgumentsAreNamed) {
   REQUIRE_OFI();
-  bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
-  auto results = fork_ranks(1, [&](int) {
-    use_provider("tcp;ofi_rxm");
+  // One endpoint, and two (net/endpoints checks before handing an operation to a thread).
+  auto results = fork_ranks(2, [&](int which) {
+    use_case(Case{"tcp;ofi_rxm", 1, which + 1});
+    bootstrap::UniqueIdData own;
+    RANK_OK(bootstrap::make_unique_id(&own));
     NetRank r;
-    RANK_OK(open_rank(id, 0, 1, 4096, &r));
+    RANK_OK(open_rank(own, 0, 1, 4096, &r));
     std::vector<uint8_t> other(64);
     int bad = 0;
     bad |= expect_error(r.t->write(0, *r.region, other.data(), r.keys[0], 0, 8, 1),
@@ -442,7 +462,24 @@ TEST(Ofi, BadArgumentsAreNamed) {
     RANK_CHECK(r.t->inflight() == 0, "a refused operation stayed in flight");
     return bad;
   });
-  EXPECT_EQ(results[0].code, 0);
+  EXPECT_EQ(results[0].code, 0) << "one endpoint";
+  EXPECT_EQ(results[1].code, 0) << "two endpoints";
+}
+
+/// GICL_NET_ENDPOINTS: the transport says how many it drives; the verbs backend, whose keys
+/// differ per protection domain, refuses more than one, naming the setting.
+TEST(Ofi, SeveralEndpointsAreDescribedAndVerbsTakesOne) {
+  REQUIRE_OFI();
+  auto rc = fork_ranks(1, [](int) {
+    use_case(Case{"tcp;ofi_rxm", 1, 4});
+    std::unique_ptr<Transport> t;
+    RANK_OK(open_transport(Backend::kOfi, OpenArgs{}, &t));
+    RANK_CHECK(t->endpoints() == 4, "%d endpoints", t->endpoints());
+    RANK_CHECK(t->describe().find("4 endpoints") != std::string::npos, "%s", t->describe().c_str());
+    return expect_error(open_transport(Backend::kVerbs, OpenArgs{}, &t), GICL_INVALID_ARGUMENT,
+                        "GICL_NET_ENDPOINTS=4");
+  });
+  EXPECT_EQ(rc[0].code, 0);
 }
 
 TEST(Ofi, AnUnknownProviderListsTheOnesHere) {
@@ -474,15 +511,15 @@ TEST(Ofi, RanksOnDifferentProvidersAreNamed) {
 /// Rank 1 dies after connecting; rank 0 keeps writing to it and flushes. Whatever the provider
 /// reports (a connection error, or nothing at all), the flush fails naming rank 1 within the
 /// timeout, and rank 0 is not left hanging.
-class OfiProviders : public ::testing::TestWithParam<const char*> {};
+class OfiProviders : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OfiProviders, APeerThatDiesFailsTheOperationsToItNamed) {
   REQUIRE_OFI();
-  const Case c{GetParam(), 2};
+  const Case c = GetParam();
   bootstrap::UniqueIdData id;
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
   auto results = fork_ranks(2, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     setenv("GICL_NET_TIMEOUT", "2000", 1);
     NetRank r;
     RANK_OK(open_rank(id, me, 2, 1 << 20, &r));
@@ -518,10 +555,10 @@ TEST_P(OfiProviders, APeerThatDiesFailsTheOperationsToItNamed) {
   EXPECT_EQ(results[0].code, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, OfiProviders, ::testing::Values("tcp;ofi_rxm", "shm"),
-                         [](const ::testing::TestParamInfo<const char*>& p) {
-                           return std::string(p.param).substr(0, 3);
-                         });
+INSTANTIATE_TEST_SUITE_P(Providers, OfiProviders,
+                         ::testing::Values(Case{"tcp;ofi_rxm", 2}, Case{"shm", 2},
+                                           Case{"tcp;ofi_rxm", 2, 2}),
+                         case_name);
 
 }  // namespace
 }  // namespace gicl::net

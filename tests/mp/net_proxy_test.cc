@@ -131,11 +131,19 @@ struct Case {
   const char* provider;
   int ranks;
   bool staged;
+  int endpoints = 1;  // GICL_NET_ENDPOINTS
 };
 std::string case_name(const ::testing::TestParamInfo<Case>& p) {
   std::string s = p.param.provider;
   return s.substr(0, s.find(';')) + "_" + std::to_string(p.param.ranks) + "ranks" +
-         (p.param.staged ? "_staged" : "_direct");
+         (p.param.staged ? "_staged" : "_direct") +
+         (p.param.endpoints > 1 ? "_" + std::to_string(p.param.endpoints) + "endpoints" : "");
+}
+
+/// The case's provider and endpoint count, for a rank about to open its transport.
+void use_case(const Case& c) {
+  use_provider(c.provider);
+  setenv("GICL_NET_ENDPOINTS", std::to_string(c.endpoints).c_str(), 1);
 }
 
 class ProxyRanks : public ::testing::TestWithParam<Case> {};
@@ -156,7 +164,7 @@ TEST_P(ProxyRanks, PutsGetsAndSignalsLandAndQuietMeansDelivered) {
   const int n = c.ranks;
   constexpr int kAdds = 200;
   auto results = fork_ranks(n, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     const size_t src = n * kBlock, got = (n + 1) * kBlock, counter = (n + 2) * kBlock;
     ProxyRank r;
     RANK_OK(open_rank(id, me, n, counter + 4096, 2, c.staged, &r));
@@ -220,7 +228,7 @@ TEST_P(ProxyRanks, AtomicsFromEveryRankAreExact) {
   const int n = c.ranks;
   constexpr int kAdds = 300;
   auto results = fork_ranks(n, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     ProxyRank r;
     RANK_OK(open_rank(id, me, n, 4096, 2, c.staged, &r));
     // [0] 64-bit add, [8] 64-bit set, [16] 32-bit add, [20] 32-bit neighbour, [24] 32-bit or,
@@ -297,7 +305,7 @@ TEST_P(ProxyRanks, FetchingAtomicsAnswerExactlyUnderContention) {
   const int n = c.ranks;
   constexpr int kPerThread = 150;
   auto results = fork_ranks(n, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     ProxyRank r;
     RANK_OK(open_rank(id, me, n, 4096, 2, c.staged, &r));
     // [0] 64-bit counter, [8] 32-bit neighbour (all ones), [12] 32-bit counter, [16] 64-bit
@@ -420,7 +428,7 @@ TEST_P(ProxyRanks, APutsSignalIsNeverSeenBeforeItsPayload) {
   constexpr size_t kPiece = 16 << 10;
   const size_t signals = kPuts * kPiece;
   auto results = fork_ranks(c.ranks, [&](int me) {
-    use_provider(c.provider);
+    use_case(c);
     ProxyRank r;
     RANK_OK(open_rank(id, me, c.ranks, signals + kPuts * 8, 1, c.staged, &r));
     if (me == 0)
@@ -464,7 +472,9 @@ INSTANTIATE_TEST_SUITE_P(Providers, ProxyRanks,
                          ::testing::Values(Case{"tcp;ofi_rxm", 2, false},
                                            Case{"tcp;ofi_rxm", 3, false}, Case{"shm", 2, false},
                                            Case{"tcp;ofi_rxm", 2, true},
-                                           Case{"tcp;ofi_rxm", 3, true}, Case{"shm", 2, true}),
+                                           Case{"tcp;ofi_rxm", 3, true}, Case{"shm", 2, true},
+                                           Case{"tcp;ofi_rxm", 2, false, 2},
+                                           Case{"tcp;ofi_rxm", 3, true, 3}),
                          case_name);
 
 /// Host FIFOs (staged_delivery.hpp): rank 0 sends 200 messages of 1 to 4096 bytes to rank 1

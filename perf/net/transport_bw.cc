@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// transport_bw: the network transport alone between two processes, host memory, no GPU: both
+// ranks write into each other at once (as a ring's steps do), `window` writes in flight each, in
+// pieces of each size; rows give GB/s each way (the slower rank's) for every endpoint count
+// asked (GICL_NET_ENDPOINTS, net/endpoints), median of R runs of `total` bytes each way. The
+// provider is GICL_OFI_PROVIDER's (tcp;ofi_rxm on loopback by default here).
+//
+#include <getopt.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.hpp"
+#include "bootstrap/unique_id.hpp"
+#include "gicl/gicl.h"
+#include "net/connect.hpp"
+#include "net/transport.hpp"
+
+namespace gicl {
+namespace {
+
+struct Options {
+  size_t min_bytes = 64 << 10, max_bytes = 4 << 20, total = size_t{1} << 30;
+  double factor = 4;
+  std::vector<int> endpoints{1, 2, 4};
+  int window = 32, reps = 3;
+};
+
+void usage(FILE* out, const char* prog) {
+  std::fprintf(out,
+               "usage: %s [-b MIN] [-e MAX] [-f FACTOR] [-E 1,2,4] [-t TOTAL] [-w WINDOW] [-r R]\n"
+               "Both ranks (two processes) write TOTAL bytes into each other at once, WINDOW\n"
+               "writes in flight, per piece size and endpoint count (GICL_NET_ENDPOINTS).\n"
+               "  -b, --minbytes SIZE   smallest piece (default 64K)\n"
+               "  -e, --maxbytes SIZE   largest piece (default 4M)\n"
+               "  -f, --stepfactor F    piece size factor (default 4)\n"
+               "  -E, --endpoints LIST  endpoint counts, 1 to 16 (default 1,2,4)\n"
+               "  -t, --total SIZE      bytes each way per run (default 1G)\n"
+               "  -w, --window N        writes in flight per rank (default 32)\n"
+               "  -r, --reps N          runs per row, the median printed (default 3)\n"
+               "  -h, --help            this text\n"
+               "SIZE: digits with an optional K, M, G or T suffix (powers of 1024).\n",
+               prog);
+}
+
+/// One rank: `reps` timed exchanges per piece size; appends each size's median seconds (the
+/// slower rank's) to `secs`.
+Status run_rank(const bootstrap::UniqueIdData& id, int me, const Options& o,
+                const std::vector<size_t>& sizes, std::vector<double>* secs) {
+  std::unique_ptr<bootstrap::Bootstrap> bs;
+  GICL_CHECK(bootstrap::Bootstrap::create(id, me, 2, nullptr, 30000, &bs));
+  net::OpenArgs a;
+  a.rank = me;
+  a.nranks = 2;
+  a.max_inflight = std::max(256, 2 * o.window);
+  std::unique_ptr<net::Transport> t;
+  GICL_CHECK(net::open_transport(net::Backend::kOfi, a, &t));
+  GICL_CHECK(net::connect_all(*t, *bs));
+  GICL_CHECK(net::open_connections(*t, *bs, 30000));
+  // Source and destination: one region, the pieces cycling through 64 MiB of each half.
+  constexpr size_t kHalf = 64 << 20;
+  std::vector<char> mem(2 * kHalf, static_cast<char>(me + 1));
+  std::unique_ptr<net::Region> region;
+  GICL_CHECK(t->register_memory(mem.data(), mem.size(), net::MemKind::kHost, &region));
+  std::vector<net::RemoteKey> keys;
+  GICL_CHECK(net::exchange_keys(*bs, *region, &keys));
+  const int peer = 1 - me;
+  net::Event ev[64];
+  // Bootstrap exchanges while polling: the peer's writes land only while this rank progresses.
+  auto polling = [&](auto exchange) -> Status {
+    auto f = std::async(std::launch::async, exchange);
+    while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      int n = 0;
+      GICL_CHECK(t->poll(ev, 64, &n));
+    }
+    return f.get();
+  };
+  auto barrier = [&] { return polling([&] { return bs->barrier(); }); };
+  for (size_t sz : sizes) {
+    std::vector<double> runs;
+    const size_t count = std::max<size_t>(1, o.total / sz);
+    for (int rep = 0; rep < o.reps; ++rep) {
+      GICL_CHECK(barrier());
+      const auto t0 = std::chrono::steady_clock::now();
+      size_t posted = 0, done = 0;
+      while (done < count) {
+        while (posted < count && posted - done < static_cast<size_t>(o.window)) {
+          const size_t off = (posted * sz) % (kHalf - sz + 1);
+          GICL_CHECK(
+              t->write(peer, *region, mem.data() + kHalf + off, keys[peer], off, sz, posted));
+          ++posted;
+        }
+        int n = 0;
+        GICL_CHECK(t->poll(ev, 64, &n));
+        for (int i = 0; i < n; ++i) {
+          if (ev[i].kind != net::EventKind::kDone) continue;
+          if (ev[i].status != GICL_SUCCESS)
+            return GICL_FAIL(ev[i].status, "transport_bw: a write to rank %d failed", peer);
+          ++done;
+        }
+      }
+      runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(runs.begin(), runs.end());
+    double median = runs[runs.size() / 2];
+    // The slower rank's figure: each side's time is its own writes' completion.
+    double both[2] = {0, 0};
+    both[me] = median;
+    GICL_CHECK(polling([&] { return bs->allgather(both, sizeof(double)); }));
+    secs->push_back(std::max(both[0], both[1]));
+  }
+  GICL_CHECK(barrier());
+  return GICL_SUCCESS;
+}
+
+int main_impl(int argc, char** argv) {
+  Options o;
+  const option longs[] = {{"minbytes", required_argument, nullptr, 'b'},
+                          {"maxbytes", required_argument, nullptr, 'e'},
+                          {"stepfactor", required_argument, nullptr, 'f'},
+                          {"endpoints", required_argument, nullptr, 'E'},
+                          {"total", required_argument, nullptr, 't'},
+                          {"window", required_argument, nullptr, 'w'},
+                          {"reps", required_argument, nullptr, 'r'},
+                          {"help", no_argument, nullptr, 'h'},
+                          {nullptr, 0, nullptr, 0}};
+  auto size_arg = [&](const char* flag, size_t* out) {
+    if (gicl_parse_size(optarg, out) == GICL_SUCCESS) return true;
+    std::fprintf(stderr, "transport_bw: %s %s: not a size\n", flag, optarg);
+    usage(stderr, argv[0]);
+    return false;
+  };
+  int c;
+  while ((c = getopt_long(argc, argv, "b:e:f:E:t:w:r:h", longs, nullptr)) != -1) {
+    switch (c) {
+      case 'b':
+        if (!size_arg("-b", &o.min_bytes)) return 2;
+        break;
+      case 'e':
+        if (!size_arg("-e", &o.max_bytes)) return 2;
+        break;
+      case 't':
+        if (!size_arg("-t", &o.total)) return 2;
+        break;
+      case 'f':
+        o.factor = std::atof(optarg);
+        break;
+      case 'w':
+        o.window = std::atoi(optarg);
+        break;
+      case 'r':
+        o.reps = std::atoi(optarg);
+        break;
+      case 'E': {
+        o.endpoints.clear();
+        for (char* tok = std::strtok(optarg, ","); tok; tok = std::strtok(nullptr, ","))
+          o.endpoints.push_back(std::atoi(tok));
+        break;
+      }
+      case 'h':
+        usage(stdout, argv[0]);
+        return 0;
+      default:
+        usage(stderr, argv[0]);
+        return 2;
+    }
+  }
+  if (o.min_bytes == 0 || o.max_bytes < o.min_bytes || o.factor <= 1 || o.window < 1 ||
+      o.reps < 1 || o.total == 0 || o.endpoints.empty()) {
+    std::fprintf(stderr, "transport_bw: bad arguments (sizes, -f > 1, -w, -r, -t, -E)\n");
+    return 2;
+  }
+  for (int e : o.endpoints)
+    if (e < 1 || e > 16) {
+      std::fprintf(stderr, "transport_bw: -E %d: endpoint counts are 1 to 16\n", e);
+      return 2;
+    }
+  setenv("GICL_OFI_PROVIDER", "tcp;ofi_rxm", 0);
+  setenv("FI_TCP_IFACE", "lo", 0);
+  std::vector<size_t> sizes;
+  for (double b = static_cast<double>(o.min_bytes); b <= o.max_bytes * 1.0000001; b *= o.factor)
+    sizes.push_back(static_cast<size_t>(b));
+  std::printf(
+      "# transport_bw: 2 ranks, %s, both ways at once, window %d, %zu MiB each way, "
+      "median of %d\n",
+      getenv("GICL_OFI_PROVIDER"), o.window, o.total >> 20, o.reps);
+  std::printf("# %10s %10s %14s\n", "endpoints", "piece", "GB/s each way");
+  for (int e : o.endpoints) {
+    setenv("GICL_NET_ENDPOINTS", std::to_string(e).c_str(), 1);
+    bootstrap::UniqueIdData id;
+    if (!bootstrap::make_unique_id(&id).ok()) {
+      std::fprintf(stderr, "transport_bw: %s\n", last_error());
+      return 1;
+    }
+    const pid_t child = fork();
+    if (child < 0) return 1;
+    if (child == 0) {
+      std::vector<double> secs;
+      const Status s = run_rank(id, 1, o, sizes, &secs);
+      if (!s.ok()) std::fprintf(stderr, "transport_bw rank 1: %s\n", last_error());
+      _exit(s.ok() ? 0 : 1);
+    }
+    std::vector<double> secs;
+    const Status s = run_rank(id, 0, o, sizes, &secs);
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!s.ok() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      if (!s.ok()) std::fprintf(stderr, "transport_bw rank 0: %s\n", last_error());
+      return 1;
+    }
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const size_t count = std::max<size_t>(1, o.total / sizes[i]);
+      std::printf("  %10d %10zu %14.2f\n", e, sizes[i],
+                  static_cast<double>(count * sizes[i]) / secs[i] / 1e9);
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace gicl
+
+int main(int argc, char** argv) {
+  return gicl::main_impl(argc, argv);
+}
