@@ -70,12 +70,18 @@ Status exchange_keys(bootstrap::Bootstrap& bs, const Region& region, std::vector
 }
 
 namespace {
+/// Every pair's connection, opened from the lower rank and then used once from the higher one.
+/// The second half matters: `ofi_rxm` completes an accepted connection only in its connection
+/// manager's progress, every FI_OFI_RXM_CM_PROGRESS_INTERVAL (10 ms by default), so the higher
+/// rank's first write would otherwise wait that long inside the first collective.
 Status open_endpoint_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t timeout_ms) {
   const int n = bs.nranks(), me = bs.rank();
   constexpr uint64_t kHello = uint64_t{0xa5} << 24;  // | the sender's rank (below 2^24)
+  constexpr uint64_t kReply = uint64_t{0x5a} << 24;  // | the sender's rank
   GICL_ARG_CHECK(n < (1 << 24), "net open_connections: %d ranks", n);
-  // Slot r of a rank's scratch takes rank r's write; its own slot is the source. (An empty write
-  // does not do: shm in libfabric 1.17 never completes it at the sender.)
+  // Slot r of a rank's scratch takes rank r's write (a hello from below, a reply from above); its
+  // own slot is the source. (An empty write does not do: shm in libfabric 1.17 never completes
+  // it at the sender.)
   std::vector<uint64_t> scratch(n, 0);
   std::unique_ptr<Region> region;
   GICL_CHECK(t.register_memory(scratch.data(), scratch.size() * 8, MemKind::kHost, &region));
@@ -83,7 +89,7 @@ Status open_endpoint_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t
   GICL_CHECK(exchange_keys(bs, *region, &keys));
   const Deadline deadline = Deadline::after_ms(timeout_ms);
   std::vector<uint8_t> heard(n, 0);
-  int lower = 0, done = 0;
+  int lower = 0, higher = 0, done = 0;
   auto poll = [&](const char* waiting) -> Status {
     Event ev[64];
     int k = 0;
@@ -92,10 +98,10 @@ Status open_endpoint_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t
       const Event& e = ev[i];
       if (e.kind == EventKind::kImmediate) {
         const int from = static_cast<int>(e.value & 0xffffff);
-        if ((e.value & ~uint64_t{0xffffff}) == kHello && from < me && !heard[from]) {
-          heard[from] = 1;
-          ++lower;
-        }
+        const uint64_t kind = e.value & ~uint64_t{0xffffff};
+        if (from >= n || heard[from]) continue;
+        if (kind == kHello && from < me) heard[from] = 1, ++lower;
+        if (kind == kReply && from > me) heard[from] = 1, ++higher;
       } else if (e.status != GICL_SUCCESS) {
         return GICL_FAIL(e.status, "net: connecting to rank %d failed: %s", e.peer,
                          gicl_get_error_string(e.status));
@@ -105,8 +111,8 @@ Status open_endpoint_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t
     }
     if (k == 0 && deadline.expired()) {
       int missing = -1;
-      for (int r = 0; r < me && missing < 0; ++r)
-        if (!heard[r]) missing = r;
+      for (int r = 0; r < n && missing < 0; ++r)
+        if (r != me && !heard[r]) missing = r;
       return GICL_FAIL(GICL_TIMEOUT, "net: connecting: %s within %lld ms (GICL_NET_TIMEOUT)%s%s",
                        waiting, static_cast<long long>(timeout_ms),
                        missing >= 0 ? "; first silent: rank " : "",
@@ -114,14 +120,19 @@ Status open_endpoint_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t
     }
     return GICL_SUCCESS;
   };
-  for (int j = me + 1; j < n; ++j)
-    GICL_CHECK(t.write_imm(j, *region, &scratch[me], keys[j], 8 * static_cast<uint64_t>(me), 8,
-                           kHello | me, j));
+  auto write = [&](int to, uint64_t kind) {
+    return t.write_imm(to, *region, &scratch[me], keys[to], 8 * static_cast<uint64_t>(me), 8,
+                       kind | me, to);
+  };
+  for (int j = me + 1; j < n; ++j) GICL_CHECK(write(j, kHello));
   while (lower < me) GICL_CHECK(poll("not every lower rank's first write arrived"));
-  // Every rank has heard from all below it; its own writes may still await the peers' progress,
-  // which each gives in the loop below.
+  // The connections from below are accepted here: use each once in this direction.
+  for (int j = 0; j < me; ++j) GICL_CHECK(write(j, kReply));
+  while (higher < n - 1 - me) GICL_CHECK(poll("not every higher rank's reply arrived"));
+  // Every rank has heard from all the others; its own writes may still await the peers'
+  // progress, which each gives in the loop below.
   GICL_CHECK(bs.barrier());
-  while (done < n - 1 - me) GICL_CHECK(poll("this rank's first writes did not complete"));
+  while (done < n - 1) GICL_CHECK(poll("this rank's first writes did not complete"));
   return GICL_SUCCESS;
 }
 

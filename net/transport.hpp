@@ -149,7 +149,14 @@ class Transport {
   virtual int inflight() const = 0;
 };
 
-/// Opens `backend` (kNull, kOfi, kVerbs) with its settings (GICL_OFI_PROVIDER, ...).
+/// Opens `backend` (kNull, kOfi, kVerbs) with its settings (GICL_OFI_PROVIDER, ...): as many
+/// endpoints as GICL_NET_ENDPOINTS says, or where it is 0 as auto_endpoints() gives for the
+/// provider the first one opened.
 Status open_transport(Backend backend, const OpenArgs& args, std::unique_ptr<Transport>* out);
+
+/// Endpoints per process where GICL_NET_ENDPOINTS is 0: 4 for providers over kernel TCP sockets
+/// (`tcp`, `tcp;ofi_rxm`, `sockets`), which move data on the thread that progresses them; 1 for
+/// the others (efa, verbs, cxi, shm).
+int auto_endpoints(const std::string& provider);
 
 }  // namespace gicl::net

@@ -52,9 +52,9 @@ void usage(FILE* out, const char* prog) {
 }
 
 /// One rank: `reps` timed exchanges per piece size; appends each size's median seconds (the
-/// slower rank's) to `secs`.
+/// slower rank's) to `secs`; `first_write`: the seconds of rank 1's first write to rank 0.
 Status run_rank(const bootstrap::UniqueIdData& id, int me, const Options& o,
-                const std::vector<size_t>& sizes, std::vector<double>* secs) {
+                const std::vector<size_t>& sizes, std::vector<double>* secs, double* first_write) {
   std::unique_ptr<bootstrap::Bootstrap> bs;
   GICL_CHECK(bootstrap::Bootstrap::create(id, me, 2, nullptr, 30000, &bs));
   net::OpenArgs a;
@@ -84,6 +84,22 @@ Status run_rank(const bootstrap::UniqueIdData& id, int me, const Options& o,
     return f.get();
   };
   auto barrier = [&] { return polling([&] { return bs->barrier(); }); };
+  // The first write from the higher rank: connections are opened from the lower one, so this
+  // shows whether the open left the other direction ready.
+  GICL_CHECK(barrier());
+  double first[2] = {0, 0};
+  if (me == 1) {
+    const auto t0 = std::chrono::steady_clock::now();
+    GICL_CHECK(t->write(peer, *region, mem.data() + kHalf, keys[peer], 0, 8, 0));
+    for (bool done = false; !done;) {
+      int n = 0;
+      GICL_CHECK(t->poll(ev, 64, &n));
+      for (int i = 0; i < n; ++i) done |= ev[i].kind == net::EventKind::kDone;
+    }
+    first[1] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  GICL_CHECK(polling([&] { return bs->allgather(first, sizeof(double)); }));
+  *first_write = first[1];
   for (size_t sz : sizes) {
     std::vector<double> runs;
     const size_t count = std::max<size_t>(1, o.total / sz);
@@ -204,18 +220,22 @@ int main_impl(int argc, char** argv) {
     if (child < 0) return 1;
     if (child == 0) {
       std::vector<double> secs;
-      const Status s = run_rank(id, 1, o, sizes, &secs);
+      double first = 0;
+      const Status s = run_rank(id, 1, o, sizes, &secs, &first);
       if (!s.ok()) std::fprintf(stderr, "transport_bw rank 1: %s\n", last_error());
       _exit(s.ok() ? 0 : 1);
     }
     std::vector<double> secs;
-    const Status s = run_rank(id, 0, o, sizes, &secs);
+    double first = 0;
+    const Status s = run_rank(id, 0, o, sizes, &secs, &first);
     int status = 0;
     waitpid(child, &status, 0);
     if (!s.ok() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       if (!s.ok()) std::fprintf(stderr, "transport_bw rank 0: %s\n", last_error());
       return 1;
     }
+    std::printf("# %d endpoints: rank 1's first 8-byte write to rank 0 took %.1f us\n", e,
+                first * 1e6);
     for (size_t i = 0; i < sizes.size(); ++i) {
       const size_t count = std::max<size_t>(1, o.total / sizes[i]);
       std::printf("  %10d %10zu %14.2f\n", e, sizes[i],

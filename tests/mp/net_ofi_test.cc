@@ -5,16 +5,21 @@
 // reads return the peer's bytes, a flush completes after every earlier write, bad arguments are
 // named, ranks on different providers are told so, and a peer that dies fails the operations to
 // it, named, within GICL_NET_TIMEOUT.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -478,6 +483,114 @@ TEST(Ofi, SeveralEndpointsAreDescribedAndVerbsTakesOne) {
     RANK_CHECK(t->describe().find("4 endpoints") != std::string::npos, "%s", t->describe().c_str());
     return expect_error(open_transport(Backend::kVerbs, OpenArgs{}, &t), GICL_INVALID_ARGUMENT,
                         "GICL_NET_ENDPOINTS=4");
+  });
+  EXPECT_EQ(rc[0].code, 0);
+}
+
+/// GICL_NET_ENDPOINTS=0 (the default) opens 4 endpoints on providers over kernel TCP sockets,
+/// whose data moves on the thread that progresses them, and 1 elsewhere.
+TEST(Ofi, AutoEndpointsAreFourOnTcpAndOneOnShm) {
+  REQUIRE_OFI();
+  EXPECT_EQ(auto_endpoints("tcp;ofi_rxm"), 4);
+  EXPECT_EQ(auto_endpoints("tcp"), 4);
+  EXPECT_EQ(auto_endpoints("sockets"), 4);
+  EXPECT_EQ(auto_endpoints("efa"), 1);
+  EXPECT_EQ(auto_endpoints("verbs;ofi_rxm"), 1);
+  EXPECT_EQ(auto_endpoints("shm"), 1);
+  auto rc = fork_ranks(1, [](int) {
+    use_case(Case{"tcp;ofi_rxm", 1, 0});
+    std::unique_ptr<Transport> t;
+    RANK_OK(open_transport(Backend::kOfi, OpenArgs{}, &t));
+    RANK_CHECK(t->endpoints() == 4, "tcp;ofi_rxm: %d endpoints", t->endpoints());
+    use_case(Case{"shm", 1, 0});
+    RANK_OK(open_transport(Backend::kOfi, OpenArgs{}, &t));
+    RANK_CHECK(t->endpoints() == 1, "shm: %d endpoints", t->endpoints());
+    return 0;
+  });
+  EXPECT_EQ(rc[0].code, 0);
+}
+
+/// This process's threads whose name starts with `prefix`.
+std::vector<pid_t> threads_named(const std::string& prefix) {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return out;
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name.rfind(prefix, 0) == 0)
+      out.push_back(static_cast<pid_t>(std::stol(e->d_name)));
+  }
+  closedir(d);
+  return out;
+}
+
+/// A thread's user + system CPU time in clock ticks (/proc/self/task/TID/stat fields 14 and 15).
+long thread_ticks(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::istringstream rest(all.substr(all.rfind(')') + 2));  // from field 3, the state
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
+}
+
+/// The endpoint threads start from the first poll's thread; where that thread is pinned to one
+/// core (the proxy is), they are born on the opening thread's other cores, named gicl-epK, and
+/// idle they nap rather than spin.
+TEST(Ofi, EndpointThreadsAvoidThePinnedStarterAndNapWhenIdle) {
+  REQUIRE_OFI();
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0) << std::strerror(errno);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "one CPU: no other core for the endpoint threads";
+  auto rc = fork_ranks(1, [&](int) {
+    use_case(Case{"tcp;ofi_rxm", 1, 3});
+    std::unique_ptr<Transport> t;
+    RANK_OK(open_transport(Backend::kOfi, OpenArgs{}, &t));  // on the unpinned thread
+    int pinned = 0;
+    while (!CPU_ISSET(pinned, &all)) ++pinned;
+    std::string bad;
+    std::thread starter([&] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(pinned, &one);
+      if (const int e = pthread_setaffinity_np(pthread_self(), sizeof(one), &one))
+        bad = std::string("pthread_setaffinity_np: ") + std::strerror(e);
+      Event ev[4];
+      int n = 0;
+      if (bad.empty() && !t->poll(ev, 4, &n).ok()) bad = last_error();
+    });
+    starter.join();
+    RANK_CHECK(bad.empty(), "%s", bad.c_str());
+    const std::vector<pid_t> eps = threads_named("gicl-ep");
+    RANK_CHECK(eps.size() == 2, "%zu threads named gicl-ep*, 2 expected", eps.size());
+    for (pid_t tid : eps) {
+      cpu_set_t mask;
+      RANK_CHECK(sched_getaffinity(tid, sizeof(mask), &mask) == 0, "sched_getaffinity: %s",
+                 std::strerror(errno));
+      RANK_CHECK(!CPU_ISSET(pinned, &mask), "thread %d may run on the starter's core %d", tid,
+                 pinned);
+      RANK_CHECK(CPU_COUNT(&mask) == CPU_COUNT(&all) - 1, "thread %d has %d cores of %d", tid,
+                 CPU_COUNT(&mask), CPU_COUNT(&all));
+    }
+    // Past the busy window, a second of idling: a spinning thread would use most of it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::vector<long> before;
+    for (pid_t tid : eps) before.push_back(thread_ticks(tid));
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const long hz = sysconf(_SC_CLK_TCK);
+    for (size_t i = 0; i < eps.size(); ++i) {
+      const long used = thread_ticks(eps[i]) - before[i];
+      std::printf("idle endpoint thread %d: %.1f %% of a core\n", eps[i], 100.0 * used / hz);
+      RANK_CHECK(used * 4 < hz, "idle endpoint thread %d used %ld of %ld ticks in 1 s", eps[i],
+                 used, hz);
+    }
+    return 0;
   });
   EXPECT_EQ(rc[0].code, 0);
 }
