@@ -369,8 +369,11 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = b0 + threadIdx.x; i < b1; i += blockDim.x) {
       const bool fifo = !p2p_ll_of(a.ops[i], p2p_ll_cap(s)) &&
                         (a.ops[i].is_send ? zwin[i] == kNoWindow : !zero_copy_recv(a.ops[i]));
-      p2p_share(fifo ? a.ops[i].bytes : 0, kPipeChannels, ch, &lo[i], &len[i]);
+      const size_t bytes = fifo ? a.ops[i].bytes : 0;
       const size_t room = a.ops[i].net ? per - kP2pNetHeader : per;
+      const int parts = p2p_fifo_parts(bytes, a.ops[i].net != 0, room);
+      lo[i] = len[i] = 0;
+      if (ch < parts) p2p_share(bytes, parts, ch, &lo[i], &len[i]);
       nmsg[i] = (len[i] + room - 1) / room;
     }
     __syncthreads();

@@ -185,9 +185,10 @@ __global__ void __launch_bounds__(kThreads)
       if (send != recv) copy_slice(recv + lo * E, send + lo * E, len * E);
       break;
     case Collective::kReduce:
-      // A ring allreduce whose result only the root keeps: the others work in the local temp
-      // buffer (the host cuts the call into pieces it holds).
-      sh.coll = Collective::kAllReduce;
+      // The ring's chain into the root (ring::reduce); in the canonical order, or with another
+      // pipe algorithm, an allreduce whose result only the root keeps. The others work in the
+      // local temp buffer (the host cuts the call into pieces it holds).
+      if (a.canonical || a.algo != Algorithm::kRing) sh.coll = Collective::kAllReduce;
       if (me != a.root) w.base = s.temp;
       if (send != w.base) copy_slice(w.base + lo * E, send + lo * E, len * E);
       break;

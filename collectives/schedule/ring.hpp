@@ -58,4 +58,14 @@ GICL_HD Step broadcast(int r, int n, size_t count, int root, int chunks, int s) 
   return st;
 }
 
+/// Reduce as the mirror of broadcast: a pipelined chain root+1 -> root+2 -> ... -> root of
+/// `chunks` pieces. The rank at distance d from root+1 reduces piece s-d+1 (from d-1) into its
+/// buffer at step s and forwards piece s-d, reduced the step before; the root ends the chain. Each
+/// link carries the buffer once, where a ring allreduce carries it twice.
+GICL_HD Step reduce(int r, int n, size_t count, int root, int chunks, int s) {
+  Step st = broadcast(r, n, count, mod(root + 1, n), chunks, s);
+  if (st.recv.peer >= 0) st.action = Action::kReduce;
+  return st;
+}
+
 }  // namespace gicl::coll::ring

@@ -10,7 +10,7 @@ namespace gicl::coll {
 
 /// Shape of one collective call. `count` is the element count of the whole buffer: allreduce,
 /// broadcast, reduce: count; reduce-scatter and allgather: per-rank count x n; alltoall:
-/// per-peer count x n. `chunks` is the pipeline depth of the ring broadcast. `esize` is the
+/// per-peer count x n. `chunks` is the pipeline depth of the ring broadcast and reduce. `esize` is the
 /// element size in bytes where the cut depends on it (two-shot and NVLS allreduce: rank blocks
 /// in 16-byte packs), 0 for the type-agnostic element-wise cut.
 struct Shape {
@@ -28,9 +28,9 @@ GICL_HD int num_steps(const Shape& sh) {
   if (n <= 1) return 0;
   switch (sh.algo) {
     case Algorithm::kRing:
-      if (sh.coll == Collective::kAllReduce || sh.coll == Collective::kReduce)
-        return ring::allreduce_steps(n);
-      if (sh.coll == Collective::kBroadcast) return ring::broadcast_steps(n, sh.chunks);
+      if (sh.coll == Collective::kAllReduce) return ring::allreduce_steps(n);
+      if (sh.coll == Collective::kBroadcast || sh.coll == Collective::kReduce)
+        return ring::broadcast_steps(n, sh.chunks);
       return ring::reduce_scatter_steps(n);
     case Algorithm::kRecursiveDoubling:
       return recursive::doubling_allreduce_steps(n);
@@ -83,7 +83,7 @@ GICL_HD Step make_step(const Shape& sh, int r, int s) {
       return sh.algo == Algorithm::kRing ? ring::broadcast(r, n, c, sh.root, sh.chunks, s)
                                          : direct::broadcast(r, n, c, sh.root, s);
     case Collective::kReduce:
-      return sh.algo == Algorithm::kRing ? ring::allreduce(r, n, c, s)
+      return sh.algo == Algorithm::kRing ? ring::reduce(r, n, c, sh.root, sh.chunks, s)
                                          : direct::reduce(r, n, c, sh.root, s);
     case Collective::kAllToAll:
       return direct::alltoall(r, n, c, s);  // ring: the same pairwise exchanges

@@ -310,6 +310,33 @@ TEST(P2pLL, OperationsWithANetworkRankTakeTheFifos) {
   EXPECT_EQ(p2p_rendezvous_before(ops.data(), 1), 0u);
 }
 
+// A network peer's operation takes as many FIFO channels as its messages fill (each message is a
+// proxy write and a credit back), a load/store peer's every channel; the channels' shares then
+// cover the operation once, in order, with no message beyond a slot.
+TEST(P2pFifo, ANetworkOperationTakesTheChannelsItsMessagesFill) {
+  const size_t room = (size_t{256} << 10) - kP2pNetHeader;
+  EXPECT_EQ(p2p_fifo_parts(8, false, room), kPipeChannels);
+  EXPECT_EQ(p2p_fifo_parts(0, true, room), 1);
+  EXPECT_EQ(p2p_fifo_parts(512, true, room), 1);
+  EXPECT_EQ(p2p_fifo_parts(room, true, room), 1);
+  EXPECT_EQ(p2p_fifo_parts(room + 1, true, room), 2);
+  EXPECT_EQ(p2p_fifo_parts(size_t{2} << 20, true, room), 9);
+  EXPECT_EQ(p2p_fifo_parts(size_t{1} << 30, true, room), kPipeChannels);
+  for (size_t bytes : {size_t{8}, size_t{512}, room + 1, size_t{3} << 20, size_t{1} << 30}) {
+    const int parts = p2p_fifo_parts(bytes, true, room);
+    size_t next = 0, most = 0;
+    for (int ch = 0; ch < parts; ++ch) {
+      size_t lo = 0, len = 0;
+      p2p_share(bytes, parts, ch, &lo, &len);
+      EXPECT_EQ(lo, next) << bytes << " bytes, channel " << ch;
+      next = lo + len;
+      most = std::max(most, len);
+    }
+    EXPECT_EQ(next, bytes);
+    if (parts < kPipeChannels) EXPECT_LE(most, room) << bytes << " bytes: a share past one message";
+  }
+}
+
 TEST(P2pLL, LargerOperationsGetABlockPerThreadsUnitsWithinTheLimit) {
   const size_t m = size_t{64} << 10;  // 8192 units: 16 blocks of 512
   EXPECT_EQ(p2p_ll_most(1), kP2pLLBlocks);

@@ -181,6 +181,22 @@ TEST(Schedules, RingAndRabenseifnerMoveTheBandwidthOptimalAmount) {
   EXPECT_EQ(one.elements_moved, 7u * 8000);  // latency-optimal, bandwidth-hungry
 }
 
+TEST(Schedules, RingReduceIsAChainIntoTheRootCarryingTheBufferOnce) {
+  // The mirror of the ring broadcast: every rank but the root sends the buffer once, in `chunks`
+  // pieces over chunks + n - 2 steps, where a ring allreduce sends 2 (n - 1)/n of it twice over.
+  Shape sh{Collective::kReduce, Algorithm::kRing, 8, 8000};
+  sh.root = 3;
+  sh.chunks = 5;
+  EXPECT_EQ(num_steps(sh), 5 + 8 - 2);
+  const SimResult r = simulate(sh, 7);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.elements_moved, 8000u);
+  for (int s = 0; s < num_steps(sh); ++s) {
+    EXPECT_LT(make_step(sh, 3, s).send.peer, 0) << "the root sends at step " << s;
+    EXPECT_LT(make_step(sh, 4, s).recv.peer, 0) << "the chain's start receives at step " << s;
+  }
+}
+
 TEST(Schedules, UnsupportedPairsAreRefused) {
   EXPECT_FALSE(supported(Collective::kAllToAll, Algorithm::kRecursiveDoubling));
   EXPECT_FALSE(supported(Collective::kReduce, Algorithm::kRabenseifner));
