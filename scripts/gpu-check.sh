@@ -131,11 +131,27 @@ if [[ -f $shim && -f $nt/Makefile ]] && command -v mpirun >/dev/null &&
           "$nt/build/${c}_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2
       done
     done
-    # One process driving two GPUs (-g 2): communicators created in one ncclCommInitAll-style
-    # group and destroyed together.
-    for c in all_reduce all_gather sendrecv; do
-      run "nccl_tests_${c}_g2" "${nt_env[@]}" "$nt/build/${c}_perf" -b 8 -e 16M -f 8 -g 2 -c 1 -n 5 -w 2
+    # Every type, and for the reductions every operation (PreMulSum included), on 2 ranks.
+    for c in all_reduce reduce_scatter reduce all_gather broadcast alltoall sendrecv gather scatter; do
+      ops=(); [[ $c == all_reduce || $c == reduce_scatter || $c == reduce ]] && ops=(-o all)
+      run "nccl_tests_${c}_all_types" "${nt_env[@]}" mpirun --allow-run-as-root -np 2 -x LD_PRELOAD \
+        -x LD_LIBRARY_PATH -x NCCL_DEBUG -x GICL_SOCKET_IFNAME -x NCCL_NVLS_ENABLE \
+        -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
+        "$nt/build/${c}_perf" -b 8 -e 1M -f 32 -d all "${ops[@]}" -g 1 -c 1 -n 2 -w 1
     done
+    # Captured in CUDA graphs (-G), PreMulSum included.
+    run nccl_tests_all_reduce_graph "${nt_env[@]}" mpirun --allow-run-as-root -np 2 -x LD_PRELOAD \
+      -x LD_LIBRARY_PATH -x NCCL_DEBUG -x GICL_SOCKET_IFNAME -x NCCL_NVLS_ENABLE \
+      -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
+      "$nt/build/all_reduce_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2 -G 5 -o mulsum
+    # One process driving every GPU: from one thread (-g, communicators created in one group and
+    # destroyed together) and from a thread per GPU (-t), eager and captured.
+    gpus=$(nvidia-smi -L | wc -l)
+    for c in all_reduce all_gather sendrecv; do
+      run "nccl_tests_${c}_g$gpus" "${nt_env[@]}" "$nt/build/${c}_perf" -b 8 -e 16M -f 8 -g "$gpus" -c 1 -n 5 -w 2
+    done
+    run "nccl_tests_all_reduce_t$gpus" "${nt_env[@]}" "$nt/build/all_reduce_perf" -b 8 -e 16M -f 8 -t "$gpus" -g 1 -c 1 -n 5 -w 2
+    run "nccl_tests_all_reduce_t${gpus}_graph" "${nt_env[@]}" "$nt/build/all_reduce_perf" -b 8 -e 16M -f 8 -t "$gpus" -g 1 -c 1 -n 5 -w 2 -G 5 -o mulsum
   else
     rows+=("nccl-tests did not build (nccl_tests_build.log)")
   fi

@@ -95,7 +95,7 @@ GICL_HDI typename DType<D>::Storage reduce_canonical(const typename DType<D>::St
   using A = typename DType<D>::Acc;
   A acc = to_acc<T, A>(in[0][i]);
   for (int r = 1; r < n; ++r) acc = combine<Op, A>(acc, to_acc<T, A>(in[r][i]));
-  return from_acc<T, A>(finish<Op, A>(acc, n));
+  return from_acc<T, A>(finish<Op, A, T>(acc, n));
 }
 
 }  // namespace gicl::coll

@@ -338,7 +338,7 @@ __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* c
       for (int u = 0; u < U; ++u) {
         T res[V];
 #pragma unroll
-        for (int k = 0; k < V; ++k) res[k] = from_acc<T, A>(finish<Op, A>(acc[u][k], n));
+        for (int k = 0; k < V; ++k) res[k] = from_acc<T, A>(finish<Op, A, T>(acc[u][k], n));
         memcpy(&w[u], res, 16);
       }
       for (int o = 0; o < nout; ++o)
@@ -363,7 +363,7 @@ __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* c
       }
       T res[V];
 #pragma unroll
-      for (int k = 0; k < V; ++k) res[k] = from_acc<T, A>(finish<Op, A>(acc[k], n));
+      for (int k = 0; k < V; ++k) res[k] = from_acc<T, A>(finish<Op, A, T>(acc[k], n));
       uint4 w;
       memcpy(&w, res, 16);
       for (int o = 0; o < nout; ++o) reinterpret_cast<uint4*>(out[o])[p] = w;
@@ -373,7 +373,7 @@ __device__ __forceinline__ void reduce_slice(const typename DType<D>::Storage* c
   for (size_t i = done + threadIdx.x; i < len; i += blockDim.x) {
     A acc = to_acc<T, A>(load_cg(in[0] + i));
     for (int r = 1; r < n; ++r) acc = combine<Op, A>(acc, to_acc<T, A>(load_cg(in[r] + i)));
-    const T v = from_acc<T, A>(finish<Op, A>(acc, n));
+    const T v = from_acc<T, A>(finish<Op, A, T>(acc, n));
     for (int o = 0; o < nout; ++o) out[o][i] = v;
   }
 }

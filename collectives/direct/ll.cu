@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(kThreads)
         if (failed) break;
         T res[V];
 #pragma unroll
-        for (int q = 0; q < V; ++q) res[q] = from_acc<T, A>(finish<Op, A>(acc[q], n));
+        for (int q = 0; q < V; ++q) res[q] = from_acc<T, A>(finish<Op, A, T>(acc[q], n));
         uint64_t out;
         memcpy(&out, res, 8);
         put(out);

@@ -218,7 +218,7 @@ __device__ __forceinline__ void ll128_run(const gicl_device_comm_t& c, const Col
           for (int h = 0; h < sl.units; ++h) {
             T res[V];
 #pragma unroll
-            for (int q = 0; q < V; ++q) res[q] = from_acc<T, A>(finish<Op, A>(acc[u][h][q], n));
+            for (int q = 0; q < V; ++q) res[q] = from_acc<T, A>(finish<Op, A, T>(acc[u][h][q], n));
             uint64_t out;
             memcpy(&out, res, 8);
             store_unit(recv, (sl.unit + h) * 8, bb, out);

@@ -24,7 +24,9 @@
 
 #include "gicl/gicl.h"
 #include "shim/nccl/config.hpp"
+#include "shim/nccl/custom_ops.hpp"
 #include "shim/nccl/mapping.hpp"
+#include "shim/nccl/premul.hpp"
 
 struct ncclComm;
 /// Communicators one thread created together: destroyed together (see above).
@@ -43,6 +45,8 @@ struct ncclComm {
   bool pending = false;
   int nranks = 0, rank = 0;
   ncclUniqueId id{};
+  gicl::nccl::CustomOps ops;                          // ncclRedOpCreatePreMulSum's
+  std::unique_ptr<gicl::nccl::PremulScratch> premul;  // their products, made on first use
 };
 typedef struct ncclComm* ncclComm_t;
 typedef void* ncclWindow_t;
@@ -56,6 +60,7 @@ using gicl::nccl::to_nccl;
 thread_local std::string t_last_error;
 thread_local int t_group_depth = 0;
 thread_local std::vector<ncclComm*> t_pending;
+thread_local std::vector<ncclComm*> t_premul_in_group;  // took PreMulSum buffers in this group
 
 /// Records the message for ncclGetLastError and returns `r`.
 ncclResult_t fail(ncclResult_t r, const char* fmt, ...) {
@@ -116,15 +121,51 @@ ncclResult_t types_of(const char* fn, ncclDataType_t t, gicl_datatype_t* gt) {
   return ncclSuccess;
 }
 
+/// A built-in reduction's gicl number; a custom one (from ncclNumOps on) is the caller's to run
+/// through premul_input.
 ncclResult_t op_of(const char* fn, ncclRedOp_t op, gicl_redop_t* g) {
-  if (gicl::nccl::to_gicl(op, g)) return ncclSuccess;
-  if (static_cast<int>(op) >= ncclNumOps)
-    return fail(ncclInvalidUsage,
-                "%s: custom reduction %d: PreMulSum is not available through gicl's NCCL ABI "
-                "yet",
-                fn, static_cast<int>(op));
+  if (gicl::nccl::to_gicl(op, g) || static_cast<int>(op) >= ncclNumOps) return ncclSuccess;
   return fail(ncclInvalidArgument, "%s: reduction %d is not one of NCCL's", fn,
               static_cast<int>(op));
+}
+
+bool is_custom(ncclRedOp_t op) {
+  return static_cast<int>(op) >= ncclNumOps;
+}
+
+/// A PreMulSum call's input multiplied by its scalar, into `into` where given (the call's own
+/// receive buffer, as large as the input), else into a buffer of the communicator's; `*sum_in`
+/// is what gicl's sum then reads.
+ncclResult_t premul_input(ncclComm* c, const char* fn, ncclRedOp_t op, ncclDataType_t type,
+                          const void* in, size_t count, void* into, cudaStream_t stream,
+                          const void** sum_in) {
+  gicl::nccl::PreMulSum p;
+  if (!c->ops.find(op, &p))
+    return fail(ncclInvalidArgument,
+                "%s: reduction %d was not created on this communicator "
+                "(ncclRedOpCreatePreMulSum), or was destroyed",
+                fn, static_cast<int>(op));
+  if (p.type != type)
+    return fail(ncclInvalidArgument,
+                "%s: reduction %d was created for datatype %d; the call's datatype is %d", fn,
+                static_cast<int>(op), static_cast<int>(p.type), static_cast<int>(type));
+  void* out = into;
+  if (out == nullptr && count > 0) {
+    gicl_datatype_t t;
+    (void)gicl::nccl::to_gicl(type, &t);
+    if (!c->premul) c->premul = std::make_unique<gicl::nccl::PremulScratch>(c->device);
+    const bool in_group = t_group_depth > 0;
+    if (const cudaError_t e =
+            c->premul->get(stream, count * gicl::nccl::type_bytes(t), in_group, &out);
+        e != cudaSuccess)
+      return fail(ncclUnhandledCudaError, "%s: a buffer of %zu elements for PreMulSum: %s", fn,
+                  count, cudaGetErrorString(e));
+    if (in_group) t_premul_in_group.push_back(c);
+  }
+  if (const cudaError_t e = gicl::nccl::premul(p, in, out, count, stream); e != cudaSuccess)
+    return fail(ncclUnhandledCudaError, "%s: PreMulSum's multiply: %s", fn, cudaGetErrorString(e));
+  *sum_in = out;
+  return ncclSuccess;
 }
 
 ncclResult_t init_now(ncclComm* c) {
@@ -457,6 +498,10 @@ NCCL_API ncclResult_t ncclGroupEnd() {
   ncclResult_t inits = ncclSuccess;
   if (--t_group_depth == 0) inits = run_pending();
   const ncclResult_t r = from_gicl(gicl_group_end());
+  if (t_group_depth == 0) {
+    for (ncclComm* c : t_premul_in_group) c->premul->group_ended();
+    t_premul_in_group.clear();
+  }
   return inits != ncclSuccess ? inits : r;
 }
 
@@ -474,15 +519,23 @@ NCCL_API ncclResult_t ncclDevCommDestroy(ncclComm_t, const void*) {
   return fail(ncclInvalidUsage, "ncclDevCommDestroy: no NCCL device communicator exists here");
 }
 
-NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t*, void*, ncclDataType_t, int,
-                                               ncclComm_t) {
-  return fail(ncclInvalidUsage,
-              "ncclRedOpCreatePreMulSum: PreMulSum is not available through gicl's NCCL ABI yet");
+NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar,
+                                               ncclDataType_t datatype, int residence,
+                                               ncclComm_t comm) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: comm is NULL");
+  std::string why;
+  if (!comm->ops.create(datatype, residence, scalar, op, &why))
+    return fail(ncclInvalidArgument, "ncclRedOpCreatePreMulSum: %s", why.c_str());
+  return ncclSuccess;
 }
 
-NCCL_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t) {
-  return fail(ncclInvalidArgument, "ncclRedOpDestroy: reduction %d was not created here",
-              static_cast<int>(op));
+NCCL_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  if (comm == nullptr) return fail(ncclInvalidArgument, "ncclRedOpDestroy: comm is NULL");
+  if (!comm->ops.destroy(op))
+    return fail(ncclInvalidArgument,
+                "ncclRedOpDestroy: reduction %d is no live reduction of this communicator's",
+                static_cast<int>(op));
+  return ncclSuccess;
 }
 
 NCCL_API ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type,
@@ -492,6 +545,13 @@ NCCL_API ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, 
   gicl_redop_t o;
   if (ncclResult_t r = types_of(__func__, type, &t); r != ncclSuccess) return r;
   if (ncclResult_t r = op_of(__func__, op, &o); r != ncclSuccess) return r;
+  if (is_custom(op)) {
+    const void* in = nullptr;
+    if (ncclResult_t r = premul_input(comm, __func__, op, type, send, count, recv, stream, &in);
+        r != ncclSuccess)
+      return r;
+    return from_gicl(gicl_allreduce(in, recv, count, t, gicl_sum, comm->g, stream));
+  }
   return from_gicl(gicl_allreduce(send, recv, count, t, o, comm->g, stream));
 }
 
@@ -503,6 +563,16 @@ NCCL_API ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t rec
   gicl_redop_t o;
   if (ncclResult_t r = types_of(__func__, type, &t); r != ncclSuccess) return r;
   if (ncclResult_t r = op_of(__func__, op, &o); r != ncclSuccess) return r;
+  if (is_custom(op)) {
+    int n = 0;
+    if (const gicl_result_t r = gicl_comm_size(comm->g, &n); r != GICL_SUCCESS) return from_gicl(r);
+    const void* in = nullptr;
+    if (ncclResult_t r =
+            premul_input(comm, __func__, op, type, send, recvcount * n, nullptr, stream, &in);
+        r != ncclSuccess)
+      return r;
+    return from_gicl(gicl_reduce_scatter(in, recv, recvcount, t, gicl_sum, comm->g, stream));
+  }
   return from_gicl(gicl_reduce_scatter(send, recv, recvcount, t, o, comm->g, stream));
 }
 
@@ -534,6 +604,15 @@ NCCL_API ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncc
   gicl_redop_t o;
   if (ncclResult_t r = types_of(__func__, type, &t); r != ncclSuccess) return r;
   if (ncclResult_t r = op_of(__func__, op, &o); r != ncclSuccess) return r;
+  if (is_custom(op)) {
+    // Into a buffer of the communicator's: a non-root's receive buffer is not the caller's to
+    // have written.
+    const void* in = nullptr;
+    if (ncclResult_t r = premul_input(comm, __func__, op, type, send, count, nullptr, stream, &in);
+        r != ncclSuccess)
+      return r;
+    return from_gicl(gicl_reduce(in, recv, count, t, gicl_sum, root, comm->g, stream));
+  }
   return from_gicl(gicl_reduce(send, recv, count, t, o, root, comm->g, stream));
 }
 

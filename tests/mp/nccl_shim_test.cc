@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The drop-in libnccl.so.2 through NCCL's own entry points, on real processes (no GPU needed:
 // a communicator without a device bootstraps): unique id, init, rank and count, async error,
-// destroy; two communicators created by one thread inside a group, initialized at its end; bad
-// arguments and what gicl's NCCL ABI does not offer refused with a message, never a success.
+// destroy; PreMulSum reductions' numbers and refusals; two communicators created by one thread
+// inside a group, initialized at its end; bad arguments and what gicl's NCCL ABI does not offer
+// refused with a message, never a success.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -26,6 +27,7 @@ ncclResult_t ncclGroupEnd();
 ncclResult_t ncclAllReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                            void*);
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t*, void*, ncclDataType_t, int, ncclComm_t);
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t, ncclComm_t);
 const char* ncclGetLastError(ncclComm_t);
 const char* ncclGetErrorString(ncclResult_t);
 }
@@ -64,17 +66,34 @@ TEST(NcclShim, RanksInitCountAndDestroyThroughNcclCalls) {
     if (ncclCommUserRank(comm, &me) != ncclSuccess || me != r) return 3;
     ncclResult_t async = ncclInternalError;
     if (ncclCommGetAsyncError(comm, &async) != ncclSuccess || async != ncclSuccess) return 4;
-    // A type NCCL does not have, and PreMulSum, refused with what was wrong.
+    // A type NCCL does not have refused with what was wrong.
     if (ncclAllReduce(nullptr, nullptr, 1, static_cast<ncclDataType_t>(12), ncclSum, comm,
                       nullptr) != ncclInvalidArgument ||
         std::string(ncclGetLastError(comm)).find("datatype 12") == std::string::npos)
       return 5;
-    ncclRedOp_t op;
+    // PreMulSum reductions are numbered from ncclNumOps, a destroyed one's number reused; a call
+    // with one of another datatype, or one destroyed, is refused before anything runs.
+    ncclRedOp_t a, b, c;
     float scalar = 2;
-    if (ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, 1, comm) != ncclInvalidUsage ||
-        std::string(ncclGetLastError(comm)).find("PreMulSum") == std::string::npos)
+    if (ncclRedOpCreatePreMulSum(&a, &scalar, ncclFloat32, 1, comm) != ncclSuccess || a != 5 ||
+        ncclRedOpCreatePreMulSum(&b, &scalar, ncclFloat32, 0, comm) != ncclSuccess || b != 6)
       return 6;
-    return ncclCommDestroy(comm) == ncclSuccess ? 0 : 7;
+    if (ncclAllReduce(nullptr, nullptr, 1, ncclInt32, a, comm, nullptr) != ncclInvalidArgument ||
+        std::string(ncclGetLastError(comm)).find("created for datatype 7") == std::string::npos)
+      return 7;
+    if (ncclRedOpDestroy(a, comm) != ncclSuccess ||
+        ncclRedOpDestroy(a, comm) != ncclInvalidArgument)
+      return 8;
+    if (ncclAllReduce(nullptr, nullptr, 1, ncclFloat32, a, comm, nullptr) != ncclInvalidArgument ||
+        std::string(ncclGetLastError(comm)).find("reduction 5 was not created") ==
+            std::string::npos)
+      return 9;
+    if (ncclRedOpCreatePreMulSum(&c, &scalar, ncclFloat32, 1, comm) != ncclSuccess || c != 5)
+      return 10;
+    if (ncclRedOpCreatePreMulSum(&c, &scalar, ncclFloat32, 7, comm) != ncclInvalidArgument ||
+        std::string(ncclGetLastError(comm)).find("residence 7") == std::string::npos)
+      return 11;
+    return ncclCommDestroy(comm) == ncclSuccess ? 0 : 12;
   });
   for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }

@@ -81,6 +81,16 @@ TEST(CollDtypes, EveryReduction) {
   const uint8_t u[2] = {200, 100};
   const uint8_t* uin[2] = {&u[0], &u[1]};
   EXPECT_EQ((reduce_canonical<gicl_uint8, gicl_sum>(uin, 2, 0)), 44);  // wraps like uint8
+  // avg of 8-bit integers divides the wrapped sum, as NCCL does (and nccl-tests checks): 300
+  // wraps to 44, then 44 / 2; int8 100 + 100 wraps to -56, then -56 / 2 rounds toward zero.
+  EXPECT_EQ((reduce_canonical<gicl_uint8, gicl_avg>(uin, 2, 0)), 22);
+  const int8_t s[3] = {100, 100, 1};
+  const int8_t* sin[3] = {&s[0], &s[1], &s[2]};
+  EXPECT_EQ((reduce_canonical<gicl_int8, gicl_avg>(sin, 2, 0)), -28);
+  EXPECT_EQ((reduce_canonical<gicl_int8, gicl_avg>(sin, 3, 0)), -18);  // -55 / 3
+  const int32_t big[2] = {2000000000, 2000000000};
+  const int32_t* bin[2] = {&big[0], &big[1]};
+  EXPECT_EQ((reduce_canonical<gicl_int32, gicl_avg>(bin, 2, 0)), -147483648);  // wraps, / 2
 }
 
 TEST(CollDtypes, CanonicalOrderIsBitwiseRepeatable) {

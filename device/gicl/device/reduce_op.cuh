@@ -28,7 +28,8 @@ inline constexpr bool kIsLowFloat =
     std::is_same_v<T, __nv_fp8_e4m3> || std::is_same_v<T, __nv_fp8_e5m2>;
 
 /// The accumulation type of T: fp16, bf16 and fp8 accumulate in fp32 (one rounding at the end);
-/// 8-bit integers in 32 bits, so that avg divides the full sum; every other type in itself.
+/// 8-bit integers in 32 bits (their sums and products wrap alike; finish() takes avg's sum back to
+/// 8 bits before it divides); every other type in itself.
 template <typename T>
 using AccOf = std::conditional_t<
     kIsLowFloat<T>, float,
@@ -74,9 +75,14 @@ GICL_HDI A combine(A a, A b) {
     return a < b ? b : a;
 }
 
-template <gicl_redop_t Op, typename A>
+/// The accumulated value as the result: avg divides by the rank count. An 8-bit integer's sum is
+/// first taken modulo its storage type, as a sum of that type wraps, so that avg is NCCL's (the
+/// wrapped sum, divided, rounding toward zero) on every type.
+template <gicl_redop_t Op, typename A, typename T = A>
 GICL_HDI A finish(A acc, int nranks) {
-  if constexpr (Op == gicl_avg)
+  if constexpr (Op == gicl_avg && std::is_integral_v<T> && sizeof(T) < sizeof(A))
+    return static_cast<A>(static_cast<T>(acc)) / static_cast<A>(nranks);
+  else if constexpr (Op == gicl_avg)
     return acc / static_cast<A>(nranks);
   else
     return acc;

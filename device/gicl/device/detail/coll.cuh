@@ -47,7 +47,7 @@ __device__ __forceinline__ T reduce_loaded(int n, At&& at) {
     const A a = to_acc<T, A>(v);
     acc = k == 0 ? a : combine<Op, A>(acc, a);
   }
-  return from_acc<T, A>(finish<Op, A>(acc, n));
+  return from_acc<T, A>(finish<Op, A, T>(acc, n));
 }
 
 /// Element i reduced over the members in order, read through L2 from each member's `src`.
@@ -96,7 +96,7 @@ __device__ __forceinline__ void reduce_packs(const DeviceComm& c, const Members&
       uint4 out;
       T* o = reinterpret_cast<T*>(&out);
 #pragma unroll
-      for (int e = 0; e < kPack; ++e) o[e] = from_acc<T, A>(finish<Op, A>(acc[u][e], n));
+      for (int e = 0; e < kPack; ++e) o[e] = from_acc<T, A>(finish<Op, A, T>(acc[u][e], n));
       store(lo + q, out);
     }
   }
