@@ -146,7 +146,6 @@ if [[ -f $shim && -f $nt/Makefile ]] && command -v mpirun >/dev/null &&
       "$nt/build/all_reduce_perf" -b 8 -e 16M -f 8 -g 1 -c 1 -n 5 -w 2 -G 5 -o mulsum
     # One process driving every GPU: from one thread (-g, communicators created in one group and
     # destroyed together) and from a thread per GPU (-t), eager and captured.
-    gpus=$(nvidia-smi -L | wc -l)
     for c in all_reduce all_gather sendrecv; do
       run "nccl_tests_${c}_g$gpus" "${nt_env[@]}" "$nt/build/${c}_perf" -b 8 -e 16M -f 8 -g "$gpus" -c 1 -n 5 -w 2
     done
@@ -155,6 +154,23 @@ if [[ -f $shim && -f $nt/Makefile ]] && command -v mpirun >/dev/null &&
   else
     rows+=("nccl-tests did not build (nccl_tests_build.log)")
   fi
+fi
+
+# PyTorch through gicl's libnccl.so.2 (LD_PRELOAD: PyTorch's RPATH points at its own NCCL):
+# DDP training steps whose weights must match a run on NCCL's own library, and the
+# torch.distributed collectives checked value by value (tests/torch/torch_nccl_shim.py).
+tt=$root/tests/torch/torch_nccl_shim.py
+if [[ -f $shim ]] && command -v torchrun >/dev/null && python3 -c 'import torch' 2>/dev/null; then
+  for n in $(printf '%s\n' 2 "$gpus" | sort -un); do
+    (( n > gpus )) && continue
+    trun=(torchrun --standalone --nproc_per_node="$n")
+    run "torch_ddp_nccl_n$n" "${trun[@]}" "$tt" ddp "$out/torch_ddp_nccl_n$n.pt"
+    run "torch_ddp_gicl_n$n" env LD_PRELOAD="$shim" NCCL_DEBUG=VERSION "${trun[@]}" "$tt" ddp \
+      "$out/torch_ddp_gicl_n$n.pt"
+    run "torch_ddp_same_weights_n$n" python3 "$tt" compare "$out/torch_ddp_nccl_n$n.pt" \
+      "$out/torch_ddp_gicl_n$n.pt"
+    run "torch_collectives_gicl_n$n" env LD_PRELOAD="$shim" "${trun[@]}" "$tt" collectives
+  done
 fi
 
 coll_perf=$perf  # the collective benchmarks are never rebuilt with NVSHMEM
