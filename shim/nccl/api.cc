@@ -12,6 +12,7 @@
 // destroyed every member, which then run at once, each on a thread of its own.
 #include <cuda_runtime_api.h>
 
+#include <strings.h>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include "gicl/gicl.h"
 #include "shim/nccl/config.hpp"
 #include "shim/nccl/custom_ops.hpp"
+#include "shim/nccl/env.hpp"
 #include "shim/nccl/mapping.hpp"
 #include "shim/nccl/premul.hpp"
 
@@ -79,9 +81,26 @@ ncclResult_t from_gicl(gicl_result_t r) {
   return to_nccl(r);
 }
 
+/// NCCL's variables that have a gicl meaning, set as the GICL_* ones before gicl first reads its
+/// settings (shim/nccl/env.hpp); those with none are named at NCCL_DEBUG=INFO.
+void import_nccl_env() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string> ignored;
+    for (const auto& m :
+         gicl::nccl::nccl_env_to_gicl([](const char* n) { return std::getenv(n); }, &ignored))
+      setenv(m.name.c_str(), m.value.c_str(), 0);
+    const char* nd = std::getenv("NCCL_DEBUG");
+    if (nd != nullptr && (!strcasecmp(nd, "INFO") || !strcasecmp(nd, "TRACE")))
+      for (const auto& line : ignored)
+        std::fprintf(stderr, "gicl's libnccl.so.2: %s\n", line.c_str());
+  });
+}
+
 /// Prints once, where NCCL_DEBUG asks for its version line or GICL_DEBUG for INFO, that NCCL's
 /// calls go to gicl.
 void banner() {
+  import_nccl_env();
   static std::once_flag once;
   std::call_once(once, [] {
     const char* nd = std::getenv("NCCL_DEBUG");

@@ -6,6 +6,7 @@
 // refused with a message, never a success.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -43,6 +44,23 @@ TEST(NcclShim, ReportsTheVersionWhoseAbiItImplements) {
   EXPECT_EQ(ncclGetVersion(nullptr), ncclInvalidArgument);
   EXPECT_NE(std::string(ncclGetLastError(nullptr)).find("version"), std::string::npos);
   EXPECT_STREQ(ncclGetErrorString(ncclSuccess), "no error");
+}
+
+// NCCL's variables with a gicl meaning are set as the GICL_* ones at the library's first call;
+// a GICL_* variable already set wins.
+TEST(NcclShim, NcclEnvironmentVariablesBecomeGiclSettings) {
+  auto rc = fork_ranks(1, [](int) {
+    unsetenv("GICL_SOCKET_IFNAME");
+    setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+    setenv("NCCL_PROTO", "LL", 1);
+    setenv("GICL_PROTO", "SIMPLE", 1);
+    ncclUniqueId id;
+    if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
+    const char* ifname = getenv("GICL_SOCKET_IFNAME");
+    if (ifname == nullptr || std::string(ifname) != "lo") return 2;
+    return std::string(getenv("GICL_PROTO")) == "SIMPLE" ? 0 : 3;
+  });
+  EXPECT_EQ(rc[0].code, 0);
 }
 
 TEST(NcclShim, RanksInitCountAndDestroyThroughNcclCalls) {
