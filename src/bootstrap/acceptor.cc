@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "common/log.hpp"
 
@@ -68,6 +70,22 @@ bool Acceptor::advance(size_t i, int* fd, Hello* hello) {
   }
 }
 
+void Acceptor::out_of_descriptors(int err) {
+  for (size_t k = 0; k < pending_.size(); ++k)
+    if (pending_[k].got == 0) {
+      reject(k, "out of file descriptors: the oldest silent connection goes");
+      break;
+    }
+  if (backoff_.count() == 0)
+    GICL_WARN(kSubsysBootstrap,
+              "bootstrap: accept: %s; accepting again after pauses of up to 100 ms (raise "
+              "'ulimit -n')",
+              std::strerror(err));
+  backoff_ = std::min(std::chrono::milliseconds(100),
+                      std::max(std::chrono::milliseconds(1), backoff_ * 2));
+  listen_again_ = Clock::now() + backoff_;
+}
+
 Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello) {
   std::vector<pollfd> fds;
   for (;;) {
@@ -79,9 +97,12 @@ Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd
         reject(i, "no hello within the hello timeout");
     }
     fds.clear();
-    fds.push_back({listen_fd_, POLLIN, 0});
+    // A negative fd is left out by poll: the listener, while out of descriptors.
+    const bool listening = now >= listen_again_;
+    fds.push_back({listening ? listen_fd_ : -1, POLLIN, 0});
     for (auto& p : pending_) fds.push_back({p.fd, POLLIN, 0});
-    int n = ::poll(fds.data(), fds.size(), deadline.poll_ms(50));
+    const int wait = listening ? 50 : std::clamp<int>(static_cast<int>(backoff_.count()), 1, 50);
+    int n = ::poll(fds.data(), fds.size(), deadline.poll_ms(wait));
     if (n < 0 && errno != EINTR) GICL_SYSCHECK(-1, "poll");
     if (n > 0) {
       // Pending connections first: indices shift when one completes or is rejected.
@@ -92,7 +113,11 @@ Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd
       if (fds[0].revents & POLLIN) {
         for (;;) {
           int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (c < 0) break;
+          if (c < 0) {
+            if (errno == EMFILE || errno == ENFILE) out_of_descriptors(errno);
+            break;
+          }
+          backoff_ = std::chrono::milliseconds(0);
           int one = 1;
           setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
           if (pending_.size() >= kMaxPending) {

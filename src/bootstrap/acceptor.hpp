@@ -35,12 +35,19 @@ class Acceptor {
   // Reads what is available on pending_[i]; returns true when a valid hello completed.
   bool advance(size_t index, int* fd, Hello* hello);
 
+  /// accept4 found no descriptor free: free a silent half-open connection if there is one, and
+  /// leave the listener (which stays readable) out of the poll for a while, doubling from 1 ms to
+  /// 100 ms while it lasts.
+  void out_of_descriptors(int err);
+
   int listen_fd_;
   uint8_t secret_[kSecretBytes];
   MsgType type_;
   int nranks_;
   int rejected_ = 0;
   std::vector<Pending> pending_;
+  Clock::time_point listen_again_{};      // the listener sits out of the poll until then
+  std::chrono::milliseconds backoff_{0};  // the current pause; 0: accepting
 };
 
 }  // namespace gicl::bootstrap

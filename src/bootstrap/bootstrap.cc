@@ -78,12 +78,15 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
       ::close(fd);
       return s;
     }
-    if (h.type == static_cast<uint32_t>(MsgType::kRootAbort) && h.length <= kMaxAbortText) {
+    const bool refused = h.type == static_cast<uint32_t>(MsgType::kRootRefuse);
+    if ((refused || h.type == static_cast<uint32_t>(MsgType::kRootAbort)) &&
+        h.length <= kMaxAbortText) {
       std::string text(h.length, '\0');
       s = recv_all(fd, text.data(), text.size(), deadline, cancel, "the bootstrap root");
       ::close(fd);
       if (!s.ok()) return s;
-      return GICL_FAIL(GICL_TIMEOUT, "rank %d: %s", rank, text.c_str());
+      return GICL_FAIL(refused ? GICL_INVALID_USAGE : GICL_TIMEOUT, "rank %d: bootstrap: %s", rank,
+                       text.c_str());
     }
     if (h.type != static_cast<uint32_t>(MsgType::kRootTable) ||
         h.length != static_cast<uint64_t>(nranks) * sizeof(WireAddr)) {

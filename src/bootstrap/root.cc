@@ -2,9 +2,11 @@
 #include "bootstrap/root.hpp"
 
 #include <pthread.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include <atomic>
 #include <list>
@@ -79,7 +81,30 @@ void send_to(int fd, MsgType type, const void* payload, size_t len) {
   send_all(fd, payload, len, d, nullptr, "a rank").ignore();
 }
 
+/// "ip:port" of the other end of `fd`, for messages about a connection.
+std::string peer_of(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "an unknown address";
+  SockAddr a;
+  std::memcpy(&a.storage, &ss, sizeof(ss));
+  a.len = len;
+  return a.str();
+}
+
+/// Every rank connected so far, and the one whose hello shows the misconfiguration, get `text`
+/// as a refusal (each fails at once with it, GICL_INVALID_USAGE); the root stops serving.
+void refuse_all(const std::vector<int>& fds, int offender, const std::string& text) {
+  GICL_WARN(kSubsysBootstrap, "bootstrap root: %s", text.c_str());
+  for (int fd : fds)
+    if (fd >= 0) send_to(fd, MsgType::kRootRefuse, text.data(), text.size());
+  send_to(offender, MsgType::kRootRefuse, text.data(), text.size());
+  ::close(offender);
+}
+
 void serve(Root* root) {
+  // Rank counts are the root's to compare (the first hello sets the job's): the acceptor passes
+  // every authenticated hello on, so that a mismatch is refused naming both sides.
   Acceptor acceptor(root->listen_fd, root->secret, MsgType::kRootHello, -1);
   const Deadline deadline = Deadline::after_ms(root->timeout_ms);
   int nranks = -1;
@@ -93,15 +118,32 @@ void serve(Root* root) {
     if (!s.ok()) break;
     if (nranks < 0) {
       nranks = hello.nranks;
-      acceptor.set_nranks(nranks);
       fds.assign(nranks, -1);
       table.assign(nranks, WireAddr{});
     }
-    if (fds[hello.rank] >= 0) {
-      GICL_WARN(kSubsysBootstrap, "bootstrap root: rank %d connected twice; dropping the second",
-                hello.rank);
-      ::close(fd);
-      continue;
+    char why[256] = "";
+    if (hello.nranks != nranks)
+      std::snprintf(why, sizeof(why),
+                    "rank %d (from %s) says the job has %d ranks; the root has %d from the "
+                    "first hello",
+                    hello.rank, peer_of(fd).c_str(), hello.nranks, nranks);
+    else if (fds[hello.rank] >= 0)
+      std::snprintf(why, sizeof(why),
+                    "two processes say they are rank %d of %d (the first from %s, the second "
+                    "from %s)",
+                    hello.rank, nranks, peer_of(fds[hello.rank]).c_str(), peer_of(fd).c_str());
+    if (why[0] != '\0') {
+      refuse_all(fds, fd, why);
+      for (int& f : fds)
+        if (f >= 0) ::close(f), f = -1;
+      // Ranks still to come get the same answer, until the deadline or the process ends.
+      for (;;) {
+        if (!acceptor.accept_one(deadline, &root->stop, &fd, &hello).ok()) break;
+        send_to(fd, MsgType::kRootRefuse, why, std::strlen(why));
+        ::close(fd);
+      }
+      nranks = 0;  // refused: nothing more to serve
+      break;
     }
     fds[hello.rank] = fd;
     table[hello.rank] = hello.listen_addr;

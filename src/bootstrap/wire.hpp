@@ -21,11 +21,12 @@ inline constexpr uint64_t kMaxAbortText = 4096;
 inline constexpr int kHelloTimeoutMs = 1000;
 
 enum class MsgType : uint32_t {
-  kRootHello = 0x10,  // rank -> root: its listening address
-  kPeerHello = 0x11,  // rank -> rank: first message on a peer connection
-  kRootTable = 0x20,  // root -> ranks: every rank's listening address
-  kRootAbort = 0x21,  // root -> ranks: the job cannot start; text says why
-  kData = 0x30,       // rank -> rank: tagged payload
+  kRootHello = 0x10,   // rank -> root: its listening address
+  kPeerHello = 0x11,   // rank -> rank: first message on a peer connection
+  kRootTable = 0x20,   // root -> ranks: every rank's listening address
+  kRootAbort = 0x21,   // root -> ranks: the job cannot start in time; text says why
+  kRootRefuse = 0x22,  // root -> ranks: the job is misconfigured (sizes, ranks); text says how
+  kData = 0x30,        // rank -> rank: tagged payload
 };
 
 /// Fixed 16-byte header before every message.

@@ -11,10 +11,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "common/log.hpp"
@@ -174,7 +176,25 @@ void close_fd(int* fd) {
   *fd = -1;
 }
 
+namespace {
+/// The soft limit on open descriptors up to the hard one, once per process (as NCCL does): a
+/// listener of the bootstrap may hold a connection per rank and some half-open ones besides.
+void raise_fd_limit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    rlimit l{};
+    if (getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur >= l.rlim_max) return;
+    const rlim_t was = l.rlim_cur;
+    l.rlim_cur = l.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &l) == 0)
+      GICL_INFO(kSubsysBootstrap, "open file limit raised from %llu to %llu",
+                static_cast<unsigned long long>(was), static_cast<unsigned long long>(l.rlim_max));
+  });
+}
+}  // namespace
+
 Status listen_on(const SockAddr& addr, int backlog, int* fd, SockAddr* bound) {
+  raise_fd_limit();
   int s = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   GICL_SYSCHECK(s, "socket");
   int one = 1;

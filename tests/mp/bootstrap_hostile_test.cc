@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // The bootstrap under hostile or broken conditions: wrong secrets, garbage, truncated and
 // oversized messages, a port scan during init, a rank that never arrives, a rank that dies.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
+#include <vector>
 
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/unique_id.hpp"
@@ -88,6 +96,42 @@ TEST(BootstrapHostile, WrongSecretGarbageAndOversizeAreRejectedJobCompletes) {
       3, [&](int r) { return normal_rank(id, r, 3); }, 60000);
   for (int fd : fds) close(fd);
   for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// Out of file descriptors, the root leaves its listener (which stays readable while a
+/// connection waits in the backlog) out of the poll for a while instead of spinning on accept4;
+/// once descriptors are free again it accepts, and a job completes.
+TEST(BootstrapHostile, OutOfDescriptorsTheRootPausesAndRecovers) {
+  auto rc = fork_ranks(1, [](int) {
+    rlimit l{64, 64};
+    RANK_CHECK(setrlimit(RLIMIT_NOFILE, &l) == 0, "setrlimit: %s", std::strerror(errno));
+    UniqueIdData id;
+    RANK_OK(bootstrap::make_unique_id(&id));
+    SockAddr root;
+    RANK_CHECK(bootstrap::from_wire(id.root, &root), "root address");
+    const int client = ::socket(root.family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    RANK_CHECK(client >= 0, "socket: %s", std::strerror(errno));
+    std::vector<int> filler;  // every descriptor left, so that the root's accept4 has none
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) filler.push_back(fd);
+    RANK_CHECK(errno == EMFILE, "open: %s", std::strerror(errno));
+    RANK_CHECK(::connect(client, reinterpret_cast<const sockaddr*>(&root.storage), root.len) == 0,
+               "connect: %s", std::strerror(errno));
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    getrusage(RUSAGE_SELF, &after);
+    auto secs = [](const rusage& u) {
+      return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+             1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+    };
+    const double cpu = secs(after) - secs(before);
+    std::printf("out of descriptors for 1 s: the process used %.3f s of CPU\n", cpu);
+    RANK_CHECK(cpu < 0.25, "the root spun: %.3f s of CPU in 1 s", cpu);
+    for (int fd : filler) ::close(fd);
+    ::close(client);
+    return normal_rank(id, 0, 1);
+  });
+  EXPECT_EQ(rc[0].code, 0);
 }
 
 TEST(BootstrapHostile, PortScanDuringInitDoesNotStopIt) {

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <random>
+#include <thread>
+#include <string>
+#include <vector>
 
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/unique_id.hpp"
@@ -98,6 +102,41 @@ TEST(Bootstrap, MismatchedMessageLengthIsAnErrorNamingThePeer) {
     return 0;
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// Processes that disagree about the job fail at once (not at the timeout), each with an error
+/// naming the disagreement: `ranks[i]` and `sizes[i]` are what process i says it is. The last
+/// process starts 300 ms after the others, so that the root has seen the disagreement before a
+/// job could be complete (a complete job starts, and is then no longer the root's to refuse).
+void expect_refused(const std::vector<int>& ranks, const std::vector<int>& sizes,
+                    const std::vector<std::string>& words) {
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  const int last = static_cast<int>(ranks.size()) - 1;
+  auto results = fork_ranks(static_cast<int>(ranks.size()), [&](int i) {
+    if (i == last) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::unique_ptr<Bootstrap> b;
+    const Status s = Bootstrap::create(id, ranks[i], sizes[i], nullptr, 20000, &b);
+    RANK_CHECK(s.code() == GICL_INVALID_USAGE, "process %d: got %d: %s", i, s.code(), last_error());
+    for (const std::string& w : words)
+      RANK_CHECK(std::string(last_error()).find(w) != std::string::npos, "process %d: '%s' in %s",
+                 i, w.c_str(), last_error());
+    return 0;
+  });
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    EXPECT_EQ(results[i].code, 0) << "process " << i;
+    EXPECT_LT(results[i].seconds, 10.0) << "process " << i << " waited for the 20 s timeout";
+  }
+}
+
+TEST(Bootstrap, ARankCountMismatchIsRefusedAtOnceNamingBothSizes) {
+  // Whichever of the first two hellos the root reads first sets the job's size; either way both
+  // sizes are named, and the process that comes later gets the same answer.
+  expect_refused({0, 2, 1}, {2, 3, 2}, {"says the job has", "ranks; the root has"});
+}
+
+TEST(Bootstrap, TwoProcessesWithOneRankAreRefusedAtOnce) {
+  expect_refused({1, 1, 0}, {3, 3, 3}, {"two processes say they are rank 1 of 3"});
 }
 
 }  // namespace
