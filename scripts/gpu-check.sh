@@ -139,6 +139,15 @@ if [[ -f $shim && -f $nt/Makefile ]] && command -v mpirun >/dev/null &&
         -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
         "$nt/build/${c}_perf" -b 8 -e 1M -f 32 -d all "${ops[@]}" -g 1 -c 1 -n 2 -w 1
     done
+    # Buffers registered (-R 1: ncclCommRegister) and as windows (-R 2: ncclCommWindowRegister).
+    for reg in 1 2; do
+      for c in all_reduce all_gather reduce_scatter alltoall; do
+        run "nccl_tests_${c}_R$reg" "${nt_env[@]}" mpirun --allow-run-as-root -np 2 -x LD_PRELOAD \
+          -x LD_LIBRARY_PATH -x NCCL_DEBUG -x GICL_SOCKET_IFNAME -x NCCL_NVLS_ENABLE \
+          -x NVSHMEM_DISABLE_NVLS -x TORCH_SYMM_MEM_DISABLE_MULTICAST \
+          "$nt/build/${c}_perf" -b 8 -e 64M -f 8 -g 1 -c 1 -n 5 -w 2 -R "$reg"
+      done
+    done
     # Captured in CUDA graphs (-G), PreMulSum included.
     run nccl_tests_all_reduce_graph "${nt_env[@]}" mpirun --allow-run-as-root -np 2 -x LD_PRELOAD \
       -x LD_LIBRARY_PATH -x NCCL_DEBUG -x GICL_SOCKET_IFNAME -x NCCL_NVLS_ENABLE \
