@@ -125,6 +125,26 @@ void Bootstrap::shutdown() {
     if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
 }
 
+Status Bootstrap::connect_all() {
+  // Every rank connects out first (a connect completes in the peer's backlog, its hello fits the
+  // socket buffer), then accepts: no rank waits on another's order.
+  int fd = -1;
+  for (int p = 0; p < nranks_; ++p)
+    if (p != rank_) GICL_CHECK(out_conn(p, &fd));
+  for (int p = 0; p < nranks_; ++p)
+    if (p != rank_) GICL_CHECK(in_conn(p));
+  return GICL_SUCCESS;
+}
+
+std::vector<std::pair<int, int>> Bootstrap::connections() const {
+  std::vector<std::pair<int, int>> out;
+  for (int p = 0; p < nranks_; ++p) {
+    if (p < static_cast<int>(out_fds_.size()) && out_fds_[p] >= 0) out.push_back({out_fds_[p], p});
+    if (p < static_cast<int>(in_.size()) && in_[p].fd >= 0) out.push_back({in_[p].fd, p});
+  }
+  return out;
+}
+
 std::string Bootstrap::peer_name(int peer) const {
   return "rank " + std::to_string(peer);
 }

@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/wire.hpp"
@@ -52,6 +53,11 @@ class Bootstrap {
 
   /// Wakes every blocked call (used by abort from another thread); the object stays valid.
   void shutdown();
+  /// Connections to and from every other rank, opened now (the collectives open them on first
+  /// use): a peer process that ends closes them, which the communicator's peer watch sees.
+  Status connect_all();
+  /// Every open connection's descriptor and peer rank, for polling hang-ups only: never read.
+  std::vector<std::pair<int, int>> connections() const;
 
  private:
   struct Message {

@@ -172,6 +172,9 @@ gicl_result_t gicl_comm_split(gicl_comm_t comm, int color, int key, gicl_comm_t*
 gicl_result_t gicl_comm_destroy(gicl_comm_t comm) {
   return gicl::api_call([&]() -> Status {
     GICL_CHECK(check_comm(comm));
+    // The watch stops first: a rank leaves the barrier below only once every rank has entered
+    // destroy, so no rank that goes afterwards is reported as lost.
+    if (comm->watch) comm->watch->stop();
     Status s;
     {
       std::lock_guard<std::mutex> lock(comm->op_mutex);
@@ -189,6 +192,7 @@ gicl_result_t gicl_comm_abort(gicl_comm_t comm) {
   return gicl::api_call([&]() -> Status {
     GICL_CHECK(check_comm(comm));
     const auto start = gicl::Clock::now();
+    if (comm->watch) comm->watch->stop();  // this rank's own going is no peer's loss
     comm->cancel.store(true, std::memory_order_release);
     gicl::comm_set_error(comm, GICL_ABORTED, "the communicator was aborted");
     // Wake every blocked socket wait now; the cancel flag stops the loops within 100 ms.

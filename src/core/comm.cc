@@ -125,6 +125,19 @@ class InitTimer {
   std::string text_;
 };
 
+/// A peer lost (core/peer_watch): the communicator's error names it, device waits stop, host
+/// calls fail with it.
+void peer_lost(gicl_comm* c, int peer, const std::string& what) {
+  std::string msg = what;
+  if (peer >= 0 && peer < static_cast<int>(c->peers.size()))
+    msg = "rank " + std::to_string(peer) + " (pid " + std::to_string(c->peers[peer].pid) +
+          "): " + what;
+  GICL_WARN(kSubsysInit, "rank %d: %s", c->rank, msg.c_str());
+  comm_set_error(c, GICL_REMOTE_ERROR, msg);
+  c->peer_lost.store(true, std::memory_order_release);
+  device_resources_signal_abort(c);  // every device wait stops now
+}
+
 Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   GICL_CHECK(setting_int(Setting::kBootstrapTimeout, &c->timeout_ms));
   int64_t heap_mode = 0, max_bytes = 0, chunk = 0;
@@ -202,8 +215,12 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   // Before the last barrier: no rank's kernels run until every rank's are loaded.
   GICL_CHECK(load_kernel_families(c->device));
   timer.mark("kernel preload");
+  GICL_CHECK(c->bootstrap->connect_all());
   GICL_CHECK(c->bootstrap->barrier());
   timer.mark("last barrier");
+  GICL_CHECK(PeerWatch::start(
+      c->bootstrap->connections(),
+      [c](int peer, const std::string& what) { peer_lost(c, peer, what); }, &c->watch));
   GICL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s); init ms: %s", c->rank, c->nranks,
             c->device, c->heap ? heap_handle_name(c->heap->handle()) : "none",
             timer.summary().c_str());
@@ -257,6 +274,7 @@ bool device_idle_within(int device, int ms) {
 }  // namespace
 
 void comm_free(gicl_comm* c, int idle_wait_ms) {
+  c->watch.reset();  // before anything it reports into goes
   const bool idle = !c->dev || device_idle_within(c->device, idle_wait_ms);
   if (!idle) new std::shared_ptr<void>(std::move(c->collectives));  // in use by kernels: leak
   c->collectives.reset();

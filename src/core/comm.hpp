@@ -12,6 +12,7 @@
 #include "bootstrap/wire.hpp"
 #include "core/device_state.hpp"
 #include "core/net_path.hpp"
+#include "core/peer_watch.hpp"
 #include "core/team.hpp"
 #include "gicl/gicl.h"
 #include "memory/heap.hpp"
@@ -49,6 +50,8 @@ struct gicl_comm {
   std::atomic<int> async_error{GICL_SUCCESS};
   std::mutex error_mutex;
   std::string async_message;
+  std::unique_ptr<gicl::PeerWatch> watch;  // liveness of every other rank (core/peer_watch)
+  std::atomic<bool> peer_lost{false};      // a peer's loss: host calls fail from then on
 };
 
 namespace gicl {
@@ -69,6 +72,10 @@ class CommOp {
   ~CommOp() { comm_->inflight.fetch_sub(1); }
   Status check() const {
     if (cancelled(&comm_->cancel)) return GICL_FAIL(GICL_ABORTED, "the communicator was aborted");
+    if (comm_->peer_lost.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(comm_->error_mutex);
+      return GICL_FAIL(GICL_REMOTE_ERROR, "%s", comm_->async_message.c_str());
+    }
     return GICL_SUCCESS;
   }
 

@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // Communicators between real processes (and threads) without a GPU: init, split, teams, destroy,
-// abort from another thread, and 1000 init/abort cycles that must leave nothing behind.
+// abort from another thread, 1000 init/abort cycles that must leave nothing behind, and a killed
+// rank named by every survivor within a second.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "bootstrap/root.hpp"
 #include "common/cuda.hpp"
@@ -43,6 +51,74 @@ long long gpu_used_bytes() {
   size_t free_b = 0, total = 0;
   if (cudaMemGetInfo(&free_b, &total) != cudaSuccess) return 0;
   return static_cast<long long>(total - free_b);
+}
+
+/// Seconds on CLOCK_MONOTONIC, comparable across the processes of one machine.
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+// A rank SIGKILLed after init, the root's rank 0 included, at 2, 3 and 4 ranks: every survivor's
+// communicator goes into error naming it (GICL_REMOTE_ERROR) within a second of the kill, a host
+// call fails at once with that error, and destroy returns without waiting for the dead rank.
+TEST(Comm, AKilledRankIsNamedByEverySurvivorWithinASecond) {
+  constexpr int kTrials = 24;
+  // Shared with the ranks: the kill's time, and each survivor's delay until it saw the error.
+  auto* shared = static_cast<double*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(shared, MAP_FAILED);
+  std::vector<double> delays;
+  for (int t = 0; t < kTrials; ++t) {
+    const int n = 2 + t % 3, victim = (t / 3) % n;
+    gicl_unique_id_t id;
+    ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+    for (int i = 0; i < 8; ++i) shared[i] = -1;
+    auto results = fork_ranks(n, [&](int r) {
+      gicl_comm_t comm;
+      RANK_OK(gicl_comm_init_rank(&comm, n, id, r));
+      if (r == victim) {
+        shared[7] = now_s();
+        kill(getpid(), SIGKILL);
+      }
+      gicl_result_t e = GICL_SUCCESS;
+      const char* why = nullptr;
+      const double until = now_s() + 5;
+      while (e == GICL_SUCCESS && now_s() < until) {
+        RANK_OK(gicl_comm_get_async_error(comm, &e, &why));
+        if (e == GICL_SUCCESS) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      shared[r] = now_s();
+      RANK_CHECK(e == GICL_REMOTE_ERROR, "no error within 5 s of the kill (%d)", e);
+      const std::string name = "rank " + std::to_string(victim) + " (pid ";
+      RANK_CHECK(why != nullptr && std::string(why).find(name) != std::string::npos,
+                 "the error does not name rank %d: %s", victim, why ? why : "(none)");
+      gicl_comm_t sub = nullptr;
+      RANK_CHECK(gicl_comm_split(comm, 0, r, &sub) == GICL_REMOTE_ERROR,
+                 "a host call after the loss did not fail with it");
+      const double t0 = now_s();
+      RANK_CHECK(gicl_comm_destroy(comm) == GICL_REMOTE_ERROR, "destroy after the loss");
+      RANK_CHECK(now_s() - t0 < 2, "destroy took %.1f s", now_s() - t0);
+      return 0;
+    });
+    for (int r = 0; r < n; ++r) {
+      if (r == victim) {
+        EXPECT_EQ(results[r].code, 128 + SIGKILL) << "trial " << t;
+        continue;
+      }
+      EXPECT_EQ(results[r].code, 0)
+          << "trial " << t << ", rank " << r << " of " << n << ", rank " << victim << " killed";
+      if (shared[r] >= 0 && shared[7] >= 0) delays.push_back(shared[r] - shared[7]);
+    }
+  }
+  munmap(shared, 4096);
+  ASSERT_FALSE(delays.empty());
+  std::sort(delays.begin(), delays.end());
+  const double p50 = delays[delays.size() / 2], p99 = delays[delays.size() * 99 / 100];
+  std::printf("a killed rank seen by %zu survivors: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+              delays.size(), p50 * 1e3, p99 * 1e3, delays.back() * 1e3);
+  EXPECT_LT(delays.back(), 1.0) << "a survivor took longer than 1 s";
 }
 
 TEST(Comm, InitSplitTeamsDestroyAcrossProcesses) {
