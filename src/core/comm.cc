@@ -127,11 +127,19 @@ class InitTimer {
 
 /// A peer lost (core/peer_watch): the communicator's error names it, device waits stop, host
 /// calls fail with it.
-void peer_lost(gicl_comm* c, int peer, const std::string& what) {
-  std::string msg = what;
-  if (peer >= 0 && peer < static_cast<int>(c->peers.size()))
-    msg = "rank " + std::to_string(peer) + " (pid " + std::to_string(c->peers[peer].pid) +
-          "): " + what;
+void peer_lost(gicl_comm* c, const std::vector<int>& ranks, const std::string& what) {
+  std::string who;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int r = ranks[i];
+    who += i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ";
+    who += "rank " + std::to_string(r);
+    if (r >= 0 && r < static_cast<int>(c->peers.size()))
+      who += " (pid " + std::to_string(c->peers[r].pid) + ")";
+  }
+  const std::string msg =
+      ranks.empty()
+          ? what
+          : who + (ranks.size() == 1 ? ": its connection " : ": their connections ") + what;
   GICL_WARN(kSubsysInit, "rank %d: %s", c->rank, msg.c_str());
   comm_set_error(c, GICL_REMOTE_ERROR, msg);
   c->peer_lost.store(true, std::memory_order_release);
@@ -220,7 +228,8 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   timer.mark("last barrier");
   GICL_CHECK(PeerWatch::start(
       c->bootstrap->connections(),
-      [c](int peer, const std::string& what) { peer_lost(c, peer, what); }, &c->watch));
+      [c](const std::vector<int>& ranks, const std::string& what) { peer_lost(c, ranks, what); },
+      &c->watch));
   GICL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s); init ms: %s", c->rank, c->nranks,
             c->device, c->heap ? heap_handle_name(c->heap->handle()) : "none",
             timer.summary().c_str());

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -26,7 +27,7 @@ void keep_alive(int fd) {
 }  // namespace
 
 Status PeerWatch::start(std::vector<std::pair<int, int>> conns,
-                        std::function<void(int, const std::string&)> lost,
+                        std::function<void(const std::vector<int>&, const std::string&)> lost,
                         std::unique_ptr<PeerWatch>* out) {
   std::unique_ptr<PeerWatch> w(new PeerWatch());
   w->conns_ = std::move(conns);
@@ -59,22 +60,29 @@ void PeerWatch::run() {
   while (!stop_.load(std::memory_order_acquire)) {
     const int n = ::poll(fds.data(), fds.size(), 100);
     if (n < 0 && errno != EINTR) {
-      lost_(-1, std::string("the peer watch's poll failed: ") + std::strerror(errno));
+      lost_({}, std::string("the peer watch's poll failed: ") + std::strerror(errno));
       return;
     }
-    for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
-      const short ev = fds[i].revents;
-      if ((ev & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
-      if (stop_.load(std::memory_order_acquire)) return;
+    if (n <= 0) continue;
+    if (stop_.load(std::memory_order_acquire)) return;
+    std::vector<int> ranks;
+    std::string failure;  // a connection error rather than an orderly close, when one is seen
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+      const int peer = conns_[i].second;
+      if (std::find(ranks.begin(), ranks.end(), peer) == ranks.end()) ranks.push_back(peer);
       int err = 0;
       socklen_t len = sizeof(err);
-      (void)getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      lost_(conns_[i].second,
-            err != 0 ? std::string("its connection failed: ") + std::strerror(err)
-                     : std::string("it closed its connection (its process ended, was killed or "
-                                   "aborted the communicator)"));
-      return;  // the first loss puts the communicator in error; later ones add nothing
+      if (getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0 &&
+          failure.empty())
+        failure = std::strerror(err);
     }
+    if (ranks.empty()) continue;
+    std::sort(ranks.begin(), ranks.end());
+    lost_(ranks, failure.empty()
+                     ? "closed (a process ended, was killed or aborted the communicator)"
+                     : "failed: " + failure);
+    return;  // the first loss puts the communicator in error; later ones add nothing
   }
 }
 

@@ -22,10 +22,12 @@ namespace gicl {
 
 class PeerWatch {
  public:
-  /// Watches `conns` ({descriptor, peer rank}); `lost(rank, what)` runs once, on the watch's
-  /// thread, for the first connection that hangs up.
+  /// Watches `conns` ({descriptor, peer rank}); `lost(ranks, what)` runs once, on the watch's
+  /// thread, at the first hang-up, with every rank whose connection had hung up by then (ranks
+  /// that leave because of a loss close theirs too, so the first one seen need not be the rank
+  /// that was lost; every rank seen is named). An empty `ranks`: the watch itself failed.
   static Status start(std::vector<std::pair<int, int>> conns,
-                      std::function<void(int, const std::string&)> lost,
+                      std::function<void(const std::vector<int>&, const std::string&)> lost,
                       std::unique_ptr<PeerWatch>* out);
   ~PeerWatch();  // stop()
   /// Stops and joins the thread; nothing is reported afterwards.
@@ -36,7 +38,7 @@ class PeerWatch {
   void run();
 
   std::vector<std::pair<int, int>> conns_;
-  std::function<void(int, const std::string&)> lost_;
+  std::function<void(const std::vector<int>&, const std::string&)> lost_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
