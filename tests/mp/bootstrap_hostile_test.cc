@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The bootstrap under hostile or broken conditions: wrong secrets, garbage, truncated and
 // oversized messages, a port scan during init, a rank that never arrives, a rank that dies.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
+#include "bootstrap/root.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "mp/fork_ranks.hpp"
 
@@ -27,6 +29,16 @@ namespace {
 using bootstrap::Bootstrap;
 using bootstrap::UniqueIdData;
 using test::fork_ranks;
+
+/// Entries of /proc/self/fd: this process's open descriptors.
+int open_fds() {
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (readdir(d) != nullptr) ++n;
+  closedir(d);
+  return n;
+}
 
 int connect_root(const UniqueIdData& id) {
   SockAddr a;
@@ -96,6 +108,37 @@ TEST(BootstrapHostile, WrongSecretGarbageAndOversizeAreRejectedJobCompletes) {
       3, [&](int r) { return normal_rank(id, r, 3); }, 60000);
   for (int fd : fds) close(fd);
   for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// 10,000 silent connections to the root while a 3-rank job starts: the root holds at most 1024
+/// waiting for their hello (the oldest silent one goes for a new one), every real rank's hello is
+/// read, the job completes, and once the flood's connections close the process holds no more
+/// descriptors than before.
+TEST(BootstrapHostile, ATenThousandConnectionFloodDoesNotStopInit) {
+  constexpr int kFlood = 10000;
+  rlimit l{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &l), 0);
+  if (l.rlim_max < kFlood + 2048)
+    GTEST_SKIP() << "the hard limit on open files (" << l.rlim_max << ") is below "
+                 << kFlood + 2048;
+  l.rlim_cur = l.rlim_max;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &l), 0);
+  const int fds0 = open_fds();
+  UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  std::vector<int> flood;
+  for (int i = 0; i < kFlood; ++i) {
+    const int fd = connect_root(id);
+    if (fd < 0) break;
+    flood.push_back(fd);
+  }
+  EXPECT_EQ(static_cast<int>(flood.size()), kFlood) << "connections made";
+  auto results = fork_ranks(
+      3, [&](int r) { return normal_rank(id, r, 3); }, 60000);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+  for (int fd : flood) close(fd);
+  bootstrap::reap_roots(true);
+  EXPECT_EQ(open_fds(), fds0) << "descriptors held after the job and the flood";
 }
 
 /// Out of file descriptors, the root leaves its listener (which stays readable while a
