@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/deadline.hpp"
+
 namespace gicl {
 namespace {
 
@@ -57,18 +59,24 @@ void PeerWatch::run() {
   // thread that reads them, and a connection with data waiting does not wake this one.
   std::vector<pollfd> fds;
   for (const auto& [fd, peer] : conns_) fds.push_back({fd, POLLRDHUP, 0});
+  std::vector<int> ranks;
+  std::string failure;  // a connection error rather than an orderly close, when one is seen
+  Clock::time_point report_at{};
   while (!stop_.load(std::memory_order_acquire)) {
-    const int n = ::poll(fds.data(), fds.size(), 100);
+    int wait = 100;
+    if (!ranks.empty()) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(report_at - Clock::now());
+      if (left.count() <= 0) break;
+      wait = static_cast<int>(left.count());
+    }
+    const int n = ::poll(fds.data(), fds.size(), wait);
     if (n < 0 && errno != EINTR) {
       lost_({}, std::string("the peer watch's poll failed: ") + std::strerror(errno));
       return;
     }
-    if (n <= 0) continue;
-    if (stop_.load(std::memory_order_acquire)) return;
-    std::vector<int> ranks;
-    std::string failure;  // a connection error rather than an orderly close, when one is seen
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
+    for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) continue;
       const int peer = conns_[i].second;
       if (std::find(ranks.begin(), ranks.end(), peer) == ranks.end()) ranks.push_back(peer);
       int err = 0;
@@ -76,14 +84,14 @@ void PeerWatch::run() {
       if (getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0 &&
           failure.empty())
         failure = std::strerror(err);
+      fds[i].fd = -1;  // seen: poll leaves it out from now on
     }
-    if (ranks.empty()) continue;
-    std::sort(ranks.begin(), ranks.end());
-    lost_(ranks, failure.empty()
-                     ? "closed (a process ended, was killed or aborted the communicator)"
-                     : "failed: " + failure);
-    return;  // the first loss puts the communicator in error; later ones add nothing
+    if (!ranks.empty() && report_at == Clock::time_point{}) report_at = Clock::now() + kGather;
   }
+  if (stop_.load(std::memory_order_acquire) || ranks.empty()) return;
+  std::sort(ranks.begin(), ranks.end());
+  lost_(ranks, failure.empty() ? "closed (a process ended, was killed or aborted the communicator)"
+                               : "failed: " + failure);
 }
 
 }  // namespace gicl
