@@ -5,6 +5,8 @@
 #ifndef GICL_TYPES_H_
 #define GICL_TYPES_H_
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,8 +37,33 @@ typedef enum GICL_ENUM_INT {
   gicl_num_datatypes = 12
 } gicl_datatype_t;
 
+/// Bytes of one element of `t`; 0 for a value that is not a gicl_datatype_t.
+static inline size_t gicl_datatype_size(gicl_datatype_t t) {
+  switch (t) {
+    case gicl_int8:
+    case gicl_uint8:
+    case gicl_float8_e4m3:
+    case gicl_float8_e5m2:
+      return 1;
+    case gicl_float16:
+    case gicl_bfloat16:
+      return 2;
+    case gicl_int32:
+    case gicl_uint32:
+    case gicl_float32:
+      return 4;
+    case gicl_int64:
+    case gicl_uint64:
+    case gicl_float64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
 /// Reduction of a collective. Low-precision types (fp16, bf16, fp8) accumulate in fp32; avg
-/// divides the sum by the rank count (integers: truncating division).
+/// divides the sum by the rank count (integers: the sum wrapped to the type, as a sum of that
+/// type wraps, then truncating division, as NCCL computes it).
 typedef enum GICL_ENUM_INT {
   gicl_sum = 0,
   gicl_prod = 1,

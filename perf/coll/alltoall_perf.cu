@@ -11,7 +11,7 @@ namespace {
 int nccl_grouped(const perf::Nccl& x, const void* s, void* r, size_t n, gicl_datatype_t d,
                  gicl_redop_t, int, void* c, cudaStream_t st) {
   const int nranks = perf::nccl_ranks();
-  const size_t es = perf::esize(d);
+  const size_t es = gicl_datatype_size(d);
   int rc = x.group_start();
   for (int q = 0; q < nranks && rc == 0; ++q) {
     rc = x.send(static_cast<const char*>(s) + q * n * es, n, d, q, c, st);
@@ -27,7 +27,7 @@ gicl_result_t gicl_grouped(const void* s, void* r, size_t n, gicl_datatype_t d, 
                            gicl_comm_t c, cudaStream_t st) {
   int nranks = 1;
   gicl_comm_size(c, &nranks);
-  const size_t es = perf::esize(d);
+  const size_t es = gicl_datatype_size(d);
   gicl_result_t rc = gicl_group_start();
   for (int q = 0; q < nranks && rc == GICL_SUCCESS; ++q) {
     rc = gicl_send(static_cast<const char*>(s) + q * n * es, n, d, q, c, st);

@@ -64,7 +64,7 @@ class Driver {
       for (gicl_redop_t op : ops)
         for (int root : roots) {
           cur_ = {d, op, root};
-          const size_t es = esize(d);
+          const size_t es = gicl_datatype_size(d);
           for (size_t bytes : sweep(o_, es)) row(bytes, bytes / es);
         }
     if (leader()) footer();
@@ -196,7 +196,7 @@ class Driver {
     // NCCL's results are not checked: any input of the right size serves every type.
     for (auto [send, recv] : {std::pair{r.nsend, r.nrecv}, std::pair{r.dsend, r.drecv}}) {
       if (send == nullptr) continue;
-      fill(r, send, o_.max_bytes / esize(cur_.dtype));
+      fill(r, send, o_.max_bytes / gicl_datatype_size(cur_.dtype));
       PERF_CUDA(cudaMemset(recv, 0, o_.max_bytes));
     }
     nccl_alt_ = desc_.run_nccl_alt != nullptr && desc_.nccl_alt_ready(nccl_);
@@ -231,7 +231,7 @@ class Driver {
   }
 
   void fill(Rank& r, void* buf, size_t count) {
-    std::vector<char> h(count * esize(cur_.dtype));
+    std::vector<char> h(count * gicl_datatype_size(cur_.dtype));
     for (size_t i = 0; i < count; ++i)
       store_as(cur_.dtype, input_value(r.rank, i, is_unsigned(cur_.dtype)), h.data(), i);
     PERF_CUDA(cudaSetDevice(r.device));
@@ -242,7 +242,7 @@ class Driver {
 
   long long count_wrong(Rank& r, const void* buf, const Counts& c) {
     if (desc_.root_receives_only && r.rank != cur_.root) return 0;
-    const size_t es = esize(cur_.dtype), elems = c.recv_elems;
+    const size_t es = gicl_datatype_size(cur_.dtype), elems = c.recv_elems;
     std::vector<char> got(elems * es), want(elems * es);
     PERF_CUDA(cudaSetDevice(r.device));
     PERF_CUDA(cudaMemcpy(got.data(), buf, got.size(), cudaMemcpyDeviceToHost));
@@ -265,7 +265,7 @@ class Driver {
   Buffers buffers(const Rank& r, const Counts& c, bool in_place) const {
     if (!in_place) return {r.send, r.recv};
     char* b = static_cast<char*>(r.recv);
-    const size_t es = esize(cur_.dtype);
+    const size_t es = gicl_datatype_size(cur_.dtype);
     return {b + c.in_place_send_off * es, b + c.in_place_recv_off * es};
   }
 

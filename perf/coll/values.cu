@@ -10,29 +10,6 @@
 
 namespace perf {
 
-size_t esize(gicl_datatype_t d) {
-  switch (d) {
-    case gicl_int8:
-    case gicl_uint8:
-    case gicl_float8_e4m3:
-    case gicl_float8_e5m2:
-      return 1;
-    case gicl_float16:
-    case gicl_bfloat16:
-      return 2;
-    case gicl_int32:
-    case gicl_uint32:
-    case gicl_float32:
-      return 4;
-    case gicl_int64:
-    case gicl_uint64:
-    case gicl_float64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 double reduce_inputs(int n, size_t i, gicl_redop_t op, bool uns) {
   double acc = input_value(0, i, uns);
   for (int q = 1; q < n; ++q) {
@@ -54,7 +31,7 @@ bool is_unsigned(gicl_datatype_t d) {
 }
 
 void store_as(gicl_datatype_t d, double v, void* base, size_t i) {
-  char* p = static_cast<char*>(base) + i * esize(d);
+  char* p = static_cast<char*>(base) + i * gicl_datatype_size(d);
   switch (d) {
     case gicl_int8: {
       int8_t x = static_cast<int8_t>(static_cast<int64_t>(v));

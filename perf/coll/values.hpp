@@ -10,8 +10,6 @@
 
 namespace perf {
 
-/// Bytes of one element of `d`.
-size_t esize(gicl_datatype_t d);
 bool is_unsigned(gicl_datatype_t d);
 
 /// Input element i of rank q: small integers, exact in every type (unsigned: 0 or 1).

@@ -140,24 +140,19 @@ ncclResult_t types_of(const char* fn, ncclDataType_t t, gicl_datatype_t* gt) {
   return ncclSuccess;
 }
 
-/// A built-in reduction's gicl number; a custom one (from ncclNumOps on) is the caller's to run
-/// through premul_input.
-ncclResult_t op_of(const char* fn, ncclRedOp_t op, gicl_redop_t* g) {
-  if (gicl::nccl::to_gicl(op, g) || static_cast<int>(op) >= ncclNumOps) return ncclSuccess;
-  return fail(ncclInvalidArgument, "%s: reduction %d is not one of NCCL's", fn,
-              static_cast<int>(op));
-}
-
-bool is_custom(ncclRedOp_t op) {
-  return static_cast<int>(op) >= ncclNumOps;
-}
-
-/// A PreMulSum call's input multiplied by its scalar, into `into` where given (the call's own
-/// receive buffer, as large as the input), else into a buffer of the communicator's; `*sum_in`
-/// is what gicl's sum then reads.
-ncclResult_t premul_input(ncclComm* c, const char* fn, ncclRedOp_t op, ncclDataType_t type,
-                          const void* in, size_t count, void* into, cudaStream_t stream,
-                          const void** sum_in) {
+/// A reduction call's gicl operation and the buffer it reduces. A built-in reduction reads `send`
+/// as it is. A PreMulSum one (from ncclNumOps on) reads `send` multiplied by its scalar, written
+/// into `into` where given (the call's own receive buffer, as large as the input), else into a
+/// buffer of the communicator's, and gicl sums that. `count` is the input's elements, or with
+/// `per_rank` its elements per rank (reduce_scatter's).
+ncclResult_t reduction_of(ncclComm* c, const char* fn, ncclRedOp_t op, ncclDataType_t type,
+                          const void* send, size_t count, bool per_rank, void* into,
+                          cudaStream_t stream, gicl_redop_t* g, const void** in) {
+  *in = send;
+  if (gicl::nccl::to_gicl(op, g)) return ncclSuccess;
+  if (static_cast<int>(op) < ncclNumOps)
+    return fail(ncclInvalidArgument, "%s: reduction %d is not one of NCCL's", fn,
+                static_cast<int>(op));
   gicl::nccl::PreMulSum p;
   if (!c->ops.find(op, &p))
     return fail(ncclInvalidArgument,
@@ -168,22 +163,25 @@ ncclResult_t premul_input(ncclComm* c, const char* fn, ncclRedOp_t op, ncclDataT
     return fail(ncclInvalidArgument,
                 "%s: reduction %d was created for datatype %d; the call's datatype is %d", fn,
                 static_cast<int>(op), static_cast<int>(p.type), static_cast<int>(type));
+  if (per_rank) {
+    int n = 0;
+    if (const gicl_result_t r = gicl_comm_size(c->g, &n); r != GICL_SUCCESS) return from_gicl(r);
+    count *= static_cast<size_t>(n);
+  }
   void* out = into;
   if (out == nullptr && count > 0) {
-    gicl_datatype_t t;
-    (void)gicl::nccl::to_gicl(type, &t);
     if (!c->premul) c->premul = std::make_unique<gicl::nccl::PremulScratch>(c->device);
     const bool in_group = t_group_depth > 0;
-    if (const cudaError_t e =
-            c->premul->get(stream, count * gicl::nccl::type_bytes(t), in_group, &out);
-        e != cudaSuccess)
+    const size_t bytes = count * gicl_datatype_size(static_cast<gicl_datatype_t>(type));
+    if (const cudaError_t e = c->premul->get(stream, bytes, in_group, &out); e != cudaSuccess)
       return fail(ncclUnhandledCudaError, "%s: a buffer of %zu elements for PreMulSum: %s", fn,
                   count, cudaGetErrorString(e));
     if (in_group) t_premul_in_group.push_back(c);
   }
-  if (const cudaError_t e = gicl::nccl::premul(p, in, out, count, stream); e != cudaSuccess)
+  if (const cudaError_t e = gicl::nccl::premul(p, send, out, count, stream); e != cudaSuccess)
     return fail(ncclUnhandledCudaError, "%s: PreMulSum's multiply: %s", fn, cudaGetErrorString(e));
-  *sum_in = out;
+  *g = gicl_sum;
+  *in = out;
   return ncclSuccess;
 }
 
@@ -562,16 +560,13 @@ NCCL_API ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, 
   SHIM_CHECK_COMM(comm);
   gicl_datatype_t t;
   gicl_redop_t o;
+  const void* in = nullptr;
   if (ncclResult_t r = types_of(__func__, type, &t); r != ncclSuccess) return r;
-  if (ncclResult_t r = op_of(__func__, op, &o); r != ncclSuccess) return r;
-  if (is_custom(op)) {
-    const void* in = nullptr;
-    if (ncclResult_t r = premul_input(comm, __func__, op, type, send, count, recv, stream, &in);
-        r != ncclSuccess)
-      return r;
-    return from_gicl(gicl_allreduce(in, recv, count, t, gicl_sum, comm->g, stream));
-  }
-  return from_gicl(gicl_allreduce(send, recv, count, t, o, comm->g, stream));
+  if (ncclResult_t r =
+          reduction_of(comm, __func__, op, type, send, count, false, recv, stream, &o, &in);
+      r != ncclSuccess)
+    return r;
+  return from_gicl(gicl_allreduce(in, recv, count, t, o, comm->g, stream));
 }
 
 NCCL_API ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t recvcount,
@@ -580,19 +575,13 @@ NCCL_API ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t rec
   SHIM_CHECK_COMM(comm);
   gicl_datatype_t t;
   gicl_redop_t o;
+  const void* in = nullptr;
   if (ncclResult_t r = types_of(__func__, type, &t); r != ncclSuccess) return r;
-  if (ncclResult_t r = op_of(__func__, op, &o); r != ncclSuccess) return r;
-  if (is_custom(op)) {
-    int n = 0;
-    if (const gicl_result_t r = gicl_comm_size(comm->g, &n); r != GICL_SUCCESS) return from_gicl(r);
-    const void* in = nullptr;
-    if (ncclResult_t r =
-            premul_input(comm, __func__, op, type, send, recvcount * n, nullptr, stream, &in);
-        r != ncclSuccess)
-      return r;
-    return from_gicl(gicl_reduce_scatter(in, recv, recvcount, t, gicl_sum, comm->g, stream));
-  }
-  return from_gicl(gicl_reduce_scatter(send, recv, recvcount, t, o, comm->g, stream));
+  if (ncclResult_t r =
+          reduction_of(comm, __func__, op, type, send, recvcount, true, nullptr, stream, &o, &in);
+      r != ncclSuccess)
+    return r;
+  return from_gicl(gicl_reduce_scatter(in, recv, recvcount, t, o, comm->g, stream));
 }
 
 NCCL_API ncclResult_t ncclAllGather(const void* send, void* recv, size_t sendcount,
@@ -621,18 +610,15 @@ NCCL_API ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncc
   SHIM_CHECK_COMM(comm);
   gicl_datatype_t t;
   gicl_redop_t o;
+  const void* in = nullptr;
   if (ncclResult_t r = types_of(__func__, type, &t); r != ncclSuccess) return r;
-  if (ncclResult_t r = op_of(__func__, op, &o); r != ncclSuccess) return r;
-  if (is_custom(op)) {
-    // Into a buffer of the communicator's: a non-root's receive buffer is not the caller's to
-    // have written.
-    const void* in = nullptr;
-    if (ncclResult_t r = premul_input(comm, __func__, op, type, send, count, nullptr, stream, &in);
-        r != ncclSuccess)
-      return r;
-    return from_gicl(gicl_reduce(in, recv, count, t, gicl_sum, root, comm->g, stream));
-  }
-  return from_gicl(gicl_reduce(send, recv, count, t, o, root, comm->g, stream));
+  // A PreMulSum's products go to a buffer of the communicator's: a non-root's receive buffer is
+  // not the caller's to have written.
+  if (ncclResult_t r =
+          reduction_of(comm, __func__, op, type, send, count, false, nullptr, stream, &o, &in);
+      r != ncclSuccess)
+    return r;
+  return from_gicl(gicl_reduce(in, recv, count, t, o, root, comm->g, stream));
 }
 
 NCCL_API ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataType_t type,
@@ -671,7 +657,7 @@ ncclResult_t rooted(const char* fn, bool gather, const void* send, void* recv, s
   int n = 0, me = 0;
   (void)gicl_comm_size(comm->g, &n);
   (void)gicl_comm_rank(comm->g, &me);
-  const size_t bytes = count * gicl::nccl::type_bytes(t);
+  const size_t bytes = count * gicl_datatype_size(t);
   gicl_result_t r = gicl_group_start();
   if (r == GICL_SUCCESS && gather) r = gicl_send(send, count, t, root, comm->g, stream);
   for (int p = 0; p < n && me == root && r == GICL_SUCCESS; ++p)

@@ -24,7 +24,7 @@ bool CustomOps::create(ncclDataType_t type, int residence, const void* scalar, n
   if (residence == kScalarDevice)
     p.device_scalar = scalar;
   else
-    std::memcpy(&p.host_bits, scalar, type_bytes(t));
+    std::memcpy(&p.host_bits, scalar, gicl_datatype_size(t));
   std::lock_guard<std::mutex> lock(m_);
   size_t i = 0;
   while (i < live_.size() && live_[i]) ++i;

@@ -47,24 +47,6 @@ bool to_gicl(ncclDataType_t t, gicl_datatype_t* out) {
   return true;
 }
 
-size_t type_bytes(gicl_datatype_t t) {
-  switch (t) {
-    case gicl_float16:
-    case gicl_bfloat16:
-      return 2;
-    case gicl_int32:
-    case gicl_uint32:
-    case gicl_float32:
-      return 4;
-    case gicl_int64:
-    case gicl_uint64:
-    case gicl_float64:
-      return 8;
-    default:
-      return 1;  // int8, uint8, fp8
-  }
-}
-
 bool to_gicl(ncclRedOp_t op, gicl_redop_t* out) {
   const int v = static_cast<int>(op);
   if (v < 0 || v >= ncclNumOps) return false;

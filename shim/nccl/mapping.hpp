@@ -16,9 +16,6 @@ ncclResult_t to_nccl(gicl_result_t r);
 /// False where `t` is not one of NCCL 2.28's types.
 bool to_gicl(ncclDataType_t t, gicl_datatype_t* out);
 
-/// Bytes of one element of `t`.
-size_t type_bytes(gicl_datatype_t t);
-
 /// False where `op` is not a built-in reduction (a custom one is the caller's to look up).
 bool to_gicl(ncclRedOp_t op, gicl_redop_t* out);
 

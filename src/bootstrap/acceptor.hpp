@@ -22,7 +22,6 @@ class Acceptor {
   Status accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello);
   /// Number of connections rejected so far (tests read it).
   int rejected() const { return rejected_; }
-  void set_nranks(int nranks) { nranks_ = nranks; }
 
  private:
   struct Pending {

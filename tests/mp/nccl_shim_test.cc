@@ -46,8 +46,8 @@ TEST(NcclShim, ReportsTheVersionWhoseAbiItImplements) {
   EXPECT_STREQ(ncclGetErrorString(ncclSuccess), "no error");
 }
 
-// NCCL's variables with a gicl meaning are set as the GICL_* ones at the library's first call;
-// a GICL_* variable already set wins.
+// NCCL's variables with a gicl meaning are set as the GICL_* ones when the library first makes a
+// unique id or a communicator; a GICL_* variable already set wins.
 TEST(NcclShim, NcclEnvironmentVariablesBecomeGiclSettings) {
   auto rc = fork_ranks(1, [](int) {
     unsetenv("GICL_SOCKET_IFNAME");

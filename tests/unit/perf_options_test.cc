@@ -161,13 +161,15 @@ TEST(PerfOptions, BadFlagsNameTheFlag) {
   }
 }
 
-// The harness's element sizes agree with the library's type table for every type.
+// The public element sizes the harness and the NCCL library use (gicl/types.h) agree with the
+// kernels' type table for every type.
 TEST(PerfOptions, ElementSizesMatchTheLibrary) {
   for (int d = 0; d < gicl_num_datatypes; ++d) {
     const auto t = static_cast<gicl_datatype_t>(d);
-    EXPECT_EQ(esize(t), gicl::coll::dtype_size(t)) << dtype_label(t);
-    EXPECT_NE(esize(t), 0u) << dtype_label(t);
+    EXPECT_EQ(gicl_datatype_size(t), gicl::coll::dtype_size(t)) << dtype_label(t);
+    EXPECT_NE(gicl_datatype_size(t), 0u) << dtype_label(t);
   }
+  EXPECT_EQ(gicl_datatype_size(gicl_num_datatypes), 0u);
 }
 
 TEST(PerfOptions, Sweep) {
