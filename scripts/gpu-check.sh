@@ -18,6 +18,11 @@
 #                    check into parts
 #   JOB_TIMEOUT=S    stop any job still running after S seconds (its process group, so forked
 #                    ranks too); its row reads FAIL:124 and the jobs after it still run
+#   SANITIZE="memcheck racecheck synccheck"
+#                    also run the GPU test binaries under compute-sanitizer with these tools (every
+#                    forked rank too); a finding fails the row. Slow: narrow it with SANITIZE_FILTER
+#   SANITIZE_FILTER  gtest filter of the sanitized runs (default: all but the residency, failure
+#                    and 3-, 4- and 8-rank cases)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # NVLink multicast must stay off on shared machines: never enable it here.
@@ -91,6 +96,19 @@ if [[ ${MPS:-1} == 1 && -x $tests/gpu_collectives ]] && command -v nvidia-cuda-m
   else
     rows+=("(MPS daemon did not start: the shared-GPU tests did not run)")
   fi
+fi
+# compute-sanitizer over the GPU suites: --target-processes all follows the ranks each test forks;
+# --error-exitcode turns any finding into a failed row. racecheck and synccheck look at shared
+# memory and barriers inside a block, memcheck at every global and shared access.
+if [[ -n ${SANITIZE:-} ]]; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in $SANITIZE; do
+    for t in "$tests"/${TESTS:-gpu_*}; do
+      [[ -x $t ]] || continue
+      run "sanitize_${tool}_$(basename "$t")" "$cs" --tool "$tool" --target-processes all \
+        --error-exitcode 99 --print-limit 20 "$t" --gtest_filter="${SANITIZE_FILTER:--*Residency*:*Failures*:Ranks/*/2:Ranks/*/3:Ranks/*/4}"
+    done
+  done
 fi
 # The network collectives' second message path (the outbox and the proxy's copier), which
 # transports that register GPU memory take; gpu_collectives above ran the host FIFOs.

@@ -137,9 +137,13 @@ int main() {
   EX_CUDA(cudaFuncGetAttributes(&attrs, wait_returned));
   EX_GICL(gicl_barrier_on_stream(e.comm, e.s));
   dispatch<<<kTokens / 8, 256, 0, e.s>>>(e.dc, recv, send, tokens, cursor, counts);
+  EX_CUDA(cudaGetLastError());
   publish<<<1, 1, 0, e.s>>>(e.dc, counts, expert_tokens, sigs);
+  EX_CUDA(cudaGetLastError());
   experts_and_combine<<<32, 256, 0, e.s>>>(e.dc, recv, out, sigs, sigs + 1, seen);
+  EX_CUDA(cudaGetLastError());
   wait_returned<<<1, 1, 0, e.s>>>(e.dc, sigs + 1, ok);
+  EX_CUDA(cudaGetLastError());
   EX_CUDA(cudaStreamSynchronize(e.s));
   long long wrong = *ok ? 0 : 1000000;
   // Every result is the input scaled by its expert's id + 1.

@@ -74,6 +74,7 @@ int main() {
   EX_GICL(gicl::dev::launch_collective(reinterpret_cast<const void*>(pipeline), dim3(blocks),
                                        dim3(256), args, 0, e.s));
   verify<<<blocks, 256, 0, e.s>>>(recv, (e.rank + e.n - 1) % e.n, wrong);
+  EX_CUDA(cudaGetLastError());
   EX_CUDA(cudaStreamSynchronize(e.s));
   return example_finish(e, static_cast<long long>(*wrong), "persistent compute + stream pipeline");
 }

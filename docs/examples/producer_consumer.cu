@@ -60,6 +60,7 @@ int main() {
   EX_CUDA(cudaDeviceSynchronize());
   EX_GICL(gicl_barrier_on_stream(e.comm, e.s));
   stream<<<2, 512, 0, e.s>>>(e.dc, slots, sigs, sigs + kSlots, staging, wrong);
+  EX_CUDA(cudaGetLastError());
   EX_CUDA(cudaStreamSynchronize(e.s));
   return example_finish(e, static_cast<long long>(*wrong), "producer/consumer, 1000 chunks");
 }

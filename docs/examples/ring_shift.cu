@@ -5,7 +5,9 @@
 
 using namespace gicl::dev;
 
-__global__ void ring_shift(DeviceComm c, int* recv, const int* send, size_t n, uint64_t* arrived) {
+// __launch_bounds__: a block of 1024 threads may use at most 64 registers each; without the bound
+// the compiler spends more on the device API's network branch and the launch fails.
+__global__ void __launch_bounds__(1024) ring_shift(DeviceComm c, int* recv, const int* send, size_t n, uint64_t* arrived) {
   const int next = (c.rank + 1) % c.nranks;
   // Payload first, then the signal, both to `next`: the signal lands only after the data.
   put_signal<Scope::kBlock>(c, recv, send, n * sizeof(int), arrived, 1, SignalOp::kSet, next);
@@ -29,6 +31,7 @@ int main() {
   EX_CUDA(cudaDeviceSynchronize());
   EX_GICL(gicl_barrier_on_stream(e.comm, e.s));  // everyone has cleared its flag
   ring_shift<<<1, 1024, 0, e.s>>>(e.dc, recv, send, n, arrived);
+  EX_CUDA(cudaGetLastError());
   EX_CUDA(cudaStreamSynchronize(e.s));
   EX_CUDA(cudaMemcpy(h.data(), recv, n * sizeof(int), cudaMemcpyDeviceToHost));
   const int prev = (e.rank + e.n - 1) % e.n;
