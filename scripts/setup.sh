@@ -7,7 +7,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${GICL_BUILD_DIR:-$root/build}
 
 packages=(cmake ninja-build g++ pkg-config libhwloc-dev libfabric-dev libibverbs-dev
-          libopenmpi-dev openmpi-bin libgtest-dev)
+          libopenmpi-dev openmpi-bin libgtest-dev libssl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -111,6 +111,21 @@ GICL_API gicl_result_t gicl_comm_init_env(gicl_comm_t* comm);
 /// rank). A rank passing GICL_SPLIT_NOCOLOR receives NULL.
 GICL_API gicl_result_t gicl_comm_split(gicl_comm_t comm, int color, int key, gicl_comm_t* newcomm);
 
+/// gicl_comm_shrink's flags. DEFAULT: comm is healthy and every remaining rank calls. ABORT: comm
+/// may be in error (a rank was lost): its device waits are stopped before the new one forms.
+#define GICL_SHRINK_DEFAULT 0
+#define GICL_SHRINK_ABORT 1
+/// gicl_comm_shrink's nexclude for "the ranks comm's peer watch found lost".
+#define GICL_SHRINK_LOST (-1)
+
+/// Collective over the ranks of comm that remain: a communicator of the ranks not in
+/// exclude_ranks (nexclude entries), in comm's order, without a new unique id (as NCCL's
+/// ncclCommShrink). Every remaining rank passes the same set, checked; excluded ranks do not call.
+/// nexclude = GICL_SHRINK_LOST (exclude_ranks NULL) excludes the ranks comm found lost (its
+/// GICL_REMOTE_ERROR names them). comm stays valid: destroy or abort it afterwards.
+GICL_API gicl_result_t gicl_comm_shrink(gicl_comm_t comm, const int* exclude_ranks, int nexclude,
+                                        gicl_comm_t* newcomm, int flags);
+
 /// Collective: waits (bounded by GICL_BOOTSTRAP_TIMEOUT) for every rank to arrive, then releases
 /// everything the communicator holds. Releases it even when the wait fails.
 GICL_API gicl_result_t gicl_comm_destroy(gicl_comm_t comm);

@@ -464,10 +464,40 @@ NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
   return ncclSuccess;
 }
 
-NCCL_API ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t* newcomm, ncclConfig_t*,
-                                     int) {
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return fail(ncclInvalidUsage, "ncclCommShrink is not available through gicl's NCCL ABI yet");
+// NCCL_SHRINK_DEFAULT and NCCL_SHRINK_ABORT are gicl's two flags.
+NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                     ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  SHIM_CHECK_COMM(comm);
+  if (newcomm == nullptr) return fail(ncclInvalidArgument, "ncclCommShrink: newcomm is NULL");
+  *newcomm = nullptr;
+  if (excludeRanksCount < 0)
+    return fail(ncclInvalidArgument, "ncclCommShrink: excludeRanksCount=%d is negative",
+                excludeRanksCount);
+  if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT)
+    return fail(ncclInvalidArgument,
+                "ncclCommShrink: shrinkFlags=%d is not NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT",
+                shrinkFlags);
+  auto* c = new ncclComm;
+  std::string why;
+  if (config != nullptr) {
+    if (const ncclResult_t r = gicl::nccl::read_config(config, &c->config, &why);
+        r != ncclSuccess) {
+      delete c;
+      return fail(r, "ncclCommShrink: %s", why.c_str());
+    }
+  } else {
+    c->config = comm->config;
+  }
+  const gicl_result_t r =
+      gicl_comm_shrink(comm->g, excludeRanksList, excludeRanksCount, &c->g,
+                       shrinkFlags == NCCL_SHRINK_ABORT ? GICL_SHRINK_ABORT : GICL_SHRINK_DEFAULT);
+  if (r != GICL_SUCCESS || c->g == nullptr) {
+    delete c;
+    return from_gicl(r);
+  }
+  c->device = comm->device;
+  *newcomm = c;
+  return ncclSuccess;
 }
 
 NCCL_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) {

@@ -66,6 +66,8 @@ typedef enum {
 #define NCCL_CONFIG_UNDEF_INT INT_MIN
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
+#define NCCL_SHRINK_DEFAULT 0x00
+#define NCCL_SHRINK_ABORT 0x01
 #define NCCL_API_MAGIC 0xcafebeef
 
 /// ncclConfig_t of NCCL 2.28 (80 bytes). Callers set `size` to their header's sizeof: 2.27's

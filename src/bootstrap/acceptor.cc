@@ -19,9 +19,11 @@ namespace {
 constexpr size_t kMaxPending = 1024;
 }
 
-Acceptor::Acceptor(int listen_fd, const uint8_t* secret, MsgType type, int nranks)
+Acceptor::Acceptor(int listen_fd, const uint8_t* secret, const uint8_t* job, MsgType type,
+                   int nranks)
     : listen_fd_(listen_fd), type_(type), nranks_(nranks) {
   std::memcpy(secret_, secret, kSecretBytes);
+  std::memcpy(job_, job, kJobBytes);
 }
 
 Acceptor::~Acceptor() {
@@ -35,31 +37,66 @@ void Acceptor::reject(size_t index, const char* why) {
   ++rejected_;
 }
 
+bool Acceptor::challenge(size_t i) {
+  Pending& p = pending_[i];
+  Challenge c;
+  if (!auth_nonce(c.nonce).ok() ||
+      !auth_mac(secret_, AuthRole::kServer, type_, job_, p.hello, c.nonce, c.mac).ok())
+    return reject(i, "no nonce or MAC for the challenge"), false;
+  WireHeader h{static_cast<uint32_t>(MsgType::kChallenge), 0, sizeof(Challenge)};
+  unsigned char out[sizeof(h) + sizeof(c)];
+  std::memcpy(out, &h, sizeof(h));
+  std::memcpy(out + sizeof(h), &c, sizeof(c));
+  // 64 bytes into a new connection's empty send buffer: all of it or a broken connection.
+  if (::send(p.fd, out, sizeof(out), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+      static_cast<ssize_t>(sizeof(out)))
+    return reject(i, "cannot send the challenge"), false;
+  std::memcpy(p.nonce, c.nonce, kNonceBytes);
+  p.challenged = true;
+  p.got = 0;
+  return true;
+}
+
 bool Acceptor::advance(size_t i, int* fd, Hello* hello) {
   Pending& p = pending_[i];
   for (;;) {
-    ssize_t k = ::recv(p.fd, p.buf + p.got, sizeof(p.buf) - p.got, 0);
+    // The hello, then (after the challenge) the proof: each a header and a fixed-size body.
+    const size_t want = sizeof(WireHeader) + (p.challenged ? sizeof(Proof) : sizeof(Hello));
+    ssize_t k = ::recv(p.fd, p.buf + p.got, want - p.got, 0);
     if (k > 0) {
       p.got += static_cast<size_t>(k);
       // Validate the header as soon as it is complete, before waiting for more bytes.
       if (p.got >= sizeof(WireHeader)) {
         WireHeader h;
         std::memcpy(&h, p.buf, sizeof(h));
-        if (h.type != static_cast<uint32_t>(type_) || h.length != sizeof(Hello)) {
-          reject(i, "not a hello of the expected type and length");
+        const bool ok =
+            p.challenged
+                ? h.type == static_cast<uint32_t>(MsgType::kProof) && h.length == sizeof(Proof)
+                : h.type == static_cast<uint32_t>(type_) && h.length == sizeof(Hello);
+        if (!ok) {
+          reject(i, p.challenged ? "not a proof after the challenge"
+                                 : "not a hello of the expected type and length");
           return false;
         }
       }
-      if (p.got < sizeof(p.buf)) continue;
-      Hello h;
-      std::memcpy(&h, p.buf + sizeof(WireHeader), sizeof(h));
-      if (h.version != kWireVersion) return reject(i, "wrong protocol version"), false;
-      if (!secret_equal(h.secret, secret_)) return reject(i, "wrong secret"), false;
-      if (h.nranks <= 0 || (nranks_ > 0 && h.nranks != nranks_))
-        return reject(i, "rank count differs from the job's"), false;
-      if (h.rank < 0 || h.rank >= h.nranks) return reject(i, "rank out of range"), false;
+      if (p.got < want) continue;
+      if (!p.challenged) {
+        Hello h;
+        std::memcpy(&h, p.buf + sizeof(WireHeader), sizeof(h));
+        if (h.version != kWireVersion) return reject(i, "wrong protocol version"), false;
+        if (h.nranks <= 0 || (nranks_ > 0 && h.nranks != nranks_))
+          return reject(i, "rank count differs from the job's"), false;
+        if (h.rank < 0 || h.rank >= h.nranks) return reject(i, "rank out of range"), false;
+        p.hello = h;
+        if (!challenge(i)) return false;
+        continue;
+      }
+      Proof proof;
+      std::memcpy(&proof, p.buf + sizeof(WireHeader), sizeof(proof));
+      if (!auth_check(secret_, AuthRole::kClient, type_, job_, p.hello, p.nonce, proof.mac))
+        return reject(i, "wrong proof: the client does not hold this job's secret"), false;
       *fd = p.fd;
-      *hello = h;
+      *hello = p.hello;
       pending_.erase(pending_.begin() + static_cast<long>(i));
       return true;
     }
@@ -86,8 +123,10 @@ void Acceptor::out_of_descriptors(int err) {
   listen_again_ = Clock::now() + backoff_;
 }
 
-Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello) {
+Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello,
+                            std::vector<ClientHandshake>* clients) {
   std::vector<pollfd> fds;
+  std::vector<size_t> client_of;  // fds[pending_.size() + 1 + k] is (*clients)[client_of[k]]
   for (;;) {
     if (cancelled(cancel)) return GICL_FAIL(GICL_ABORTED, "aborted while accepting connections");
     // Expire connections that have not said hello in time.
@@ -101,12 +140,23 @@ Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd
     const bool listening = now >= listen_again_;
     fds.push_back({listening ? listen_fd_ : -1, POLLIN, 0});
     for (auto& p : pending_) fds.push_back({p.fd, POLLIN, 0});
+    const size_t first_client = fds.size();
+    client_of.clear();
+    if (clients != nullptr)
+      for (size_t k = 0; k < clients->size(); ++k)
+        if (!(*clients)[k].done()) {
+          fds.push_back({(*clients)[k].fd(), POLLIN, 0});
+          client_of.push_back(k);
+        }
     const int wait = listening ? 50 : std::clamp<int>(static_cast<int>(backoff_.count()), 1, 50);
     int n = ::poll(fds.data(), fds.size(), deadline.poll_ms(wait));
     if (n < 0 && errno != EINTR) GICL_SYSCHECK(-1, "poll");
     if (n > 0) {
-      // Pending connections first: indices shift when one completes or is rejected.
-      for (size_t i = fds.size() - 1; i >= 1; --i) {
+      for (size_t k = 0; k < client_of.size(); ++k)
+        if (fds[first_client + k].revents != 0)
+          GICL_CHECK((*clients)[client_of[k]].progress(deadline, cancel));
+      // Pending connections next: indices shift when one completes or is rejected.
+      for (size_t i = first_client - 1; i >= 1; --i) {
         if (fds[i].revents == 0) continue;
         if (advance(i - 1, fd, hello)) return GICL_SUCCESS;
       }

@@ -1,25 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 // Authenticated accept: polls the listening socket and every half-open connection together, so
-// a port scan, a silent client or a flood of garbage never blocks the ranks that are real.
+// a port scan, a silent client or a flood of garbage never blocks the ranks that are real. Each
+// connection is the server's end of bootstrap/auth.hpp's handshake.
 #pragma once
 
 #include <vector>
 
-#include "bootstrap/wire.hpp"
+#include "bootstrap/auth.hpp"
 
 namespace gicl::bootstrap {
 
 class Acceptor {
  public:
-  /// Accepts hellos of `type` carrying `secret`; nranks < 0 accepts any rank count (the root
-  /// learns it from the first valid hello).
-  Acceptor(int listen_fd, const uint8_t* secret, MsgType type, int nranks);
+  /// Accepts hellos of `type` whose sender proves it holds `secret` for job `job`; nranks < 0
+  /// accepts any rank count (the root learns it from the first valid hello).
+  Acceptor(int listen_fd, const uint8_t* secret, const uint8_t* job, MsgType type, int nranks);
   ~Acceptor();
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
 
-  /// Returns the next connection whose hello is valid; invalid ones are logged and closed.
-  Status accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello);
+  /// Returns the next connection whose hello is valid and whose proof holds; invalid ones are
+  /// logged and closed. `clients` (may be null) are this process's own outgoing handshakes,
+  /// advanced in the same poll: between ranks each is client and server at once.
+  Status accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello,
+                    std::vector<ClientHandshake>* clients = nullptr);
   /// Number of connections rejected so far (tests read it).
   int rejected() const { return rejected_; }
 
@@ -29,10 +33,15 @@ class Acceptor {
     Clock::time_point started;
     size_t got;
     unsigned char buf[sizeof(WireHeader) + sizeof(Hello)];
+    bool challenged = false;  // the Challenge is sent; buf now collects the Proof
+    Hello hello{};
+    uint8_t nonce[kNonceBytes] = {};
   };
   void reject(size_t index, const char* why);
-  // Reads what is available on pending_[i]; returns true when a valid hello completed.
+  // Reads what is available on pending_[i]; returns true when a valid proof completed.
   bool advance(size_t index, int* fd, Hello* hello);
+  // The hello of pending_[i] is complete and valid: answer with a Challenge.
+  bool challenge(size_t index);
 
   /// accept4 found no descriptor free: free a silent half-open connection if there is one, and
   /// leave the listener (which stays readable) out of the poll for a while, doubling from 1 ms to
@@ -41,6 +50,7 @@ class Acceptor {
 
   int listen_fd_;
   uint8_t secret_[kSecretBytes];
+  uint8_t job_[kJobBytes];
   MsgType type_;
   int nranks_;
   int rejected_ = 0;

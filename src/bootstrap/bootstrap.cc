@@ -15,21 +15,13 @@ namespace gicl::bootstrap {
 
 namespace {
 
-Hello make_hello(const uint8_t* secret, int rank, int nranks, const SockAddr& listen) {
+Hello make_hello(int rank, int nranks, const SockAddr& listen) {
   Hello h{};
   h.version = kWireVersion;
-  std::memcpy(h.secret, secret, kSecretBytes);
   h.rank = rank;
   h.nranks = nranks;
   h.listen_addr = to_wire(listen);
   return h;
-}
-
-Status send_hello(int fd, MsgType type, const Hello& hello, Deadline d, const CancelFlag* c,
-                  const char* peer) {
-  WireHeader h{static_cast<uint32_t>(type), 0, sizeof(Hello)};
-  GICL_CHECK(send_all(fd, &h, sizeof(h), d, c, peer));
-  return send_all(fd, &hello, sizeof(hello), d, c, peer);
 }
 
 }  // namespace
@@ -42,6 +34,7 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
   b->timeout_ms_ = timeout_ms;
   b->cancel_ = cancel;
   std::memcpy(b->secret_, id.secret, kSecretBytes);
+  std::memcpy(b->job_, id.job, kJobBytes);
 
   SockAddr root;
   if (id.version != kWireVersion || !from_wire(id.root, &root))
@@ -51,23 +44,26 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
   std::string ifname;
   GICL_CHECK(find_interface_address(&local, &ifname));
   GICL_CHECK(listen_on(local, 1024, &b->listen_fd_, &bound));
-  b->acceptor_ = std::make_unique<Acceptor>(b->listen_fd_, b->secret_, MsgType::kPeerHello, nranks);
+  b->acceptor_ =
+      std::make_unique<Acceptor>(b->listen_fd_, b->secret_, b->job_, MsgType::kPeerHello, nranks);
   GICL_INFO(kSubsysBootstrap, "bootstrap: rank %d/%d listens on %s (%s), root %s", rank, nranks,
             bound.str().c_str(), ifname.c_str(), root.str().c_str());
 
   // Root round: our address in, everybody's addresses (or the reason for failing) out. A root
-  // under a connection flood may drop us before it reads our hello: then we connect again, until
-  // the deadline.
+  // under a connection flood may drop us before it challenges our hello: then we connect again,
+  // until the deadline. A root that fails authentication is not this job's: we fail at once.
   const Deadline deadline = Deadline::after_ms(timeout_ms + 5000);
-  const Hello hello = make_hello(b->secret_, rank, nranks, bound);
+  const Hello hello = make_hello(rank, nranks, bound);
   std::vector<WireAddr> table(nranks);
   for (;;) {
     int fd = -1;
     GICL_CHECK(connect_to(root, deadline, cancel, "the bootstrap root", &fd));
     WireHeader h{};
-    Status s = send_hello(fd, MsgType::kRootHello, hello, deadline, cancel, "the bootstrap root");
+    ClientHandshake hs(fd, MsgType::kRootHello, b->secret_, b->job_, hello,
+                       "the bootstrap root at " + root.str());
+    Status s = hs.run(deadline, cancel);
     if (s.ok()) s = recv_all(fd, &h, sizeof(h), deadline, cancel, "the bootstrap root");
-    if (s.code() == GICL_REMOTE_ERROR && !deadline.expired()) {
+    if (s.code() == GICL_REMOTE_ERROR && !hs.challenged() && !deadline.expired()) {
       ::close(fd);
       GICL_INFO(kSubsysBootstrap, "rank %d: the bootstrap root dropped our connection; retrying",
                 rank);
@@ -107,6 +103,10 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
   }
   b->out_fds_.assign(nranks, -1);
   b->in_.resize(nranks);
+  GICL_CHECK(b->connect_all());
+  // Every connection the job needs is open: the listener goes, so that nothing connects late.
+  b->acceptor_.reset();
+  close_fd(&b->listen_fd_);
   *out = std::move(b);
   return GICL_SUCCESS;
 }
@@ -126,13 +126,37 @@ void Bootstrap::shutdown() {
 }
 
 Status Bootstrap::connect_all() {
-  // Every rank connects out first (a connect completes in the peer's backlog, its hello fits the
-  // socket buffer), then accepts: no rank waits on another's order.
-  int fd = -1;
+  // Every rank connects out and sends its hellos first (a connect completes in the peer's
+  // backlog, a hello fits the socket buffer), then serves its acceptor while advancing its own
+  // handshakes in the same poll: each rank is a client and a server at once, so no rank waits
+  // on another's order.
+  const Deadline d = Deadline::after_ms(timeout_ms_);
+  std::vector<ClientHandshake> clients;
+  clients.reserve(static_cast<size_t>(nranks_));
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    const std::string name = peer_name(p);
+    GICL_CHECK(connect_to(peers_[p], d, cancel_, name.c_str(), &out_fds_[p]));
+    clients.emplace_back(out_fds_[p], MsgType::kPeerHello, secret_, job_,
+                         make_hello(rank_, nranks_, SockAddr{}), name);
+    GICL_CHECK(clients.back().start(d, cancel_));
+  }
   for (int p = 0; p < nranks_; ++p)
-    if (p != rank_) GICL_CHECK(out_conn(p, &fd));
-  for (int p = 0; p < nranks_; ++p)
-    if (p != rank_) GICL_CHECK(in_conn(p));
+    if (p != rank_) GICL_CHECK(in_conn(p, &clients));
+  // Our incoming connections are complete; a peer still owes us a challenge only while it waits
+  // for our proof, so it is still serving.
+  for (ClientHandshake& c : clients) {
+    while (!c.done()) {
+      if (cancelled(cancel_)) return GICL_FAIL(GICL_ABORTED, "rank %d: aborted", rank_);
+      pollfd p{c.fd(), POLLIN, 0};
+      int n = ::poll(&p, 1, d.poll_ms());
+      if (n < 0 && errno != EINTR) GICL_SYSCHECK(-1, "poll");
+      if (n > 0) GICL_CHECK(c.progress(d, cancel_));
+      if (!c.done() && d.expired())
+        return GICL_FAIL(GICL_TIMEOUT, "rank %d: %s did not answer our hello within %lld ms", rank_,
+                         c.peer().c_str(), static_cast<long long>(timeout_ms_));
+    }
+  }
   return GICL_SUCCESS;
 }
 
@@ -150,29 +174,20 @@ std::string Bootstrap::peer_name(int peer) const {
 }
 
 Status Bootstrap::out_conn(int peer, int* fd) {
-  if (out_fds_[peer] < 0) {
-    const Deadline d = Deadline::after_ms(timeout_ms_);
-    const std::string name = peer_name(peer);
-    int s = -1;
-    GICL_CHECK(connect_to(peers_[peer], d, cancel_, name.c_str(), &s));
-    Status st = send_hello(s, MsgType::kPeerHello, make_hello(secret_, rank_, nranks_, SockAddr{}),
-                           d, cancel_, name.c_str());
-    if (!st.ok()) {
-      ::close(s);
-      return st;
-    }
-    out_fds_[peer] = s;
-  }
+  if (out_fds_[peer] < 0)
+    return GICL_FAIL(GICL_INTERNAL_ERROR, "rank %d: no connection to rank %d", rank_, peer);
   *fd = out_fds_[peer];
   return GICL_SUCCESS;
 }
 
-Status Bootstrap::in_conn(int peer) {
+Status Bootstrap::in_conn(int peer, std::vector<ClientHandshake>* clients) {
   const Deadline d = Deadline::after_ms(timeout_ms_);
   while (in_[peer].fd < 0) {
+    if (acceptor_ == nullptr)
+      return GICL_FAIL(GICL_INTERNAL_ERROR, "rank %d: no connection from rank %d", rank_, peer);
     int fd = -1;
     Hello hello{};
-    Status s = acceptor_->accept_one(d, cancel_, &fd, &hello);
+    Status s = acceptor_->accept_one(d, cancel_, &fd, &hello, clients);
     if (s.code() == GICL_TIMEOUT)
       return GICL_FAIL(GICL_TIMEOUT, "rank %d: rank %d did not connect within %lld ms", rank_, peer,
                        static_cast<long long>(timeout_ms_));

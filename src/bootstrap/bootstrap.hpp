@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Out-of-band host messaging between the ranks of one job: authenticated TCP connections made
-// on first use, and the collectives init needs (allgather, broadcast, barrier) built on tagged
-// point-to-point messages. Every wait is bounded by GICL_BOOTSTRAP_TIMEOUT and names the rank it
-// waited for.
+// Out-of-band host messaging between the ranks of one job: authenticated TCP connections to and
+// from every rank, opened by create() (bootstrap/auth.hpp's handshake on each), and the collectives
+// init needs (allgather, broadcast, barrier) built on tagged point-to-point messages. Every wait is
+// bounded by GICL_BOOTSTRAP_TIMEOUT and names the rank it waited for.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "bootstrap/wire.hpp"
+#include "bootstrap/auth.hpp"
 
 namespace gicl::bootstrap {
 
@@ -26,8 +26,9 @@ enum : uint32_t {
 
 class Bootstrap {
  public:
-  /// Joins the job named by `id` as `rank` of `nranks`. `cancel` (owned by the caller) stops
-  /// every wait when set.
+  /// Joins the job named by `id` as `rank` of `nranks` and opens authenticated connections to
+  /// and from every other rank; the listener is closed after that. `cancel` (owned by the
+  /// caller) stops every wait when set.
   static Status create(const UniqueIdData& id, int rank, int nranks, const CancelFlag* cancel,
                        int64_t timeout_ms, std::unique_ptr<Bootstrap>* out);
   ~Bootstrap();
@@ -35,6 +36,8 @@ class Bootstrap {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   const uint8_t* secret() const { return secret_; }
+  /// The job id (kJobBytes): names the job in handshakes, socket names and memory tags.
+  const uint8_t* job() const { return job_; }
 
   /// In place: rank r's `bytes` at data + r * bytes are sent to all; ring, n - 1 steps.
   Status allgather(void* data, size_t bytes);
@@ -53,9 +56,6 @@ class Bootstrap {
 
   /// Wakes every blocked call (used by abort from another thread); the object stays valid.
   void shutdown();
-  /// Connections to and from every other rank, opened now (the collectives open them on first
-  /// use): a peer process that ends closes them, which the communicator's peer watch sees.
-  Status connect_all();
   /// Every open connection's descriptor and peer rank, for polling hang-ups only: never read.
   std::vector<std::pair<int, int>> connections() const;
 
@@ -73,8 +73,11 @@ class Bootstrap {
 
   Bootstrap() = default;
   std::string peer_name(int peer) const;
+  /// Connections to and from every other rank: a peer process that ends closes them, which the
+  /// communicator's peer watch sees.
+  Status connect_all();
   Status out_conn(int peer, int* fd);
-  Status in_conn(int peer);
+  Status in_conn(int peer, std::vector<ClientHandshake>* clients = nullptr);
   Status pump(int peer);  // reads what is available and parses complete messages
   bool take(int peer, uint32_t tag, Message* m);
 
@@ -83,6 +86,7 @@ class Bootstrap {
   int64_t timeout_ms_ = 0;
   const CancelFlag* cancel_ = nullptr;
   uint8_t secret_[kSecretBytes] = {};
+  uint8_t job_[kJobBytes] = {};
   int listen_fd_ = -1;
   std::vector<SockAddr> peers_;
   std::vector<int> out_fds_;

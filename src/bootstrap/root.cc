@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -26,6 +27,7 @@ namespace {
 struct Root {
   int listen_fd = -1;
   uint8_t secret[kSecretBytes];
+  uint8_t job[kJobBytes];
   int64_t timeout_ms;
   CancelFlag stop{false};
   std::atomic<bool> done{false};
@@ -105,7 +107,7 @@ void refuse_all(const std::vector<int>& fds, int offender, const std::string& te
 void serve(Root* root) {
   // Rank counts are the root's to compare (the first hello sets the job's): the acceptor passes
   // every authenticated hello on, so that a mismatch is refused naming both sides.
-  Acceptor acceptor(root->listen_fd, root->secret, MsgType::kRootHello, -1);
+  Acceptor acceptor(root->listen_fd, root->secret, root->job, MsgType::kRootHello, -1);
   const Deadline deadline = Deadline::after_ms(root->timeout_ms);
   int nranks = -1;
   std::vector<int> fds;
@@ -176,12 +178,24 @@ void serve(Root* root) {
 
 }  // namespace
 
-Status start_root(const SockAddr& bind_addr, const uint8_t* secret, int64_t timeout_ms,
-                  SockAddr* bound) {
+Status start_root(const SockAddr& bind_addr, const uint8_t* secret, const uint8_t* job,
+                  int64_t timeout_ms, SockAddr* bound, int listen_fd) {
   reap_roots(false);
   auto root = std::make_unique<Root>();
-  GICL_CHECK(listen_on(bind_addr, 1024, &root->listen_fd, bound));
+  if (listen_fd >= 0) {
+    root->listen_fd = listen_fd;
+    bound->len = sizeof(bound->storage);
+    if (::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&bound->storage), &bound->len) != 0) {
+      const int err = errno;
+      ::close(listen_fd);
+      return GICL_FAIL(GICL_SYSTEM_ERROR, "bootstrap root: getsockname: %s", std::strerror(err));
+    }
+    GICL_CHECK(set_nonblocking(listen_fd));
+  } else {
+    GICL_CHECK(listen_on(bind_addr, 1024, &root->listen_fd, bound));
+  }
   std::memcpy(root->secret, secret, kSecretBytes);
+  std::memcpy(root->job, job, kJobBytes);
   root->timeout_ms = timeout_ms;
   Root* raw = root.get();
   try {

@@ -10,9 +10,11 @@
 
 namespace gicl::bootstrap {
 
-/// Starts a root listening on `bind_addr` (port 0: ephemeral); `bound` receives its address.
-Status start_root(const SockAddr& bind_addr, const uint8_t* secret, int64_t timeout_ms,
-                  SockAddr* bound);
+/// Starts a root listening on `bind_addr` (port 0: ephemeral) for job `job`, whose ranks prove
+/// `secret`; `bound` receives its address. With `listen_fd` >= 0 the root serves that listening
+/// socket (taking it over) instead of binding.
+Status start_root(const SockAddr& bind_addr, const uint8_t* secret, const uint8_t* job,
+                  int64_t timeout_ms, SockAddr* bound, int listen_fd = -1);
 /// Joins the root threads that have finished. `wait_all` waits for every root of this process.
 void reap_roots(bool wait_all);
 /// Number of root threads alive in this process.

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/unique_id.hpp"
 
+#include <fcntl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "bootstrap/auth.hpp"
 #include "bootstrap/root.hpp"
 #include "common/log.hpp"
 #include "common/settings.hpp"
@@ -29,12 +33,13 @@ Status make_unique_id(UniqueIdData* id) {
   *id = UniqueIdData{};
   id->version = kWireVersion;
   GICL_CHECK(random_secret(id->secret));
+  GICL_CHECK(auth_nonce(id->job));
   SockAddr local, bound;
   std::string ifname;
   GICL_CHECK(find_interface_address(&local, &ifname));
   int64_t timeout = 0;
   GICL_CHECK(setting_int(Setting::kBootstrapTimeout, &timeout));
-  GICL_CHECK(start_root(local, id->secret, timeout, &bound));
+  GICL_CHECK(start_root(local, id->secret, id->job, timeout, &bound));
   id->root = to_wire(bound);
   GICL_INFO(kSubsysBootstrap, "bootstrap: root listening on %s (%s)", bound.str().c_str(),
             ifname.c_str());
@@ -64,16 +69,6 @@ bool hex_secret(const std::string& text, uint8_t* out) {
   return true;
 }
 
-// FNV-1a with two seeds: only to make distinct jobs on one host pick distinct secrets when no
-// secret was distributed. It authenticates nothing against a deliberate attacker.
-void derive_secret(const std::string& text, uint8_t* out) {
-  for (int half = 0; half < 2; ++half) {
-    uint64_t h = half ? 0x84222325cbf29ce4ull : 0xcbf29ce484222325ull;
-    for (char c : text) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
-    std::memcpy(out + 8 * half, &h, 8);
-  }
-}
-
 const char* first_env(std::initializer_list<const char*> names, const char** which) {
   for (const char* n : names) {
     const char* v = std::getenv(n);
@@ -90,6 +85,28 @@ Status env_int(const char* name, const char* text, int* out) {
   if (!parse_int64(text, &v) || v < 0 || v > (1 << 24))
     return GICL_FAIL(GICL_INVALID_ARGUMENT, "%s='%s' is not a valid rank or size", name, text);
   *out = static_cast<int>(v);
+  return GICL_SUCCESS;
+}
+
+/// GICL_BOOTSTRAP_ROOT_FD: the listening socket gicl-run made for the root, taken once per
+/// process (a later launcher init by rank 0 binds GICL_ROOT_ADDR itself); -1 where none.
+Status inherited_root_fd(int* fd) {
+  *fd = -1;
+  int64_t v = -1;
+  GICL_CHECK(setting_int(Setting::kBootstrapRootFd, &v));
+  static std::atomic<bool> taken{false};
+  if (v < 0 || taken.exchange(true)) return GICL_SUCCESS;
+  const int f = static_cast<int>(v);
+  int listening = 0, type = 0;
+  socklen_t len = sizeof(listening);
+  if (::getsockopt(f, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening == 0 ||
+      (len = sizeof(type), ::getsockopt(f, SOL_SOCKET, SO_TYPE, &type, &len)) != 0 ||
+      type != SOCK_STREAM)
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "GICL_BOOTSTRAP_ROOT_FD=%d is not a listening TCP socket of this process", f);
+  // Not for the programs this rank may start.
+  GICL_SYSCHECK(::fcntl(f, F_SETFD, FD_CLOEXEC), "fcntl(GICL_BOOTSTRAP_ROOT_FD, FD_CLOEXEC)");
+  *fd = f;
   return GICL_SUCCESS;
 }
 
@@ -170,26 +187,40 @@ Status launcher_unique_id(int rank, UniqueIdData* id) {
   GICL_CHECK(setting_string(Setting::kBootstrapSecret, &secret_text));
   SockAddr root;
   GICL_CHECK(parse_host_port(root_text.c_str(), root_source, &root));
+  const char* job = first_env({"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
+                               "PMI_JOBID", "TORCHELASTIC_RUN_ID"},
+                              nullptr);
+  const std::string job_text = std::string(job ? job : "") + "|" + root_text;
   if (!secret_text.empty()) {
     if (!hex_secret(secret_text, id->secret))
       return GICL_FAIL(GICL_INVALID_ARGUMENT, "GICL_BOOTSTRAP_SECRET must be 32 hex digits");
   } else {
-    const char* job = first_env({"SLURM_JOB_ID", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
-                                 "PMI_JOBID", "TORCHELASTIC_RUN_ID"},
-                                nullptr);
+    int64_t insecure = 0;
+    GICL_CHECK(setting_int(Setting::kBootstrapInsecure, &insecure));
+    if (insecure == 0)
+      return GICL_FAIL(GICL_INVALID_USAGE,
+                       "GICL_BOOTSTRAP_SECRET is not set: a launcher-started job needs a secret "
+                       "shared by its ranks (32 hex digits, e.g. from 'openssl rand -hex 16', "
+                       "passed by the launcher; gicl-run sets one), or GICL_BOOTSTRAP_INSECURE=1 "
+                       "to derive it from the job id and root address, which anyone who can "
+                       "reach the root can compute");
     GICL_WARN(kSubsysBootstrap,
-              "GICL_BOOTSTRAP_SECRET is not set; deriving the job secret from %s, which guards "
+              "GICL_BOOTSTRAP_INSECURE=1: the job secret is derived from %s, which guards "
               "against accidents, not attackers",
-              job ? "the launcher's job id" : "the root address");
-    derive_secret(std::string(job ? job : "") + "|" + root_text, id->secret);
+              job ? "the launcher's job id and the root address" : "the root address");
+    static constexpr char kPublicKey[] = "gicl insecure bootstrap";
+    GICL_CHECK(auth_derive(kPublicKey, sizeof(kPublicKey) - 1, job_text, id->secret, kSecretBytes));
   }
+  GICL_CHECK(auth_derive(id->secret, kSecretBytes, "job|" + job_text, id->job, kJobBytes));
   GICL_INFO(kSubsysBootstrap, "bootstrap: rank %d of a launcher job, root %s (from %s)", rank,
             root_text.c_str(), root_source);
   if (rank == 0) {
     int64_t timeout = 0;
     GICL_CHECK(setting_int(Setting::kBootstrapTimeout, &timeout));
+    int fd = -1;
+    GICL_CHECK(inherited_root_fd(&fd));
     SockAddr bound;
-    GICL_CHECK(start_root(root, id->secret, timeout, &bound));
+    GICL_CHECK(start_root(root, id->secret, id->job, timeout, &bound, fd));
   }
   id->root = to_wire(root);
   return GICL_SUCCESS;

@@ -11,6 +11,7 @@
 #include "common/build_info.hpp"
 #include "common/cuda.hpp"
 #include "common/log.hpp"
+#include "common/rank_list.hpp"
 #include "common/settings.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
@@ -162,6 +163,92 @@ gicl_result_t gicl_comm_split(gicl_comm_t comm, int color, int key, gicl_comm_t*
           GICL_CHECK(comm->bootstrap->send(members[i], tag, &id, sizeof(id)));
       } else {
         GICL_CHECK(comm->bootstrap->recv(members[0], tag, &id, sizeof(id)));
+      }
+    }
+    if (comm->device >= 0) GICL_CUDA_CHECK(cudaSetDevice(comm->device));
+    return init_rank(newcomm, newsize, id, newrank);
+  });
+}
+
+gicl_result_t gicl_comm_shrink(gicl_comm_t comm, const int* exclude_ranks, int nexclude,
+                               gicl_comm_t* newcomm, int flags) {
+  return gicl::api_call([&]() -> Status {
+    GICL_CHECK(check_comm(comm));
+    GICL_ARG_CHECK(newcomm != nullptr, "newcomm must not be NULL");
+    *newcomm = nullptr;
+    GICL_ARG_CHECK(flags == GICL_SHRINK_DEFAULT || flags == GICL_SHRINK_ABORT,
+                   "flags=%d is not GICL_SHRINK_DEFAULT or GICL_SHRINK_ABORT", flags);
+    GICL_ARG_CHECK(nexclude == GICL_SHRINK_LOST || (nexclude >= 0 && nexclude < comm->nranks),
+                   "nexclude=%d must be in [0, %d) or GICL_SHRINK_LOST", nexclude, comm->nranks);
+    GICL_ARG_CHECK(nexclude <= 0 || exclude_ranks != nullptr,
+                   "exclude_ranks must not be NULL with nexclude=%d", nexclude);
+    // excluded[r] = 1: rank r is left out. The new root sends its copy beside the id, so that
+    // ranks that disagree fail naming both sets instead of forming different communicators.
+    std::vector<uint8_t> excluded(comm->nranks, 0);
+    if (nexclude == GICL_SHRINK_LOST) {
+      std::lock_guard<std::mutex> lock(comm->error_mutex);
+      if (comm->lost_ranks.empty())
+        return GICL_FAIL(GICL_INVALID_USAGE,
+                         "gicl_comm_shrink: GICL_SHRINK_LOST, but this communicator has found no "
+                         "rank lost");
+      for (int r : comm->lost_ranks)
+        if (r >= 0 && r < comm->nranks) excluded[r] = 1;
+    } else {
+      for (int i = 0; i < nexclude; ++i) {
+        const int r = exclude_ranks[i];
+        GICL_ARG_CHECK(r >= 0 && r < comm->nranks, "exclude_ranks[%d]=%d is out of range [0, %d)",
+                       i, r, comm->nranks);
+        GICL_ARG_CHECK(excluded[r] == 0, "exclude_ranks[%d]=%d is listed twice", i, r);
+        excluded[r] = 1;
+      }
+    }
+    GICL_ARG_CHECK(excluded[comm->rank] == 0,
+                   "rank %d is in exclude_ranks: an excluded rank does not call gicl_comm_shrink",
+                   comm->rank);
+    std::vector<int> members;
+    for (int r = 0; r < comm->nranks; ++r)
+      if (!excluded[r]) members.push_back(r);
+    const int newsize = static_cast<int>(members.size());
+    const int newrank =
+        static_cast<int>(std::find(members.begin(), members.end(), comm->rank) - members.begin());
+    bs::UniqueIdData id{};
+    {
+      std::lock_guard<std::mutex> lock(comm->op_mutex);
+      gicl::CommOp op(comm);
+      // A lost peer is what shrink is for: only an aborted communicator (its sockets closed)
+      // cannot shrink.
+      if (gicl::cancelled(&comm->cancel))
+        return GICL_FAIL(GICL_INVALID_USAGE,
+                         "gicl_comm_shrink: the communicator was aborted; shrink it before "
+                         "aborting it");
+      if (flags == GICL_SHRINK_ABORT) gicl::device_resources_signal_abort(comm);
+      // The new root (the first remaining rank) makes the id; each remaining rank receives it
+      // with the root's set over the parent's connections, which the lost ranks are not on.
+      const uint32_t tag = bs::kUserTagBase + 2;
+      std::vector<char> msg(sizeof(bs::UniqueIdData) + excluded.size());
+      if (newrank == 0) {
+        GICL_CHECK(bs::make_unique_id(&id));
+        std::memcpy(msg.data(), &id, sizeof(id));
+        std::memcpy(msg.data() + sizeof(id), excluded.data(), excluded.size());
+        for (int i = 1; i < newsize; ++i)
+          GICL_CHECK(comm->bootstrap->send(members[i], tag, msg.data(), msg.size()));
+      } else {
+        GICL_CHECK(comm->bootstrap->recv(members[0], tag, msg.data(), msg.size()));
+        std::memcpy(&id, msg.data(), sizeof(id));
+        if (std::memcmp(msg.data() + sizeof(id), excluded.data(), excluded.size()) != 0) {
+          std::vector<int> theirs, ours;
+          for (int r = 0; r < comm->nranks; ++r) {
+            if (msg[sizeof(id) + r]) theirs.push_back(r);
+            if (excluded[r]) ours.push_back(r);
+          }
+          auto text = [](const std::vector<int>& v) {
+            return v.empty() ? std::string("none") : "{" + gicl::rank_list(v) + "}";
+          };
+          return GICL_FAIL(GICL_INVALID_USAGE,
+                           "gicl_comm_shrink: rank %d excludes %s, rank %d excludes %s: every "
+                           "remaining rank must exclude the same ranks",
+                           members[0], text(theirs).c_str(), comm->rank, text(ours).c_str());
+        }
       }
     }
     if (comm->device >= 0) GICL_CUDA_CHECK(cudaSetDevice(comm->device));

@@ -142,6 +142,10 @@ void peer_lost(gicl_comm* c, const std::vector<int>& ranks, const std::string& w
           : who + (ranks.size() == 1 ? ": its connection " : ": their connections ") + what;
   GICL_WARN(kSubsysInit, "rank %d: %s", c->rank, msg.c_str());
   comm_set_error(c, GICL_REMOTE_ERROR, msg);
+  {
+    std::lock_guard<std::mutex> lock(c->error_mutex);
+    c->lost_ranks.insert(c->lost_ranks.end(), ranks.begin(), ranks.end());
+  }
   c->peer_lost.store(true, std::memory_order_release);
   device_resources_signal_abort(c);  // every device wait stops now
 }
@@ -223,7 +227,6 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   // Before the last barrier: no rank's kernels run until every rank's are loaded.
   GICL_CHECK(load_kernel_families(c->device));
   timer.mark("kernel preload");
-  GICL_CHECK(c->bootstrap->connect_all());
   GICL_CHECK(c->bootstrap->barrier());
   timer.mark("last barrier");
   GICL_CHECK(PeerWatch::start(

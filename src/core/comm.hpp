@@ -52,6 +52,7 @@ struct gicl_comm {
   std::string async_message;
   std::unique_ptr<gicl::PeerWatch> watch;  // liveness of every other rank (core/peer_watch)
   std::atomic<bool> peer_lost{false};      // a peer's loss: host calls fail from then on
+  std::vector<int> lost_ranks;             // every rank the watch named (under error_mutex)
 };
 
 namespace gicl {

@@ -2,6 +2,7 @@
 #include "memory/fd_channel.hpp"
 
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -10,13 +11,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bootstrap/auth.hpp"
 #include "common/log.hpp"
 
 namespace gicl {
 namespace {
 
 struct ChannelHello {
-  uint8_t secret[16];
+  uint8_t token[32];
   int32_t rank;
   uint32_t pad;
 };
@@ -63,7 +65,8 @@ std::string FdChannel::address(int rank) const {
 Status FdChannel::listen(const std::string& job, int rank, const uint8_t* secret) {
   job_ = job;
   rank_ = rank;
-  std::memcpy(secret_, secret, sizeof(secret_));
+  GICL_CHECK(bootstrap::auth_derive(secret, bootstrap::kSecretBytes, "fd channel|" + job, token_,
+                                    sizeof(token_)));
   listen_fd_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   GICL_SYSCHECK(listen_fd_, "socket(AF_UNIX)");
   socklen_t len;
@@ -75,18 +78,36 @@ Status FdChannel::listen(const std::string& job, int rank, const uint8_t* secret
 
 Status FdChannel::connect(const std::vector<Peer>& peers, Deadline d, const CancelFlag* cancel) {
   ChannelHello hello{};
-  std::memcpy(hello.secret, secret_, sizeof(secret_));
+  std::memcpy(hello.token, token_, sizeof(token_));
   hello.rank = rank_;
   for (const Peer& p : peers) {
     int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     GICL_SYSCHECK(s, "socket(AF_UNIX)");
     socklen_t len;
     sockaddr_un a = abstract_addr(address(p.rank), &len);
-    if (::connect(s, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
-        ::send(s, &hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
+    if (::connect(s, reinterpret_cast<sockaddr*>(&a), len) != 0) {
       int err = errno;
       ::close(s);
       return GICL_FAIL(GICL_SYSTEM_ERROR, "rank %d: cannot reach rank %d's handle socket: %s",
+                       rank_, p.rank, strerror(err));
+    }
+    // The token goes only to the process the rank announced: another process that bound the
+    // name first is refused before it hears anything.
+    ucred cred{};
+    socklen_t clen = sizeof(cred);
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || cred.pid != p.pid ||
+        cred.uid != getuid()) {
+      ::close(s);
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "rank %d: rank %d's handle socket is held by pid %d (uid %d), not by rank "
+                       "%d's process %d",
+                       rank_, p.rank, static_cast<int>(cred.pid), static_cast<int>(cred.uid),
+                       p.rank, static_cast<int>(p.pid));
+    }
+    if (::send(s, &hello, sizeof(hello), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(hello))) {
+      int err = errno;
+      ::close(s);
+      return GICL_FAIL(GICL_SYSTEM_ERROR, "rank %d: cannot send to rank %d's handle socket: %s",
                        rank_, p.rank, strerror(err));
     }
     out_[p.rank] = s;
@@ -104,7 +125,7 @@ Status FdChannel::connect(const std::vector<Peer>& peers, Deadline d, const Canc
         wait_io(c, POLLIN, Deadline::after_ms(1000).earlier(d), cancel, -1, "reading hello of")
             .ok() &&
         ::recv(c, &h, sizeof(h), 0) == static_cast<ssize_t>(sizeof(h)) &&
-        std::memcmp(h.secret, secret_, sizeof(secret_)) == 0;
+        CRYPTO_memcmp(h.token, token_, sizeof(token_)) == 0;
     const Peer* expected = nullptr;
     for (const Peer& p : peers)
       if (ok && p.rank == h.rank) expected = &p;

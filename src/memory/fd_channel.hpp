@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Passing file descriptors (CUDA POSIX-FD shareable handles) between the ranks of one node over
-// Unix-domain sockets. Each connection is checked twice: the kernel-reported credentials of the
-// connecting process must match the pid the rank announced at init, and its first message must
-// carry the job secret.
+// Unix-domain sockets. Each connection is checked on both ends: the kernel-reported credentials
+// of the other process (SO_PEERCRED) must match the pid the rank announced at init and this
+// user, and the connecting side's first message carries a token derived from the job secret by
+// HMAC (never the secret), which it sends only to a listener whose credentials matched.
 #pragma once
 
 #include <sys/types.h>
@@ -44,7 +45,7 @@ class FdChannel {
   FdChannel& operator=(const FdChannel&) = delete;
 
   /// Binds this rank's abstract socket; `job` must be unique per communicator and equal on all
-  /// ranks (secret-derived).
+  /// ranks (from the job id).
   Status listen(const std::string& job, int rank, const uint8_t* secret);
   /// Connects to every peer and accepts each peer's connection. Call after all peers listened.
   Status connect(const std::vector<Peer>& peers, Deadline deadline, const CancelFlag* cancel);
@@ -59,7 +60,7 @@ class FdChannel {
   std::string address(int rank) const;
   std::string job_;
   int rank_ = -1;
-  uint8_t secret_[16] = {};
+  uint8_t token_[32] = {};  // HMAC(secret, "fd channel|" job)
   int listen_fd_ = -1;
   std::map<int, int> out_;  // peer rank -> connected socket
   std::map<int, int> in_;   // peer rank -> accepted socket

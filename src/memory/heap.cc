@@ -34,15 +34,15 @@ void warn_teardown(CUresult e, const char* call, int rank, const void* p, size_t
 /// own mapping before the chunk is handed out: a mapping of other memory fails the allocation,
 /// naming both ranks, instead of losing every store made through it.
 struct ChunkTag {
-  uint64_t job;  // the bootstrap secret's first bytes: another communicator's chunk differs
+  uint64_t job;  // the job id's first bytes: another communicator's chunk differs
   uint32_t rank;
   uint32_t seq;
 };
 static_assert(sizeof(ChunkTag) == 16);
 
-ChunkTag chunk_tag(const uint8_t* secret, int rank, uint64_t seq) {
+ChunkTag chunk_tag(const uint8_t* job, int rank, uint64_t seq) {
   ChunkTag t{};
-  std::memcpy(&t.job, secret, sizeof(t.job));
+  std::memcpy(&t.job, job, sizeof(t.job));
   t.rank = static_cast<uint32_t>(rank);
   t.seq = static_cast<uint32_t>(seq);
   return t;
@@ -95,10 +95,10 @@ Status SymmetricHeap::create(const HeapConfig& cfg, bootstrap::Bootstrap* bs,
     h->va_bytes_ = h->slot_bytes_ * h->local_ranks_.size();
     GICL_CU_CHECK(h->cu_->cuMemAddressReserve(&h->va_, h->va_bytes_, gran, 0, 0));
     char job[40];
-    const uint8_t* s = bs->secret();
+    const uint8_t* s = bs->job();
     std::snprintf(job, sizeof(job), "%02x%02x%02x%02x%02x%02x%02x%02x", s[0], s[1], s[2], s[3],
                   s[4], s[5], s[6], s[7]);
-    Status st = h->channel_.listen(job, h->rank_, s);
+    Status st = h->channel_.listen(job, h->rank_, bs->secret());
     GICL_CHECK(h->bs_->agree(st, "open its handle socket"));
     std::vector<FdChannel::Peer> local;
     for (int r : h->local_ranks_)
@@ -260,7 +260,7 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
     GICL_CU_CHECK(cu_->cuMemMap(slot_addr(rank_), size, 0, handle, 0));
     mappings_.back().ptr = slot_addr(rank_);
     GICL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(rank_), size, &access, 1));
-    const ChunkTag tag = chunk_tag(bs_->secret(), rank_, seq);
+    const ChunkTag tag = chunk_tag(bs_->job(), rank_, seq);
     return upload_device(reinterpret_cast<void*>(slot_addr(rank_)), &tag, sizeof(tag));
   }();
   Status s = bs_->agree(local, "create its heap chunk");
@@ -303,7 +303,7 @@ Status SymmetricHeap::grow_vmm(uint64_t offset, uint64_t size) {
       GICL_CU_CHECK(cu_->cuMemSetAccess(slot_addr(r), size, &access, 1));
       ChunkTag seen{};
       GICL_CHECK(download_device(&seen, reinterpret_cast<const void*>(slot_addr(r)), sizeof(seen)));
-      const ChunkTag want = chunk_tag(bs_->secret(), r, seq);
+      const ChunkTag want = chunk_tag(bs_->job(), r, seq);
       if (std::memcmp(&seen, &want, sizeof(seen)) != 0)
         return GICL_FAIL(GICL_SYSTEM_ERROR,
                          "rank %d: rank %d's heap chunk %llu, imported here from its descriptor, "

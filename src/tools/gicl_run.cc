@@ -39,17 +39,19 @@ void on_signal(int sig) {
 }
 
 int usage(FILE* out, int code) {
-  std::fprintf(out,
-               "usage: gicl-run [-h] -n N [--timeout SECONDS] [--] program [args...]\n"
-               "Starts N ranks of `program` on this machine, each with the launcher environment\n"
-               "(GICL_RANK, GICL_WORLD_SIZE, GICL_LOCAL_RANK, GICL_ROOT_ADDR,\n"
-               "GICL_BOOTSTRAP_SECRET), prefixes each output line with its rank, stops every rank\n"
-               "when one fails and exits with the first failing code.\n"
-               "  -n, --np N          ranks to start (1..4096)\n"
-               "  -t, --timeout SEC   stop every rank after SEC seconds (exit 124)\n"
-               "  -h, --help          this text\n"
-               "For several nodes use torchrun, mpirun or srun: gicl reads their variables\n"
-               "(docs/launching.md).\n");
+  std::fprintf(
+      out,
+      "usage: gicl-run [-h] -n N [--timeout SECONDS] [--] program [args...]\n"
+      "Starts N ranks of `program` on this machine, each with the launcher environment\n"
+      "(GICL_RANK, GICL_WORLD_SIZE, GICL_LOCAL_RANK, GICL_ROOT_ADDR,\n"
+      "GICL_BOOTSTRAP_SECRET, and to rank 0 the root's listening socket as\n"
+      "GICL_BOOTSTRAP_ROOT_FD), prefixes each output line with its rank, stops every rank\n"
+      "when one fails and exits with the first failing code.\n"
+      "  -n, --np N          ranks to start (1..4096)\n"
+      "  -t, --timeout SEC   stop every rank after SEC seconds (exit 124)\n"
+      "  -h, --help          this text\n"
+      "For several nodes use torchrun, mpirun or srun: gicl reads their variables\n"
+      "(docs/launching.md).\n");
   return code;
 }
 
@@ -58,22 +60,22 @@ int usage(FILE* out, int code) {
 /// listen on it, while no other bind, and no outgoing connection's local port, can take it in
 /// between. Closing the probe right away let a rank's own connections draw the port first
 /// ("cannot listen on 127.0.0.1:...: Address already in use", seen once on the GPU machine).
-int reserve_port(int* holder) {
-  *holder = -1;
+// The bootstrap root's listening socket, made here and handed to rank 0 (GICL_BOOTSTRAP_ROOT_FD):
+// the port is listening before any rank starts, so no other process can take it first.
+int root_listener(int* fd) {
+  *fd = -1;
   int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return -1;
-  int one = 1;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(a);
-  if (setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-      bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(s, 1024) != 0 ||
       getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     close(s);
     return -1;
   }
-  *holder = s;
+  *fd = s;
   return ntohs(a.sin_port);
 }
 
@@ -140,8 +142,8 @@ int main(int argc, char** argv) {
   }
   char** prog = argv + i;
 
-  int port_holder = -1;
-  const int port = reserve_port(&port_holder);
+  int root_fd = -1;
+  const int port = root_listener(&root_fd);
   uint8_t secret[16];
   if (port < 0 || !gicl::bootstrap::random_secret(secret).ok()) {
     std::fprintf(stderr, "gicl-run: cannot prepare the bootstrap (port or random source)\n");
@@ -172,6 +174,12 @@ int main(int argc, char** argv) {
       setenv("GICL_LOCAL_RANK", std::to_string(r).c_str(), 1);
       setenv("GICL_ROOT_ADDR", root.c_str(), 1);
       setenv("GICL_BOOTSTRAP_SECRET", hex, 1);
+      if (r == 0) {  // the root's socket stays open across exec in rank 0 only
+        fcntl(root_fd, F_SETFD, 0);
+        setenv("GICL_BOOTSTRAP_ROOT_FD", std::to_string(root_fd).c_str(), 1);
+      } else {
+        unsetenv("GICL_BOOTSTRAP_ROOT_FD");
+      }
       setenv("GICL_SOCKET_IFNAME", "lo", 0);  // one node: keep bootstrap traffic on loopback
       execvp(prog[0], prog);
       std::fprintf(stderr, "gicl-run: cannot run '%s': %s\n", prog[0], std::strerror(errno));
@@ -182,6 +190,7 @@ int main(int argc, char** argv) {
     ranks[r].pid = pid;
     ranks[r].out = fds[0];
   }
+  close(root_fd);  // rank 0 holds it now
 
   const auto start = std::chrono::steady_clock::now();
   int first_failure = 0, live = n, open_pipes = n;

@@ -5,6 +5,10 @@
 // crossing 2^32.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -96,6 +100,70 @@ TEST(CollectiveFailures, AnAbsentRankIsNamedInATimeout) {
     for (int r = 0; r < 2; ++r)
       EXPECT_EQ(results[r].code, 0) << w.algo << "/" << w.proto << " rank " << r;
   }
+}
+
+/// Three ranks; after one correct allreduce rank 1 SIGKILLs itself while ranks 0 and 2 are in
+/// their next allreduce (waiting for it, GICL_WAIT_TIMEOUT 30 s). The peer watch stops their
+/// kernels within a second, the error naming rank 1 (not a timeout); they shrink without it
+/// (GICL_SHRINK_ABORT) and an allreduce over the two of them is correct.
+TEST(CollectiveFailures, AKilledRankStopsTheOthersWhoShrinkAndContinue) {
+  REQUIRE_GPUS(1);
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+  const size_t count = 1 << 20;
+  auto results = fork_ranks(
+      3,
+      [&](int r) {
+        setenv("GICL_WAIT_TIMEOUT", "30000", 1);
+        gicl_comm_t comm;
+        if (init_on_gpu(id, 3, r, &comm)) return 1;
+        cudaStream_t s;
+        RANK_CUDA(cudaStreamCreate(&s));
+        float* buf = nullptr;
+        RANK_CUDA(cudaMalloc(&buf, count * sizeof(float)));
+        std::vector<float> h(count, static_cast<float>(r + 1));
+        RANK_CUDA(cudaMemcpy(buf, h.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+        RANK_OK(gicl_allreduce(buf, buf, count, gicl_float32, gicl_sum, comm, s));
+        RANK_CUDA(cudaStreamSynchronize(s));
+        RANK_CUDA(cudaMemcpy(h.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost));
+        RANK_CHECK(h[0] == 6 && h[count - 1] == 6, "the first allreduce: %g", h[0]);
+        if (r == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the others are waiting
+          kill(getpid(), SIGKILL);
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        RANK_OK(gicl_allreduce(buf, buf, count, gicl_float32, gicl_sum, comm, s));
+        const cudaError_t e = cudaStreamSynchronize(s);
+        const double sec =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        RANK_CHECK(e == cudaSuccess, "the stopped allreduce: %s", cudaGetErrorString(e));
+        RANK_CHECK(sec < 1.5, "the survivors' allreduce stopped after %.2f s", sec);
+        gicl_result_t async;
+        const char* msg = nullptr;
+        RANK_OK(gicl_comm_get_async_error(comm, &async, &msg));
+        const std::string m = msg != nullptr ? msg : "";
+        RANK_CHECK(async == GICL_REMOTE_ERROR && m.find("rank 1 (pid") != std::string::npos,
+                   "the loss: %d '%s'", async, m.c_str());
+        const int lost = 1;
+        gicl_comm_t small = nullptr;
+        RANK_OK(gicl_comm_shrink(comm, &lost, 1, &small, GICL_SHRINK_ABORT));
+        std::fill(h.begin(), h.end(), static_cast<float>(r + 1));
+        RANK_CUDA(cudaMemcpy(buf, h.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+        RANK_OK(gicl_allreduce(buf, buf, count, gicl_float32, gicl_sum, small, s));
+        RANK_CUDA(cudaStreamSynchronize(s));
+        RANK_CUDA(cudaMemcpy(h.data(), buf, count * sizeof(float), cudaMemcpyDeviceToHost));
+        size_t wrong = 0;
+        for (float v : h) wrong += v != 4;  // ranks 0 and 2: 1 + 3
+        RANK_CHECK(wrong == 0, "allreduce over the shrunk communicator: %zu wrong", wrong);
+        std::printf("rank %d: stopped %.0f ms after the kill's wait began; shrunk allreduce ok\n",
+                    r, sec * 1e3);
+        RANK_OK(gicl_comm_destroy(small));
+        RANK_OK(gicl_comm_abort(comm));
+        return 0;
+      },
+      120000);
+  EXPECT_EQ(results[1].code, 128 + SIGKILL);
+  for (int r : {0, 2}) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 /// An LL128 receive that times out names a line that has not arrived, with what its flag word

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// The bootstrap under hostile or broken conditions: wrong secrets, garbage, truncated and
-// oversized messages, a port scan during init, a rank that never arrives, a rank that dies.
+// The bootstrap under hostile or broken conditions: proofs without the secret, a forged rank, a
+// process squatting the root's address, garbage, truncated and oversized messages, a port scan
+// and a flood during init, a rank that never arrives, a rank that dies.
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -18,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/auth.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/root.hpp"
 #include "bootstrap/unique_id.hpp"
@@ -63,24 +67,63 @@ int normal_rank(const UniqueIdData& id, int r, int n) {
   return 0;
 }
 
+/// A client that claims rank `rank` of `nranks` but holds `secret` (the wrong one): sends its
+/// hello, reads the root's challenge and answers with a proof under its secret. Returns the
+/// connection, or -1.
+int forged_client(const UniqueIdData& id, const uint8_t* secret, int rank, int nranks) {
+  const int fd = connect_root(id);
+  if (fd < 0) return -1;
+  bootstrap::Hello hello{};
+  hello.version = bootstrap::kWireVersion;
+  hello.rank = rank;
+  hello.nranks = nranks;
+  if (!bootstrap::auth_nonce(hello.nonce).ok()) return -1;
+  bootstrap::WireHeader h{static_cast<uint32_t>(bootstrap::MsgType::kRootHello), 0,
+                          sizeof(bootstrap::Hello)};
+  send_bytes(fd, &h, sizeof(h));
+  send_bytes(fd, &hello, sizeof(hello));
+  bootstrap::Challenge c{};
+  if (!recv_all(fd, &h, sizeof(h), Deadline::after_ms(3000), nullptr, "root").ok() ||
+      h.type != static_cast<uint32_t>(bootstrap::MsgType::kChallenge) ||
+      !recv_all(fd, &c, sizeof(c), Deadline::after_ms(3000), nullptr, "root").ok())
+    return fd;
+  bootstrap::Proof proof{};
+  if (!bootstrap::auth_mac(secret, bootstrap::AuthRole::kClient, bootstrap::MsgType::kRootHello,
+                           id.job, hello, c.nonce, proof.mac)
+           .ok())
+    return fd;
+  h = {static_cast<uint32_t>(bootstrap::MsgType::kProof), 0, sizeof(proof)};
+  send_bytes(fd, &h, sizeof(h));
+  send_bytes(fd, &proof, sizeof(proof));
+  return fd;
+}
+
+/// What the root sends on `fd` within `ms` (until it closes): a refused client gets nothing.
+std::vector<char> drain(int fd, int ms) {
+  std::vector<char> got;
+  const Deadline d = Deadline::after_ms(ms);
+  char buf[4096];
+  while (!d.expired()) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, d.poll_ms()) <= 0) continue;
+    const ssize_t k = ::recv(fd, buf, sizeof(buf), 0);
+    if (k <= 0) break;
+    got.insert(got.end(), buf, buf + k);
+  }
+  return got;
+}
+
 TEST(BootstrapHostile, WrongSecretGarbageAndOversizeAreRejectedJobCompletes) {
   UniqueIdData id;
   ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
   // Hostile connections first, so they are in the root's queue before the real ranks.
   std::vector<int> fds;
-  {  // a well-formed hello with the wrong secret, claiming rank 0
-    int fd = connect_root(id);
+  {  // a well-formed hello claiming rank 0, proved under a secret one bit off
+    uint8_t wrong[bootstrap::kSecretBytes];
+    std::memcpy(wrong, id.secret, sizeof(wrong));
+    wrong[3] ^= 0x40;
+    const int fd = forged_client(id, wrong, 0, 3);
     ASSERT_GE(fd, 0);
-    bootstrap::WireHeader h{static_cast<uint32_t>(bootstrap::MsgType::kRootHello), 0,
-                            sizeof(bootstrap::Hello)};
-    bootstrap::Hello hello{};
-    hello.version = bootstrap::kWireVersion;
-    std::memcpy(hello.secret, id.secret, sizeof(hello.secret));
-    hello.secret[3] ^= 0x40;
-    hello.rank = 0;
-    hello.nranks = 3;
-    send_bytes(fd, &h, sizeof(h));
-    send_bytes(fd, &hello, sizeof(hello));
     fds.push_back(fd);
   }
   {  // garbage
@@ -101,13 +144,100 @@ TEST(BootstrapHostile, WrongSecretGarbageAndOversizeAreRejectedJobCompletes) {
     bootstrap::WireHeader h{static_cast<uint32_t>(bootstrap::MsgType::kRootHello), 0,
                             sizeof(bootstrap::Hello)};
     send_bytes(fd, &h, sizeof(h));
-    send_bytes(fd, id.secret, 8);
+    send_bytes(fd, id.job, 8);
     fds.push_back(fd);
   }
   auto results = fork_ranks(
       3, [&](int r) { return normal_rank(id, r, 3); }, 60000);
   for (int fd : fds) close(fd);
   for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// A forged hello as rank 2 of 3 that arrives before the real rank 2, from a process that knows
+/// the root's address and job id but not the secret: its proof fails, the root closes the
+/// connection without a byte of the address table, and the real rank 2 takes its place.
+TEST(BootstrapHostile, AForgedRankIsRefusedAndTheRealRankJoins) {
+  UniqueIdData id;
+  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  uint8_t guess[bootstrap::kSecretBytes] = {};
+  const int fd = forged_client(id, guess, 2, 3);
+  ASSERT_GE(fd, 0);
+  const std::vector<char> got = drain(fd, 1500);
+  close(fd);
+  EXPECT_TRUE(got.empty()) << "the forged rank received " << got.size() << " bytes";
+  auto results = fork_ranks(
+      3, [&](int r) { return normal_rank(id, r, 3); }, 60000);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// A process that listens at the root's address instead of the root (a squatter): it records
+/// every byte the ranks send and answers their hellos with made-up challenges. The ranks fail at
+/// once naming the root's address as failing authentication, and no byte sequence of the secret
+/// reaches the squatter.
+TEST(BootstrapHostile, ASquatterAtTheRootLearnsNoSecretAndRanksRefuseIt) {
+  UniqueIdData id{};
+  id.version = bootstrap::kWireVersion;
+  ASSERT_TRUE(bootstrap::random_secret(id.secret).ok());
+  ASSERT_TRUE(bootstrap::auth_nonce(id.job).ok());
+  SockAddr local, bound;
+  std::string ifname;
+  ASSERT_TRUE(find_interface_address(&local, &ifname).ok());
+  int lfd = -1;
+  ASSERT_TRUE(listen_on(local, 64, &lfd, &bound).ok());
+  id.root = bootstrap::to_wire(bound);
+  std::atomic<bool> stop{false};
+  std::vector<char> heard;
+  std::thread squatter([&] {
+    std::vector<int> conns;
+    while (!stop.load()) {
+      std::vector<pollfd> p{{lfd, POLLIN, 0}};
+      for (int c : conns) p.push_back({c, POLLIN, 0});
+      if (::poll(p.data(), p.size(), 20) <= 0) continue;
+      if (p[0].revents & POLLIN) {
+        const int c = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (c >= 0) conns.push_back(c);
+      }
+      for (size_t k = 1; k < p.size(); ++k) {
+        if (!(p[k].revents & POLLIN)) continue;
+        char buf[4096];
+        const ssize_t n = ::recv(p[k].fd, buf, sizeof(buf), 0);
+        if (n <= 0) continue;
+        heard.insert(heard.end(), buf, buf + n);
+        // Whatever came, a challenge of the right shape with a made-up nonce and MAC.
+        bootstrap::WireHeader h{static_cast<uint32_t>(bootstrap::MsgType::kChallenge), 0,
+                                sizeof(bootstrap::Challenge)};
+        bootstrap::Challenge c{};
+        for (size_t i = 0; i < sizeof(c.mac); ++i) c.mac[i] = static_cast<uint8_t>(i * 7);
+        send_bytes(p[k].fd, &h, sizeof(h));
+        send_bytes(p[k].fd, &c, sizeof(c));
+      }
+    }
+    for (int c : conns) close(c);
+  });
+  auto results = fork_ranks(
+      2,
+      [&](int r) {
+        std::unique_ptr<Bootstrap> b;
+        Status s = Bootstrap::create(id, r, 2, nullptr, 10000, &b);
+        const std::string msg = last_error();
+        RANK_CHECK(s.code() == GICL_REMOTE_ERROR &&
+                       msg.find("failed authentication") != std::string::npos &&
+                       msg.find(bound.str()) != std::string::npos,
+                   "a squatting root: %d '%s'", s.code(), msg.c_str());
+        return 0;
+      },
+      30000);
+  stop = true;
+  squatter.join();
+  close(lfd);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(results[r].code, 0) << "rank " << r;
+    EXPECT_LT(results[r].seconds, 3.0) << "rank " << r << " did not refuse the squatter at once";
+  }
+  EXPECT_FALSE(heard.empty()) << "the ranks never reached the squatter";
+  const auto secret_at =
+      std::search(heard.begin(), heard.end(), id.secret, id.secret + bootstrap::kSecretBytes);
+  EXPECT_EQ(secret_at, heard.end()) << "the secret reached the squatter";
 }
 
 /// 10,000 silent connections to the root while a 3-rank job starts: the root holds at most 1024

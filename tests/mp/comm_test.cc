@@ -121,6 +121,127 @@ TEST(Comm, AKilledRankIsNamedByEverySurvivorWithinASecond) {
   EXPECT_LT(delays.back(), 1.0) << "a survivor took longer than 1 s";
 }
 
+// Waits up to 5 s for comm's asynchronous error; returns it.
+gicl_result_t wait_error(gicl_comm_t comm, const char** why) {
+  gicl_result_t e = GICL_SUCCESS;
+  const double until = now_s() + 5;
+  while (e == GICL_SUCCESS && now_s() < until) {
+    if (gicl_comm_get_async_error(comm, &e, why) != GICL_SUCCESS) return GICL_INTERNAL_ERROR;
+    if (e == GICL_SUCCESS) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return e;
+}
+
+// After a rank is SIGKILLed (the root's rank 0 in one trial, another rank in the other), the
+// survivors shrink without it: by its number (GICL_SHRINK_ABORT) at 4 ranks and by
+// GICL_SHRINK_LOST at 3. The new communicator has the survivors in their old order, works (a
+// split over it, which needs every member's connection), and destroys cleanly; the parent is
+// destroyed afterwards, reporting the loss.
+TEST(Comm, SurvivorsShrinkWithoutAKilledRankAndContinue) {
+  for (int trial = 0; trial < 2; ++trial) {
+    const int n = trial == 0 ? 4 : 3, victim = trial == 0 ? 2 : 0;
+    gicl_unique_id_t id;
+    ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+    auto results = fork_ranks(n, [&](int r) {
+      gicl_comm_t comm;
+      RANK_OK(gicl_comm_init_rank(&comm, n, id, r));
+      if (r == victim) kill(getpid(), SIGKILL);
+      const char* why = nullptr;
+      RANK_CHECK(wait_error(comm, &why) == GICL_REMOTE_ERROR, "the loss was not seen");
+      gicl_comm_t small = nullptr;
+      const double t0 = now_s();
+      if (trial == 0)
+        RANK_OK(gicl_comm_shrink(comm, &victim, 1, &small, GICL_SHRINK_ABORT));
+      else
+        RANK_OK(gicl_comm_shrink(comm, nullptr, GICL_SHRINK_LOST, &small, GICL_SHRINK_DEFAULT));
+      const double took = now_s() - t0;
+      int sr = -1, ss = -1;
+      RANK_OK(gicl_comm_rank(small, &sr));
+      RANK_OK(gicl_comm_size(small, &ss));
+      RANK_CHECK(ss == n - 1 && sr == (r < victim ? r : r - 1),
+                 "world rank %d became %d of %d without rank %d", r, sr, ss, victim);
+      gicl_comm_t again = nullptr;
+      RANK_OK(gicl_comm_split(small, 0, -sr, &again));
+      int ar = -1;
+      RANK_OK(gicl_comm_rank(again, &ar));
+      RANK_CHECK(ar == ss - 1 - sr, "split of the shrunk communicator: rank %d", ar);
+      RANK_OK(gicl_comm_destroy(again));
+      RANK_OK(gicl_comm_destroy(small));
+      RANK_CHECK(gicl_comm_destroy(comm) == GICL_REMOTE_ERROR, "the parent forgot the loss");
+      std::printf("rank %d: shrank %d -> %d in %.1f ms\n", r, n, ss, took * 1e3);
+      return 0;
+    });
+    for (int r = 0; r < n; ++r)
+      EXPECT_EQ(results[r].code, r == victim ? 128 + SIGKILL : 0)
+          << "trial " << trial << ", rank " << r;
+  }
+}
+
+// Shrinking a healthy communicator: rank 1 of 4 stays out (it does not call, and destroys the
+// parent after the others' shrink). Bad arguments are refused naming them, and ranks that
+// exclude different sets fail naming both instead of forming different communicators.
+TEST(Comm, ShrinkExcludesNamedRanksAndRefusesMismatchedSets) {
+  const int n = 4;
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+  auto results = fork_ranks(n, [&](int r) {
+    gicl_comm_t comm;
+    RANK_OK(gicl_comm_init_rank(&comm, n, id, r));
+    gicl_comm_t small = nullptr;
+    const int one = 1, bad[2] = {3, 3}, self = r, range = 9;
+    auto refused = [&](gicl_result_t rc, const char* words) {
+      return rc == GICL_INVALID_ARGUMENT &&
+             std::string(gicl_get_last_error()).find(words) != std::string::npos;
+    };
+    RANK_CHECK(refused(gicl_comm_shrink(comm, bad, 2, &small, 0), "listed twice"), "duplicate");
+    RANK_CHECK(refused(gicl_comm_shrink(comm, &range, 1, &small, 0), "exclude_ranks[0]=9"),
+               "out of range");
+    RANK_CHECK(refused(gicl_comm_shrink(comm, &self, 1, &small, 0), "does not call"), "self");
+    RANK_CHECK(refused(gicl_comm_shrink(comm, &one, 1, &small, 7), "flags=7"), "flags");
+    RANK_CHECK(refused(gicl_comm_shrink(comm, nullptr, 1, &small, 0), "exclude_ranks must not"),
+               "NULL list");
+    RANK_CHECK(gicl_comm_shrink(comm, nullptr, GICL_SHRINK_LOST, &small, 0) == GICL_INVALID_USAGE,
+               "GICL_SHRINK_LOST with no rank lost");
+    if (r != 1) {
+      RANK_OK(gicl_comm_shrink(comm, &one, 1, &small, GICL_SHRINK_DEFAULT));
+      int sr = -1, ss = -1;
+      RANK_OK(gicl_comm_rank(small, &sr));
+      RANK_OK(gicl_comm_size(small, &ss));
+      RANK_CHECK(ss == 3 && sr == (r == 0 ? 0 : r - 1), "rank %d became %d of %d", r, sr, ss);
+      RANK_OK(gicl_comm_destroy(small));
+    }
+    RANK_OK(gicl_comm_destroy(comm));
+    return 0;
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+
+  // Ranks 0 and 1 exclude nobody, rank 2 excludes rank 1: rank 2 receives the new root's set and
+  // refuses at once naming both; ranks 0 and 1 time out forming a communicator rank 2 never
+  // joins (GICL_BOOTSTRAP_TIMEOUT=1500).
+  gicl_unique_id_t id3;
+  ASSERT_EQ(gicl_get_unique_id(&id3), GICL_SUCCESS);
+  auto mism = fork_ranks(3, [&](int r) {
+    setenv("GICL_BOOTSTRAP_TIMEOUT", "1500", 1);
+    gicl_comm_t comm;
+    RANK_OK(gicl_comm_init_rank(&comm, 3, id3, r));
+    const int one = 1;
+    gicl_comm_t small = nullptr;
+    const double t0 = now_s();
+    const gicl_result_t rc = gicl_comm_shrink(comm, &one, r == 2 ? 1 : 0, &small, 0);
+    const std::string msg = gicl_get_last_error();
+    if (r == 2)
+      RANK_CHECK(rc == GICL_INVALID_USAGE &&
+                     msg.find("rank 0 excludes none, rank 2 excludes {1}") != std::string::npos,
+                 "mismatched sets: %d '%s'", rc, msg.c_str());
+    else
+      RANK_CHECK(rc != GICL_SUCCESS && small == nullptr, "a shrink without rank 2 formed");
+    RANK_CHECK(now_s() - t0 < 10, "the refusal took %.1f s", now_s() - t0);
+    RANK_OK(gicl_comm_abort(comm));
+    return 0;
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(mism[r].code, 0) << "rank " << r;
+}
+
 TEST(Comm, InitSplitTeamsDestroyAcrossProcesses) {
   const int n = 6;
   gicl_unique_id_t id;

@@ -19,10 +19,21 @@
 namespace gicl {
 namespace {
 
-const char* const kLauncherVariables[] = {
-    "GICL_RANK",   "GICL_WORLD_SIZE",      "GICL_LOCAL_RANK",      "GICL_ROOT_ADDR",
-    "RANK",        "WORLD_SIZE",           "LOCAL_RANK",           "MASTER_ADDR",
-    "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "TORCHELASTIC_RUN_ID"};
+const char* const kLauncherVariables[] = {"GICL_RANK",
+                                          "GICL_WORLD_SIZE",
+                                          "GICL_LOCAL_RANK",
+                                          "GICL_ROOT_ADDR",
+                                          "RANK",
+                                          "WORLD_SIZE",
+                                          "LOCAL_RANK",
+                                          "MASTER_ADDR",
+                                          "MASTER_PORT",
+                                          "OMPI_COMM_WORLD_RANK",
+                                          "OMPI_COMM_WORLD_SIZE",
+                                          "TORCHELASTIC_RUN_ID",
+                                          "GICL_BOOTSTRAP_SECRET",
+                                          "GICL_BOOTSTRAP_INSECURE",
+                                          "GICL_BOOTSTRAP_ROOT_FD"};
 
 // Each case starts from an environment without any launcher's variables.
 class LauncherEnv : public ::testing::Test {
@@ -47,6 +58,18 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
+/// Sets torchrun's variables for rank r of n with its store at `master_port`.
+void torchrun_env(int r, int n, const std::string& master_port) {
+  setenv("RANK", std::to_string(r).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+  setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+  setenv("MASTER_ADDR", "127.0.0.1", 1);
+  setenv("MASTER_PORT", master_port.c_str(), 1);
+  setenv("TORCHELASTIC_RUN_ID", "launcher-env-test", 1);
+}
+
+/// torchrun's variables and GICL_BOOTSTRAP_INSECURE=1 (torchrun passes no secret): the job
+/// starts, its secret derived from the run id and the root address.
 TEST_F(LauncherEnv, TorchrunVariablesAloneStartAJob) {
   const int root_port = free_port();
   ASSERT_GT(root_port, 1);
@@ -54,12 +77,8 @@ TEST_F(LauncherEnv, TorchrunVariablesAloneStartAJob) {
   const std::string master_port = std::to_string(root_port - 1);
   const int n = 3;
   const auto results = test::fork_ranks(n, [&](int r) {
-    setenv("RANK", std::to_string(r).c_str(), 1);
-    setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
-    setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-    setenv("MASTER_ADDR", "127.0.0.1", 1);
-    setenv("MASTER_PORT", master_port.c_str(), 1);
-    setenv("TORCHELASTIC_RUN_ID", "launcher-env-test", 1);
+    torchrun_env(r, n, master_port);
+    setenv("GICL_BOOTSTRAP_INSECURE", "1", 1);
     gicl_comm_t comm = nullptr;
     RANK_OK(gicl_comm_init_env(&comm));
     int rank = -1, size = -1;
@@ -70,6 +89,28 @@ TEST_F(LauncherEnv, TorchrunVariablesAloneStartAJob) {
     return 0;
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+/// Without GICL_BOOTSTRAP_SECRET and without GICL_BOOTSTRAP_INSECURE=1 a launcher job does not
+/// start: every rank fails at once with GICL_INVALID_USAGE naming both variables, before any
+/// socket is opened.
+TEST_F(LauncherEnv, ALauncherJobWithoutASecretIsRefused) {
+  const int n = 2;
+  const auto results = test::fork_ranks(n, [&](int r) {
+    torchrun_env(r, n, "29500");
+    gicl_comm_t comm = nullptr;
+    const gicl_result_t rc = gicl_comm_init_env(&comm);
+    const std::string msg = gicl_get_last_error();
+    RANK_CHECK(rc == GICL_INVALID_USAGE &&
+                   msg.find("GICL_BOOTSTRAP_SECRET is not set") != std::string::npos &&
+                   msg.find("GICL_BOOTSTRAP_INSECURE=1") != std::string::npos,
+               "no secret: %d '%s'", rc, msg.c_str());
+    return 0;
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(results[r].code, 0) << "rank " << r;
+    EXPECT_LT(results[r].seconds, 2.0) << "rank " << r;
+  }
 }
 
 TEST_F(LauncherEnv, GiclVariablesComeFirstThenTorchrunThenMpi) {

@@ -23,6 +23,7 @@ ncclResult_t ncclCommCount(const ncclComm_t, int*);
 ncclResult_t ncclCommUserRank(const ncclComm_t, int*);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t*);
 ncclResult_t ncclCommDestroy(ncclComm_t);
+ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int);
 ncclResult_t ncclGroupStart();
 ncclResult_t ncclGroupEnd();
 ncclResult_t ncclAllReduce(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
@@ -142,6 +143,33 @@ TEST(NcclShim, CommunicatorsCreatedInsideAGroupInitializeAtItsEnd) {
     return ncclCommDestroy(comms[1]) == ncclSuccess ? 0 : 9;
   });
   EXPECT_EQ(results[0].code, 0);
+}
+
+// ncclCommShrink maps to gicl_comm_shrink: ranks 0, 1 and 3 of 4 leave rank 2 out (it does not
+// call) and get a communicator of 3 in their old order; shrinkFlags other than NCCL's two and a
+// negative count are refused naming them.
+TEST(NcclShim, CommShrinkLeavesTheExcludedRankOut) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  auto results = fork_ranks(4, [&](int r) {
+    ncclComm_t comm = nullptr, small = nullptr;
+    if (ncclCommInitRank(&comm, 4, id, r) != ncclSuccess) return 1;
+    int out[1] = {2};
+    if (ncclCommShrink(comm, out, 1, &small, nullptr, 5) != ncclInvalidArgument ||
+        std::string(ncclGetLastError(comm)).find("shrinkFlags=5") == std::string::npos)
+      return 2;
+    if (ncclCommShrink(comm, out, -1, &small, nullptr, 0) != ncclInvalidArgument) return 3;
+    if (r != 2) {
+      if (ncclCommShrink(comm, out, 1, &small, nullptr, NCCL_SHRINK_DEFAULT) != ncclSuccess)
+        return 4;
+      int n = 0, me = -1;
+      if (ncclCommCount(small, &n) != ncclSuccess || n != 3) return 5;
+      if (ncclCommUserRank(small, &me) != ncclSuccess || me != (r < 2 ? r : r - 1)) return 6;
+      if (ncclCommDestroy(small) != ncclSuccess) return 7;
+    }
+    return ncclCommDestroy(comm) == ncclSuccess ? 0 : 8;
+  });
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 }  // namespace
