@@ -81,13 +81,13 @@ bool Acceptor::advance(size_t i, int* fd, Hello* hello) {
       }
       if (p.got < want) continue;
       if (!p.challenged) {
-        Hello h;
-        std::memcpy(&h, p.buf + sizeof(WireHeader), sizeof(h));
-        if (h.version != kWireVersion) return reject(i, "wrong protocol version"), false;
-        if (h.nranks <= 0 || (nranks_ > 0 && h.nranks != nranks_))
-          return reject(i, "rank count differs from the job's"), false;
-        if (h.rank < 0 || h.rank >= h.nranks) return reject(i, "rank out of range"), false;
-        p.hello = h;
+        WireHeader hdr;
+        std::memcpy(&hdr, p.buf, sizeof(hdr));
+        std::memcpy(&p.hello, p.buf + sizeof(WireHeader), sizeof(Hello));
+        if (const char* why = hello_problem(hdr, p.hello, type_, nranks_)) {
+          reject(i, why);
+          return false;
+        }
         if (!challenge(i)) return false;
         continue;
       }

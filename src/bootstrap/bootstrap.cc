@@ -217,25 +217,11 @@ Status Bootstrap::pump(int peer) {
     // A peer that sent its last message and exited is not an error until we need more from it.
     c.closed = true;
   }
-  // Parse every complete message; validate each header before trusting its length.
-  size_t off = 0;
-  while (c.rx.size() - off >= sizeof(WireHeader)) {
-    WireHeader h;
-    std::memcpy(&h, c.rx.data() + off, sizeof(h));
-    if (h.type != static_cast<uint32_t>(MsgType::kData) || h.length > kMaxMessageBytes)
-      return GICL_FAIL(GICL_REMOTE_ERROR,
-                       "rank %d: rank %d sent a malformed message (type %u, %llu bytes)", rank_,
-                       peer, h.type, static_cast<unsigned long long>(h.length));
-    if (c.rx.size() - off - sizeof(h) < h.length) break;
-    const char* p = c.rx.data() + off + sizeof(h);
-    c.ready.push_back({h.tag, std::vector<char>(p, p + h.length)});
-    off += sizeof(h) + h.length;
-  }
-  c.rx.erase(c.rx.begin(), c.rx.begin() + static_cast<long>(off));
-  return GICL_SUCCESS;
+  const std::string from = "rank " + std::to_string(rank_) + ": rank " + std::to_string(peer);
+  return take_messages(&c.rx, &c.ready, from.c_str());
 }
 
-bool Bootstrap::take(int peer, uint32_t tag, Message* m) {
+bool Bootstrap::take(int peer, uint32_t tag, WireMessage* m) {
   auto& q = in_[peer].ready;
   for (auto it = q.begin(); it != q.end(); ++it) {
     if (it->tag == tag) {
@@ -280,7 +266,7 @@ Status Bootstrap::exchange(int to, uint32_t tag, const void* sdata, size_t sbyte
                        strerror(errno));
     }
     if (!received) {
-      Message m;
+      WireMessage m;
       if (take(from, tag, &m)) {
         if (m.payload.size() != rbytes)
           return GICL_FAIL(GICL_REMOTE_ERROR,

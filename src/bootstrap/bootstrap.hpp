@@ -60,14 +60,10 @@ class Bootstrap {
   std::vector<std::pair<int, int>> connections() const;
 
  private:
-  struct Message {
-    uint32_t tag;
-    std::vector<char> payload;
-  };
   struct InConn {
     int fd = -1;
     std::vector<char> rx;  // bytes received, not yet parsed
-    std::deque<Message> ready;
+    std::deque<WireMessage> ready;
     bool closed = false;  // the peer closed; messages already received stay readable
   };
 
@@ -79,7 +75,7 @@ class Bootstrap {
   Status out_conn(int peer, int* fd);
   Status in_conn(int peer, std::vector<ClientHandshake>* clients = nullptr);
   Status pump(int peer);  // reads what is available and parses complete messages
-  bool take(int peer, uint32_t tag, Message* m);
+  bool take(int peer, uint32_t tag, WireMessage* m);
 
   int rank_ = 0;
   int nranks_ = 0;

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <vector>
 
 #include "common/socket.hpp"
 
@@ -95,5 +97,24 @@ struct UniqueIdData {
   uint8_t job[kJobBytes];  // names the job in every MAC: one secret shared by two jobs stays apart
 };
 static_assert(sizeof(UniqueIdData) <= 128);
+
+/// The id's bytes (gicl_unique_id_t's first sizeof(UniqueIdData)) as UniqueIdData, checked:
+/// this wire version and a root address of a known family.
+Status decode_unique_id(const void* bytes, size_t n, UniqueIdData* out);
+
+/// Why a hello of `type` for a job of `nranks` (< 0: any count) cannot be accepted, or nullptr.
+/// `h` is its header, `hello` its body.
+const char* hello_problem(const WireHeader& h, const Hello& hello, MsgType type, int nranks);
+
+/// A tagged message between ranks (kData).
+struct WireMessage {
+  uint32_t tag;
+  std::vector<char> payload;
+};
+
+/// Moves every complete message at the front of `rx` to `out`, leaving a partial one in `rx`.
+/// Each header is checked (kData, at most kMaxMessageBytes) before its length is trusted; a
+/// malformed one fails naming `from`.
+Status take_messages(std::vector<char>* rx, std::deque<WireMessage>* out, const char* from);
 
 }  // namespace gicl::bootstrap

@@ -29,12 +29,7 @@ void process_notices() {
 }
 
 Status decode_id(const gicl_unique_id_t& id, bs::UniqueIdData* out) {
-  std::memcpy(out, id.internal, sizeof(*out));
-  if (out->version != bs::kWireVersion)
-    return GICL_FAIL(
-        GICL_INVALID_ARGUMENT,
-        "id is not a unique id from gicl_get_unique_id (or from another gicl version)");
-  return GICL_SUCCESS;
+  return bs::decode_unique_id(id.internal, sizeof(id.internal), out);
 }
 
 Status init_rank(gicl_comm_t* comm, int nranks, const bs::UniqueIdData& id, int rank) {

@@ -75,6 +75,22 @@ MachineTopology load(const char* file) {
   return t;
 }
 
+// A file on which hwloc 2.9 itself crashes (a Core without complete_cpuset; found by
+// tests/fuzz/fuzz_topology_xml) is refused with a message; this process survives it. A file
+// that is not there, or not XML, likewise.
+TEST(Topology, AFileThatCrashesHwlocIsRefusedNotFatal) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  MachineTopology t;
+  Status s = load_machine_topology(data_file("hwloc_crash_missing_cpuset.xml"), &t);
+  EXPECT_EQ(s.code(), GICL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(last_error()).find("not a valid hwloc XML topology"), std::string::npos)
+      << last_error();
+  s = load_machine_topology(data_file("no_such_topology.xml"), &t);
+  EXPECT_FALSE(s.ok());
+  s = load_machine_topology(data_file("make_topologies.py"), &t);
+  EXPECT_EQ(s.code(), GICL_INVALID_ARGUMENT) << last_error();
+}
+
 TEST(NicAffinity, TwoGpusShareTheNicOfTheirSwitch) {
   if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
   const MachineTopology t = load("hgx_8gpu_4nic_switches.xml");
