@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer harnesses of tests/fuzz/ with clang (ASan and UBSan on, the parsers under
 # test compiled into each harness so that their coverage guides the search) and runs each for
-# GICL_FUZZ_SECONDS (default 20) from its seed corpus (tests/fuzz/corpus/<name>, the topology
-# loader also from tests/data/). A crash, a sanitizer report or a harness's own check fails the
+# GICL_FUZZ_SECONDS (default 20) from its seed corpus (tests/fuzz/corpus/<name>; the topology
+# loader's seeds are tests/data/). A crash, a sanitizer report or a harness's own check fails the
 # script and leaves the input under $GICL_BUILD_DIR/fuzz/. Installs clang where it is missing.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,7 +50,8 @@ for name in bootstrap_wire unique_id settings topology_xml nccl_config; do
     -lcrypto -lhwloc -o "$bin"
   work=$out/corpus_$name
   mkdir -p "$work"
-  seeds=("$root/tests/fuzz/corpus/$name")
+  seeds=()
+  [[ -d $root/tests/fuzz/corpus/$name ]] && seeds+=("$root/tests/fuzz/corpus/$name")
   [[ $name == topology_xml ]] && seeds+=("$root/tests/data")
   log=$out/fuzz_$name.log
   if (cd "$out" && LSAN_OPTIONS=suppressions=$root/tests/fuzz/lsan.supp "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
