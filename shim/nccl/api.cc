@@ -437,31 +437,45 @@ NCCL_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   return from_gicl(gicl_comm_device(comm->g, device));
 }
 
-NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                                    ncclConfig_t* config) {
-  SHIM_CHECK_COMM(comm);
-  if (newcomm == nullptr) return fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+namespace {
+
+/// A communicator made from `parent` by `make` (split, shrink): its config is `config`, else the
+/// parent's; *newcomm is NULL unless `make` gave one.
+template <typename Make>
+ncclResult_t child_comm(ncclComm_t parent, ncclConfig_t* config, const char* fn,
+                        ncclComm_t* newcomm, Make make) {
+  *newcomm = nullptr;
   auto* c = new ncclComm;
   std::string why;
   if (config != nullptr) {
     if (const ncclResult_t r = gicl::nccl::read_config(config, &c->config, &why);
         r != ncclSuccess) {
       delete c;
-      return fail(r, "ncclCommSplit: %s", why.c_str());
+      return fail(r, "%s: %s", fn, why.c_str());
     }
   } else {
-    c->config = comm->config;
+    c->config = parent->config;
   }
-  const gicl_result_t r = gicl_comm_split(
-      comm->g, color == NCCL_SPLIT_NOCOLOR ? GICL_SPLIT_NOCOLOR : color, key, &c->g);
+  const gicl_result_t r = make(&c->g);
   if (r != GICL_SUCCESS || c->g == nullptr) {
     delete c;
-    *newcomm = nullptr;
     return from_gicl(r);
   }
-  c->device = comm->device;
+  c->device = parent->device;
   *newcomm = c;
   return ncclSuccess;
+}
+
+}  // namespace
+
+NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                    ncclConfig_t* config) {
+  SHIM_CHECK_COMM(comm);
+  if (newcomm == nullptr) return fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+  return child_comm(comm, config, "ncclCommSplit", newcomm, [&](gicl_comm_t* g) {
+    return gicl_comm_split(comm->g, color == NCCL_SPLIT_NOCOLOR ? GICL_SPLIT_NOCOLOR : color, key,
+                           g);
+  });
 }
 
 // NCCL_SHRINK_DEFAULT and NCCL_SHRINK_ABORT are gicl's two flags.
@@ -477,27 +491,11 @@ NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int
     return fail(ncclInvalidArgument,
                 "ncclCommShrink: shrinkFlags=%d is not NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT",
                 shrinkFlags);
-  auto* c = new ncclComm;
-  std::string why;
-  if (config != nullptr) {
-    if (const ncclResult_t r = gicl::nccl::read_config(config, &c->config, &why);
-        r != ncclSuccess) {
-      delete c;
-      return fail(r, "ncclCommShrink: %s", why.c_str());
-    }
-  } else {
-    c->config = comm->config;
-  }
-  const gicl_result_t r =
-      gicl_comm_shrink(comm->g, excludeRanksList, excludeRanksCount, &c->g,
-                       shrinkFlags == NCCL_SHRINK_ABORT ? GICL_SHRINK_ABORT : GICL_SHRINK_DEFAULT);
-  if (r != GICL_SUCCESS || c->g == nullptr) {
-    delete c;
-    return from_gicl(r);
-  }
-  c->device = comm->device;
-  *newcomm = c;
-  return ncclSuccess;
+  return child_comm(comm, config, "ncclCommShrink", newcomm, [&](gicl_comm_t* g) {
+    return gicl_comm_shrink(
+        comm->g, excludeRanksList, excludeRanksCount, g,
+        shrinkFlags == NCCL_SHRINK_ABORT ? GICL_SHRINK_ABORT : GICL_SHRINK_DEFAULT);
+  });
 }
 
 NCCL_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) {

@@ -2,7 +2,6 @@
 #include "bootstrap/unique_id.hpp"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -19,14 +18,8 @@
 namespace gicl::bootstrap {
 
 Status random_secret(uint8_t* secret) {
-  size_t got = 0;
-  while (got < kSecretBytes) {
-    ssize_t k = getrandom(secret + got, kSecretBytes - got, 0);
-    if (k < 0 && errno == EINTR) continue;
-    GICL_SYSCHECK(k < 0 ? -1 : 0, "getrandom");
-    got += static_cast<size_t>(k);
-  }
-  return GICL_SUCCESS;
+  static_assert(kSecretBytes == kNonceBytes);
+  return auth_nonce(secret);  // the same source and size
 }
 
 Status make_unique_id(UniqueIdData* id) {
