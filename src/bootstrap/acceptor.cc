@@ -16,14 +16,22 @@
 namespace gicl::bootstrap {
 
 namespace {
-constexpr size_t kMaxPending = 1024;
-}
+/// Handshakes in progress at most: at least this, and twice the job's rank count where it is
+/// known, since every rank may be mid-handshake with one acceptor at once (each waits a round
+/// trip for its challenge).
+constexpr size_t kMinPending = 1024;
+}  // namespace
 
 Acceptor::Acceptor(int listen_fd, const uint8_t* secret, const uint8_t* job, MsgType type,
                    int nranks)
     : listen_fd_(listen_fd), type_(type), nranks_(nranks) {
   std::memcpy(secret_, secret, kSecretBytes);
   std::memcpy(job_, job, kJobBytes);
+  expect_ranks(nranks);
+}
+
+void Acceptor::expect_ranks(int nranks) {
+  max_pending_ = std::max(kMinPending, 2 * static_cast<size_t>(std::max(nranks, 0)));
 }
 
 Acceptor::~Acceptor() {
@@ -170,16 +178,15 @@ Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd
           backoff_ = std::chrono::milliseconds(0);
           int one = 1;
           setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          if (pending_.size() >= kMaxPending) {
-            // Full: drop the oldest connection that has sent nothing (a scan or a squatter);
-            // one that is mid-hello is more likely a rank.
-            size_t victim = 0;
-            for (size_t k = 0; k < pending_.size(); ++k)
-              if (pending_[k].got == 0) {
-                victim = k;
-                break;
-              }
-            reject(victim, "too many half-open connections");
+          if (pending_.size() >= max_pending_) {
+            // Full: drop the oldest connection that has sent nothing (a scan or a squatter),
+            // else the oldest not yet challenged; one waiting for its proof is more likely a rank.
+            size_t victim = pending_.size();
+            for (size_t k = 0; k < pending_.size() && victim == pending_.size(); ++k)
+              if (pending_[k].got == 0 && !pending_[k].challenged) victim = k;
+            for (size_t k = 0; k < pending_.size() && victim == pending_.size(); ++k)
+              if (!pending_[k].challenged) victim = k;
+            reject(victim == pending_.size() ? 0 : victim, "too many half-open connections");
           }
           pending_.push_back({c, Clock::now(), 0, {}});
         }

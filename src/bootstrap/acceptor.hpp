@@ -24,6 +24,9 @@ class Acceptor {
   /// advanced in the same poll: between ranks each is client and server at once.
   Status accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello,
                     std::vector<ClientHandshake>* clients = nullptr);
+  /// The job has `nranks` ranks (the root learns it from the first hello): up to twice as many
+  /// handshakes may be in progress at once.
+  void expect_ranks(int nranks);
   /// Number of connections rejected so far (tests read it).
   int rejected() const { return rejected_; }
 
@@ -55,6 +58,7 @@ class Acceptor {
   int nranks_;
   int rejected_ = 0;
   std::vector<Pending> pending_;
+  size_t max_pending_ = 0;
   Clock::time_point listen_again_{};      // the listener sits out of the poll until then
   std::chrono::milliseconds backoff_{0};  // the current pause; 0: accepting
 };

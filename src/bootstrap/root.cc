@@ -120,6 +120,7 @@ void serve(Root* root) {
     if (!s.ok()) break;
     if (nranks < 0) {
       nranks = hello.nranks;
+      acceptor.expect_ranks(nranks);
       fds.assign(nranks, -1);
       table.assign(nranks, WireAddr{});
     }
