@@ -400,6 +400,13 @@ class MultiEndpointTransport final : public Transport {
       what = "pthread_create";
       rc = pthread_create(&r.thread, &attr, &MultiEndpointTransport::thread_main, &r);
       r.running = rc == 0;
+      if (r.running) {
+        // Named here, not by the thread itself, so that it has its name when the start returns
+        // (top, gdb, tests); optional.
+        char name[16];
+        std::snprintf(name, sizeof(name), "gicl-ep%zu", k);
+        (void)pthread_setname_np(r.thread, name);
+      }
     }
     (void)pthread_attr_destroy(&attr);
     if (rc != 0) {
@@ -425,9 +432,6 @@ class MultiEndpointTransport final : public Transport {
   /// as the proxy thread does, so that an idle communicator does not spin a core per endpoint.
   void drive(int k) {
     Endpoint& r = *endpoints_[k];
-    char name[16];
-    std::snprintf(name, sizeof(name), "gicl-ep%d", k);
-    (void)pthread_setname_np(pthread_self(), name);  // a name for top and gdb; optional
     std::vector<std::function<void(Transport&)>> work;
     Event ev[64];
     auto last_work = std::chrono::steady_clock::now();

@@ -2,11 +2,11 @@
 // The bootstrap between real processes over loopback: 1..16 ranks, every operation, random sizes.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <random>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
@@ -65,7 +65,7 @@ class BootstrapRanks : public ::testing::TestWithParam<int> {};
 TEST_P(BootstrapRanks, AllOperationsWithRandomSizes) {
   const int n = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   auto results = fork_ranks(n, [&](int r) { return exercise(id, r, n, 1234u + n); });
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
@@ -75,7 +75,7 @@ INSTANTIATE_TEST_SUITE_P(Sizes, BootstrapRanks, ::testing::Values(1, 2, 3, 4, 5,
 TEST(Bootstrap, WorksOverIpv6) {
   setenv("GICL_SOCKET_FAMILY", "IPV6", 1);
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   EXPECT_EQ(id.root.family, AF_INET6);
   auto results = fork_ranks(3, [&](int r) { return exercise(id, r, 3, 99); });
   unsetenv("GICL_SOCKET_FAMILY");
@@ -84,7 +84,7 @@ TEST(Bootstrap, WorksOverIpv6) {
 
 TEST(Bootstrap, MismatchedMessageLengthIsAnErrorNamingThePeer) {
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  ASSERT_TRUE(test::child_root_id(&id));
   auto results = fork_ranks(2, [&](int r) {
     std::unique_ptr<Bootstrap> b;
     RANK_OK(Bootstrap::create(id, r, 2, nullptr, 5000, &b));
@@ -111,7 +111,7 @@ TEST(Bootstrap, MismatchedMessageLengthIsAnErrorNamingThePeer) {
 void expect_refused(const std::vector<int>& ranks, const std::vector<int>& sizes,
                     const std::vector<std::string>& words) {
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok());
+  ASSERT_TRUE(test::child_root_id(&id));
   const int last = static_cast<int>(ranks.size()) - 1;
   auto results = fork_ranks(static_cast<int>(ranks.size()), [&](int i) {
     if (i == last) std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -5,15 +5,19 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <thread>
 #include <vector>
 
+#include "bootstrap/root.hpp"
+#include "bootstrap/unique_id.hpp"
 #include "common/status.hpp"
 
 namespace gicl::test {
@@ -80,6 +84,41 @@ inline std::vector<RankResult> fork_ranks(int n, const std::function<int(int)>& 
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return out;
+}
+
+/// A unique id (gicl_unique_id_t, ncclUniqueId or bootstrap::UniqueIdData) whose bootstrap root
+/// runs in a child process forked now, while this process has no thread: gicl_get_unique_id would
+/// start the root as a thread here, and fork_ranks would then fork beside it, which GCC's ASan
+/// allocator (a rank may inherit its lock held) and TSan do not survive. The child ends with its
+/// root (every rank connected, or the bootstrap timeout) or with this process, whichever is first
+/// (a refusing root serves until its timeout, and ctest waits for every holder of the output);
+/// a later waitpid(-1) in fork_ranks reaps it. False where the id could not be made.
+template <typename Id>
+inline bool child_root_id(Id* id) {
+  static_assert(sizeof(Id) >= sizeof(bootstrap::UniqueIdData));
+  int p[2];
+  if (pipe(p) != 0) return false;
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(p[0]);
+    bootstrap::UniqueIdData d{};
+    const char ok = bootstrap::make_unique_id(&d).ok() ? 1 : 0;
+    const bool sent = write(p[1], &ok, 1) == 1 && write(p[1], &d, sizeof(d)) == sizeof(d);
+    close(p[1]);
+    if (ok && sent) bootstrap::reap_roots(true);
+    _exit(ok && sent ? 0 : 1);
+  }
+  close(p[1]);
+  char ok = 0;
+  bootstrap::UniqueIdData d{};
+  const bool got = read(p[0], &ok, 1) == 1 && read(p[0], &d, sizeof(d)) == sizeof(d);
+  close(p[0]);
+  if (!got || !ok) return false;
+  std::memset(static_cast<void*>(id), 0, sizeof(Id));
+  std::memcpy(static_cast<void*>(id), &d, sizeof(d));
+  return true;
 }
 
 /// In a rank: print and fail when cond is false.

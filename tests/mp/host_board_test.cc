@@ -82,7 +82,7 @@ class HostBoardRanks : public ::testing::TestWithParam<int> {};
 TEST_P(HostBoardRanks, BackToBackExchangesDeliverEveryBlock) {
   const int n = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   const int calls = n <= 4 ? 20000 : 4000;
   auto results = fork_ranks(n, [&](int r) { return exchange_many(id, r, n, calls); });
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
@@ -100,7 +100,7 @@ int expect_failure(Status s, gicl_result_t code, const char* needle) {
 
 TEST(HostBoard, ARankThatExitsIsNamedBeforeTheTimeout) {
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   auto results = fork_ranks(3, [&](int r) {
     Rank me;
     RANK_OK(open_rank(id, r, 3, 60000, nullptr, &me));
@@ -119,7 +119,7 @@ TEST(HostBoard, ARankThatExitsIsNamedBeforeTheTimeout) {
 
 TEST(HostBoard, ARankThatNeverArrivesTimesOutNamingIt) {
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   auto results = fork_ranks(3, [&](int r) {
     Rank me;
     RANK_OK(open_rank(id, r, 3, 400, nullptr, &me));
@@ -141,7 +141,7 @@ TEST(HostBoard, ARankThatNeverArrivesTimesOutNamingIt) {
 
 TEST(HostBoard, RanksPassingDifferentSizesFail) {
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   auto results = fork_ranks(2, [&](int r) {
     Rank me;
     RANK_OK(open_rank(id, r, 2, 30000, nullptr, &me));
@@ -154,7 +154,7 @@ TEST(HostBoard, RanksPassingDifferentSizesFail) {
 
 TEST(HostBoard, AnAbortWakesAWait) {
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   auto results = fork_ranks(2, [&](int r) {
     CancelFlag cancel{false};
     Rank me;

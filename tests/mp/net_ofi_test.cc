@@ -144,7 +144,7 @@ TEST_P(OfiRanks, WritesLandAndAnImmediateFollowsItsPayload) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   constexpr size_t kBlock = 1 << 20;
   const size_t cuts[] = {0, 1, 8, 4099, 65536 + 3, 300001, kBlock - 8};  // piece boundaries
   auto results = fork_ranks(c.ranks, [&](int me) {
@@ -205,7 +205,7 @@ TEST_P(OfiRanks, AtomicsFromEveryRankAreExact) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   constexpr int kOps = 300;
   auto results = fork_ranks(c.ranks, [&](int me) {
     use_case(c);
@@ -282,7 +282,7 @@ TEST_P(OfiRanks, ReadsReturnThePeersBytes) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   constexpr size_t kBytes = 1 << 20;
   auto results = fork_ranks(c.ranks, [&](int me) {
     use_case(c);
@@ -310,7 +310,7 @@ TEST_P(OfiRanks, AFlushCompletesAfterEveryEarlierWrite) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   // Alternately below and at the size spread over several endpoints (net/endpoints), so that
   // a flush must cover every endpoint.
   constexpr size_t kPiece = 64 << 10;
@@ -373,7 +373,7 @@ TEST_P(OfiRanks, ConnectionsOpenLowerRankFirstAndWritesThenCross) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   const int n = c.ranks;
   auto results = fork_ranks(n, [&](int me) {
     use_case(c);
@@ -406,7 +406,7 @@ TEST_P(OfiRanks, ConnectionsOpenLowerRankFirstAndWritesThenCross) {
 TEST(Ofi, ARankThatNeverConnectsIsNamed) {
   REQUIRE_OFI();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   auto results = fork_ranks(3, [&](int me) {
     use_provider("tcp;ofi_rxm");
     NetRank r;
@@ -611,7 +611,7 @@ TEST(Ofi, AnUnknownProviderListsTheOnesHere) {
 TEST(Ofi, RanksOnDifferentProvidersAreNamed) {
   REQUIRE_OFI();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   auto results = fork_ranks(2, [&](int me) {
     use_provider(me == 0 ? "tcp;ofi_rxm" : "shm");
     NetRank r;
@@ -630,7 +630,7 @@ TEST_P(OfiProviders, APeerThatDiesFailsTheOperationsToItNamed) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   auto results = fork_ranks(2, [&](int me) {
     use_case(c);
     setenv("GICL_NET_TIMEOUT", "2000", 1);

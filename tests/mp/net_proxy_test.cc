@@ -160,7 +160,7 @@ TEST_P(ProxyRanks, PutsGetsAndSignalsLandAndQuietMeansDelivered) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   const int n = c.ranks;
   constexpr int kAdds = 200;
   auto results = fork_ranks(n, [&](int me) {
@@ -224,7 +224,7 @@ TEST_P(ProxyRanks, AtomicsFromEveryRankAreExact) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   const int n = c.ranks;
   constexpr int kAdds = 300;
   auto results = fork_ranks(n, [&](int me) {
@@ -301,7 +301,7 @@ TEST_P(ProxyRanks, FetchingAtomicsAnswerExactlyUnderContention) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   const int n = c.ranks;
   constexpr int kPerThread = 150;
   auto results = fork_ranks(n, [&](int me) {
@@ -423,7 +423,7 @@ TEST_P(ProxyRanks, APutsSignalIsNeverSeenBeforeItsPayload) {
   REQUIRE_OFI();
   const Case c = GetParam();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   constexpr int kPuts = 256;
   constexpr size_t kPiece = 16 << 10;
   const size_t signals = kPuts * kPiece;
@@ -485,7 +485,7 @@ INSTANTIATE_TEST_SUITE_P(Providers, ProxyRanks,
 TEST(ProxyHostFifos, MessagesLandBeforeTheirCountAndCreditsComeBack) {
   REQUIRE_OFI();
   bootstrap::UniqueIdData id;
-  ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+  ASSERT_TRUE(test::child_root_id(&id));
   constexpr int kMessages = 200;
   constexpr uint32_t kLanes = 2, kDepth = 2;
   auto results = fork_ranks(2, [&](int me) {
@@ -553,7 +553,7 @@ TEST(ProxyFailure, APeerThatDiesFailsTheProxyNamingIt) {
   for (const bool staged : {false, true}) {
     SCOPED_TRACE(staged ? "staged" : "direct");
     bootstrap::UniqueIdData id;
-    ASSERT_TRUE(bootstrap::make_unique_id(&id).ok()) << last_error();
+    ASSERT_TRUE(test::child_root_id(&id));
     auto results = fork_ranks(2, [&](int me) {
       use_provider("tcp;ofi_rxm");
       setenv("GICL_NET_TIMEOUT", "2000", 1);
