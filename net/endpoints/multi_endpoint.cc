@@ -403,7 +403,7 @@ class MultiEndpointTransport final : public Transport {
       if (r.running) {
         // Named here, not by the thread itself, so that it has its name when the start returns
         // (top, gdb, tests); optional.
-        char name[16];
+        char name[32];  // at most 15 characters take (pthread_setname_np)
         std::snprintf(name, sizeof(name), "gicl-ep%zu", k);
         (void)pthread_setname_np(r.thread, name);
       }
