@@ -63,9 +63,17 @@ GICL_HDI T from_acc(A v) {
 }
 
 /// One reduction step in the accumulation type (avg accumulates like sum; finish() divides).
+/// Signed integers' sums and products wrap modulo 2^bits, as NCCL's do: computed in the unsigned
+/// type (at least unsigned int, so that no promotion to int brings overflow back), where wrapping
+/// is defined, then converted back (two's complement).
 template <gicl_redop_t Op, typename A>
 GICL_HDI A combine(A a, A b) {
-  if constexpr (Op == gicl_sum || Op == gicl_avg)
+  if constexpr (std::is_integral_v<A> && std::is_signed_v<A> &&
+                (Op == gicl_sum || Op == gicl_avg || Op == gicl_prod)) {
+    using U = std::conditional_t<(sizeof(A) < sizeof(unsigned)), unsigned, std::make_unsigned_t<A>>;
+    const U x = static_cast<U>(a), y = static_cast<U>(b);
+    return static_cast<A>(Op == gicl_prod ? static_cast<U>(x * y) : static_cast<U>(x + y));
+  } else if constexpr (Op == gicl_sum || Op == gicl_avg)
     return a + b;
   else if constexpr (Op == gicl_prod)
     return a * b;
