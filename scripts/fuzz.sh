@@ -21,11 +21,23 @@ if ! command -v clang++ >/dev/null ||
 fi
 out=$build/fuzz
 mkdir -p "$out/obj"
-# gicl.h includes the CUDA runtime's header (types only; nothing here links CUDA).
-cuda_inc=$(dirname "$(readlink -f "${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}")")/../include
+# gicl.h includes the CUDA runtime's header (types only; nothing here links CUDA): its folders are
+# those CMake found for the build (written by the configure step), else the folder beside nvcc.
+cuda_inc=()
+if [[ -s $build/cuda_include_dirs.txt ]]; then
+  IFS=';' read -r -a dirs <"$build/cuda_include_dirs.txt"
+  for d in "${dirs[@]}"; do cuda_inc+=(-isystem "$d"); done
+else
+  nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}
+  cuda_inc=(-isystem "$(dirname "$(readlink -f "$nvcc")")/../include")
+fi
+if ! echo '#include <cuda_runtime_api.h>' | clang++ -x c++ -fsyntax-only "${cuda_inc[@]}" - 2>/dev/null; then
+  echo "fuzz: cuda_runtime_api.h not found in ${cuda_inc[*]} (configure the build with scripts/setup.sh first)" >&2
+  exit 1
+fi
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined
        -fno-sanitize-recover=undefined -DGICL_HAVE_HWLOC
-       -I"$root/src" -I"$root/include" -I"$root" -I"$root/tests" -I"$build/include" -isystem "$cuda_inc")
+       -I"$root/src" -I"$root/include" -I"$root" -I"$root/tests" -I"$build/include" "${cuda_inc[@]}")
 obj() {  # obj SOURCE: compiles a library source, instrumented, into $o
   o=$out/obj/$(echo "$1" | tr / _).o
   [[ $o -nt $root/$1 ]] || clang++ "${flags[@]}" -fsanitize=fuzzer-no-link -c "$root/$1" -o "$o"

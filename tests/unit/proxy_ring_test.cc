@@ -215,7 +215,9 @@ TEST(ProxyRing, QueuePairsMapRoundRobinOverTheirRings) {
       EXPECT_GE(ring, 1u);
       EXPECT_LE(ring, count - 2);
       EXPECT_EQ(ring, proxy_qp_ring(id + count - 2, count)) << "id " << id << " of " << count;
-      if (id > 1 && count > 3) EXPECT_NE(ring, proxy_qp_ring(id - 1, count));
+      if (id > 1 && count > 3) {
+        EXPECT_NE(ring, proxy_qp_ring(id - 1, count));
+      }
     }
   }
 }
