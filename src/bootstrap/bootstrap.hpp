@@ -56,6 +56,8 @@ class Bootstrap {
 
   /// Wakes every blocked call (used by abort from another thread); the object stays valid.
   void shutdown();
+  /// Rank r's bootstrap address (its listener's, closed after create): where r's host is.
+  const SockAddr& address(int r) const { return peers_[r]; }
   /// Every open connection's descriptor and peer rank, for polling hang-ups only: never read.
   std::vector<std::pair<int, int>> connections() const;
 

@@ -254,9 +254,10 @@ gicl_result_t gicl_comm_shrink(gicl_comm_t comm, const int* exclude_ranks, int n
 gicl_result_t gicl_comm_destroy(gicl_comm_t comm) {
   return gicl::api_call([&]() -> Status {
     GICL_CHECK(check_comm(comm));
-    // The watch stops first: a rank leaves the barrier below only once every rank has entered
-    // destroy, so no rank that goes afterwards is reported as lost.
-    if (comm->watch) comm->watch->stop();
+    // The watch goes quiet first: a rank leaves the barrier below only once every rank has
+    // entered destroy, so no rank that goes afterwards is reported as lost. Its heartbeats go on
+    // until comm_free: a rank that waits here long is not taken for lost by a slower one.
+    if (comm->watch) comm->watch->quiet();
     Status s;
     {
       std::lock_guard<std::mutex> lock(comm->op_mutex);

@@ -33,6 +33,12 @@ Status check_peers_agree(const std::vector<PeerInfo>& peers, int me) {
                        p.gicl_version, p.version, me, peers[me].gicl_version);
     if (p.rank != static_cast<int>(r))
       return GICL_FAIL(GICL_REMOTE_ERROR, "peer table slot %zu holds rank %d", r, p.rank);
+    if (p.peer_timeout_ms != peers[me].peer_timeout_ms)
+      return GICL_FAIL(
+          GICL_INVALID_ARGUMENT,
+          "GICL_PEER_TIMEOUT differs between ranks (rank %d: %u, rank %zu: %u); set it "
+          "the same everywhere",
+          me, peers[me].peer_timeout_ms, r, p.peer_timeout_ms);
     if (p.heap_mode != peers[0].heap_mode)
       return GICL_FAIL(GICL_INVALID_ARGUMENT,
                        "GICL_HEAP_HANDLE differs between ranks (rank 0: %d, rank %zu: %d); set it "
@@ -125,9 +131,8 @@ class InitTimer {
   std::string text_;
 };
 
-/// A peer lost (core/peer_watch): the communicator's error names it, device waits stop, host
-/// calls fail with it.
-void peer_lost(gicl_comm* c, const std::vector<int>& ranks, const std::string& what) {
+/// "rank 2 (pid 4242)", "rank 0 (pid 8136) and rank 3 (pid 8139)".
+std::string name_ranks(const gicl_comm* c, const std::vector<int>& ranks) {
   std::string who;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
@@ -136,10 +141,32 @@ void peer_lost(gicl_comm* c, const std::vector<int>& ranks, const std::string& w
     if (r >= 0 && r < static_cast<int>(c->peers.size()))
       who += " (pid " + std::to_string(c->peers[r].pid) + ")";
   }
-  const std::string msg =
-      ranks.empty()
-          ? what
-          : who + (ranks.size() == 1 ? ": its connection " : ": their connections ") + what;
+  return who;
+}
+
+/// A peer lost (core/peer_watch): the communicator's error names it and how it went, device
+/// waits stop, host calls fail with it.
+void peer_lost(gicl_comm* c, const std::vector<int>& ranks, PeerLoss how,
+               const std::string& detail) {
+  const bool one = ranks.size() == 1;
+  std::string msg = name_ranks(c, ranks) + ": ";
+  switch (how) {
+    case PeerLoss::kClosed:
+      msg += one ? "its connection closed" : "their connections closed";
+      msg += " (a process ended, was killed or aborted the communicator)";
+      break;
+    case PeerLoss::kFailed:
+      msg += (one ? "its connection failed: " : "their connections failed: ") + detail;
+      break;
+    case PeerLoss::kSilent:
+      msg += "no heartbeat for " + detail + " ms (GICL_PEER_TIMEOUT): ";
+      msg += one ? "its node is unreachable or its process is stopped"
+                 : "their nodes are unreachable or their processes are stopped";
+      break;
+    case PeerLoss::kWatchFailed:
+      msg = "the peer watch failed: " + detail;
+      break;
+  }
   GICL_WARN(kSubsysInit, "rank %d: %s", c->rank, msg.c_str());
   comm_set_error(c, GICL_REMOTE_ERROR, msg);
   {
@@ -148,6 +175,46 @@ void peer_lost(gicl_comm* c, const std::vector<int>& ranks, const std::string& w
   }
   c->peer_lost.store(true, std::memory_order_release);
   device_resources_signal_abort(c);  // every device wait stops now
+}
+
+/// Opens this rank's heartbeat socket (GICL_PEER_TIMEOUT > 0) and records it in its peer info,
+/// which the peer exchange then carries to everyone.
+Status heartbeat_prepare(gicl_comm* c) {
+  int64_t timeout = 0;
+  GICL_CHECK(setting_int(Setting::kPeerTimeout, &timeout));
+  PeerInfo& me = c->peers[c->rank];
+  me.peer_timeout_ms = static_cast<uint32_t>(timeout);
+  if (timeout == 0 || c->nranks == 1) return GICL_SUCCESS;
+  int port = 0;
+  GICL_CHECK(heartbeat_open(c->bootstrap->address(c->rank), c->nranks, &c->heartbeat_fd, &port));
+  me.heartbeat_port = static_cast<uint16_t>(port);
+  return GICL_SUCCESS;
+}
+
+/// Starts the peer watch over the bootstrap connections and, where ranks send them, heartbeats
+/// to each rank's bootstrap host at the port it announced.
+Status watch_start(gicl_comm* c) {
+  HeartbeatPlan plan;
+  plan.rank = c->rank;
+  plan.nranks = c->nranks;
+  plan.timeout_ms = c->peers[c->rank].peer_timeout_ms;
+  if (c->heartbeat_fd >= 0) {
+    GICL_CHECK(heartbeat_key(c->bootstrap->secret(), bootstrap::kSecretBytes, c->bootstrap->job(),
+                             bootstrap::kJobBytes, plan.key));
+    plan.to.resize(c->nranks);
+    for (int r = 0; r < c->nranks; ++r) {
+      plan.to[r] = c->bootstrap->address(r);
+      plan.to[r].set_port(c->peers[r].heartbeat_port);
+    }
+    plan.fd = c->heartbeat_fd;  // the watch's from here on
+    c->heartbeat_fd = -1;
+  }
+  return PeerWatch::start(
+      c->bootstrap->connections(), std::move(plan),
+      [c](const std::vector<int>& ranks, PeerLoss how, const std::string& detail) {
+        peer_lost(c, ranks, how, detail);
+      },
+      &c->watch);
 }
 
 Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
@@ -165,6 +232,7 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   timer.mark("bootstrap");
   c->peers.resize(c->nranks);
   GICL_CHECK(local_peer_info(c->rank, c->device, static_cast<int>(heap_mode), &c->peers[c->rank]));
+  GICL_CHECK(heartbeat_prepare(c));
   GICL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
   GICL_CHECK(check_peers_agree(c->peers, c->rank));
   int64_t shared_threads = 0;
@@ -229,10 +297,7 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   timer.mark("kernel preload");
   GICL_CHECK(c->bootstrap->barrier());
   timer.mark("last barrier");
-  GICL_CHECK(PeerWatch::start(
-      c->bootstrap->connections(),
-      [c](const std::vector<int>& ranks, const std::string& what) { peer_lost(c, ranks, what); },
-      &c->watch));
+  GICL_CHECK(watch_start(c));
   GICL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s); init ms: %s", c->rank, c->nranks,
             c->device, c->heap ? heap_handle_name(c->heap->handle()) : "none",
             timer.summary().c_str());
@@ -286,7 +351,8 @@ bool device_idle_within(int device, int ms) {
 }  // namespace
 
 void comm_free(gicl_comm* c, int idle_wait_ms) {
-  c->watch.reset();  // before anything it reports into goes
+  c->watch.reset();            // before anything it reports into goes
+  close_fd(&c->heartbeat_fd);  // init failed before the watch took it
   const bool idle = !c->dev || device_idle_within(c->device, idle_wait_ms);
   if (!idle) new std::shared_ptr<void>(std::move(c->collectives));  // in use by kernels: leak
   c->collectives.reset();

@@ -51,6 +51,7 @@ struct gicl_comm {
   std::mutex error_mutex;
   std::string async_message;
   std::unique_ptr<gicl::PeerWatch> watch;  // liveness of every other rank (core/peer_watch)
+  int heartbeat_fd = -1;                   // until the watch takes it (core/heartbeat)
   std::atomic<bool> peer_lost{false};      // a peer's loss: host calls fail from then on
   std::vector<int> lost_ranks;             // every rank the watch named (under error_mutex)
 };

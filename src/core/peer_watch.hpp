@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// Liveness: a thread per communicator polls its bootstrap connections with every other rank for
-// a hang-up. A peer process that exits, is killed or aborts its communicator closes them (its
-// kernel sends FIN or RST at once), so every survivor learns it within a poll and, 50 ms later,
-// names the rank(s) gone; the communicator goes into error: device waits stop (the abort flag),
-// host calls return GICL_REMOTE_ERROR. TCP keepalive on the connections covers a node that stops
-// answering. The watch stops before a destroy's barrier, so that ranks leaving a finished destroy
-// are not reported.
+// Liveness: a thread per communicator watches every other rank two ways.
+// - Its bootstrap connections, for a hang-up. A peer process that exits, is killed or aborts its
+//   communicator closes them (its kernel sends FIN or RST at once), so every survivor learns it
+//   within a poll.
+// - Heartbeats (core/heartbeat.hpp), for what closes nothing: a node that stops answering or a
+//   process that is stopped. A rank not heard from for GICL_PEER_TIMEOUT is named.
+// kGather after the first loss seen, the watch names every rank lost by then; the communicator
+// goes into error: device waits stop (the abort flag), host calls return GICL_REMOTE_ERROR. The
+// watch keeps sending heartbeats after it has reported and while it is quiet, so that a
+// survivor, or a rank waiting in destroy's barrier, is never taken for lost by the others.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,23 +21,52 @@
 #include <utility>
 #include <vector>
 
+#include "common/socket.hpp"
 #include "common/status.hpp"
+#include "core/heartbeat.hpp"
 
 namespace gicl {
 
+/// How the watch saw ranks go.
+enum class PeerLoss : uint8_t {
+  kClosed,       // their connections closed in order (process ended, killed, aborted)
+  kFailed,       // a connection failed (reset, keepalive unanswered); detail: the error
+  kSilent,       // no heartbeat for the timeout; detail: the timeout in ms
+  kWatchFailed,  // the watch itself failed; no ranks; detail: what failed
+};
+
+/// Heartbeats to send and expect: `fd` a socket from heartbeat_open (the watch owns it from
+/// start()), `to[r]` rank r's heartbeat address (port 0: r sends none and is not expected).
+struct HeartbeatPlan {
+  int fd = -1;
+  int rank = 0;
+  int nranks = 0;
+  int64_t timeout_ms = 0;  // 0: none sent, none expected
+  std::vector<SockAddr> to;
+  uint8_t key[kHeartbeatKeyBytes] = {};
+};
+
 class PeerWatch {
  public:
-  /// Watches `conns` ({descriptor, peer rank}); `lost(ranks, what)` runs once, on the watch's
-  /// thread, kGather after the first hang-up, with every rank whose connection hung up by then.
-  /// Ranks that leave because of a loss close theirs too, and a dying process's closes can reach
-  /// one survivor after another survivor's: the first hang-up seen need not be the lost rank's,
-  /// so every rank seen in the window is named. An empty `ranks`: the watch itself failed.
-  static Status start(std::vector<std::pair<int, int>> conns,
-                      std::function<void(const std::vector<int>&, const std::string&)> lost,
+  using Report = std::function<void(const std::vector<int>&, PeerLoss, const std::string&)>;
+
+  /// Watches `conns` ({descriptor, peer rank}) and the heartbeats of `plan`. `lost(ranks, how,
+  /// detail)` runs once, on the watch's thread, kGather after the first loss, with every rank
+  /// seen lost by then. Ranks that leave because of a loss close their connections too, and a
+  /// dying process's closes can reach one survivor after another survivor's: the first hang-up
+  /// seen need not be the lost rank's, so every rank seen in the window is named (a mix of ways
+  /// is reported as the way of the first).
+  static Status start(std::vector<std::pair<int, int>> conns, HeartbeatPlan plan, Report lost,
                       std::unique_ptr<PeerWatch>* out);
   ~PeerWatch();  // stop()
-  /// Stops and joins the thread; nothing is reported afterwards.
+  /// Nothing is reported from now on; heartbeats are still sent until stop(). Destroy calls it
+  /// before its barrier: ranks leaving a finished destroy are no loss, and a rank waiting there
+  /// for a slower one is not taken for lost by it.
+  void quiet();
+  /// Stops and joins the thread and closes the heartbeat socket.
   void stop();
+  /// Stops and joins the thread only (at process exit).
+  void halt();
 
  private:
   static constexpr auto kGather = std::chrono::milliseconds(50);
@@ -42,7 +75,9 @@ class PeerWatch {
   void run();
 
   std::vector<std::pair<int, int>> conns_;
-  std::function<void(const std::vector<int>&, const std::string&)> lost_;
+  HeartbeatPlan plan_;
+  Report lost_;
+  std::atomic<bool> quiet_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -14,7 +14,7 @@
 
 namespace gicl {
 
-inline constexpr uint32_t kPeerInfoVersion = 3;
+inline constexpr uint32_t kPeerInfoVersion = 4;
 
 /// Handle types a rank can use for the symmetric heap (bit mask).
 enum HeapHandleCaps : uint32_t { kCapPosixFd = 1u << 0, kCapLegacyIpc = 1u << 1 };
@@ -37,7 +37,10 @@ struct PeerInfo {
                         // 100 unset)
   uint8_t pad[2];
   uint64_t process;  // random per process (pids repeat across containers): ranks of one process
-  uint8_t reserved[40];
+  uint16_t heartbeat_port;  // UDP port of the sender's heartbeats (core/heartbeat); 0: none
+  uint16_t pad2;
+  uint32_t peer_timeout_ms;  // the sender's GICL_PEER_TIMEOUT
+  uint8_t reserved[32];
 };
 static_assert(sizeof(PeerInfo) == 128, "PeerInfo crosses processes: keep its size fixed");
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Communicators between real processes (and threads) without a GPU: init, split, teams, destroy,
-// abort from another thread, 1000 init/abort cycles that must leave nothing behind, and a killed
-// rank named by every survivor within a second.
+// abort from another thread, 1000 init/abort cycles that must leave nothing behind, a killed
+// rank named by every survivor within a second, a stopped one within GICL_PEER_TIMEOUT, and a
+// busy one not at all.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -119,6 +120,120 @@ TEST(Comm, AKilledRankIsNamedByEverySurvivorWithinASecond) {
   std::printf("a killed rank seen by %zu survivors: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
               delays.size(), p50 * 1e3, p99 * 1e3, delays.back() * 1e3);
   EXPECT_LT(delays.back(), 1.0) << "a survivor took longer than 1 s";
+}
+
+// A rank whose process is stopped (SIGSTOP) keeps its connections open, as a node that stops
+// answering does: only heartbeats find it. At 2 and 3 ranks with the default GICL_PEER_TIMEOUT
+// (1000 ms) every survivor names it, saying no heartbeat came, within the timeout; with
+// GICL_PEER_TIMEOUT=0 nothing is sent or expected and nobody is named within 2 s.
+TEST(Comm, AStoppedRankIsNamedWithinThePeerTimeout) {
+  auto* shared = static_cast<double*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(shared, MAP_FAILED);
+  std::vector<double> delays;
+  for (int t = 0; t < 6; ++t) {
+    const bool off = t == 5;
+    const int n = off ? 2 : 2 + t % 2, victim = off ? 1 : t % n;
+    gicl_unique_id_t id;
+    ASSERT_TRUE(test::child_root_id(&id));
+    for (int i = 0; i < 8; ++i) shared[i] = -1;
+    auto results = fork_ranks(n, [&](int r) {
+      if (off) setenv("GICL_PEER_TIMEOUT", "0", 1);
+      gicl_comm_t comm;
+      RANK_OK(gicl_comm_init_rank(&comm, n, id, r));
+      if (r == victim) {
+        shared[6] = getpid();
+        shared[7] = now_s();
+        kill(getpid(), SIGSTOP);
+        return 0;  // continued only to be killed
+      }
+      gicl_result_t e = GICL_SUCCESS;
+      const char* why = nullptr;
+      const double until = now_s() + (off ? 2 : 5);
+      while (e == GICL_SUCCESS && now_s() < until) {
+        RANK_OK(gicl_comm_get_async_error(comm, &e, &why));
+        if (e == GICL_SUCCESS) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      shared[r] = now_s();
+      if (r == (victim + 1) % n) {
+        // The survivor that ends the trial: the stopped rank is killed, which closes its
+        // connections; the others have decided by then (they see the close after the silence).
+        if (!off) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        kill(static_cast<pid_t>(shared[6]), SIGKILL);
+      }
+      if (off) {
+        RANK_CHECK(e == GICL_SUCCESS, "GICL_PEER_TIMEOUT=0, yet rank %d was named: %s", victim,
+                   why ? why : "");
+        (void)gicl_comm_abort(comm);
+        return 0;
+      }
+      RANK_CHECK(e == GICL_REMOTE_ERROR, "no error within 5 s of the stop (%d)", e);
+      const std::string name = "rank " + std::to_string(victim) + " (pid ";
+      RANK_CHECK(why != nullptr && std::string(why).find(name) != std::string::npos &&
+                     std::string(why).find("no heartbeat for 1000 ms") != std::string::npos,
+                 "the error does not name rank %d's silence: %s", victim, why ? why : "(none)");
+      RANK_CHECK(gicl_comm_destroy(comm) == GICL_REMOTE_ERROR, "destroy after the loss");
+      return 0;
+    });
+    for (int r = 0; r < n; ++r) {
+      if (r == victim) {
+        EXPECT_EQ(results[r].code, 128 + SIGKILL) << "trial " << t;
+        continue;
+      }
+      EXPECT_EQ(results[r].code, 0) << "trial " << t << ", rank " << r << " of " << n;
+      if (!off && shared[r] >= 0 && shared[7] >= 0) delays.push_back(shared[r] - shared[7]);
+    }
+  }
+  munmap(shared, 4096);
+  ASSERT_FALSE(delays.empty());
+  std::sort(delays.begin(), delays.end());
+  std::printf("a stopped rank named by %zu survivors: p50 %.0f ms, max %.0f ms\n", delays.size(),
+              delays[delays.size() / 2] * 1e3, delays.back() * 1e3);
+  EXPECT_LT(delays.back(), 1.0) << "a survivor took longer than GICL_PEER_TIMEOUT";
+}
+
+// Heartbeats come from the watch's thread, not the caller's: a rank that computes (or sleeps)
+// for 10 x GICL_PEER_TIMEOUT without calling gicl is not taken for lost, nor is a rank that
+// waits in destroy for 10 x the timeout for a slower one. Ranks whose GICL_PEER_TIMEOUT differ
+// are refused at init, naming it.
+TEST(Comm, ABusyRankIsNotTakenForLost) {
+  gicl_unique_id_t id;
+  ASSERT_TRUE(test::child_root_id(&id));
+  auto results = fork_ranks(3, [&](int r) {
+    setenv("GICL_PEER_TIMEOUT", "200", 1);
+    gicl_comm_t comm;
+    RANK_OK(gicl_comm_init_rank(&comm, 3, id, r));
+    const double until = now_s() + 2;
+    uint64_t spins = 0;
+    if (r == 1)
+      while (now_s() < until) ++spins;  // busy on the CPU
+    else
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+    RANK_CHECK(r != 1 || spins > 1000, "rank 1 did not spin (%llu)",
+               static_cast<unsigned long long>(spins));
+    gicl_result_t e = GICL_SUCCESS;
+    const char* why = nullptr;
+    RANK_OK(gicl_comm_get_async_error(comm, &e, &why));
+    RANK_CHECK(e == GICL_SUCCESS, "a busy or sleeping rank was taken for lost: %s", why);
+    if (r == 2) std::this_thread::sleep_for(std::chrono::seconds(2));  // the others wait
+    RANK_OK(gicl_comm_destroy(comm));
+    return 0;
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+
+  gicl_unique_id_t id2;
+  ASSERT_TRUE(test::child_root_id(&id2));
+  auto mism = fork_ranks(2, [&](int r) {
+    setenv("GICL_PEER_TIMEOUT", r == 0 ? "1000" : "500", 1);
+    gicl_comm_t comm = nullptr;
+    const gicl_result_t rc = gicl_comm_init_rank(&comm, 2, id2, r);
+    const std::string msg = gicl_get_last_error();
+    RANK_CHECK(
+        rc == GICL_INVALID_ARGUMENT && msg.find("GICL_PEER_TIMEOUT differs") != std::string::npos,
+        "mismatched GICL_PEER_TIMEOUT: %d '%s'", rc, msg.c_str());
+    return 0;
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(mism[r].code, 0) << "rank " << r;
 }
 
 // Waits up to 5 s for comm's asynchronous error; returns it.
