@@ -132,7 +132,8 @@ void Acceptor::out_of_descriptors(int err) {
 }
 
 Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello,
-                            std::vector<ClientHandshake>* clients) {
+                            std::vector<ClientHandshake>* clients,
+                            const std::vector<int>* watched) {
   std::vector<pollfd> fds;
   std::vector<size_t> client_of;  // fds[pending_.size() + 1 + k] is (*clients)[client_of[k]]
   for (;;) {
@@ -151,18 +152,36 @@ Status Acceptor::accept_one(Deadline deadline, const CancelFlag* cancel, int* fd
     const size_t first_client = fds.size();
     client_of.clear();
     if (clients != nullptr)
-      for (size_t k = 0; k < clients->size(); ++k)
-        if (!(*clients)[k].done()) {
-          fds.push_back({(*clients)[k].fd(), POLLIN, 0});
-          client_of.push_back(k);
-        }
+      for (size_t k = 0; k < clients->size(); ++k) {
+        fds.push_back({(*clients)[k].fd(), (*clients)[k].done() ? POLLRDHUP : POLLIN, 0});
+        client_of.push_back(k);
+      }
+    const size_t first_watched = fds.size();
+    if (watched != nullptr)
+      for (int w : *watched) fds.push_back({w, POLLRDHUP, 0});
     const int wait = listening ? 50 : std::clamp<int>(static_cast<int>(backoff_.count()), 1, 50);
     int n = ::poll(fds.data(), fds.size(), deadline.poll_ms(wait));
     if (n < 0 && errno != EINTR) GICL_SYSCHECK(-1, "poll");
     if (n > 0) {
-      for (size_t k = 0; k < client_of.size(); ++k)
-        if (fds[first_client + k].revents != 0)
-          GICL_CHECK((*clients)[client_of[k]].progress(deadline, cancel));
+      constexpr short kHangUp = POLLRDHUP | POLLHUP | POLLERR;
+      for (size_t k = 0; k < client_of.size(); ++k) {
+        ClientHandshake& c = (*clients)[client_of[k]];
+        const short ev = fds[first_client + k].revents;
+        if (ev == 0) continue;
+        if (!c.done()) {
+          GICL_CHECK(c.progress(deadline, cancel));
+        } else if (ev & kHangUp) {
+          *fd = c.fd();
+          return GICL_FAIL(GICL_REMOTE_ERROR,
+                           "%s closed its connection during the bootstrap (its process ended)",
+                           c.peer().c_str());
+        }
+      }
+      for (size_t k = first_watched; k < fds.size(); ++k)
+        if (fds[k].revents & kHangUp) {
+          *fd = fds[k].fd;
+          return Status(GICL_REMOTE_ERROR);  // the caller knows whose it is and says so
+        }
       // Pending connections next: indices shift when one completes or is rejected.
       for (size_t i = first_client - 1; i >= 1; --i) {
         if (fds[i].revents == 0) continue;

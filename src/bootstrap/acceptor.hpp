@@ -21,9 +21,12 @@ class Acceptor {
 
   /// Returns the next connection whose hello is valid and whose proof holds; invalid ones are
   /// logged and closed. `clients` (may be null) are this process's own outgoing handshakes,
-  /// advanced in the same poll: between ranks each is client and server at once.
+  /// advanced in the same poll: between ranks each is client and server at once; one that is
+  /// done is watched for a hang-up, as is every descriptor in `watched`: a peer process that
+  /// ends fails the call at once with GICL_REMOTE_ERROR (`*fd` the descriptor that hung up).
   Status accept_one(Deadline deadline, const CancelFlag* cancel, int* fd, Hello* hello,
-                    std::vector<ClientHandshake>* clients = nullptr);
+                    std::vector<ClientHandshake>* clients = nullptr,
+                    const std::vector<int>* watched = nullptr);
   /// The job has `nranks` ranks (the root learns it from the first hello): up to twice as many
   /// handshakes may be in progress at once.
   void expect_ranks(int nranks);

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 #include "bootstrap/acceptor.hpp"
 #include "common/log.hpp"
@@ -75,14 +77,17 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
       return s;
     }
     const bool refused = h.type == static_cast<uint32_t>(MsgType::kRootRefuse);
-    if ((refused || h.type == static_cast<uint32_t>(MsgType::kRootAbort)) &&
+    const bool lost = h.type == static_cast<uint32_t>(MsgType::kRootLost);
+    if ((refused || lost || h.type == static_cast<uint32_t>(MsgType::kRootAbort)) &&
         h.length <= kMaxAbortText) {
       std::string text(h.length, '\0');
       s = recv_all(fd, text.data(), text.size(), deadline, cancel, "the bootstrap root");
       ::close(fd);
       if (!s.ok()) return s;
-      return GICL_FAIL(refused ? GICL_INVALID_USAGE : GICL_TIMEOUT, "rank %d: bootstrap: %s", rank,
-                       text.c_str());
+      return GICL_FAIL(refused ? GICL_INVALID_USAGE
+                       : lost  ? GICL_REMOTE_ERROR
+                               : GICL_TIMEOUT,
+                       "rank %d: bootstrap: %s", rank, text.c_str());
     }
     if (h.type != static_cast<uint32_t>(MsgType::kRootTable) ||
         h.length != static_cast<uint64_t>(nranks) * sizeof(WireAddr)) {
@@ -103,7 +108,14 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
   }
   b->out_fds_.assign(nranks, -1);
   b->in_.resize(nranks);
-  GICL_CHECK(b->connect_all());
+  Status s = b->connect_all();
+  if (s.code() == GICL_REMOTE_ERROR) {
+    // A peer ended. Every other rank finds that too (its connections close, connecting to it is
+    // refused) within milliseconds, but it would name this rank instead if this rank's
+    // connections closed first: they stay open a moment.
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  GICL_CHECK(s);
   // Every connection the job needs is open: the listener goes, so that nothing connects late.
   b->acceptor_.reset();
   close_fd(&b->listen_fd_);
@@ -136,7 +148,8 @@ Status Bootstrap::connect_all() {
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
     const std::string name = peer_name(p);
-    GICL_CHECK(connect_to(peers_[p], d, cancel_, name.c_str(), &out_fds_[p]));
+    // Every rank listens before its hello reaches the root, so before the table is out.
+    GICL_CHECK(connect_to(peers_[p], d, cancel_, name.c_str(), &out_fds_[p], true));
     clients.emplace_back(out_fds_[p], MsgType::kPeerHello, secret_, job_,
                          make_hello(rank_, nranks_, SockAddr{}), name);
     GICL_CHECK(clients.back().start(d, cancel_));

@@ -104,6 +104,38 @@ void refuse_all(const std::vector<int>& fds, int offender, const std::string& te
   ::close(offender);
 }
 
+/// A rank whose connection to the root closed before the table went out has ended (the ranks
+/// hold theirs until the table arrives): every other rank that arrived is told at once, naming
+/// it, instead of waiting for the table until its timeout.
+std::string lose_rank(std::vector<int>& fds, int lost) {
+  int rank = -1;
+  for (size_t r = 0; r < fds.size(); ++r)
+    if (fds[r] == lost) rank = static_cast<int>(r);
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "rank %d (from %s) closed its connection to the bootstrap root before every rank "
+                "had arrived: its process ended",
+                rank, peer_of(lost).c_str());
+  GICL_WARN(kSubsysBootstrap, "bootstrap root: %s", text);
+  for (int& fd : fds) {
+    if (fd >= 0 && fd != lost) send_to(fd, MsgType::kRootLost, text, std::strlen(text));
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  return text;
+}
+
+/// Ranks still to come get `why` as a `type` answer, until the deadline or the process ends.
+void answer_late(Acceptor* acceptor, Deadline deadline, Root* root, MsgType type,
+                 const std::string& why) {
+  int fd = -1;
+  Hello hello{};
+  while (acceptor->accept_one(deadline, &root->stop, &fd, &hello).ok()) {
+    send_to(fd, type, why.data(), why.size());
+    ::close(fd);
+  }
+}
+
 void serve(Root* root) {
   // Rank counts are the root's to compare (the first hello sets the job's): the acceptor passes
   // every authenticated hello on, so that a mismatch is refused naming both sides.
@@ -113,10 +145,17 @@ void serve(Root* root) {
   std::vector<int> fds;
   std::vector<WireAddr> table;
   int arrived = 0;
+  std::vector<int> held;  // the connections of ranks that arrived: a hang-up there is a loss
   while (nranks < 0 || arrived < nranks) {
     int fd = -1;
     Hello hello{};
-    Status s = acceptor.accept_one(deadline, &root->stop, &fd, &hello);
+    Status s = acceptor.accept_one(deadline, &root->stop, &fd, &hello, nullptr, &held);
+    if (s.code() == GICL_REMOTE_ERROR) {
+      const std::string why = lose_rank(fds, fd);
+      answer_late(&acceptor, deadline, root, MsgType::kRootLost, why);
+      nranks = 0;  // reported: nothing more to serve
+      break;
+    }
     if (!s.ok()) break;
     if (nranks < 0) {
       nranks = hello.nranks;
@@ -139,16 +178,12 @@ void serve(Root* root) {
       refuse_all(fds, fd, why);
       for (int& f : fds)
         if (f >= 0) ::close(f), f = -1;
-      // Ranks still to come get the same answer, until the deadline or the process ends.
-      for (;;) {
-        if (!acceptor.accept_one(deadline, &root->stop, &fd, &hello).ok()) break;
-        send_to(fd, MsgType::kRootRefuse, why, std::strlen(why));
-        ::close(fd);
-      }
+      answer_late(&acceptor, deadline, root, MsgType::kRootRefuse, why);
       nranks = 0;  // refused: nothing more to serve
       break;
     }
     fds[hello.rank] = fd;
+    held.push_back(fd);
     table[hello.rank] = hello.listen_addr;
     ++arrived;
   }

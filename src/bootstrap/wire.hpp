@@ -33,7 +33,8 @@ enum class MsgType : uint32_t {
   kRootTable = 0x20,   // root -> ranks: every rank's listening address
   kRootAbort = 0x21,   // root -> ranks: the job cannot start in time; text says why
   kRootRefuse = 0x22,  // root -> ranks: the job is misconfigured (sizes, ranks); text says how
-  kData = 0x30,        // rank -> rank: tagged payload
+  kRootLost = 0x23,  // root -> ranks: a rank's process ended before the job started; text names it
+  kData = 0x30,      // rank -> rank: tagged payload
 };
 
 /// Fixed 16-byte header before every message.

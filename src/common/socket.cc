@@ -217,7 +217,7 @@ Status listen_on(const SockAddr& addr, int backlog, int* fd, SockAddr* bound) {
 }
 
 Status connect_to(const SockAddr& addr, Deadline deadline, const CancelFlag* cancel,
-                  const char* peer, int* fd) {
+                  const char* peer, int* fd, bool listening) {
   int backoff_ms = 1;
   for (;;) {
     if (cancelled(cancel)) return GICL_FAIL(GICL_ABORTED, "aborted while connecting to %s", peer);
@@ -245,6 +245,10 @@ Status connect_to(const SockAddr& addr, Deadline deadline, const CancelFlag* can
       return GICL_SUCCESS;
     }
     ::close(s);
+    if (listening && err == ECONNREFUSED)
+      return GICL_FAIL(GICL_REMOTE_ERROR,
+                       "%s refused our connection at %s: nothing listens there (its process ended)",
+                       peer, addr.str().c_str());
     if (deadline.expired())
       return GICL_FAIL(GICL_TIMEOUT, "could not connect to %s at %s before the timeout: %s", peer,
                        addr.str().c_str(), strerror(err));

@@ -32,9 +32,11 @@ Status find_interface_address(SockAddr* out, std::string* ifname);
 /// Binds and listens (port 0: ephemeral). `bound` receives the actual address.
 Status listen_on(const SockAddr& addr, int backlog, int* fd, SockAddr* bound);
 
-/// Connects, retrying refused connections until the deadline (the peer may not listen yet).
+/// Connects, retrying refused connections until the deadline (the peer may not listen yet);
+/// with `listening`, the peer is known to listen already, and a refusal (nothing listens: its
+/// process ended) fails at once with GICL_REMOTE_ERROR.
 Status connect_to(const SockAddr& addr, Deadline deadline, const CancelFlag* cancel,
-                  const char* peer, int* fd);
+                  const char* peer, int* fd, bool listening = false);
 
 /// Sends or receives exactly n bytes; `peer` names the other side in error messages.
 Status send_all(int fd, const void* buf, size_t n, Deadline deadline, const CancelFlag* cancel,

@@ -131,15 +131,17 @@ class InitTimer {
   std::string text_;
 };
 
-/// "rank 2 (pid 4242)", "rank 0 (pid 8136) and rank 3 (pid 8139)".
-std::string name_ranks(const gicl_comm* c, const std::vector<int>& ranks) {
+/// "rank 2 (pid 4242)", "rank 0 (pid 8136) and rank 3 (pid 8139)"; without the pids while the
+/// peer exchange has not published them (a loss during init).
+std::string name_ranks(gicl_comm* c, const std::vector<int>& ranks) {
+  std::lock_guard<std::mutex> lock(c->error_mutex);
   std::string who;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const int r = ranks[i];
     who += i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ";
     who += "rank " + std::to_string(r);
-    if (r >= 0 && r < static_cast<int>(c->peers.size()))
-      who += " (pid " + std::to_string(c->peers[r].pid) + ")";
+    if (r >= 0 && r < static_cast<int>(c->peer_pids.size()))
+      who += " (pid " + std::to_string(c->peer_pids[r]) + ")";
   }
   return who;
 }
@@ -174,7 +176,13 @@ void peer_lost(gicl_comm* c, const std::vector<int>& ranks, PeerLoss how,
     c->lost_ranks.insert(c->lost_ranks.end(), ranks.begin(), ranks.end());
   }
   c->peer_lost.store(true, std::memory_order_release);
-  device_resources_signal_abort(c);  // every device wait stops now
+  if (c->initializing.load(std::memory_order_acquire)) {
+    // Init's host waits on the lost rank stop (no kernel of this communicator runs yet, and its
+    // device state may be under construction on the initializing thread).
+    c->cancel.store(true);
+  } else {
+    device_resources_signal_abort(c);  // every device wait stops now
+  }
 }
 
 /// Opens this rank's heartbeat socket (GICL_PEER_TIMEOUT > 0) and records it in its peer info,
@@ -191,30 +199,36 @@ Status heartbeat_prepare(gicl_comm* c) {
   return GICL_SUCCESS;
 }
 
-/// Starts the peer watch over the bootstrap connections and, where ranks send them, heartbeats
-/// to each rank's bootstrap host at the port it announced.
+/// Starts the peer watch over the bootstrap connections, as soon as they are open: a rank lost
+/// during the rest of init is named as after it.
 Status watch_start(gicl_comm* c) {
-  HeartbeatPlan plan;
-  plan.rank = c->rank;
-  plan.nranks = c->nranks;
-  plan.timeout_ms = c->peers[c->rank].peer_timeout_ms;
-  if (c->heartbeat_fd >= 0) {
-    GICL_CHECK(heartbeat_key(c->bootstrap->secret(), bootstrap::kSecretBytes, c->bootstrap->job(),
-                             bootstrap::kJobBytes, plan.key));
-    plan.to.resize(c->nranks);
-    for (int r = 0; r < c->nranks; ++r) {
-      plan.to[r] = c->bootstrap->address(r);
-      plan.to[r].set_port(c->peers[r].heartbeat_port);
-    }
-    plan.fd = c->heartbeat_fd;  // the watch's from here on
-    c->heartbeat_fd = -1;
-  }
   return PeerWatch::start(
-      c->bootstrap->connections(), std::move(plan),
+      c->bootstrap->connections(),
       [c](const std::vector<int>& ranks, PeerLoss how, const std::string& detail) {
         peer_lost(c, ranks, how, detail);
       },
       &c->watch);
+}
+
+/// Hands the watch its heartbeats, once every rank's port is known: to each rank's bootstrap
+/// host at the port it announced.
+Status heartbeats_start(gicl_comm* c) {
+  HeartbeatPlan plan;
+  plan.rank = c->rank;
+  plan.nranks = c->nranks;
+  plan.timeout_ms = c->peers[c->rank].peer_timeout_ms;
+  if (c->heartbeat_fd < 0) return GICL_SUCCESS;
+  GICL_CHECK(heartbeat_key(c->bootstrap->secret(), bootstrap::kSecretBytes, c->bootstrap->job(),
+                           bootstrap::kJobBytes, plan.key));
+  plan.to.resize(c->nranks);
+  for (int r = 0; r < c->nranks; ++r) {
+    plan.to[r] = c->bootstrap->address(r);
+    plan.to[r].set_port(c->peers[r].heartbeat_port);
+  }
+  plan.fd = c->heartbeat_fd;  // the watch's from here on
+  c->heartbeat_fd = -1;
+  c->watch->beat(std::move(plan));
+  return GICL_SUCCESS;
 }
 
 Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
@@ -230,11 +244,17 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   GICL_CHECK(bootstrap::Bootstrap::create(id, c->rank, c->nranks, &c->cancel, c->timeout_ms,
                                           &c->bootstrap));
   timer.mark("bootstrap");
+  GICL_CHECK(watch_start(c));
   c->peers.resize(c->nranks);
   GICL_CHECK(local_peer_info(c->rank, c->device, static_cast<int>(heap_mode), &c->peers[c->rank]));
   GICL_CHECK(heartbeat_prepare(c));
   GICL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
   GICL_CHECK(check_peers_agree(c->peers, c->rank));
+  {
+    std::lock_guard<std::mutex> lock(c->error_mutex);  // the watch's thread reads them
+    for (const PeerInfo& p : c->peers) c->peer_pids.push_back(p.pid);
+  }
+  GICL_CHECK(heartbeats_start(c));
   int64_t shared_threads = 0;
   GICL_CHECK(setting_int(Setting::kSharedGpuThreads, &shared_threads));
   GICL_CHECK(check_shared_gpu_threads(c->peers, c->rank, shared_threads != 0));
@@ -297,7 +317,6 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   timer.mark("kernel preload");
   GICL_CHECK(c->bootstrap->barrier());
   timer.mark("last barrier");
-  GICL_CHECK(watch_start(c));
   GICL_INFO(kSubsysInit, "rank %d/%d ready (device %d, heap %s); init ms: %s", c->rank, c->nranks,
             c->device, c->heap ? heap_handle_name(c->heap->handle()) : "none",
             timer.summary().c_str());
@@ -310,8 +329,25 @@ Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, gicl_c
   auto* c = new gicl_comm();
   c->rank = rank;
   c->nranks = nranks;
+  c->initializing.store(true);
   Status s = init_steps(c, id);
+  c->initializing.store(false);
+  // A loss reported while init ended cancelled its waits: init fails with it (below).
+  if (s.ok() && c->cancel.load()) s = Status(GICL_REMOTE_ERROR);
   bootstrap::reap_roots(false);
+  if (!s.ok() && c->watch && (s.code() == GICL_REMOTE_ERROR || s.code() == GICL_ABORTED)) {
+    // A peer's loss stops init wherever it waits, as a closed connection or a cancelled wait,
+    // naming whichever rank it waited on: a survivor that left because of the loss may be the
+    // one. The watch names every rank gone within its window, the lost one included: its word
+    // is taken when it comes.
+    const auto until = Clock::now() + 3 * PeerWatch::kGather;
+    while (!c->peer_lost.load(std::memory_order_acquire) && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (c->peer_lost.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(c->error_mutex);
+      s = relay(GICL_REMOTE_ERROR, c->async_message.c_str());
+    }
+  }
   if (!s.ok()) {
     comm_free(c, 1000);
     return s;

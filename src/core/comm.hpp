@@ -53,7 +53,9 @@ struct gicl_comm {
   std::unique_ptr<gicl::PeerWatch> watch;  // liveness of every other rank (core/peer_watch)
   int heartbeat_fd = -1;                   // until the watch takes it (core/heartbeat)
   std::atomic<bool> peer_lost{false};      // a peer's loss: host calls fail from then on
+  std::atomic<bool> initializing{false};   // in comm_init: a peer's loss cancels its waits
   std::vector<int> lost_ranks;             // every rank the watch named (under error_mutex)
+  std::vector<int> peer_pids;              // each rank's pid, for the watch (under error_mutex)
 };
 
 namespace gicl {

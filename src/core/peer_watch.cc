@@ -52,11 +52,10 @@ int poll_ms(Clock::duration d) {
 
 }  // namespace
 
-Status PeerWatch::start(std::vector<std::pair<int, int>> conns, HeartbeatPlan plan, Report lost,
+Status PeerWatch::start(std::vector<std::pair<int, int>> conns, Report lost,
                         std::unique_ptr<PeerWatch>* out) {
   std::unique_ptr<PeerWatch> w(new PeerWatch());
   w->conns_ = std::move(conns);
-  w->plan_ = std::move(plan);
   w->lost_ = std::move(lost);
   for (const auto& [fd, peer] : w->conns_) keep_alive(fd);
   static std::once_flag at_exit;
@@ -95,29 +94,52 @@ void PeerWatch::stop() {
   halt();
   if (plan_.fd >= 0) ::close(plan_.fd);
   plan_.fd = -1;
+  if (next_plan_.fd >= 0) ::close(next_plan_.fd);
+  next_plan_.fd = -1;
+}
+
+void PeerWatch::beat(HeartbeatPlan plan) {
+  std::lock_guard<std::mutex> lock(plan_mutex_);
+  if (next_plan_.fd >= 0) ::close(next_plan_.fd);
+  next_plan_ = std::move(plan);
+  plan_ready_.store(true, std::memory_order_release);
 }
 
 void PeerWatch::run() {
   (void)pthread_setname_np(pthread_self(), "gicl-watch");
+  // Heartbeats start when beat() hands over a plan; until then only the connections are watched.
+  bool beats = false;
+  milliseconds interval{0}, silence{0};
+  std::vector<bool> expected;
+  std::vector<Clock::time_point> heard;
+  std::vector<uint64_t> last_seq;
+  auto adopt = [&] {
+    {
+      std::lock_guard<std::mutex> lock(plan_mutex_);
+      plan_ = std::move(next_plan_);
+      next_plan_ = HeartbeatPlan{};
+      plan_ready_.store(false, std::memory_order_relaxed);
+    }
+    const HeartbeatPlan& hb = plan_;
+    beats = hb.fd >= 0 && hb.timeout_ms > 0;
+    const milliseconds timeout(hb.timeout_ms);
+    // About four heartbeats missed in a row name a rank: with the gathering window it is named
+    // within the timeout of its last heartbeat, and one or two lost datagrams never name it.
+    interval = std::max(milliseconds(1), timeout / 5);
+    silence = std::max<milliseconds>(timeout - interval - kGather, 3 * interval);
+    expected.assign(hb.nranks, false);
+    for (int r = 0; beats && r < hb.nranks && r < static_cast<int>(hb.to.size()); ++r)
+      expected[r] = r != hb.rank && hb.to[r].port() != 0;
+    heard.assign(hb.nranks, Clock::now());
+    last_seq.assign(hb.nranks, 0);
+  };
   const HeartbeatPlan& hb = plan_;
-  const bool beats = hb.fd >= 0 && hb.timeout_ms > 0;
-  const milliseconds timeout(hb.timeout_ms);
-  // About four heartbeats missed in a row name a rank: with the gathering window it is named
-  // within the timeout of its last heartbeat, and one or two lost datagrams never name it.
-  const auto interval = std::max(milliseconds(1), timeout / 5);
-  const auto silence = std::max<milliseconds>(timeout - interval - kGather, 3 * interval);
-  std::vector<bool> expected(hb.nranks, false);
-  for (int r = 0; beats && r < hb.nranks && r < static_cast<int>(hb.to.size()); ++r)
-    expected[r] = r != hb.rank && hb.to[r].port() != 0;
-  std::vector<Clock::time_point> heard(hb.nranks, Clock::now());
-  std::vector<uint64_t> last_seq(hb.nranks, 0);
 
   // Only hang-ups are asked for on the connections: POLLIN is not, so the bootstrap's messages
   // are left for the thread that reads them, and a connection with data waiting does not wake
-  // this one. The heartbeat socket is last.
+  // this one. The heartbeat socket, once there is one, is last.
   std::vector<pollfd> fds;
   for (const auto& [fd, peer] : conns_) fds.push_back({fd, POLLRDHUP, 0});
-  if (beats) fds.push_back({hb.fd, POLLIN, 0});
   const size_t nconns = conns_.size();
 
   std::vector<int> ranks;
@@ -133,6 +155,12 @@ void PeerWatch::run() {
   };
 
   while (!stop_.load(std::memory_order_acquire)) {
+    if (plan_ready_.load(std::memory_order_acquire)) {
+      adopt();
+      fds.resize(nconns);
+      if (beats) fds.push_back({hb.fd, POLLIN, 0});
+      next_beat = Clock::now();
+    }
     Clock::time_point now = Clock::now();
     if (beats && now >= next_beat) {
       HeartbeatMsg m;
@@ -158,7 +186,7 @@ void PeerWatch::run() {
     Clock::time_point until = now + milliseconds(100);
     if (beats) until = std::min(until, next_beat);
     if (listening && !ranks.empty()) until = std::min(until, report_at);
-    for (int r = 0; listening && r < hb.nranks; ++r)
+    for (size_t r = 0; listening && r < expected.size(); ++r)
       if (expected[r]) until = std::min(until, heard[r] + silence + milliseconds(1));
     const int n = ::poll(fds.data(), fds.size(), poll_ms(until - now));
     if (n < 0 && errno != EINTR) {
@@ -174,7 +202,7 @@ void PeerWatch::run() {
       note(conns_[i].second, failed ? PeerLoss::kFailed : PeerLoss::kClosed);
       fds[i].fd = -1;  // seen: poll leaves it out from now on
     }
-    if (beats && (fds.back().revents & POLLIN) != 0) {
+    if (beats && n > 0 && (fds.back().revents & POLLIN) != 0) {
       // Drained before silence is judged: a watch held off the CPU finds the heartbeats that
       // arrived meanwhile waiting here, and takes nobody for lost because of its own delay.
       HeartbeatMsg m;
@@ -191,8 +219,8 @@ void PeerWatch::run() {
       }
     }
     now = Clock::now();
-    for (int r = 0; listening && r < hb.nranks; ++r)
-      if (expected[r] && now - heard[r] > silence) note(r, PeerLoss::kSilent);
+    for (size_t r = 0; listening && r < expected.size(); ++r)
+      if (expected[r] && now - heard[r] > silence) note(static_cast<int>(r), PeerLoss::kSilent);
     if (!ranks.empty() && report_at == Clock::time_point{}) report_at = now + kGather;
   }
 }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -50,14 +51,17 @@ class PeerWatch {
  public:
   using Report = std::function<void(const std::vector<int>&, PeerLoss, const std::string&)>;
 
-  /// Watches `conns` ({descriptor, peer rank}) and the heartbeats of `plan`. `lost(ranks, how,
-  /// detail)` runs once, on the watch's thread, kGather after the first loss, with every rank
-  /// seen lost by then. Ranks that leave because of a loss close their connections too, and a
-  /// dying process's closes can reach one survivor after another survivor's: the first hang-up
-  /// seen need not be the lost rank's, so every rank seen in the window is named (a mix of ways
-  /// is reported as the way of the first).
-  static Status start(std::vector<std::pair<int, int>> conns, HeartbeatPlan plan, Report lost,
+  /// Watches `conns` ({descriptor, peer rank}) for hang-ups. `lost(ranks, how, detail)` runs
+  /// once, on the watch's thread, kGather after the first loss, with every rank seen lost by
+  /// then. Ranks that leave because of a loss close their connections too, and a dying
+  /// process's closes can reach one survivor after another survivor's: the first hang-up seen
+  /// need not be the lost rank's, so every rank seen in the window is named (a mix of ways is
+  /// reported as the way of the first).
+  static Status start(std::vector<std::pair<int, int>> conns, Report lost,
                       std::unique_ptr<PeerWatch>* out);
+  /// Starts sending and expecting the heartbeats of `plan` (the watch owns its socket): once the
+  /// ranks have exchanged their heartbeat ports, after the connections are already watched.
+  void beat(HeartbeatPlan plan);
   ~PeerWatch();  // stop()
   /// Nothing is reported from now on; heartbeats are still sent until stop(). Destroy calls it
   /// before its barrier: ranks leaving a finished destroy are no loss, and a rank waiting there
@@ -68,14 +72,18 @@ class PeerWatch {
   /// Stops and joins the thread only (at process exit).
   void halt();
 
- private:
+  /// How long after the first loss the watch reports.
   static constexpr auto kGather = std::chrono::milliseconds(50);
 
+ private:
   PeerWatch() = default;
   void run();
 
   std::vector<std::pair<int, int>> conns_;
-  HeartbeatPlan plan_;
+  HeartbeatPlan plan_;  // the thread's own
+  std::mutex plan_mutex_;
+  HeartbeatPlan next_plan_;  // handed over by beat(), under plan_mutex_
+  std::atomic<bool> plan_ready_{false};
   Report lost_;
   std::atomic<bool> quiet_{false};
   std::atomic<bool> stop_{false};
