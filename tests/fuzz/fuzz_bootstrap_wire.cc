@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The bootstrap's wire parsers on bytes from anywhere: a stream of tagged messages as a peer
 // connection delivers it (split at an input-chosen point, as recv may), a hello as the acceptor
-// reads it, an address table entry, and a challenge's MAC check. None may read outside its input,
-// and a stream parsed in two pieces must give what it gives in one.
+// reads it, an address table entry, a challenge's MAC check and a heartbeat datagram. None may read
+// outside its input, and a stream parsed in two pieces must give what it gives in one.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +11,7 @@
 
 #include "bootstrap/auth.hpp"
 #include "bootstrap/wire.hpp"
+#include "core/heartbeat.hpp"
 #include "fuzz/fuzz_common.hpp"
 
 using namespace gicl::bootstrap;
@@ -66,6 +67,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const bool same = std::memcmp(want, mac, kMacBytes) == 0;
     if (auth_check(secret, AuthRole::kServer, MsgType::kPeerHello, job, hello, nonce, mac) != same)
       __builtin_trap();
+  }
+  // A datagram at the heartbeat socket: accepted only if it is the very heartbeat this job's key
+  // signs for its sender and sequence number.
+  {
+    static uint8_t key[gicl::kHeartbeatKeyBytes];
+    static const bool keyed = [] {
+      const uint8_t secret[kSecretBytes] = {7}, job[kJobBytes] = {9};
+      return gicl::heartbeat_key(secret, kSecretBytes, job, kJobBytes, key).ok();
+    }();
+    if (!keyed) __builtin_trap();
+    uint64_t seq = 0;
+    const int from = gicl::heartbeat_decode(key, 0, 8, data, size, &seq);
+    if (from >= 0) {
+      gicl::HeartbeatMsg m;
+      if (from >= 8 || !gicl::heartbeat_encode(key, from, 8, seq, &m).ok() || size != sizeof(m) ||
+          std::memcmp(&m, data, sizeof(m)) != 0)
+        __builtin_trap();
+    }
   }
   return 0;
 }
