@@ -114,7 +114,7 @@ std::string lose_rank(std::vector<int>& fds, int lost) {
   char text[256];
   std::snprintf(text, sizeof(text),
                 "rank %d (from %s) closed its connection to the bootstrap root before every rank "
-                "had arrived: its process ended",
+                "had arrived: its process ended or gave up",
                 rank, peer_of(lost).c_str());
   GICL_WARN(kSubsysBootstrap, "bootstrap root: %s", text);
   for (int& fd : fds) {
