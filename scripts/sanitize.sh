@@ -23,9 +23,11 @@ sanitized() {
   local dir=$1 san=$2 select=$3
   local cflags="-fsanitize=$san -fno-omit-frame-pointer"
   [[ $san == *undefined* ]] && cflags+=" -fno-sanitize-recover=undefined"
+  # nvcc's -Xcompiler splits at commas: one -fsanitize= per sanitizer for the host compiler.
+  local host="-Xcompiler=-fsanitize=${san//,/,-fsanitize=},-fno-omit-frame-pointer"
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGICL_WITH_MPI=OFF \
     -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CXX_FLAGS="$cflags" \
-    -DCMAKE_CUDA_FLAGS="-Xcompiler=-fsanitize=$san,-fno-omit-frame-pointer" \
+    -DCMAKE_CUDA_FLAGS="$host" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$san" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=$san" >/dev/null
   local targets
