@@ -146,29 +146,38 @@ std::string name_ranks(gicl_comm* c, const std::vector<int>& ranks) {
   return who;
 }
 
-/// A peer lost (core/peer_watch): the communicator's error names it and how it went, device
-/// waits stop, host calls fail with it.
-void peer_lost(gicl_comm* c, const std::vector<int>& ranks, PeerLoss how,
-               const std::string& detail) {
-  const bool one = ranks.size() == 1;
-  std::string msg = name_ranks(c, ranks) + ": ";
-  switch (how) {
-    case PeerLoss::kClosed:
-      msg += one ? "its connection closed" : "their connections closed";
-      msg += " (a process ended, was killed or aborted the communicator)";
-      break;
-    case PeerLoss::kFailed:
-      msg += (one ? "its connection failed: " : "their connections failed: ") + detail;
-      break;
-    case PeerLoss::kSilent:
-      msg += "no heartbeat for " + detail + " ms (GICL_PEER_TIMEOUT): ";
-      msg += one ? "its node is unreachable or its process is stopped"
-                 : "their nodes are unreachable or their processes are stopped";
-      break;
-    case PeerLoss::kWatchFailed:
-      msg = "the peer watch failed: " + detail;
-      break;
+/// Peers lost (core/peer_watch): the communicator's error names each and how it went (silent
+/// ranks first: a survivor that left because of them closes its connections, which is no news),
+/// device waits stop, host calls fail with it.
+void peer_lost(gicl_comm* c, const std::vector<std::pair<int, PeerLoss>>& lost,
+               const std::string& error, int64_t timeout_ms) {
+  std::vector<int> ranks;
+  std::string msg;
+  for (PeerLoss how : {PeerLoss::kSilent, PeerLoss::kFailed, PeerLoss::kClosed}) {
+    std::vector<int> group;
+    for (const auto& [r, w] : lost)
+      if (w == how) group.push_back(r);
+    if (group.empty()) continue;
+    ranks.insert(ranks.end(), group.begin(), group.end());
+    const bool one = group.size() == 1;
+    msg += (msg.empty() ? "" : "; ") + name_ranks(c, group) + ": ";
+    switch (how) {
+      case PeerLoss::kSilent:
+        msg += "no heartbeat for " + std::to_string(timeout_ms) + " ms (GICL_PEER_TIMEOUT): ";
+        msg += one ? "its node is unreachable or its process is stopped"
+                   : "their nodes are unreachable or their processes are stopped";
+        break;
+      case PeerLoss::kFailed:
+        msg += (one ? "its connection failed: " : "their connections failed: ") + error;
+        break;
+      case PeerLoss::kClosed:
+        msg += one ? "its connection closed" : "their connections closed";
+        msg += " (a process ended, was killed or aborted the communicator)";
+        break;
+    }
   }
+  if (lost.empty()) msg = "the peer watch failed: " + error;
+  std::sort(ranks.begin(), ranks.end());
   GICL_WARN(kSubsysInit, "rank %d: %s", c->rank, msg.c_str());
   comm_set_error(c, GICL_REMOTE_ERROR, msg);
   {
@@ -204,9 +213,8 @@ Status heartbeat_prepare(gicl_comm* c) {
 Status watch_start(gicl_comm* c) {
   return PeerWatch::start(
       c->bootstrap->connections(),
-      [c](const std::vector<int>& ranks, PeerLoss how, const std::string& detail) {
-        peer_lost(c, ranks, how, detail);
-      },
+      [c](const std::vector<std::pair<int, PeerLoss>>& lost, const std::string& error,
+          int64_t timeout_ms) { peer_lost(c, lost, error, timeout_ms); },
       &c->watch);
 }
 

@@ -142,16 +142,15 @@ void PeerWatch::run() {
   for (const auto& [fd, peer] : conns_) fds.push_back({fd, POLLRDHUP, 0});
   const size_t nconns = conns_.size();
 
-  std::vector<int> ranks;
-  PeerLoss how = PeerLoss::kClosed;
-  std::string detail;  // a connection's error, when the first loss is one
+  std::vector<std::pair<int, PeerLoss>> ranks;
+  std::string detail;  // the first failed connection's error
   Clock::time_point report_at{}, next_beat = Clock::now();
   uint64_t seq = 0;
   bool reported = false;
   auto note = [&](int peer, PeerLoss way) {
-    if (std::find(ranks.begin(), ranks.end(), peer) != ranks.end()) return;
-    if (ranks.empty()) how = way;
-    ranks.push_back(peer);
+    for (const auto& [r, w] : ranks)
+      if (r == peer) return;
+    ranks.push_back({peer, way});
   };
 
   while (!stop_.load(std::memory_order_acquire)) {
@@ -177,7 +176,7 @@ void PeerWatch::run() {
     const bool listening = !reported && !quiet_.load(std::memory_order_acquire);
     if (listening && !ranks.empty() && now >= report_at) {
       std::sort(ranks.begin(), ranks.end());
-      lost_(ranks, how, how == PeerLoss::kSilent ? std::to_string(hb.timeout_ms) : detail);
+      lost_(ranks, detail, hb.timeout_ms);
       reported = true;
       for (size_t i = 0; i < nconns; ++i) fds[i].fd = -1;  // heartbeats only from here on
       continue;
@@ -190,7 +189,7 @@ void PeerWatch::run() {
       if (expected[r]) until = std::min(until, heard[r] + silence + milliseconds(1));
     const int n = ::poll(fds.data(), fds.size(), poll_ms(until - now));
     if (n < 0 && errno != EINTR) {
-      if (listening) lost_({}, PeerLoss::kWatchFailed, std::string("poll: ") + strerror(errno));
+      if (listening) lost_({}, std::string("poll: ") + strerror(errno), hb.timeout_ms);
       return;
     }
     for (size_t i = 0; n > 0 && i < nconns; ++i) {
@@ -198,7 +197,7 @@ void PeerWatch::run() {
       int err = 0;
       socklen_t len = sizeof(err);
       const bool failed = getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0;
-      if (ranks.empty() && failed) detail = strerror(err);
+      if (detail.empty() && failed) detail = strerror(err);
       note(conns_[i].second, failed ? PeerLoss::kFailed : PeerLoss::kClosed);
       fds[i].fd = -1;  // seen: poll leaves it out from now on
     }

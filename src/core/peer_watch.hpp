@@ -30,10 +30,9 @@ namespace gicl {
 
 /// How the watch saw ranks go.
 enum class PeerLoss : uint8_t {
-  kClosed,       // their connections closed in order (process ended, killed, aborted)
-  kFailed,       // a connection failed (reset, keepalive unanswered); detail: the error
-  kSilent,       // no heartbeat for the timeout; detail: the timeout in ms
-  kWatchFailed,  // the watch itself failed; no ranks; detail: what failed
+  kClosed,  // their connections closed in order (process ended, killed, aborted)
+  kFailed,  // a connection failed (reset, keepalive unanswered)
+  kSilent,  // no heartbeat for the timeout
 };
 
 /// Heartbeats to send and expect: `fd` a socket from heartbeat_open (the watch owns it from
@@ -49,14 +48,17 @@ struct HeartbeatPlan {
 
 class PeerWatch {
  public:
-  using Report = std::function<void(const std::vector<int>&, PeerLoss, const std::string&)>;
+  /// Ranks lost, each with how it went (sorted by rank); `error`: the first failed
+  /// connection's error, or what failed when `lost` is empty (the watch itself); `timeout_ms`:
+  /// the heartbeats' GICL_PEER_TIMEOUT.
+  using Report = std::function<void(const std::vector<std::pair<int, PeerLoss>>& lost,
+                                    const std::string& error, int64_t timeout_ms)>;
 
-  /// Watches `conns` ({descriptor, peer rank}) for hang-ups. `lost(ranks, how, detail)` runs
-  /// once, on the watch's thread, kGather after the first loss, with every rank seen lost by
-  /// then. Ranks that leave because of a loss close their connections too, and a dying
-  /// process's closes can reach one survivor after another survivor's: the first hang-up seen
-  /// need not be the lost rank's, so every rank seen in the window is named (a mix of ways is
-  /// reported as the way of the first).
+  /// Watches `conns` ({descriptor, peer rank}) for hang-ups. `lost` runs once, on the watch's
+  /// thread, kGather after the first loss, with every rank seen lost by then and how. Ranks that
+  /// leave because of a loss close their connections too, and a dying process's closes can
+  /// reach one survivor after another survivor's: the first hang-up seen need not be the lost
+  /// rank's, so every rank seen in the window is named, each with its own way.
   static Status start(std::vector<std::pair<int, int>> conns, Report lost,
                       std::unique_ptr<PeerWatch>* out);
   /// Starts sending and expecting the heartbeats of `plan` (the watch owns its socket): once the
