@@ -13,6 +13,8 @@
 #include <cstring>
 #include <string>
 
+#include "bootstrap/auth.hpp"
+
 namespace gicl {
 namespace {
 
@@ -35,13 +37,7 @@ Status heartbeat_key(const uint8_t* secret, size_t secret_bytes, const uint8_t* 
                      size_t job_bytes, uint8_t* key) {
   std::string text = "gicl heartbeat ";
   text.append(reinterpret_cast<const char*>(job), job_bytes);
-  unsigned int len = 0;
-  if (HMAC(EVP_sha256(), secret, static_cast<int>(secret_bytes),
-           reinterpret_cast<const unsigned char*>(text.data()), text.size(), key,
-           &len) == nullptr ||
-      len != kHeartbeatKeyBytes)
-    return GICL_FAIL(GICL_SYSTEM_ERROR, "heartbeat: OpenSSL's HMAC-SHA-256 failed");
-  return GICL_SUCCESS;
+  return bootstrap::auth_derive(secret, secret_bytes, text, key, kHeartbeatKeyBytes);
 }
 
 Status heartbeat_encode(const uint8_t* key, int rank, int nranks, uint64_t seq, HeartbeatMsg* out) {
