@@ -122,7 +122,7 @@ Status open_endpoint_connections(Transport& t, bootstrap::Bootstrap& bs, int64_t
   };
   auto write = [&](int to, uint64_t kind) {
     return t.write_imm(to, *region, &scratch[me], keys[to], 8 * static_cast<uint64_t>(me), 8,
-                       kind | me, to);
+                       kind | me, to, Completion::kDelivered);
   };
   for (int j = me + 1; j < n; ++j) GICL_CHECK(write(j, kHello));
   while (lower < me) GICL_CHECK(poll("not every lower rank's first write arrived"));

@@ -4,8 +4,10 @@
 // operations to peers and polls for their completions and for what peers deliver here.
 //
 // Guarantees every backend gives, on every provider (they are EFA's rules, the weakest target):
-// - A write, write_imm or non-fetching atomic completes (its kDone event) only once its data is
-//   visible in the target's memory (delivery complete), so quiet can count completions.
+// - A write, a write_imm posted with Completion::kDelivered or a non-fetching atomic completes (its
+//   kDone event) only once its data is visible in the target's memory (delivery complete), so
+//   quiet can count completions. A write_imm posted with Completion::kSent completes once its
+//   source may be reused.
 // - Nothing is ordered between two operations, not even to the same peer and address. What must
 //   be seen after a payload is posted after the payload's kDone, or rides on the same write_imm.
 // - A write_imm's kImmediate event at the target comes after that write's data is visible there.
@@ -68,6 +70,16 @@ class Region {
 enum class AtomicOp : uint8_t { kAdd = 0, kFetchAdd = 1, kSwap = 2, kCompareSwap = 3 };
 const char* atomic_op_name(AtomicOp op);
 
+/// When a write_imm completes. Its kImmediate event at the target follows its data either way.
+enum class Completion : uint8_t {
+  kDelivered = 0,  // its data is visible in the target's memory: a quiet can count it
+  // Its source may be reused; nothing is said of the target (a write to a process that died may
+  // complete). For traffic that the target acknowledges itself (the staged path's chunks,
+  // acknowledgements and host FIFOs): a provider's own delivery acknowledgement would be a
+  // second one, on tcp a reply the target sends before it reports the write.
+  kSent = 1,
+};
+
 enum class EventKind : uint8_t {
   kDone = 0,       // an operation posted here completed (or failed: status)
   kImmediate = 1,  // a peer's write_imm landed here; `value` is its immediate
@@ -126,7 +138,8 @@ class Transport {
   virtual Status write(int peer, const Region& src, const void* src_ptr, const RemoteKey& dst,
                        uint64_t dst_offset, size_t bytes, uint64_t cookie) = 0;
   virtual Status write_imm(int peer, const Region& src, const void* src_ptr, const RemoteKey& dst,
-                           uint64_t dst_offset, size_t bytes, uint64_t imm, uint64_t cookie) = 0;
+                           uint64_t dst_offset, size_t bytes, uint64_t imm, uint64_t cookie,
+                           Completion when) = 0;
   virtual Status read(int peer, const Region& dst, void* dst_ptr, const RemoteKey& src,
                       uint64_t src_offset, size_t bytes, uint64_t cookie) = 0;
   /// A 64-bit atomic on the peer's word at dst + dst_offset (8-byte aligned). Fetching ops return

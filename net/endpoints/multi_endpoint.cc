@@ -161,12 +161,13 @@ class MultiEndpointTransport final : public Transport {
     });
   }
   Status write_imm(int peer, const Region& src, const void* src_ptr, const RemoteKey& dst,
-                   uint64_t dst_offset, size_t bytes, uint64_t imm, uint64_t cookie) override {
+                   uint64_t dst_offset, size_t bytes, uint64_t imm, uint64_t cookie,
+                   Completion when) override {
     GICL_CHECK(check_rma("write_imm", peer, src, src_ptr, dst, dst_offset, bytes));
     const int k = pick(bytes);
     const Region& part = static_cast<const MultiEndpointRegion&>(src).part(k);
     return post(k, cookie, nullptr, [=, &part](Transport& t, uint64_t id) {
-      return t.write_imm(peer, part, src_ptr, dst, dst_offset, bytes, imm, id);
+      return t.write_imm(peer, part, src_ptr, dst, dst_offset, bytes, imm, id, when);
     });
   }
   Status read(int peer, const Region& dst, void* dst_ptr, const RemoteKey& src, uint64_t src_offset,

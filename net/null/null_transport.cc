@@ -56,7 +56,7 @@ class NullTransport : public TableTransport {
     return done(peer, cookie, 0);
   }
   Status write_imm(int peer, const Region& src, const void* p, const RemoteKey& dst, uint64_t off,
-                   size_t bytes, uint64_t, uint64_t cookie) override {
+                   size_t bytes, uint64_t, uint64_t cookie, Completion) override {
     GICL_CHECK(check_peer("write_imm", peer, args_.nranks));
     GICL_CHECK(check_local("write_imm", "src_ptr", src, p, bytes));
     GICL_CHECK(check_remote("write_imm", peer, Backend::kNull, dst, off, bytes));

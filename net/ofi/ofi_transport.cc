@@ -71,16 +71,17 @@ class OfiTransport : public TableTransport {
   Status write(int peer, const Region& src, const void* p, const RemoteKey& dst, uint64_t off,
                size_t bytes, uint64_t cookie) override {
     GICL_CHECK(check_rma("write", peer, src, p, dst, off, bytes));
-    return post_write("write", peer, src, p, dst, off, bytes, false, 0, cookie);
+    return post_write("write", peer, src, p, dst, off, bytes, false, 0, cookie,
+                      Completion::kDelivered);
   }
   Status write_imm(int peer, const Region& src, const void* p, const RemoteKey& dst, uint64_t off,
-                   size_t bytes, uint64_t imm, uint64_t cookie) override {
+                   size_t bytes, uint64_t imm, uint64_t cookie, Completion when) override {
     GICL_CHECK(check_rma("write_imm", peer, src, p, dst, off, bytes));
     GICL_ARG_CHECK(
         info_->domain_attr->cq_data_size >= 8 || imm >> (8 * info_->domain_attr->cq_data_size) == 0,
         "net write_imm to rank %d: imm 0x%llx exceeds the %zu bytes %s carries", peer,
         static_cast<unsigned long long>(imm), info_->domain_attr->cq_data_size, provider().c_str());
-    return post_write("write_imm", peer, src, p, dst, off, bytes, true, imm, cookie);
+    return post_write("write_imm", peer, src, p, dst, off, bytes, true, imm, cookie, when);
   }
   Status read(int peer, const Region& dst, void* p, const RemoteKey& src, uint64_t off,
               size_t bytes, uint64_t cookie) override;
@@ -95,7 +96,7 @@ class OfiTransport : public TableTransport {
   }
   Status post_write(const char* op, int peer, const Region& src, const void* p,
                     const RemoteKey& dst, uint64_t off, size_t bytes, bool imm, uint64_t data,
-                    uint64_t cookie);
+                    uint64_t cookie, Completion when);
   /// A free slot for an operation to `peer`, progressing until one frees or the timeout.
   Status take_slot(const char* op, int peer, uint64_t cookie, int* slot);
   /// Posts with `fn` until the provider takes it (FI_EAGAIN: progress and retry, bounded).
@@ -268,7 +269,7 @@ Status OfiTransport::post(const char* op, int peer, int slot, Fn fn) {
 
 Status OfiTransport::post_write(const char* op, int peer, const Region& src, const void* p,
                                 const RemoteKey& dst, uint64_t off, size_t bytes, bool imm,
-                                uint64_t data, uint64_t cookie) {
+                                uint64_t data, uint64_t cookie, Completion when) {
   int slot = 0;
   GICL_CHECK(take_slot(op, peer, cookie, &slot));
   iovec iov{const_cast<void*>(p), bytes};
@@ -283,7 +284,10 @@ Status OfiTransport::post_write(const char* op, int peer, const Region& src, con
   msg.rma_iov_count = 1;
   msg.context = &ops_[slot].fi;
   msg.data = data;
-  const uint64_t flags = FI_COMPLETION | FI_DELIVERY_COMPLETE | (imm ? FI_REMOTE_CQ_DATA : 0);
+  // FI_INJECT_COMPLETE for kSent: FI_TRANSMIT_COMPLETE is no cheaper on tcp, whose provider
+  // acknowledges both alike (a reply from the target's progress, sent before it reports the write).
+  const uint64_t level = when == Completion::kSent ? FI_INJECT_COMPLETE : FI_DELIVERY_COMPLETE;
+  const uint64_t flags = FI_COMPLETION | level | (imm ? FI_REMOTE_CQ_DATA : 0);
   return post(op, peer, slot, [&] { return fi_writemsg(ep_, &msg, flags); });
 }
 

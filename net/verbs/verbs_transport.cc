@@ -75,8 +75,10 @@ class VerbsTransport : public TableTransport {
     GICL_CHECK(check_rma("write", peer, src, p, dst, off, bytes));
     return post_rma("write", IBV_WR_RDMA_WRITE, peer, src, p, dst, off, bytes, 0, cookie);
   }
+  // A reliable connection completes a write once the target's adapter acknowledged it: both
+  // completion levels alike.
   Status write_imm(int peer, const Region& src, const void* p, const RemoteKey& dst, uint64_t off,
-                   size_t bytes, uint64_t imm, uint64_t cookie) override {
+                   size_t bytes, uint64_t imm, uint64_t cookie, Completion) override {
     GICL_CHECK(check_rma("write_imm", peer, src, p, dst, off, bytes));
     GICL_ARG_CHECK(imm >> 32 == 0,
                    "net write_imm to rank %d: imm 0x%llx exceeds the 4 bytes verbs carries", peer,

@@ -4,7 +4,8 @@
 // pieces of each size; rows give GB/s each way (the slower rank's) for every endpoint count
 // asked (GICL_NET_ENDPOINTS, net/endpoints), median of R runs of `total` bytes each way. Per
 // endpoint count a line first gives the higher rank's first write after connecting and the
-// one-way latency of an 8-byte write_imm ping-pong. The provider is GICL_OFI_PROVIDER's
+// one-way latency of an 8-byte write_imm ping-pong, posted as the staged path posts them
+// (net::Completion::kSent) and with delivery complete. The provider is GICL_OFI_PROVIDER's
 // (tcp;ofi_rxm on loopback by default here).
 //
 #include <getopt.h>
@@ -57,10 +58,10 @@ void usage(FILE* out, const char* prog) {
 
 /// One rank: `reps` timed exchanges per piece size; appends each size's median seconds (the
 /// slower rank's) to `secs`; `first_write`: the seconds of rank 1's first write to rank 0;
-/// `latency`: one way of an 8-byte ping-pong, seconds.
+/// `latency`: one way of an 8-byte ping-pong, seconds: posted as kSent, then as kDelivered.
 Status run_rank(const bootstrap::UniqueIdData& id, int me, const Options& o,
                 const std::vector<size_t>& sizes, std::vector<double>* secs, double* first_write,
-                double* latency) {
+                double latency[2]) {
   std::unique_ptr<bootstrap::Bootstrap> bs;
   GICL_CHECK(bootstrap::Bootstrap::create(id, me, 2, nullptr, 30000, &bs));
   net::OpenArgs a;
@@ -108,26 +109,28 @@ Status run_rank(const bootstrap::UniqueIdData& id, int me, const Options& o,
   *first_write = first[1];
   // Ping-pong of 8-byte writes with an immediate, each side answering the other's immediate:
   // the one-way latency of a small message through this endpoint count (rank 0's median).
-  GICL_CHECK(barrier());
-  std::vector<double> trips;
-  for (int i = 0; i < kPingPongs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    if (me == 0)
-      GICL_CHECK(t->write_imm(peer, *region, mem.data() + kHalf, keys[peer], 0, 8, i, 0));
-    for (bool heard = false; !heard;) {
-      int n = 0;
-      GICL_CHECK(t->poll(ev, 64, &n));
-      for (int j = 0; j < n; ++j) heard |= ev[j].kind == net::EventKind::kImmediate;
+  for (const net::Completion when : {net::Completion::kSent, net::Completion::kDelivered}) {
+    GICL_CHECK(barrier());
+    std::vector<double> trips;
+    for (int i = 0; i < kPingPongs; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (me == 0)
+        GICL_CHECK(t->write_imm(peer, *region, mem.data() + kHalf, keys[peer], 0, 8, i, 0, when));
+      for (bool heard = false; !heard;) {
+        int n = 0;
+        GICL_CHECK(t->poll(ev, 64, &n));
+        for (int j = 0; j < n; ++j) heard |= ev[j].kind == net::EventKind::kImmediate;
+      }
+      if (me == 1)
+        GICL_CHECK(t->write_imm(peer, *region, mem.data() + kHalf, keys[peer], 0, 8, i, 0, when));
+      trips.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    if (me == 1)
-      GICL_CHECK(t->write_imm(peer, *region, mem.data() + kHalf, keys[peer], 0, 8, i, 0));
-    trips.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::sort(trips.begin(), trips.end());
+    double one_way[2] = {0, 0};
+    one_way[me] = trips[trips.size() / 2] / 2;
+    GICL_CHECK(polling([&] { return bs->allgather(one_way, sizeof(double)); }));
+    latency[when == net::Completion::kSent ? 0 : 1] = one_way[0];
   }
-  std::sort(trips.begin(), trips.end());
-  double one_way[2] = {0, 0};
-  one_way[me] = trips[trips.size() / 2] / 2;
-  GICL_CHECK(polling([&] { return bs->allgather(one_way, sizeof(double)); }));
-  *latency = one_way[0];
   for (size_t sz : sizes) {
     std::vector<double> runs;
     const size_t count = std::max<size_t>(1, o.total / sz);
@@ -248,14 +251,14 @@ int main_impl(int argc, char** argv) {
     if (child < 0) return 1;
     if (child == 0) {
       std::vector<double> secs;
-      double first = 0, latency = 0;
-      const Status s = run_rank(id, 1, o, sizes, &secs, &first, &latency);
+      double first = 0, latency[2] = {0, 0};
+      const Status s = run_rank(id, 1, o, sizes, &secs, &first, latency);
       if (!s.ok()) std::fprintf(stderr, "transport_bw rank 1: %s\n", last_error());
       _exit(s.ok() ? 0 : 1);
     }
     std::vector<double> secs;
-    double first = 0, latency = 0;
-    const Status s = run_rank(id, 0, o, sizes, &secs, &first, &latency);
+    double first = 0, latency[2] = {0, 0};
+    const Status s = run_rank(id, 0, o, sizes, &secs, &first, latency);
     int status = 0;
     waitpid(child, &status, 0);
     if (!s.ok() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -264,8 +267,8 @@ int main_impl(int argc, char** argv) {
     }
     std::printf(
         "# %d endpoints: rank 1's first 8-byte write to rank 0 took %.1f us; 8-byte write_imm "
-        "ping-pong: %.1f us one way (median of %d)\n",
-        e, first * 1e6, latency * 1e6, kPingPongs);
+        "ping-pong, one way (median of %d): %.1f us sent-complete, %.1f us delivery-complete\n",
+        e, first * 1e6, kPingPongs, latency[0] * 1e6, latency[1] * 1e6);
     for (size_t i = 0; i < sizes.size(); ++i) {
       const size_t count = std::max<size_t>(1, o.total / sizes[i]);
       std::printf("  %10d %10zu %14.2f\n", e, sizes[i],

@@ -17,20 +17,26 @@ Status StagingLayout::check() const {
                  "staging slots: %u send, %u receive per peer (1..65536)", send_slots, recv_slots);
   GICL_ARG_CHECK(nranks >= 1 && nranks <= 16384,
                  "staged network path: %d ranks, at most 16384 fit the immediate", nranks);
-  GICL_ARG_CHECK(fifo_lanes == 0 || (fifo_slot >= 4096 && fifo_slot % 4096 == 0 &&
-                                     fifo_depth >= 1 && fifo_slots() <= 0x7fff),
-                 "host FIFOs: %u lanes x %u slots of %u bytes (slots of 4 KiB multiples, at "
-                 "most 32767 per peer)",
-                 fifo_lanes, fifo_depth, fifo_slot);
+  GICL_ARG_CHECK(
+      fifo_lanes == 0 || (fifo_slot >= 4096 && fifo_slot % 4096 == 0 && fifo_depth >= 1 &&
+                          fifo_slots() <= 0x7fff && fifo_lanes <= 256),
+      "host FIFOs: %u lanes x %u slots of %u bytes (slots of 4 KiB multiples, at "
+      "most 32767 per peer, at most 256 lanes)",
+      fifo_lanes, fifo_depth, fifo_slot);
   return GICL_SUCCESS;
 }
 
 namespace {
 
 // The immediate (32 bits): kind (2) | rank (14) | slot (16). A kImmFifo slot names a host FIFO
-// slot (a message), or with kFifoCreditBit a lane (a credit).
+// slot (a message), or with kFifoCreditBit a lane (bits 0-7) and a count of credits less one
+// (bits 8-14).
 constexpr uint32_t kImmData = 1, kImmAck = 2, kImmFifo = 3;
 constexpr uint32_t kFifoCreditBit = 0x8000;
+constexpr uint32_t kMaxCreditsPerWrite = 128;
+// The cookie of a write carrying parked credits: no proxy operation waits for it (NetProxy's
+// cookies index its operations and never reach it).
+constexpr uint32_t kCreditsCookie = 0xffffffffu;
 uint64_t make_imm(uint32_t kind, int rank, uint32_t slot) {
   return (uint64_t{kind} << 30) | (uint64_t(rank) << 16) | slot;
 }
@@ -51,10 +57,10 @@ constexpr uint64_t kTagFifo = uint64_t{3} << 62;   // a host FIFO message's or c
 constexpr uint64_t kTagReply = uint64_t{3} << 62;  // copier token: a get's answer in the heap
 constexpr uint64_t kTagMask = uint64_t{3} << 62;
 
-/// Adds 1 to a counter in pinned host memory that a kernel polls (this thread its only writer).
-void bump(char* word) {
+/// Adds n to a counter in pinned host memory that a kernel polls (this thread its only writer).
+void bump(char* word, uint64_t n = 1) {
   std::atomic_ref<uint64_t> w(*reinterpret_cast<uint64_t*>(word));
-  w.store(w.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  w.store(w.load(std::memory_order_relaxed) + n, std::memory_order_release);
 }
 
 class StagedDelivery : public Delivery {
@@ -116,9 +122,14 @@ class StagedDelivery : public Delivery {
     if (e.kind == net::EventKind::kImmediate) return on_immediate(e.value);
     if ((e.cookie & kTagMask) == kTagFifo) {
       const uint32_t cookie = static_cast<uint32_t>(e.cookie & ~kTagMask);
+      if (cookie == kCreditsCookie) {
+        if (e.status == GICL_SUCCESS) return GICL_SUCCESS;
+        return GICL_FAIL(e.status, "host FIFO credits to peer %d failed: %s", e.peer,
+                         gicl_get_error_string(e.status));
+      }
       if (e.status != GICL_SUCCESS) {
         failed_op_ = cookie;
-        return GICL_FAIL(e.status, "%s to peer %d failed: %s", op_name(fifo_ops_[cookie]), e.peer,
+        return GICL_FAIL(e.status, "%s to peer %d failed: %s", op_name(ProxyOp::kFifoSend), e.peer,
                          gicl_get_error_string(e.status));
       }
       completed_.push_back(cookie);
@@ -135,8 +146,8 @@ class StagedDelivery : public Delivery {
                        gicl_get_error_string(e.status));
     }
     if ((e.cookie & kTagMask) == kTagChunk) {
-      // Delivered into the peer's receive slot: the send slot is free, unless the answer comes
-      // back into it; the chunk waits for its acknowledgement.
+      // Sent (net::Completion::kSent): the send slot is free, unless the answer comes back into
+      // it; the chunk waits for its acknowledgement, which says it was delivered.
       const uint32_t id = static_cast<uint32_t>(e.cookie & ~kTagMask);
       Chunk& c = chunks_[id];
       if (!c.answered) free_send_.push_back(c.send_slot);
@@ -148,6 +159,10 @@ class StagedDelivery : public Delivery {
 
   Status progress(bool* work) override {
     *work = false;
+    if (!parked_.empty()) {
+      *work = true;
+      GICL_CHECK(send_parked_credits());
+    }
     done_tokens_.clear();
     GICL_CHECK(copier_->poll(&done_tokens_));
     for (uint64_t token : done_tokens_) {
@@ -195,7 +210,7 @@ class StagedDelivery : public Delivery {
     uint32_t send_slot;
     uint32_t recv_slot;
     bool answered;  // a get's or fetch's request: its answer comes back into its send slot
-    bool sent;      // the write is delivered (the send slot is free unless `answered`)
+    bool sent;      // the write is sent (the send slot is free unless `answered`)
     bool acked;     // the target applied it (and this rank used its answer)
     uint32_t next;  // the next chunk of its batch (kNone: the last; see gather())
     bool member;    // in another chunk's batch (not its first)
@@ -279,7 +294,7 @@ class StagedDelivery : public Delivery {
     return GICL_SUCCESS;
   }
 
-  /// The chunk's memory and its send slot are free once its write is delivered and it is done.
+  /// The chunk's memory and its send slot are free once its write is sent and it is done.
   void release(uint32_t id) {
     if (chunks_[id].answered && !chunks_[id].member) free_send_.push_back(chunks_[id].send_slot);
     free_chunks_.push_back(id);
@@ -343,9 +358,10 @@ class StagedDelivery : public Delivery {
   Status post_chunk(uint32_t id) {
     const Chunk& c = chunks_[id];
     ++issued_;
-    const Status s = t_->write_imm(c.peer, *st_.region, send_slot(c.send_slot), st_.keys[c.peer],
-                                   st_.layout.recv_offset(me_, c.recv_slot), wire_bytes(c.header),
-                                   make_imm(kImmData, me_, c.recv_slot), kTagChunk | id);
+    const Status s =
+        t_->write_imm(c.peer, *st_.region, send_slot(c.send_slot), st_.keys[c.peer],
+                      st_.layout.recv_offset(me_, c.recv_slot), wire_bytes(c.header),
+                      make_imm(kImmData, me_, c.recv_slot), kTagChunk | id, net::Completion::kSent);
     if (s.ok()) return s;
     failed_op_ = c.op;
     const std::string why = last_error();
@@ -491,33 +507,64 @@ class StagedDelivery : public Delivery {
           "x %u slots of %u bytes)",
           op_name(q.op), peer, send ? "slot" : "lane", static_cast<unsigned long long>(q.dst),
           static_cast<unsigned long long>(q.bytes), l.fifo_lanes, l.fifo_depth, l.fifo_slot);
-    if (cookie >= fifo_ops_.size()) fifo_ops_.resize(cookie + 1);
-    fifo_ops_[cookie] = q.op;
     const uint32_t k = static_cast<uint32_t>(q.dst);
-    // A credit carries nothing but its immediate: 8 bytes into this rank's scratch word there.
-    const size_t from = send ? l.fifo_out_offset(peer, k) : l.scratch_offset(me_);
-    const size_t to = send ? l.fifo_in_offset(me_, k) : l.scratch_offset(me_);
+    if (!send) {
+      // Parked until this proxy step's messages are written (progress): a credit read from the
+      // ring together with the kernel's next message goes after it, off the message's way, and
+      // credits for one lane leave as one write. The operation completes now: nothing waits on
+      // a credit's delivery but the peer's sender, whose count it raises.
+      if (parked_.empty() || parked_.back().peer != peer || parked_.back().lane != k ||
+          parked_.back().count == kMaxCreditsPerWrite)
+        parked_.push_back(Parked{peer, k, 0});
+      ++parked_.back().count;
+      completed_.push_back(cookie);
+      return GICL_SUCCESS;
+    }
     ++issued_;
     const Status s =
-        t_->write_imm(peer, *st_.region, st_.base + from, st_.keys[peer], to, send ? q.bytes : 8,
-                      make_imm(kImmFifo, me_, send ? k : kFifoCreditBit | k), kTagFifo | cookie);
+        t_->write_imm(peer, *st_.region, st_.base + l.fifo_out_offset(peer, k), st_.keys[peer],
+                      l.fifo_in_offset(me_, k), q.bytes, make_imm(kImmFifo, me_, k),
+                      kTagFifo | cookie, net::Completion::kSent);
     if (s.ok()) return s;
     failed_op_ = cookie;
     const std::string why = last_error();
     return GICL_FAIL(s.code(), "%s to peer %d: %s", op_name(q.op), peer, why.c_str());
   }
 
-  /// A host FIFO immediate from `from`: a message in place in its slot, or a lane's credit.
+  /// The parked credits, one write per (peer, lane) run: its immediate carries the count, its
+  /// data is 8 bytes into this rank's scratch word at the peer.
+  Status send_parked_credits() {
+    const StagingLayout& l = st_.layout;
+    for (const Parked& c : parked_) {
+      ++issued_;
+      const Status s =
+          t_->write_imm(c.peer, *st_.region, st_.base + l.scratch_offset(me_), st_.keys[c.peer],
+                        l.scratch_offset(me_), 8,
+                        make_imm(kImmFifo, me_, kFifoCreditBit | (c.count - 1) << 8 | c.lane),
+                        kTagFifo | kCreditsCookie, net::Completion::kSent);
+      if (!s.ok()) {
+        parked_.clear();
+        const std::string why = last_error();
+        return GICL_FAIL(s.code(), "host FIFO credits to peer %d: %s", c.peer, why.c_str());
+      }
+    }
+    parked_.clear();
+    return GICL_SUCCESS;
+  }
+
+  /// A host FIFO immediate from `from`: a message in place in its slot, or credits for a lane.
   Status on_fifo(int from, uint32_t slot) {
     const StagingLayout& l = st_.layout;
     const bool credit = (slot & kFifoCreditBit) != 0;
-    const uint32_t k = slot & ~kFifoCreditBit;
+    const uint32_t k = credit ? slot & 0xff : slot;
+    const uint64_t count = credit ? ((slot & ~kFifoCreditBit) >> 8) + 1 : 1;
     if (credit ? k >= l.fifo_lanes : k >= l.fifo_slots())
       return GICL_FAIL(GICL_REMOTE_ERROR,
                        "staged network path: rank %d names host FIFO %s %u, outside %u lanes x "
                        "%u slots",
                        from, credit ? "lane" : "slot", k, l.fifo_lanes, l.fifo_depth);
-    bump(st_.base + (credit ? l.fifo_credit_offset(from, k) : l.fifo_arrived_offset(from, k)));
+    bump(st_.base + (credit ? l.fifo_credit_offset(from, k) : l.fifo_arrived_offset(from, k)),
+         count);
     return GICL_SUCCESS;
   }
 
@@ -536,9 +583,9 @@ class StagedDelivery : public Delivery {
     char* from = answer == 0 ? st_.base + l.scratch_offset(me_)
                  : batch     ? reinterpret_cast<char*>(batch_answers(slot_base, 1 + h.batch))
                              : slot_base + sizeof(h);
-    const Status s = t_->write_imm(to, *st_.region, from, st_.keys[to],
-                                   answer > 0 ? h.reply : l.scratch_offset(me_),
-                                   answer > 0 ? answer : 8, make_imm(kImmAck, me_, slot), kTagAck);
+    const Status s = t_->write_imm(
+        to, *st_.region, from, st_.keys[to], answer > 0 ? h.reply : l.scratch_offset(me_),
+        answer > 0 ? answer : 8, make_imm(kImmAck, me_, slot), kTagAck, net::Completion::kSent);
     if (s.ok()) return s;
     const std::string why = last_error();
     return GICL_FAIL(s.code(), "the acknowledgement to peer %d: %s", to, why.c_str());
@@ -605,8 +652,13 @@ class StagedDelivery : public Delivery {
   StagingView st_;
   Copier* copier_;
   std::chrono::milliseconds ack_timeout_;
-  std::vector<Op> ops_;            // by cookie
-  std::vector<ProxyOp> fifo_ops_;  // by cookie: the host FIFO operations' kinds
+  std::vector<Op> ops_;  // by cookie
+  struct Parked {
+    int peer;
+    uint32_t lane;
+    uint32_t count;
+  };
+  std::vector<Parked> parked_;  // host FIFO credits not yet written, in the order given
   std::vector<Chunk> chunks_;
   std::vector<uint32_t> free_chunks_;
   std::deque<uint32_t> waiting_;                 // chunks to stage, oldest first

@@ -11,7 +11,8 @@
 // Each chunk takes a free send slot and one of P's receive slots reserved for this rank (a
 // credit), is copied from the heap into the send slot (Copier::to_host), and is written with its
 // header into the receive slot by one write_imm whose 32-bit immediate (EFA's width) names the
-// kind, this rank and the slot. The send slot is free again once the write is delivered. At P,
+// kind, this rank and the slot. The send slot is free again once the write is sent (its source
+// may be reused: net::Completion::kSent; the acknowledgement below is the delivery's). At P,
 // the proxy sees the immediate, copies the payload into its heap (Copier::to_device), applies the
 // chunk's signal after it (Copier::signal, in the same queue), and once the copier has finished
 // both, answers with an 8-byte write_imm (an acknowledgement naming the slot) into this rank's
@@ -30,7 +31,10 @@
 // kFifoCredit, which reaches this rank as a kImmFifo immediate naming the lane and adds 1 to its
 // `credits` counter for (peer, lane). Only the proxy thread writes counters, so adds are plain
 // release stores, and counts commute with any delivery order. No copier and no heap are
-// involved: the kernel moves the bytes between GPU and pinned host memory.
+// involved: the kernel moves the bytes between GPU and pinned host memory. Every write of this
+// path is posted with net::Completion::kSent: the credit, or the acknowledgement, is its delivery
+// report, and a provider's own (on tcp, a reply the target sends before reporting the write) was
+// a second one on each message's way.
 //
 // Header-only operations waiting for the same peer travel together, one class at a time: those
 // that need no answer (a signal alone, a non-fetching atomic), or fetching atomics. One chunk,

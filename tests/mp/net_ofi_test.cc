@@ -137,6 +137,37 @@ void use_case(const Case& c) {
 
 class OfiRanks : public ::testing::TestWithParam<Case> {};
 
+/// Polls until every peer's immediate (0xabc << 40 | sender) has arrived, checking the sender's
+/// whole block of `block` - 8 bytes right after the poll that returned its immediate, before any
+/// other poll. Returns what was wrong, or "".
+std::string check_blocks_at_immediates(NetRank& r, int me, int ranks, size_t block) {
+  std::set<int> heard;
+  size_t scanned = 0;
+  std::string bad;
+  const Status s = r.poll_until([&] {
+    for (; scanned < r.events.size() && bad.empty(); ++scanned) {
+      const Event& e = r.events[scanned];
+      if (e.kind != EventKind::kImmediate) continue;
+      const int from = static_cast<int>(e.value & 0xff);
+      if (e.value >> 40 != 0xabc || from >= ranks || !heard.insert(from).second) {
+        bad = "unexpected immediate " + std::to_string(e.value);
+        break;
+      }
+      const uint8_t* got = r.mem.data() + block * from;
+      for (size_t i = 0; i < block - 8 && bad.empty(); ++i)
+        if (got[i] != pattern(from, me, i))
+          bad = "byte " + std::to_string(i) + " from rank " + std::to_string(from) +
+                " was not there when its immediate arrived";
+    }
+    return !bad.empty() || heard.size() + 1 == static_cast<size_t>(ranks);
+  });
+  if (!s.ok()) return last_error();
+  for (const Event& e : r.events)
+    if (e.kind == EventKind::kDone && e.status != GICL_SUCCESS)
+      return "op " + std::to_string(e.cookie) + " failed";
+  return bad;
+}
+
 /// Each rank writes pieces of odd sizes into its own block of every peer's region, then, after
 /// their completions, a write_imm naming itself: the target checks the whole block when it sees
 /// the immediate, without polling in between.
@@ -165,34 +196,43 @@ TEST_P(OfiRanks, WritesLandAndAnImmediateFollowsItsPayload) {
       const uint64_t upto = cookie;
       RANK_OK(r.poll_until([&] { return r.done_events(1, upto) == upto - 1; }));
       RANK_OK(r.t->write_imm(p, *r.region, out, r.keys[p], kBlock * me + kBlock - 8, 8,
-                             (uint64_t{0xabc} << 40) | static_cast<uint64_t>(me), 1000 + p));
+                             (uint64_t{0xabc} << 40) | static_cast<uint64_t>(me), 1000 + p,
+                             Completion::kDelivered));
     }
-    // Each immediate is checked right after the poll that returned it, before any other.
-    std::set<int> heard;
-    size_t scanned = 0;
-    std::string bad;
-    RANK_OK(r.poll_until([&] {
-      for (; scanned < r.events.size() && bad.empty(); ++scanned) {
-        const Event& e = r.events[scanned];
-        if (e.kind != EventKind::kImmediate) continue;
-        const int from = static_cast<int>(e.value & 0xff);
-        if (e.value >> 40 != 0xabc || from >= c.ranks || !heard.insert(from).second) {
-          bad = "unexpected immediate " + std::to_string(e.value);
-          break;
-        }
-        const uint8_t* got = r.mem.data() + kBlock * from;
-        for (size_t i = 0; i < kBlock - 8 && bad.empty(); ++i)
-          if (got[i] != pattern(from, me, i))
-            bad = "byte " + std::to_string(i) + " from rank " + std::to_string(from) +
-                  " was not there when its immediate arrived";
-      }
-      return !bad.empty() || heard.size() + 1 == static_cast<size_t>(c.ranks);
-    }));
+    const std::string bad = check_blocks_at_immediates(r, me, c.ranks, kBlock);
     RANK_CHECK(bad.empty(), "%s", bad.c_str());
-    for (const Event& e : r.events)
-      RANK_CHECK(e.kind != EventKind::kDone || e.status == GICL_SUCCESS, "op %llu failed",
-                 (unsigned long long)e.cookie);
     RANK_OK(r.poll_until([&] { return r.t->inflight() == 0; }));
+    RANK_OK(r.barrier());
+    return 0;
+  });
+  for (int i = 0; i < c.ranks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+/// A write_imm posted with Completion::kSent (the staged path's level) carries a whole block: its
+/// immediate at the target still follows every byte of it, and it completes at the sender.
+TEST_P(OfiRanks, AnImmediateSentWithoutDeliveryAckStillFollowsItsWholePayload) {
+  REQUIRE_OFI();
+  const Case c = GetParam();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(test::child_root_id(&id));
+  constexpr size_t kBlock = 1 << 20;
+  auto results = fork_ranks(c.ranks, [&](int me) {
+    use_case(c);
+    NetRank r;
+    RANK_OK(open_rank(id, me, c.ranks, kBlock * (2 * c.ranks), &r));
+    // Sources: one block per peer after the incoming blocks, so no write waits for another.
+    for (int p = 0; p < c.ranks; ++p) {
+      if (p == me) continue;
+      uint8_t* out = r.mem.data() + kBlock * (c.ranks + p);
+      for (size_t i = 0; i < kBlock - 8; ++i) out[i] = pattern(me, p, i);
+      RANK_OK(r.t->write_imm(p, *r.region, out, r.keys[p], kBlock * me, kBlock - 8,
+                             (uint64_t{0xabc} << 40) | static_cast<uint64_t>(me), 1 + p,
+                             Completion::kSent));
+    }
+    const std::string bad = check_blocks_at_immediates(r, me, c.ranks, kBlock);
+    RANK_CHECK(bad.empty(), "%s", bad.c_str());
+    RANK_OK(r.poll_until(
+        [&] { return r.done_events(1, c.ranks + 1) == static_cast<size_t>(c.ranks - 1); }));
     RANK_OK(r.barrier());
     return 0;
   });

@@ -55,7 +55,8 @@ class HeldTransport : public net::Transport {
     return add({Posted::kWrite, peer, src, off, bytes, net::AtomicOp::kAdd, 0, cookie});
   }
   Status write_imm(int peer, const net::Region& r, const void* src, const net::RemoteKey& k,
-                   uint64_t off, size_t bytes, uint64_t, uint64_t cookie) override {
+                   uint64_t off, size_t bytes, uint64_t, uint64_t cookie,
+                   net::Completion) override {
     return write(peer, r, src, k, off, bytes, cookie);
   }
   Status read(int peer, const net::Region&, void* dst, const net::RemoteKey&, uint64_t off,

@@ -200,7 +200,7 @@ TEST_F(NetVerbs, WritesReadsAndImmediatesLandAndAFlushFollowsThem) {
   for (uint64_t i = 0; i < 200; ++i)
     ASSERT_TRUE(t_[0]
                     ->write_imm(1, *regions_[0], mem_[0].data(), keys_[1], 40000 + i * 8, 8,
-                                0xabc00000u + i, 100 + i)
+                                0xabc00000u + i, 100 + i, Completion::kDelivered)
                     .ok())
         << last_error();
   ASSERT_TRUE(t_[0]->flush(1, 999).ok());
@@ -360,8 +360,10 @@ TEST_F(NetVerbs, BadArgumentsAreNamedAndNothingIsPosted) {
   const Region& r = *regions_[0];
   EXPECT_EQ(t.write(2, r, mem_[0].data(), keys_[1], 0, 8, 0).code(), GICL_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(last_error(), "peer 2"), nullptr) << last_error();
-  EXPECT_EQ(t.write_imm(1, r, mem_[0].data(), keys_[1], 0, 8, uint64_t{1} << 32, 0).code(),
-            GICL_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      t.write_imm(1, r, mem_[0].data(), keys_[1], 0, 8, uint64_t{1} << 32, 0, Completion::kSent)
+          .code(),
+      GICL_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(last_error(), "4 bytes verbs carries"), nullptr) << last_error();
   EXPECT_EQ(t.write(1, r, mem_[0].data(), keys_[1], 250, 8, 0).code(), GICL_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(last_error(), "exceeds the remote region"), nullptr) << last_error();

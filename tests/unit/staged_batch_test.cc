@@ -41,7 +41,8 @@ class EmulatedTransport : public net::Transport {
     return GICL_FAIL(GICL_UNSUPPORTED, "emulated fabric: write_imm only");
   }
   Status write_imm(int peer, const net::Region&, const void* src, const net::RemoteKey&,
-                   uint64_t off, size_t bytes, uint64_t imm, uint64_t cookie) override {
+                   uint64_t off, size_t bytes, uint64_t imm, uint64_t cookie,
+                   net::Completion) override {
     EXPECT_EQ(peer, 1 - rank_);
     EXPECT_LE(off + bytes, peer_staging_->size());
     std::memcpy(peer_staging_->data() + off, src, bytes);
@@ -100,11 +101,12 @@ StagingLayout layout() {
   return l;
 }
 
-/// Two ranks, each a heap, a staging area and a staged delivery over the emulated fabric.
+/// Two ranks, each a heap, a staging area laid out as `l` and a staged delivery over the
+/// emulated fabric.
 struct Pair {
-  Pair() {
+  explicit Pair(const StagingLayout& l = layout()) {
     for (int r = 0; r < 2; ++r) {
-      staging[r].assign(layout().bytes(), 0);
+      staging[r].assign(l.bytes(), 0);
       heap[r].assign(kHeap, 0);
     }
     for (int r = 0; r < 2; ++r) {
@@ -117,7 +119,7 @@ struct Pair {
     bound.bytes = kHeap;
     for (int r = 0; r < 2; ++r) {
       StagingView sv;
-      sv.layout = layout();
+      sv.layout = l;
       sv.base = staging[r].data();
       sv.region = region[r].get();
       sv.keys.assign(2, net::RemoteKey{});
@@ -146,6 +148,11 @@ struct Pair {
   uint64_t word64(int r, size_t off) const {
     uint64_t v;
     std::memcpy(&v, heap[r].data() + off, 8);
+    return v;
+  }
+  uint64_t staged64(int r, size_t off) const {
+    uint64_t v;
+    std::memcpy(&v, staging[r].data() + off, 8);
     return v;
   }
 
@@ -272,6 +279,42 @@ TEST(StagedBatch, AMalformedBatchIsRefusedNamingItsSender) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), GICL_REMOTE_ERROR);
   EXPECT_NE(std::string(last_error()).find("rank 0's batch"), std::string::npos) << last_error();
+}
+
+/// Host FIFO credits wait for the messages of the same proxy step: a message started after them
+/// leaves first, and a run of credits for one lane leaves as one write whose immediate carries the
+/// count. Each credit completes when started; the peer's counters end exact.
+TEST(StagedBatch, CreditsFollowTheStepsMessageAndALanesRunLeavesAsOneWrite) {
+  StagingLayout l = layout();
+  l.fifo_lanes = 2;
+  l.fifo_depth = 2;
+  l.fifo_slot = 4096;
+  Pair p(l);
+  auto credit = [](uint32_t lane) {
+    ProxyRequest q{};
+    q.op = ProxyOp::kFifoCredit;
+    q.peer = 0;
+    q.dst = lane;
+    return q;
+  };
+  uint32_t cookie = 0;
+  for (uint32_t lane : {1u, 1u, 1u, 0u, 1u, 1u})
+    ASSERT_TRUE(p.d[1]->start(cookie++, credit(lane)).ok()) << last_error();
+  EXPECT_EQ(p.d[1]->completed().size(), 6u);
+  ProxyRequest msg{};
+  msg.op = ProxyOp::kFifoSend;
+  msg.peer = 0;
+  msg.dst = 0;  // slot 0 (lane 0)
+  msg.bytes = 100;
+  ASSERT_TRUE(p.d[1]->start(cookie++, msg).ok()) << last_error();
+  p.settle();
+  ASSERT_EQ(p.t[1]->writes.size(), 4u);
+  EXPECT_EQ(p.t[1]->writes[0], 100u) << "the message leaves before the parked credits";
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(p.t[1]->writes[i], 8u);
+  EXPECT_EQ(p.staged64(0, l.fifo_credit_offset(1, 1)), 5u);
+  EXPECT_EQ(p.staged64(0, l.fifo_credit_offset(1, 0)), 1u);
+  EXPECT_EQ(p.staged64(0, l.fifo_arrived_offset(1, 0)), 1u);
+  EXPECT_EQ(p.d[1]->completed().size(), 7u);
 }
 
 }  // namespace
