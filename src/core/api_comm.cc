@@ -326,10 +326,16 @@ gicl_result_t gicl_comm_get_async_error(gicl_comm_t comm, gicl_result_t* async_e
   return gicl::api_call([&]() -> Status {
     GICL_CHECK(check_comm(comm));
     GICL_ARG_CHECK(async_error != nullptr, "async_error must not be NULL");
-    std::lock_guard<std::mutex> lock(comm->error_mutex);
-    // A device-side report (timeout, bad argument) puts the communicator into error.
     gicl_result_t dcode;
     std::string dtext;
+    // The proxy's write to a peer failed (its connection broke): the peer watch, which learns of
+    // a process's end within milliseconds, names the rank and how it went; the proxy knows only
+    // the operation that failed.
+    if (comm->async_error.load() == GICL_SUCCESS && gicl::net_path_error(comm, &dcode, &dtext) &&
+        dcode == GICL_REMOTE_ERROR)
+      (void)gicl::await_peer_report(comm);
+    std::lock_guard<std::mutex> lock(comm->error_mutex);
+    // A device-side report (timeout, bad argument) puts the communicator into error.
     if (comm->async_error.load() == GICL_SUCCESS && gicl::device_error_text(comm, &dcode, &dtext)) {
       comm->async_error.store(dcode);
       comm->async_message = dtext;

@@ -348,10 +348,7 @@ Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, gicl_c
     // naming whichever rank it waited on: a survivor that left because of the loss may be the
     // one. The watch names every rank gone within its window, the lost one included: its word
     // is taken when it comes.
-    const auto until = Clock::now() + 3 * PeerWatch::kGather;
-    while (!c->peer_lost.load(std::memory_order_acquire) && Clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    if (c->peer_lost.load(std::memory_order_acquire)) {
+    if (await_peer_report(c)) {
       std::lock_guard<std::mutex> lock(c->error_mutex);
       s = relay(GICL_REMOTE_ERROR, c->async_message.c_str());
     }
@@ -416,6 +413,14 @@ void comm_free(gicl_comm* c, int idle_wait_ms) {
   c->heap.reset();
   c->bootstrap.reset();
   delete c;
+}
+
+bool await_peer_report(gicl_comm* c) {
+  if (!c->watch) return c->peer_lost.load(std::memory_order_acquire);
+  const auto until = Clock::now() + 3 * PeerWatch::kGather;
+  while (!c->peer_lost.load(std::memory_order_acquire) && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return c->peer_lost.load(std::memory_order_acquire);
 }
 
 void comm_set_error(gicl_comm* c, gicl_result_t code, const std::string& message) {

@@ -65,6 +65,10 @@ Status comm_init(const bootstrap::UniqueIdData& id, int nranks, int rank, gicl_c
 /// Releases everything comm holds and deletes it. Device memory kernels might still use is freed
 /// only if the device goes idle within `idle_wait_ms`.
 void comm_free(gicl_comm* comm, int idle_wait_ms);
+/// Waits up to 3 x PeerWatch::kGather for the peer watch to report a loss; true when it has. A
+/// failure seen elsewhere first (a closed connection during init, the network proxy's write to a
+/// process that died) is the watch's to name: it names every rank lost in its window.
+bool await_peer_report(gicl_comm* comm);
 /// Records an asynchronous error (the first one wins).
 void comm_set_error(gicl_comm* comm, gicl_result_t code, const std::string& message);
 
