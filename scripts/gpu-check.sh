@@ -21,8 +21,8 @@
 #   SANITIZE="memcheck racecheck synccheck"
 #                    also run the GPU test binaries under compute-sanitizer with these tools (every
 #                    forked rank too); a finding fails the row. Slow: narrow it with SANITIZE_FILTER
-#   SANITIZE_FILTER  gtest filter of the sanitized runs (default: all but the residency, failure
-#                    and 3-, 4- and 8-rank cases)
+#   SANITIZE_FILTER  gtest filter of the sanitized runs (default: all but the residency, failure,
+#                    kill-matrix and soak cases and the 3-, 4- and 8-rank ones)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # NVLink multicast must stay off on shared machines: never enable it here.
@@ -106,7 +106,7 @@ if [[ -n ${SANITIZE:-} ]]; then
     for t in "$tests"/${TESTS:-gpu_*}; do
       [[ -x $t ]] || continue
       run "sanitize_${tool}_$(basename "$t")" "$cs" --tool "$tool" --target-processes all \
-        --error-exitcode 99 --print-limit 20 "$t" --gtest_filter="${SANITIZE_FILTER:--*Residency*:*Failures*:Ranks/*/2:Ranks/*/3:Ranks/*/4}"
+        --error-exitcode 99 --print-limit 20 "$t" --gtest_filter="${SANITIZE_FILTER:--*Residency*:*Failures*:*KillMatrix*:*Soak*:Ranks/*/2:Ranks/*/3:Ranks/*/4}"
     done
   done
 fi

@@ -130,17 +130,16 @@ __device__ inline void send_end(const gicl_device_comm_t& c, const CollScratch& 
                                 int peer, uint64_t m, size_t bytes, uint64_t size = 0) {
   __syncthreads();
   if (threadIdx.x == 0) {
+    // To a network peer, the block's stores into the host slot or the outbox come before the
+    // proxy reads them: the post's own system fence (proxy_submit) orders them, cumulatively
+    // through the barrier above, before the request's words.
     if (fifo_host(c, s, peer)) {
-      // The block's stores into the host slot before the proxy sends it.
-      dev::detail::fence_system();
       // A post that found no room has reported itself; the channel stops at its next wait.
       if (!dev::detail::net_fifo(c, ProxyOp::kFifoSend, peer,
                                  static_cast<uint32_t>(f.ch * kPipeSlots + (m - 1) % kPipeSlots),
                                  bytes))
         f.fail = 1;
     } else if (fifo_network(c, peer)) {
-      // The block's stores into the outbox before the proxy's copy engine reads it.
-      dev::detail::fence_system();
       const size_t at = slot_index(c.rank, f.ch, m);
       dev::put_signal_nbi(c, s.inbox + at * s.slot_bytes,
                           s.outbox + slot_index(peer, f.ch, m) * s.slot_bytes, bytes,
