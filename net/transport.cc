@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "net/transport.hpp"
 
+#include <algorithm>
+
 #include "common/settings.hpp"
 #include "net/endpoints/multi_endpoint.hpp"
 #include "net/null/null_transport.hpp"
@@ -74,15 +76,24 @@ Status open_transport(Backend backend, const OpenArgs& args_in, std::unique_ptr<
                      "GICL_NET_ENDPOINTS=%lld: the verbs backend's keys differ per protection "
                      "domain, so it takes one endpoint",
                      static_cast<long long>(endpoints));
+  const size_t rails = backend == Backend::kVerbs ? 0 : args.rails.size();
+  if (backend == Backend::kVerbs && !args.rails.empty()) args.nics = args.rails[0];
+  // Endpoint k's arguments: its rail's NIC where there are rails.
+  auto part = [&](size_t k) {
+    OpenArgs a = args;
+    if (rails > 1) a.nics = args.rails[k % rails];
+    return a;
+  };
   std::vector<std::unique_ptr<Transport>> parts(1);
-  GICL_CHECK(open_one(backend, args, &parts[0]));
+  GICL_CHECK(open_one(backend, part(0), &parts[0]));
   if (endpoints == 0) endpoints = auto_endpoints(parts[0]->provider());
+  if (rails > 1) endpoints = std::max<int64_t>(endpoints, static_cast<int64_t>(rails));
   if (endpoints == 1) {
     *out = std::move(parts[0]);
     return GICL_SUCCESS;
   }
   parts.resize(static_cast<size_t>(endpoints));
-  for (size_t k = 1; k < parts.size(); ++k) GICL_CHECK(open_one(backend, args, &parts[k]));
+  for (size_t k = 1; k < parts.size(); ++k) GICL_CHECK(open_one(backend, part(k), &parts[k]));
   return open_multi_endpoint(std::move(parts), args.nranks, args.max_inflight, out);
 }
 

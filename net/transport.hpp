@@ -110,6 +110,12 @@ struct OpenArgs {
   // by ("mlx5_0", "ib0"): a backend that chooses a device takes the first it knows, unless its
   // own setting names one. Empty: the backend's own choice.
   std::vector<std::string> nics;
+  // Rails: NICs to spread the endpoints over, each by every OS name the topology knows it by.
+  // With two or more, at least that many endpoints open and endpoint k opens on
+  // rails[k % rails.size()] (as its `nics`), so operations spilled to other endpoints (net/
+  // endpoints) travel over every rail; every rank must pass the same count. The verbs backend
+  // takes one endpoint: the first rail.
+  std::vector<std::vector<std::string>> rails;
 };
 
 class Transport {

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -83,8 +84,17 @@ class MultiEndpointTransport final : public Transport {
 
   Backend backend() const override { return endpoints_[0]->t->backend(); }
   std::string provider() const override { return endpoints_[0]->t->provider(); }
+  /// Endpoint 0's description, then each other endpoint's that differs (another rail's NIC).
   std::string describe() const override {
-    return endpoints_[0]->t->describe() + ", " + std::to_string(endpoints_.size()) + " endpoints";
+    std::string s = endpoints_[0]->t->describe();
+    std::vector<std::string> seen{s};
+    for (const auto& e : endpoints_) {
+      std::string d = e->t->describe();
+      if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
+      seen.push_back(d);
+      s += " + " + d;
+    }
+    return s + ", " + std::to_string(endpoints_.size()) + " endpoints";
   }
   Caps caps() const override { return endpoints_[0]->t->caps(); }
   int endpoints() const override { return static_cast<int>(endpoints_.size()); }

@@ -75,17 +75,33 @@ Status all_ranks(gicl_comm* c, bool mine, bool* all, bool* any = nullptr) {
   return GICL_SUCCESS;
 }
 
-/// This GPU's NICs by PCIe distance (topology/nic_affinity.hpp), nearest first, by every name the
-/// topology knows each by: the verbs backend opens the first rdma-core knows. Empty where the
-/// topology does not say.
-std::vector<std::string> closest_nics(const gicl_comm* c, const MachineTopology& machine) {
-  std::vector<std::string> names;
-  int64_t rails = 0;
-  if (!setting_int(Setting::kNetRails, &rails).ok()) return names;
-  const NicChoice ch = nics_for_gpu(machine, c->peers[c->rank].pci_bus_id, static_cast<int>(rails));
-  for (int i : ch.nics)
-    names.insert(names.end(), machine.nics[i].os_names.begin(), machine.nics[i].os_names.end());
-  return names;
+/// This GPU's NICs by PCIe distance (topology/nic_affinity.hpp), nearest first, each by every name
+/// the topology knows it by: its rails. Empty where the topology does not say.
+std::vector<std::vector<std::string>> closest_nics(const gicl_comm* c,
+                                                   const MachineTopology& machine) {
+  std::vector<std::vector<std::string>> rails;
+  int64_t most = 0;
+  if (!setting_int(Setting::kNetRails, &most).ok()) return rails;
+  const NicChoice ch = nics_for_gpu(machine, c->peers[c->rank].pci_bus_id, static_cast<int>(most));
+  for (int i : ch.nics) rails.push_back(machine.nics[i].os_names);
+  return rails;
+}
+
+/// The transport's NIC arguments from this rank's rails: `nics` every name nearest first (the
+/// verbs backend opens the first rdma-core knows), and where some rank has several, `rails` as
+/// many as the most any rank has, this rank's in turn, so that every rank opens as many
+/// endpoints and endpoint k of each rank is on one of its NICs.
+Status rail_args(gicl_comm* c, const std::vector<std::vector<std::string>>& mine,
+                 net::OpenArgs* args) {
+  for (const auto& names : mine) args->nics.insert(args->nics.end(), names.begin(), names.end());
+  std::vector<uint32_t> counts(c->nranks, 0);
+  counts[c->rank] = static_cast<uint32_t>(mine.size());
+  GICL_CHECK(c->bootstrap->allgather(counts.data(), sizeof(uint32_t)));
+  const uint32_t most = *std::max_element(counts.begin(), counts.end());
+  if (most < 2) return GICL_SUCCESS;
+  for (uint32_t k = 0; k < most; ++k)
+    args->rails.push_back(mine.empty() ? std::vector<std::string>{} : mine[k % mine.size()]);
+  return GICL_SUCCESS;
 }
 
 /// A core near this rank's GPU for the proxy thread, within the process's affinity; -1 where the
@@ -162,8 +178,8 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine) {
     GICL_CHECK(proxy::RingMemory::create(c->device, kRingSlots, &n->rings.back()));
     proxy::RingMemory& r = *n->rings.back();
     set.rings[i] = r.ring();
-    a.rings.push_back(proxy::RingView{r.slots(), r.ring().size, r.tail(), r.done(),
-                                      r.failed_word(), r.results(), r.ring().results_size});
+    a.rings.push_back(proxy::RingView{r.slots(), r.ring().size, r.tail(), r.done(), r.failed_word(),
+                                      r.results(), r.ring().results_size});
   }
   {
     DeviceScope scope(c->device);
@@ -205,7 +221,8 @@ Status net_path_open(gicl_comm* c) {
   args.rank = c->rank;
   args.nranks = c->nranks;
   args.cancel = &c->cancel;
-  if (have_machine) args.nics = closest_nics(c, machine);
+  GICL_CHECK(rail_args(
+      c, have_machine ? closest_nics(c, machine) : std::vector<std::vector<std::string>>{}, &args));
   const Status opened = net::open_transport(backend, args, &n->transport);
   const std::string why = opened.ok() ? "" : last_error();
   GICL_CHECK(all_ranks(c, opened.ok(), &all));

@@ -7,9 +7,12 @@
 // it, named, within GICL_NET_TIMEOUT.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,12 +85,14 @@ void use_provider(const std::string& provider) {
   setenv("FI_TCP_IFACE", "lo", 1);  // libfabric's own variable: tcp on loopback
 }
 
-Status open_rank(const bootstrap::UniqueIdData& id, int rank, int n, size_t bytes, NetRank* r) {
+Status open_rank(const bootstrap::UniqueIdData& id, int rank, int n, size_t bytes, NetRank* r,
+                 const std::vector<std::vector<std::string>>& rails = {}) {
   GICL_CHECK(Bootstrap::create(id, rank, n, nullptr, 30000, &r->bs));
   OpenArgs args;
   args.rank = rank;
   args.nranks = n;
   args.max_inflight = 256;
+  args.rails = rails;
   GICL_CHECK(open_transport(Backend::kOfi, args, &r->t));
   GICL_CHECK(connect_all(*r->t, *r->bs));
   r->mem.assign(bytes, 0);
@@ -525,6 +530,64 @@ TEST(Ofi, SeveralEndpointsAreDescribedAndVerbsTakesOne) {
                         "GICL_NET_ENDPOINTS=4");
   });
   EXPECT_EQ(rc[0].code, 0);
+}
+
+/// An interface other than loopback that is up with an IPv4 address, or "".
+std::string other_interface() {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return "";
+  std::string name;
+  for (ifaddrs* i = all; i != nullptr && name.empty(); i = i->ifa_next)
+    if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+        !(i->ifa_flags & IFF_LOOPBACK))
+      name = i->ifa_name;
+  freeifaddrs(all);
+  return name;
+}
+
+/// Two rails (loopback and another interface, as tcp's domains): endpoints open on both in turn,
+/// at least as many as rails even where GICL_NET_ENDPOINTS asks for one, and 64 writes of
+/// 256 KiB each way at once (which spill from endpoint 0 to the other) land, every byte checked.
+TEST(Ofi, EndpointsSpreadOverRailsAndWritesLandThroughEach) {
+  REQUIRE_OFI();
+  const std::string other = other_interface();
+  if (other.empty()) GTEST_SKIP() << "no interface but loopback is up here";
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(test::child_root_id(&id));
+  constexpr size_t kPiece = 256 << 10, kPieces = 64, kBlock = kPiece * kPieces;
+  auto results = fork_ranks(2, [&](int me) {
+    use_provider("tcp;ofi_rxm");
+    unsetenv("FI_TCP_IFACE");
+    setenv("GICL_NET_ENDPOINTS", "1", 1);
+    {
+      OpenArgs probe;
+      probe.nics = {other};
+      std::unique_ptr<Transport> t;
+      RANK_OK(open_transport(Backend::kOfi, probe, &t));
+      if (t->describe().find(" on " + other) == std::string::npos) return 77;  // no such domain
+    }
+    NetRank r;
+    RANK_OK(open_rank(id, me, 2, 2 * kBlock, &r, {{"lo"}, {other}}));
+    const std::string d = r.t->describe();
+    RANK_CHECK(r.t->endpoints() == 2 && d.find(" on lo") != std::string::npos &&
+                   d.find(" on " + other) != std::string::npos,
+               "%d endpoints: %s", r.t->endpoints(), d.c_str());
+    if (me == 0) std::printf("%s\n", d.c_str());
+    RANK_OK(open_connections(*r.t, *r.bs, 30000));
+    const int peer = 1 - me;
+    uint8_t* out = r.mem.data() + kBlock;  // the source; the peer writes into [0, kBlock)
+    for (size_t i = 0; i < kBlock; ++i) out[i] = pattern(me, peer, i);
+    for (size_t k = 0; k < kPieces; ++k)
+      RANK_OK(
+          r.t->write(peer, *r.region, out + k * kPiece, r.keys[peer], k * kPiece, kPiece, 1 + k));
+    RANK_OK(r.poll_until([&] { return r.done_events(1, kPieces + 1) == kPieces; }));
+    RANK_OK(r.barrier());
+    for (size_t i = 0; i < kBlock; ++i)
+      RANK_CHECK(r.mem[i] == pattern(peer, me, i), "byte %zu from rank %d", i, peer);
+    return 0;
+  });
+  if (results[0].code == 77 || results[1].code == 77) GTEST_SKIP() << "tcp lists no second domain";
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
 }
 
 /// GICL_NET_ENDPOINTS=0 (the default) opens 4 endpoints on providers over kernel TCP sockets,
