@@ -25,8 +25,8 @@
 #include "net/transport.hpp"
 #include "proxy/net_proxy.hpp"
 #include "proxy/staged_delivery.hpp"
-#include "unit/host_copier.hpp"
-#include "unit/host_ring.hpp"
+#include "proxy/host_copier.hpp"
+#include "proxy/host_ring.hpp"
 
 namespace gicl::proxy {
 namespace {

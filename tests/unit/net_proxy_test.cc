@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "proxy/net_proxy.hpp"
-#include "unit/host_ring.hpp"
+#include "proxy/host_ring.hpp"
 
 namespace gicl::proxy {
 namespace {

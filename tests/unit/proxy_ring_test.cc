@@ -16,7 +16,7 @@
 
 #include "gicl/device/detail/proxy_ring.h"
 #include "proxy/ring_reader.hpp"
-#include "unit/host_ring.hpp"
+#include "proxy/host_ring.hpp"
 
 namespace gicl::proxy {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "proxy/proxy_ops.hpp"
 #include "proxy/staged_delivery.hpp"
-#include "unit/host_copier.hpp"
+#include "proxy/host_copier.hpp"
 
 namespace gicl::proxy {
 namespace {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host stand-ins for a request ring and its GPU producers (tests): the ring's memory in ordinary
-// host memory, and proxy_post's memory policy with host atomics and a deadline.
+// Host stand-ins for a request ring and its GPU producers, for the tests and the network
+// benchmarks that run without a GPU (header only, not part of the library): the ring's memory in
+// ordinary host memory, and proxy_post's memory policy with host atomics and a deadline.
 #pragma once
 
 #include <chrono>

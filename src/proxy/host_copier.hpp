@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host memory standing in for GPU memory in the staged network path's tests: copies happen at
-// once, signals and atomics are host atomics, and every marker is complete when polled.
+// Host memory standing in for GPU memory in the staged network path, for the tests and the
+// network benchmarks that run without a GPU (header only, not part of the library): copies happen
+// at once, signals and atomics are host atomics, and every marker is complete when polled.
 #pragma once
 
 #include <cstring>
