@@ -46,6 +46,12 @@ inline void use_network_path(const std::string& how, int n, int r) {
   if (how == "hostid") setenv("GICL_HOSTID", r < n / 2 ? "node-a" : "node-b", 1);
 }
 
+/// A positive count from the environment variable `name` (a test's size knob), else `fallback`.
+inline int env_count(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::max(1, std::atoi(v)) : fallback;
+}
+
 /// Rank r of n on GPU r % gpus.
 inline int init_on_gpu(gicl_unique_id_t id, int nranks, int rank, gicl_comm_t* comm) {
   RANK_CUDA(cudaSetDevice(rank % cuda_device_count()));

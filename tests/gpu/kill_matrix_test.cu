@@ -65,11 +65,6 @@ __global__ void put_ring(gicl_device_comm_t c, char* dst, const char* src, uint6
   }
 }
 
-int trials() {
-  const char* v = std::getenv("GICL_TEST_KILL_TRIALS");
-  return v != nullptr ? std::max(1, std::atoi(v)) : 36;
-}
-
 struct Trial {
   int ranks;
   Op op;
@@ -175,7 +170,7 @@ TEST(KillMatrix, EverySurvivorNamesTheKilledRankWithinASecond) {
   auto* sh = static_cast<Shared*>(
       mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(sh, MAP_FAILED);
-  const int n = trials();
+  const int n = env_count("GICL_TEST_KILL_TRIALS", 36);
   std::map<std::string, std::vector<double>> delays;  // ms, per operation and path
   std::vector<double> all;
   int failed = 0;

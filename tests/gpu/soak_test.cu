@@ -115,11 +115,6 @@ __global__ void put_ring(gicl_device_comm_t c, char* inbox, char* out, uint64_t*
     if (inbox[i] != static_cast<char>(value(prev, seed, i))) atomicAdd(bad, 1ull);
 }
 
-int soak_seconds() {
-  const char* v = std::getenv("GICL_TEST_SOAK_SECONDS");
-  return v != nullptr ? std::max(1, std::atoi(v)) : 20;
-}
-
 struct Footprint {
   double rss_mib;
   int fds;
@@ -362,7 +357,7 @@ TEST(Soak, MixedTrafficStaysCorrectAndItsFootprintFlat) {
   REQUIRE_GPUS(1);
   gicl_unique_id_t id;
   ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
-  const int seconds = soak_seconds();
+  const int seconds = env_count("GICL_TEST_SOAK_SECONDS", 20);
   auto results = fork_ranks(
       kRanks, [&](int r) { return run_rank(r, id, seconds); }, (seconds + 300) * 1000);
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
