@@ -33,8 +33,8 @@
 // release stores, and counts commute with any delivery order. No copier and no heap are
 // involved: the kernel moves the bytes between GPU and pinned host memory. Every write of this
 // path is posted with net::Completion::kSent: the credit, or the acknowledgement, is its delivery
-// report, and a provider's own (on tcp, a reply the target sends before reporting the write) was
-// a second one on each message's way.
+// report, and a provider's own (on tcp, a reply the target sends before reporting the write)
+// would be a second one on each message's way.
 //
 // Header-only operations waiting for the same peer travel together, one class at a time: those
 // that need no answer (a signal alone, a non-fetching atomic), or fetching atomics. One chunk,
