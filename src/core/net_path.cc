@@ -104,16 +104,21 @@ Status rail_args(gicl_comm* c, const std::vector<std::vector<std::string>>& mine
   return GICL_SUCCESS;
 }
 
-/// A core near this rank's GPU for the proxy thread, within the process's affinity; -1 where the
-/// machine's topology does not say (`machine` null: no hwloc; an unknown GPU).
+/// A core near this rank's GPU for the proxy thread, within the process's affinity, apart from
+/// the proxies of the other ranks on the same GPU (MPS, or threads of one process: two proxies
+/// on one core take turns by the scheduler's time slice, hundreds of microseconds a hop); -1
+/// where the machine's topology does not say (`machine` null: no hwloc; an unknown GPU).
 int choose_core(const gicl_comm* c, const MachineTopology* machine) {
   if (machine == nullptr) return -1;
+  int sharer = 0;
+  for (int r = 0; r < c->rank; ++r)
+    if (c->peers[r].device >= 0 && same_gpu(c->peers[r], c->peers[c->rank])) ++sharer;
   std::vector<int> allowed;
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
     for (int i = 0; i < CPU_SETSIZE; ++i)
       if (CPU_ISSET(i, &set)) allowed.push_back(i);
-  return proxy_core(*machine, c->peers[c->rank].pci_bus_id, allowed);
+  return proxy_core(*machine, c->peers[c->rank].pci_bus_id, allowed, sharer);
 }
 
 Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine) {

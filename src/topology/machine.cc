@@ -174,9 +174,8 @@ std::vector<int> cpuset_pus(const std::string& cpuset) {
 }
 
 int proxy_core(const MachineTopology& t, const std::string& gpu_bus_id,
-               const std::vector<int>& allowed) {
+               const std::vector<int>& allowed, int sharer) {
   const PciDevice* gpu = nullptr;
-  int turn = 0;  // GPUs before this one with the same locality
   for (const auto& g : t.gpus) {
     if (strcasecmp(g.bus_id.c_str(), gpu_bus_id.c_str()) == 0) {
       gpu = &g;
@@ -184,16 +183,22 @@ int proxy_core(const MachineTopology& t, const std::string& gpu_bus_id,
     }
   }
   if (gpu == nullptr) return -1;
+  size_t before = 0;  // GPUs before this one with the same locality
+  size_t alike = 0;   // GPUs with this one's locality, this one included
+  bool seen = false;
   for (const auto& g : t.gpus) {
-    if (&g == gpu) break;
-    if (g.cpuset == gpu->cpuset) ++turn;
+    if (&g == gpu) seen = true;
+    if (g.cpuset != gpu->cpuset) continue;
+    ++alike;
+    if (!seen) ++before;
   }
   std::vector<int> pus;
   for (int p : cpuset_pus(gpu->cpuset))
     if (allowed.empty() || std::find(allowed.begin(), allowed.end(), p) != allowed.end())
       pus.push_back(p);
   if (pus.empty()) return -1;
-  return pus[pus.size() - 1 - static_cast<size_t>(turn) % pus.size()];
+  const size_t turn = before + static_cast<size_t>(std::max(sharer, 0)) * alike;
+  return pus[pus.size() - 1 - turn % pus.size()];
 }
 
 std::string describe(const MachineTopology& t) {

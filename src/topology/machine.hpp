@@ -49,10 +49,12 @@ std::vector<int> cpuset_pus(const std::string& cpuset);
 
 /// A core for the network proxy of the GPU at `gpu_bus_id`: a PU close to the GPU (its NUMA
 /// node's), the last one for the first GPU of that node, the one before for the second, and so
-/// on, among the PUs in `allowed` (the process's affinity; empty: any). -1 when the GPU or its
-/// locality is unknown.
+/// on, among the PUs in `allowed` (the process's affinity; empty: any). `sharer` is the rank's
+/// index among the ranks on that GPU: the second sharer of each GPU goes on once every GPU of
+/// the node has one, so no two busy-polling proxies take turns on one core while the node has
+/// others. -1 when the GPU or its locality is unknown.
 int proxy_core(const MachineTopology& t, const std::string& gpu_bus_id,
-               const std::vector<int>& allowed);
+               const std::vector<int>& allowed, int sharer = 0);
 
 /// Multi-line human-readable summary (gicl-info, GICL_DEBUG=INFO).
 std::string describe(const MachineTopology& t);

@@ -194,6 +194,21 @@ TEST(ProxyCore, NearTheGpuAndDistinctPerGpuOfANode) {
   EXPECT_EQ(proxy_core(t, "0000:ff:00.0", {}), -1);          // not a GPU of this machine
 }
 
+// Ranks sharing a GPU (MPS, threads of one process) get cores of their own while the node has
+// some: the second sharer of each GPU after every GPU's first.
+TEST(ProxyCore, RanksSharingAGpuGetCoresOfTheirOwn) {
+  if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
+  const MachineTopology t = load("two_gpu_no_nic.xml");  // 1 node, 4 cores, 2 GPUs
+  ASSERT_EQ(t.gpus.size(), 2u);
+  const std::string& a = t.gpus[0].bus_id;
+  const std::string& b = t.gpus[1].bus_id;
+  EXPECT_EQ((std::vector<int>{proxy_core(t, a, {}, 0), proxy_core(t, b, {}, 0),
+                              proxy_core(t, a, {}, 1), proxy_core(t, b, {}, 1)}),
+            (std::vector<int>{3, 2, 1, 0}));
+  EXPECT_EQ(proxy_core(t, a, {}, 2), 3);      // more proxies than cores: they wrap around
+  EXPECT_EQ(proxy_core(t, a, {1, 2}, 1), 2);  // within the affinity
+}
+
 TEST(Topology, BadXmlIsAnErrorNamingTheFile) {
   if (!have_hwloc()) GTEST_SKIP() << "built without hwloc";
   MachineTopology t;
