@@ -8,8 +8,6 @@
 // p90) and of a round in which both ranks send and then wait for the other's message (a 2-rank
 // exchange step, median). A kernel adds its own share on top (its launch, the PCIe polls).
 #include <getopt.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +22,7 @@
 #include "gicl/gicl.h"
 #include "net/connect.hpp"
 #include "net/transport.hpp"
+#include "perf/net/two_ranks.hpp"
 #include "proxy/host_copier.hpp"
 #include "proxy/host_ring.hpp"
 #include "proxy/net_proxy.hpp"
@@ -202,9 +201,7 @@ int main_impl(int argc, char** argv) {
         o.iters = std::atoi(optarg);
         break;
       case 'E':
-        o.endpoints.clear();
-        for (char* tok = std::strtok(optarg, ","); tok; tok = std::strtok(nullptr, ","))
-          o.endpoints.push_back(std::atoi(tok));
+        if (!perf_net::parse_endpoints("proxy_latency", optarg, &o.endpoints)) return 2;
         break;
       case 'h':
         usage(stdout, argv[0]);
@@ -215,48 +212,23 @@ int main_impl(int argc, char** argv) {
     }
   }
   if (o.min_bytes == 0 || o.max_bytes < o.min_bytes || o.max_bytes > (64 << 20) || o.factor <= 1 ||
-      o.iters < 10 || o.endpoints.empty()) {
-    std::fprintf(stderr,
-                 "proxy_latency: bad arguments (sizes 1 B to 64 MiB, -f > 1, -n >= 10, -E)\n");
+      o.iters < 10) {
+    std::fprintf(stderr, "proxy_latency: bad arguments (sizes 1 B to 64 MiB, -f > 1, -n >= 10)\n");
     return 2;
   }
-  for (int e : o.endpoints)
-    if (e < 1 || e > 16) {
-      std::fprintf(stderr, "proxy_latency: -E %d: endpoint counts are 1 to 16\n", e);
-      return 2;
-    }
-  setenv("GICL_OFI_PROVIDER", "tcp;ofi_rxm", 0);
-  setenv("FI_TCP_IFACE", "lo", 0);
-  std::vector<size_t> sizes;
-  for (double b = static_cast<double>(o.min_bytes); b <= o.max_bytes * 1.0000001; b *= o.factor)
-    sizes.push_back(static_cast<size_t>(b));
+  perf_net::default_loopback_provider();
+  const std::vector<size_t> sizes = perf_net::size_ladder(o.min_bytes, o.max_bytes, o.factor);
   std::printf("# proxy_latency: 2 ranks, %s, host FIFOs (1 lane of %u slots), %d round trips\n",
               getenv("GICL_OFI_PROVIDER"), kDepth, o.iters);
   std::printf("# %9s %10s %12s %10s %10s %12s\n", "endpoints", "bytes", "one-way us", "p10 us",
               "p90 us", "exchange us");
   for (int e : o.endpoints) {
-    setenv("GICL_NET_ENDPOINTS", std::to_string(e).c_str(), 1);
-    bootstrap::UniqueIdData id;
-    if (!bootstrap::make_unique_id(&id).ok()) {
-      std::fprintf(stderr, "proxy_latency: %s\n", last_error());
-      return 1;
-    }
-    const pid_t child = fork();
-    if (child < 0) return 1;
-    if (child == 0) {
-      std::vector<Result> r;
-      const Status s = run_rank(id, 1, o, sizes, &r);
-      if (!s.ok()) std::fprintf(stderr, "proxy_latency rank 1: %s\n", last_error());
-      _exit(s.ok() ? 0 : 1);
-    }
     std::vector<Result> r;
-    const Status s = run_rank(id, 0, o, sizes, &r);
-    int status = 0;
-    waitpid(child, &status, 0);
-    if (!s.ok() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      if (!s.ok()) std::fprintf(stderr, "proxy_latency rank 0: %s\n", last_error());
+    if (!perf_net::run_two_ranks("proxy_latency", e,
+                                 [&](const bootstrap::UniqueIdData& id, int me) {
+                                   return run_rank(id, me, o, sizes, &r);
+                                 }))
       return 1;
-    }
     for (size_t i = 0; i < sizes.size(); ++i)
       std::printf("  %9d %10zu %12.2f %10.2f %10.2f %12.2f\n", e, sizes[i], r[i].pingpong[0] * 1e6,
                   r[i].pingpong[1] * 1e6, r[i].pingpong[2] * 1e6, r[i].exchange * 1e6);

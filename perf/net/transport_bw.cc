@@ -9,8 +9,6 @@
 // (tcp;ofi_rxm on loopback by default here).
 //
 #include <getopt.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,6 +24,7 @@
 #include "gicl/gicl.h"
 #include "net/connect.hpp"
 #include "net/transport.hpp"
+#include "perf/net/two_ranks.hpp"
 
 namespace gicl {
 namespace {
@@ -206,12 +205,9 @@ int main_impl(int argc, char** argv) {
       case 'r':
         o.reps = std::atoi(optarg);
         break;
-      case 'E': {
-        o.endpoints.clear();
-        for (char* tok = std::strtok(optarg, ","); tok; tok = std::strtok(nullptr, ","))
-          o.endpoints.push_back(std::atoi(tok));
+      case 'E':
+        if (!perf_net::parse_endpoints("transport_bw", optarg, &o.endpoints)) return 2;
         break;
-      }
       case 'h':
         usage(stdout, argv[0]);
         return 0;
@@ -221,50 +217,24 @@ int main_impl(int argc, char** argv) {
     }
   }
   if (o.min_bytes == 0 || o.max_bytes < o.min_bytes || o.factor <= 1 || o.window < 1 ||
-      o.reps < 1 || o.total == 0 || o.endpoints.empty()) {
-    std::fprintf(stderr, "transport_bw: bad arguments (sizes, -f > 1, -w, -r, -t, -E)\n");
+      o.reps < 1 || o.total == 0) {
+    std::fprintf(stderr, "transport_bw: bad arguments (sizes, -f > 1, -w, -r, -t)\n");
     return 2;
   }
-  for (int e : o.endpoints)
-    if (e < 1 || e > 16) {
-      std::fprintf(stderr, "transport_bw: -E %d: endpoint counts are 1 to 16\n", e);
-      return 2;
-    }
-  setenv("GICL_OFI_PROVIDER", "tcp;ofi_rxm", 0);
-  setenv("FI_TCP_IFACE", "lo", 0);
-  std::vector<size_t> sizes;
-  for (double b = static_cast<double>(o.min_bytes); b <= o.max_bytes * 1.0000001; b *= o.factor)
-    sizes.push_back(static_cast<size_t>(b));
+  perf_net::default_loopback_provider();
+  const std::vector<size_t> sizes = perf_net::size_ladder(o.min_bytes, o.max_bytes, o.factor);
   std::printf(
       "# transport_bw: 2 ranks, %s, both ways at once, window %d, %zu MiB each way, "
       "median of %d\n",
       getenv("GICL_OFI_PROVIDER"), o.window, o.total >> 20, o.reps);
   std::printf("# %10s %10s %14s\n", "endpoints", "piece", "GB/s each way");
   for (int e : o.endpoints) {
-    setenv("GICL_NET_ENDPOINTS", std::to_string(e).c_str(), 1);
-    bootstrap::UniqueIdData id;
-    if (!bootstrap::make_unique_id(&id).ok()) {
-      std::fprintf(stderr, "transport_bw: %s\n", last_error());
-      return 1;
-    }
-    const pid_t child = fork();
-    if (child < 0) return 1;
-    if (child == 0) {
-      std::vector<double> secs;
-      double first = 0, latency[2] = {0, 0};
-      const Status s = run_rank(id, 1, o, sizes, &secs, &first, latency);
-      if (!s.ok()) std::fprintf(stderr, "transport_bw rank 1: %s\n", last_error());
-      _exit(s.ok() ? 0 : 1);
-    }
     std::vector<double> secs;
     double first = 0, latency[2] = {0, 0};
-    const Status s = run_rank(id, 0, o, sizes, &secs, &first, latency);
-    int status = 0;
-    waitpid(child, &status, 0);
-    if (!s.ok() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      if (!s.ok()) std::fprintf(stderr, "transport_bw rank 0: %s\n", last_error());
+    if (!perf_net::run_two_ranks("transport_bw", e, [&](const bootstrap::UniqueIdData& id, int me) {
+          return run_rank(id, me, o, sizes, &secs, &first, latency);
+        }))
       return 1;
-    }
     std::printf(
         "# %d endpoints: rank 1's first 8-byte write to rank 0 took %.1f us; 8-byte write_imm "
         "ping-pong, one way (median of %d): %.1f us sent-complete, %.1f us delivery-complete\n",
