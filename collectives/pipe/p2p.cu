@@ -321,12 +321,16 @@ __global__ void __launch_bounds__(kThreads)
   const int sides = !a.fifo_split                                  ? kFifoBoth
                     : static_cast<int>(blockIdx.x) < kPipeChannels ? kFifoSends
                                                                    : kFifoRecvs;
-  // Thread 0 posts the offers and reads the first batch's with no barrier between (the others
-  // see `fail` after the batch's barrier below).
+  // Thread 0 posts the offers and reads the first batch's with no barrier between, keeping its
+  // verdict in a register (`failed0`) and storing `fail` only to say 1: a test of the shared
+  // `fail` in a thread-0 branch may be loaded by every thread ahead of the branch, which
+  // racecheck reported racing with the store of 0 here. The others read `fail` after the
+  // batch's barrier.
+  bool failed0 = false;
   if (threadIdx.x == 0) {
     fail = 0;
     copies = 0;
-    if (blockIdx.x == 0 && !post_offers(c, s, a)) fail = 1;
+    failed0 = blockIdx.x == 0 && !post_offers(c, s, a);
   }
   const size_t per = s.slot_bytes;
   for (int b0 = 0, b1 = 0; b0 < a.nops; b0 = b1) {
@@ -335,11 +339,11 @@ __global__ void __launch_bounds__(kThreads)
     } else {
       b1 = a.nops;
     }
-    if (threadIdx.x == 0 && !fail) {
-      if (!read_offers<kBatches>(c, s, a, b0, b1, zwin)) fail = 1;
-      if (!fail && blockIdx.x == 0 && !post_copies(c, s, a, b0, b1, zwin, &copies, &copies_to))
-        fail = 1;
+    if (threadIdx.x == 0 && !failed0) {
+      failed0 = !read_offers<kBatches>(c, s, a, b0, b1, zwin) ||
+                (blockIdx.x == 0 && !post_copies(c, s, a, b0, b1, zwin, &copies, &copies_to));
     }
+    if (threadIdx.x == 0 && failed0) fail = 1;
     __syncthreads();
     if (fail) return;
     // Zero-copy sends: every block writes its share of the receiver's window and adds it to the
