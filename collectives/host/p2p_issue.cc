@@ -14,6 +14,7 @@
 #include "common/log.hpp"
 #include "common/settings.hpp"
 #include "core/comm.hpp"
+#include "core/net_path.hpp"
 
 namespace gicl::coll {
 namespace {
@@ -129,6 +130,8 @@ Status launch_part(gicl_comm* comm, CollState* st, cudaStream_t stream,
     op.win = offer ? w : kNoWindow;
   }
   mark_copy_engine_sends(comm, st, &a);
+  if (std::any_of(a.ops, a.ops + a.nops, [](const P2pOp& op) { return op.net != 0; }))
+    net_path_kick(comm);
   GICL_CUDA_CHECK(launch_p2p(comm->dev->handle, launch_scratch(comm, st), a, {stream, comm->pdl},
                              st->resident_blocks));
   return GICL_SUCCESS;

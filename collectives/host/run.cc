@@ -20,6 +20,7 @@
 #include "common/log.hpp"
 #include "core/api_guard.hpp"
 #include "core/comm.hpp"
+#include "core/net_path.hpp"
 
 namespace gicl::coll {
 namespace {
@@ -202,6 +203,7 @@ Status run_pipe(gicl_comm* comm, CollState* st, const CollCall& k, const Choice&
   else if (k.coll == Collective::kReduce)
     piece = std::max<size_t>(s.stage_bytes / E, 1);
   auto at = [&](auto* p, size_t elems) { return p == nullptr ? p : p + elems * E; };
+  net_path_kick(comm);  // network peers' messages go through the proxy
   for (size_t done = 0; done < k.count; done += piece) {
     const size_t len = std::min(piece, k.count - done);
     a.count = len;

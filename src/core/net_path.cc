@@ -269,4 +269,8 @@ bool net_path_error(const gicl_comm* c, gicl_result_t* code, std::string* text) 
   return *code != GICL_SUCCESS;
 }
 
+void net_path_kick(const gicl_comm* c) {
+  if (c->net && c->net->proxy) c->net->proxy->kick();
+}
+
 }  // namespace gicl

@@ -73,6 +73,11 @@ Status net_path_open(gicl_comm* comm);
 /// The proxy's first error, if any (comm's async error).
 bool net_path_error(const gicl_comm* comm, gicl_result_t* code, std::string* text);
 
+/// A launch whose kernel will post to the network proxy was enqueued on `comm`: the proxy, if
+/// it sleeps after a pause, wakes now rather than up to its longest sleep after the first post
+/// (NetProxy::kick). Nothing where the communicator has no network path.
+void net_path_kick(const gicl_comm* comm);
+
 /// What GICL_NET opens on this machine for a communicator with ranks on other nodes (its backend,
 /// provider and device, and what the provider offers), or why it opens none; for gicl-info. The
 /// transport is opened as one rank alone and closed again.

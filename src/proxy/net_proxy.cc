@@ -58,6 +58,10 @@ Status NetProxy::start(NetProxyArgs args, std::unique_ptr<NetProxy>* out) {
 
 NetProxy::~NetProxy() {
   stop_.store(true, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> lock(nap_mutex_);
+    nap_cv_.notify_one();
+  }
   if (thread_.joinable()) thread_.join();
 }
 
@@ -127,11 +131,36 @@ void NetProxy::run() {
       nap = std::chrono::microseconds(0);
       continue;
     }
+    const int64_t now_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
     if (now - last_work < kBusyFor) continue;
-    nap = std::min(kMaxSleep, std::max(std::chrono::microseconds(1), nap * 2));
-    sleeps_.fetch_add(1, std::memory_order_relaxed);
-    std::this_thread::sleep_for(nap);
+    if (now_ns < busy_until_ns_.load(std::memory_order_relaxed)) {
+      nap = std::chrono::microseconds(0);  // kicked: after the busy period, short sleeps again
+      continue;
+    }
+    nap = nap.count() == 0 ? args_.first_sleep : std::min(args_.max_sleep, nap * 2);
+    nap_for(nap, now_ns);
   }
+}
+
+void NetProxy::nap_for(std::chrono::microseconds nap, int64_t now_ns) {
+  std::unique_lock<std::mutex> lock(nap_mutex_);
+  sleeping_.store(true);
+  if (busy_until_ns_.load() <= now_ns && !stop_.load(std::memory_order_acquire)) {
+    sleeps_.fetch_add(1, std::memory_order_relaxed);
+    nap_cv_.wait_for(lock, nap);
+  }
+  sleeping_.store(false, std::memory_order_relaxed);
+}
+
+void NetProxy::kick() {
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  busy_until_ns_.store(now_ns + std::chrono::nanoseconds(kBusyFor).count());
+  if (!sleeping_.load()) return;
+  std::lock_guard<std::mutex> lock(nap_mutex_);
+  nap_cv_.notify_one();
 }
 
 bool NetProxy::fence_clear(const Ring& r) const {

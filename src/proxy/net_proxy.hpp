@@ -20,11 +20,14 @@
 // and report GICL_DEVICE_ERROR_PROXY, and stops.
 //
 // Idle, the thread polls busily for kBusyFor after the last work, then sleeps between polls,
-// doubling from 1 us to kMaxSleep: a request posted after a long pause waits up to that long.
+// doubling from 1 us to kMaxSleep: a request posted after a long pause waits up to that long,
+// unless the host said it was coming (kick: a launch that will post was enqueued), which ends a
+// sleep at once and keeps the thread busy for kBusyFor.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -51,6 +54,9 @@ struct RingView {
   uint32_t results_size = 0;
 };
 
+/// The longest idle sleep between polls (NetProxy::kMaxSleep).
+inline constexpr std::chrono::microseconds kProxyMaxSleep{200};
+
 struct NetProxyArgs {
   int rank = 0;
   net::Transport* transport = nullptr;  // connected; from start on, driven by the proxy alone
@@ -59,6 +65,9 @@ struct NetProxyArgs {
   std::vector<RingView> rings;
   int cpu = -1;     // core to pin the thread to (the GPU's NUMA node); -1: not pinned
   int device = -1;  // CUDA device the thread makes current (the staged path's copies); -1: none
+  // Idle sleeps: the first, then doubling up to the longest (tests make them long).
+  std::chrono::microseconds first_sleep{1};
+  std::chrono::microseconds max_sleep = kProxyMaxSleep;
 };
 
 struct NetProxyStats {
@@ -70,7 +79,7 @@ struct NetProxyStats {
 class NetProxy {
  public:
   static constexpr auto kBusyFor = std::chrono::microseconds(500);
-  static constexpr auto kMaxSleep = std::chrono::microseconds(200);
+  static constexpr auto kMaxSleep = kProxyMaxSleep;
   static constexpr int kBatch = 64;  // operations read from one ring before the next is served
 
   static Status start(NetProxyArgs args, std::unique_ptr<NetProxy>* out);
@@ -78,6 +87,10 @@ class NetProxy {
   ~NetProxy();
   NetProxy(const NetProxy&) = delete;
   NetProxy& operator=(const NetProxy&) = delete;
+
+  /// A launch that will post requests was enqueued: ends an idle sleep now and polls busily for
+  /// kBusyFor. Any thread; a few atomic operations, and a wake-up only while the proxy sleeps.
+  void kick();
 
   /// GICL_SUCCESS while healthy; else the first failure's code, its message in `why`.
   gicl_result_t error(std::string* why) const;
@@ -120,7 +133,19 @@ class NetProxy {
   std::vector<Op> ops_;  // by cookie
   std::vector<uint32_t> free_ops_;
   std::thread thread_;
+  /// Sleeps for at most `nap` unless a kick or stop comes; not at all when a kick came after
+  /// the loop's check at `now_ns` (nanoseconds of the steady clock).
+  void nap_for(std::chrono::microseconds nap, int64_t now_ns);
+
   std::atomic<bool> stop_{false};
+  // kick(): the steady clock's nanoseconds until which the thread stays busy, and the sleep a
+  // kick ends. A kicker stores busy_until_ns_ and then reads sleeping_; the thread stores
+  // sleeping_ and then reads busy_until_ns_ (both sequentially consistent), so one of them sees
+  // the other: no kick is lost in a sleep that begins as it comes.
+  std::atomic<int64_t> busy_until_ns_{0};
+  std::atomic<bool> sleeping_{false};
+  std::mutex nap_mutex_;
+  std::condition_variable nap_cv_;
   std::atomic<bool> failed_{false};
   mutable std::mutex error_mutex_;
   gicl_result_t error_code_ = GICL_SUCCESS;

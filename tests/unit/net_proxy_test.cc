@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "proxy/net_proxy.hpp"
 #include "proxy/host_ring.hpp"
+#include "proxy/net_proxy.hpp"
 
 namespace gicl::proxy {
 namespace {
@@ -124,7 +124,9 @@ class HostRegion : public net::Region {
 constexpr size_t kHeap = 1 << 16;
 
 struct Rig {
-  explicit Rig(size_t max_write = 1000, int rings = 1)
+  /// `sleep`: every idle sleep that long (0: the proxy's own sleeps).
+  explicit Rig(size_t max_write = 1000, int rings = 1,
+               std::chrono::microseconds sleep = std::chrono::microseconds(0))
       : transport(max_write), heap(kHeap), region(heap.data(), heap.size()) {
     for (int i = 0; i < rings; ++i) ring.push_back(std::make_unique<HostRing>(64));
     NetProxyArgs a;
@@ -135,6 +137,7 @@ struct Rig {
     a.heap.region = &region;
     a.heap.keys.assign(2, net::RemoteKey{net::RemoteKey::kVersion, 0, {}, 0, 0, kHeap});
     for (auto& r : ring) a.rings.push_back(r->view());
+    if (sleep.count() > 0) a.first_sleep = a.max_sleep = sleep;
     EXPECT_TRUE(NetProxy::start(std::move(a), &proxy).ok()) << last_error();
   }
   /// Waits until ring `i`'s done word reaches `mark`; false after a second.
@@ -330,6 +333,32 @@ TEST(NetProxy, AnIdleProxySleepsInsteadOfSpinningACore) {
   ASSERT_TRUE(rig.transport.wait_posted(2));
   rig.transport.release(1);
   EXPECT_TRUE(rig.done_reaches(2));
+}
+
+// A kick (a launch that will post was enqueued) ends the idle proxy's sleep at once: with every
+// sleep 30 s long, a request posted after a pause is served within the second only if the kick
+// woke the proxy; and destroying a sleeping proxy does not wait out its sleep either.
+TEST(NetProxy, AKickEndsAnIdleSleepAtOnce) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  {
+    Rig rig(1000, 1, std::chrono::seconds(30));
+    host_put(*rig.ring[0], rig.mem, ProxyOp::kPut, 1, 0, 0, 8);
+    ASSERT_TRUE(rig.transport.wait_posted(1));
+    rig.transport.release(0);
+    ASSERT_TRUE(rig.done_reaches(1));
+    // Past the busy period: asleep for 30 s.
+    for (auto until = Clock::now() + 5s; rig.proxy->stats().sleeps == 0 && Clock::now() < until;)
+      std::this_thread::sleep_for(1ms);
+    ASSERT_GT(rig.proxy->stats().sleeps, 0u) << "the proxy never went to sleep";
+    std::this_thread::sleep_for(20ms);
+    host_put(*rig.ring[0], rig.mem, ProxyOp::kPut, 1, 0, 0, 8);
+    rig.proxy->kick();
+    ASSERT_TRUE(rig.transport.wait_posted(2)) << "a kicked proxy slept on";
+    rig.transport.release(1);
+    EXPECT_TRUE(rig.done_reaches(2));
+  }
+  EXPECT_LT(Clock::now() - t0, 20s) << "destroying the proxy waited out its sleep";
 }
 
 }  // namespace
