@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bootstrap/bootstrap.hpp"
@@ -40,11 +41,13 @@ struct Options {
   double factor = 8;
   int iters = 2000;
   std::vector<int> endpoints{1, 4};
+  int pause_us = 0;  // > 0: also exchange steps after a pause, with and without a kick
 };
 
 struct Result {
   double pingpong[3];  // one way: median, p10, p90 (seconds)
   double exchange;     // one round, median
+  double paused[2];    // one round after a pause, median: the proxies kicked, not kicked
 };
 
 double at(std::vector<double>& v, double q) {
@@ -147,6 +150,21 @@ Status run_rank(const bootstrap::UniqueIdData& id, int me, const Options& o,
       return GICL_FAIL(GICL_TIMEOUT, "proxy_latency rank %d, %zu bytes: %s", me, bytes,
                        why.empty() ? "a message or credit did not come" : why.c_str());
     }
+    // Steps after a pause (a training step's compute): each rank's host thread sleeps, then
+    // kicks its proxy as a collective's enqueue does (or not), then sends and waits.
+    for (int kicked = 1; kicked >= 0 && o.pause_us > 0; --kicked) {
+      std::vector<double> paused;
+      GICL_CHECK(bs->barrier());
+      for (int i = 0; i < std::max(o.iters / 10, 20) && !stuck; ++i) {
+        std::this_thread::sleep_for(std::chrono::microseconds(o.pause_us));
+        const auto t0 = Clock::now();
+        if (kicked) px->kick();
+        if (!send(bytes) || !recv()) break;
+        paused.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      if (stuck) return GICL_FAIL(GICL_TIMEOUT, "proxy_latency rank %d: a paused step stuck", me);
+      r.paused[1 - kicked] = at(paused, 0.5);
+    }
     r.pingpong[0] = at(trips, 0.5);
     r.pingpong[1] = at(trips, 0.1);
     r.pingpong[2] = at(trips, 0.9);
@@ -159,13 +177,16 @@ Status run_rank(const bootstrap::UniqueIdData& id, int me, const Options& o,
 
 void usage(FILE* f, const char* argv0) {
   std::fprintf(f,
-               "usage: %s [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-E N,N,...]\n"
+               "usage: %s [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-E N,N,...] [-p US]\n"
                "  the network proxies alone, host threads in the kernels' place (no GPU)\n"
                "  -b, --minbytes N     smallest message (default 8)\n"
                "  -e, --maxbytes N     largest message (default 64K)\n"
                "  -f, --stepfactor F   size step (default 8)\n"
                "  -n, --iters N        round trips per size (default 2000; a tenth more first)\n"
                "  -E, --endpoints LIST endpoint counts to run (GICL_NET_ENDPOINTS; default 1,4)\n"
+               "  -p, --pause US       also exchange steps after a pause of US microseconds, the\n"
+               "                       proxies kicked before the send (as a collective's enqueue\n"
+               "                       does) and not\n"
                "  -h, --help           this text\n",
                argv0);
 }
@@ -177,6 +198,7 @@ int main_impl(int argc, char** argv) {
                           {"stepfactor", required_argument, nullptr, 'f'},
                           {"iters", required_argument, nullptr, 'n'},
                           {"endpoints", required_argument, nullptr, 'E'},
+                          {"pause", required_argument, nullptr, 'p'},
                           {"help", no_argument, nullptr, 'h'},
                           {nullptr, 0, nullptr, 0}};
   auto size_arg = [&](const char* flag, size_t* out) {
@@ -186,7 +208,7 @@ int main_impl(int argc, char** argv) {
     return false;
   };
   int c;
-  while ((c = getopt_long(argc, argv, "b:e:f:n:E:h", longs, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "b:e:f:n:E:p:h", longs, nullptr)) != -1) {
     switch (c) {
       case 'b':
         if (!size_arg("-b", &o.min_bytes)) return 2;
@@ -203,6 +225,9 @@ int main_impl(int argc, char** argv) {
       case 'E':
         if (!perf_net::parse_endpoints("proxy_latency", optarg, &o.endpoints)) return 2;
         break;
+      case 'p':
+        o.pause_us = std::atoi(optarg);
+        break;
       case 'h':
         usage(stdout, argv[0]);
         return 0;
@@ -212,16 +237,21 @@ int main_impl(int argc, char** argv) {
     }
   }
   if (o.min_bytes == 0 || o.max_bytes < o.min_bytes || o.max_bytes > (64 << 20) || o.factor <= 1 ||
-      o.iters < 10) {
-    std::fprintf(stderr, "proxy_latency: bad arguments (sizes 1 B to 64 MiB, -f > 1, -n >= 10)\n");
+      o.iters < 10 || o.pause_us < 0 || o.pause_us > 1000000) {
+    std::fprintf(
+        stderr,
+        "proxy_latency: bad arguments (sizes 1 B to 64 MiB, -f > 1, -n >= 10, -p 0 to 1000000)\n");
     return 2;
   }
   perf_net::default_loopback_provider();
   const std::vector<size_t> sizes = perf_net::size_ladder(o.min_bytes, o.max_bytes, o.factor);
   std::printf("# proxy_latency: 2 ranks, %s, host FIFOs (1 lane of %u slots), %d round trips\n",
               getenv("GICL_OFI_PROVIDER"), kDepth, o.iters);
-  std::printf("# %9s %10s %12s %10s %10s %12s\n", "endpoints", "bytes", "one-way us", "p10 us",
-              "p90 us", "exchange us");
+  if (o.pause_us > 0)
+    std::printf("# after a %d us pause: exchange steps with the proxies kicked and not kicked\n",
+                o.pause_us);
+  std::printf("# %9s %10s %12s %10s %10s %12s%s\n", "endpoints", "bytes", "one-way us", "p10 us",
+              "p90 us", "exchange us", o.pause_us > 0 ? "    kicked us not kicked us" : "");
   for (int e : o.endpoints) {
     std::vector<Result> r;
     if (!perf_net::run_two_ranks("proxy_latency", e,
@@ -229,9 +259,12 @@ int main_impl(int argc, char** argv) {
                                    return run_rank(id, me, o, sizes, &r);
                                  }))
       return 1;
-    for (size_t i = 0; i < sizes.size(); ++i)
-      std::printf("  %9d %10zu %12.2f %10.2f %10.2f %12.2f\n", e, sizes[i], r[i].pingpong[0] * 1e6,
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      std::printf("  %9d %10zu %12.2f %10.2f %10.2f %12.2f", e, sizes[i], r[i].pingpong[0] * 1e6,
                   r[i].pingpong[1] * 1e6, r[i].pingpong[2] * 1e6, r[i].exchange * 1e6);
+      if (o.pause_us > 0) std::printf(" %10.2f %14.2f", r[i].paused[0] * 1e6, r[i].paused[1] * 1e6);
+      std::printf("\n");
+    }
     std::fflush(stdout);
   }
   return 0;
