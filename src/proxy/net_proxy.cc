@@ -131,9 +131,9 @@ void NetProxy::run() {
       nap = std::chrono::microseconds(0);
       continue;
     }
+    if (now - last_work < kBusyFor) continue;
     const int64_t now_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-    if (now - last_work < kBusyFor) continue;
     if (now_ns < busy_until_ns_.load(std::memory_order_relaxed)) {
       nap = std::chrono::microseconds(0);  // kicked: after the busy period, short sleeps again
       continue;

@@ -120,6 +120,9 @@ class NetProxy {
   void finish_completed();
   Status check_request(const ProxyRequest& q, uint32_t ring, uint64_t ticket) const;
   bool poll();
+  /// Sleeps for at most `nap` unless a kick or stop comes; not at all when a kick came after
+  /// the loop's check at `now_ns` (nanoseconds of the steady clock).
+  void nap_for(std::chrono::microseconds nap, int64_t now_ns);
 
   uint32_t new_op(uint32_t ring, uint64_t ticket, const ProxyRequest& q);
   /// Records the first failure (`logged`: GICL_FAIL already logged it) and tells every ring.
@@ -133,10 +136,6 @@ class NetProxy {
   std::vector<Op> ops_;  // by cookie
   std::vector<uint32_t> free_ops_;
   std::thread thread_;
-  /// Sleeps for at most `nap` unless a kick or stop comes; not at all when a kick came after
-  /// the loop's check at `now_ns` (nanoseconds of the steady clock).
-  void nap_for(std::chrono::microseconds nap, int64_t now_ns);
-
   std::atomic<bool> stop_{false};
   // kick(): the steady clock's nanoseconds until which the thread stays busy, and the sleep a
   // kick ends. A kicker stores busy_until_ns_ and then reads sleeping_; the thread stores
