@@ -37,14 +37,13 @@ __device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, M
   return ok;
 }
 
-/// The leader's result, given to every thread of the scope.
+/// The leader's result, given to every thread of the scope. A block learns it through the
+/// barrier's own reduction rather than a shared variable, which the leader's next call could
+/// overwrite while a slow warp still reads this one's (two block-scope syncs in a row).
 template <Scope S>
 __device__ __forceinline__ bool scope_broadcast(bool leader_result) {
   if constexpr (S == Scope::kBlock) {
-    __shared__ bool result;
-    if (scope_leader<S>()) result = leader_result;
-    __syncthreads();
-    return result;
+    return __syncthreads_or(scope_leader<S>() && !leader_result) == 0;
   } else if constexpr (S == Scope::kWarp) {
     return __shfl_sync(0xffffffffu, leader_result, 0);
   } else {
