@@ -20,13 +20,14 @@
 
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/unique_id.hpp"
+#include "common/settings.hpp"
 #include "mp/fork_ranks.hpp"
 #include "net/connect.hpp"
 #include "net/transport.hpp"
-#include "proxy/net_proxy.hpp"
-#include "proxy/staged_delivery.hpp"
 #include "proxy/host_copier.hpp"
 #include "proxy/host_ring.hpp"
+#include "proxy/net_proxy.hpp"
+#include "proxy/staged_delivery.hpp"
 
 namespace gicl::proxy {
 namespace {
@@ -91,8 +92,13 @@ Status open_rank(const bootstrap::UniqueIdData& id, int me, int n, size_t heap, 
     bound.bytes = heap;
     a.heap = HeapView{reinterpret_cast<char*>(r->heap.data()), heap, nullptr,
                       std::vector<net::RemoteKey>(n, bound)};
+    // GICL_NET_TIMEOUT, as the communicator's path takes it: its default unless a test sets it
+    // (ProxyFailure: 2 s), so that a rank held off the CPU under a sanitizer on a loaded
+    // machine is not taken for one that stopped serving.
+    int64_t timeout_ms = 0;
+    GICL_CHECK(setting_int(Setting::kNetTimeout, &timeout_ms));
     a.delivery = make_staged_delivery(r->t.get(), me, a.heap, sv, &r->copier,
-                                      std::chrono::milliseconds(2000));
+                                      std::chrono::milliseconds(timeout_ms));
   }
   for (int i = 0; i < rings; ++i) {
     r->rings.push_back(std::make_unique<HostRing>(256));
