@@ -154,15 +154,21 @@ Status run_rank(const bootstrap::UniqueIdData& id, int me, const Options& o,
     // kicks its proxy as a collective's enqueue does (or not), then sends and waits.
     for (int kicked = 1; kicked >= 0 && o.pause_us > 0; --kicked) {
       std::vector<double> paused;
+      const size_t steps = static_cast<size_t>(std::max(o.iters / 10, 20));
       GICL_CHECK(bs->barrier());
-      for (int i = 0; i < std::max(o.iters / 10, 20) && !stuck; ++i) {
+      for (size_t i = 0; i < steps && !stuck; ++i) {
         std::this_thread::sleep_for(std::chrono::microseconds(o.pause_us));
         const auto t0 = Clock::now();
         if (kicked) px->kick();
         if (!send(bytes) || !recv()) break;
         paused.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
-      if (stuck) return GICL_FAIL(GICL_TIMEOUT, "proxy_latency rank %d: a paused step stuck", me);
+      if (stuck || paused.size() < steps) {
+        std::string why;
+        px->error(&why);
+        return GICL_FAIL(GICL_TIMEOUT, "proxy_latency rank %d, %zu bytes after a pause: %s", me,
+                         bytes, why.empty() ? "a message or credit did not come" : why.c_str());
+      }
       r.paused[1 - kicked] = at(paused, 0.5);
     }
     r.pingpong[0] = at(trips, 0.5);
