@@ -345,22 +345,21 @@ TEST(NetProxy, AKickEndsAnIdleSleepAtOnce) {
     Rig rig(1000, 1, std::chrono::seconds(30));
     // Whatever the proxy is doing when a request comes (its busy period after start or after
     // work lasts 500 us), a kick gets it served: the first request and its completion too.
-    host_put(*rig.ring[0], rig.mem, ProxyOp::kPut, 1, 0, 0, 8);
-    rig.proxy->kick();
-    ASSERT_TRUE(rig.transport.wait_posted(1)) << "a kicked proxy slept on";
-    rig.transport.release(0);
-    rig.proxy->kick();
-    ASSERT_TRUE(rig.done_reaches(1));
+    // Request n (1-based) posted and completed, each step kicked; false when the proxy slept on.
+    auto kicked_put = [&](uint64_t n) {
+      host_put(*rig.ring[0], rig.mem, ProxyOp::kPut, 1, 0, 0, 8);
+      rig.proxy->kick();
+      if (!rig.transport.wait_posted(n)) return false;
+      rig.transport.release(n - 1);
+      rig.proxy->kick();
+      return rig.done_reaches(n);
+    };
+    ASSERT_TRUE(kicked_put(1)) << "a kicked proxy slept on";
     std::this_thread::sleep_for(50ms);  // past the busy period: asleep for 30 s
     for (auto until = Clock::now() + 5s; rig.proxy->stats().sleeps == 0 && Clock::now() < until;)
       std::this_thread::sleep_for(1ms);
     ASSERT_GT(rig.proxy->stats().sleeps, 0u) << "the proxy never went to sleep";
-    host_put(*rig.ring[0], rig.mem, ProxyOp::kPut, 1, 0, 0, 8);
-    rig.proxy->kick();
-    ASSERT_TRUE(rig.transport.wait_posted(2)) << "a kicked proxy slept on";
-    rig.transport.release(1);
-    rig.proxy->kick();
-    EXPECT_TRUE(rig.done_reaches(2));
+    EXPECT_TRUE(kicked_put(2)) << "a kicked proxy slept on";
   }
   EXPECT_LT(Clock::now() - t0, 20s) << "destroying the proxy waited out its sleep";
 }
