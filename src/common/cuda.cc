@@ -55,6 +55,7 @@ void load_all() {
     load("cuMulticastUnbind", &g_api.cuMulticastUnbind, 12010);
     load("cuMulticastGetGranularity", &g_api.cuMulticastGetGranularity, 12010);
     load("cuStreamWriteValue64", &g_api.cuStreamWriteValue64);
+    load("cuStreamWaitValue64", &g_api.cuStreamWaitValue64);
     load("cuMemGetHandleForAddressRange", &g_api.cuMemGetHandleForAddressRange, 11070);
     g_missing = missing;
     g_load_error = load_error;

@@ -37,8 +37,10 @@ struct DriverApi {
   PFN_cuMulticastBindMem_v12010 cuMulticastBindMem;
   PFN_cuMulticastUnbind_v12010 cuMulticastUnbind;
   PFN_cuMulticastGetGranularity_v12010 cuMulticastGetGranularity;
-  // Stream memory operations; null where the driver lacks them. The copy-engine proxy needs it.
+  // Stream memory operations; null where the driver lacks them. The copy-engine proxy needs the
+  // write, the staged network path's copy agent the wait.
   PFN_cuStreamWriteValue64_v11070 cuStreamWriteValue64;
+  PFN_cuStreamWaitValue64_v11070 cuStreamWaitValue64;
   // A DMA-BUF file descriptor for device memory; null where the driver lacks it. The verbs
   // backend registers GPU memory with the NIC through it (ibv_reg_dmabuf_mr).
   PFN_cuMemGetHandleForAddressRange_v11070 cuMemGetHandleForAddressRange;

@@ -165,7 +165,10 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine) {
     bound.bytes = heap_bytes;  // every heap reserves the same range: it bounds requests
     a.heap =
         proxy::HeapView{own, heap_bytes, nullptr, std::vector<net::RemoteKey>(c->nranks, bound)};
-    GICL_CHECK(proxy::CudaCopier::create(c->device, &n->copier));
+    int64_t agent_us = 0;
+    GICL_CHECK(setting_int(Setting::kNetCopyAgent, &agent_us));
+    GICL_CHECK(
+        proxy::CudaCopier::create(c->device, std::chrono::microseconds(agent_us), &n->copier));
     int64_t timeout = 0;
     GICL_CHECK(setting_int(Setting::kNetTimeout, &timeout));
     a.delivery = proxy::make_staged_delivery(n->transport.get(), me, a.heap, sv, n->copier.get(),

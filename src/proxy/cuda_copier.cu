@@ -2,30 +2,10 @@
 #include "common/cuda.hpp"
 #include "common/kernel_families.hpp"
 #include "proxy/cuda_copier.hpp"
+#include "proxy/word_update.cuh"
 
 namespace gicl::proxy {
 namespace {
-
-template <typename T>
-__device__ T apply(T* w, ProxyAtomic op, T v, T compare) {
-  switch (op) {
-    case ProxyAtomic::kSet:
-      return atomicExch(w, v);
-    case ProxyAtomic::kAdd:
-      return atomicAdd(w, v);
-    case ProxyAtomic::kAnd:
-      return atomicAnd(w, v);
-    case ProxyAtomic::kOr:
-      return atomicOr(w, v);
-    case ProxyAtomic::kXor:
-      return atomicXor(w, v);
-    case ProxyAtomic::kCompareSwap:
-      return atomicCAS(w, compare, v);
-    case ProxyAtomic::kLoad:
-      return atomicAdd(w, T{0});  // a read at the point of coherence, as the other atomics
-  }
-  return 0;
-}
 
 /// One update (a signal or an atomic) after the copies before it on the stream: those completed
 /// before this kernel began, so a reader that sees the new value and then reads the payload
@@ -33,12 +13,7 @@ __device__ T apply(T* w, ProxyAtomic op, T v, T compare) {
 __global__ void apply_update(void* word, ProxyAtomic op, uint32_t width, unsigned long long value,
                              unsigned long long compare, unsigned long long* old) {
   __threadfence();
-  unsigned long long was;
-  if (width == 8)
-    was = apply(static_cast<unsigned long long*>(word), op, value, compare);
-  else
-    was = apply(static_cast<unsigned int*>(word), op, static_cast<unsigned int>(value),
-                static_cast<unsigned int>(compare));
+  const unsigned long long was = apply_width(word, op, width, value, compare);
   if (old != nullptr) {
     *reinterpret_cast<volatile unsigned long long*>(old) = was;
     __threadfence_system();  // in host memory before the stream's next event
@@ -51,15 +26,8 @@ __global__ void apply_many(char* base, const WordUpdate* u, uint32_t n, unsigned
   __threadfence();
   for (uint32_t i = 0; i < n; ++i) {
     const WordUpdate w = u[i];
-    const auto op = static_cast<ProxyAtomic>(w.op);
-    unsigned long long was;
-    if (w.width == 8)
-      was = apply(reinterpret_cast<unsigned long long*>(base + w.word), op,
-                  static_cast<unsigned long long>(w.value),
-                  static_cast<unsigned long long>(w.compare));
-    else
-      was = apply(reinterpret_cast<unsigned int*>(base + w.word), op,
-                  static_cast<unsigned int>(w.value), static_cast<unsigned int>(w.compare));
+    const unsigned long long was =
+        apply_width(base + w.word, static_cast<ProxyAtomic>(w.op), w.width, w.value, w.compare);
     if (old != nullptr) reinterpret_cast<volatile unsigned long long*>(old)[i] = was;
   }
   if (old != nullptr) __threadfence_system();  // in host memory before the stream's next event
@@ -72,54 +40,135 @@ const KernelFamily kCopierKernels("network copier",
 
 }  // namespace
 
-Status CudaCopier::create(int device, std::unique_ptr<CudaCopier>* out) {
+Status CudaCopier::create(int device, std::chrono::microseconds linger,
+                          std::unique_ptr<CudaCopier>* out) {
   std::unique_ptr<CudaCopier> c(new CudaCopier(device));
   DeviceScope scope(device);
   GICL_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream_, cudaStreamNonBlocking));
+  GICL_CHECK(CopyAgent::create(device, linger, &c->agent_));
   *out = std::move(c);
   return GICL_SUCCESS;
 }
 
 CudaCopier::~CudaCopier() {
   DeviceScope scope(device_);
-  // Teardown: wait for what was issued, then free; nothing to report a failure to.
+  // Teardown: the agent leaves and releases the stream's waits on it; then wait for what was
+  // issued, and free. Nothing to report a failure to.
+  if (agent_ != nullptr) agent_->stop();
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
-  for (const Pending& p : pending_) (void)cudaEventDestroy(p.event);
+  for (const Pending& p : pending_)
+    if (p.event != nullptr) (void)cudaEventDestroy(p.event);
   for (cudaEvent_t e : free_events_) (void)cudaEventDestroy(e);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
+bool CudaCopier::to_agent(size_t bytes) const {
+  // A held copy takes an entry of its own unless the next operation joins it.
+  return agent_ != nullptr && bytes <= CopyAgent::kCopyMax && !stream_unmarked_ &&
+         stream_marks_ == 0 && agent_->free_entries() > (holding_ ? 1u : 0u);
+}
+
+Status CudaCopier::agent_copy(void* dst, const void* src, size_t bytes) {
+  GICL_CHECK(flush_held());
+  held_ = AgentTask{.kind = AgentTask::kCopy,
+                    .a = reinterpret_cast<uint64_t>(dst),
+                    .b = reinterpret_cast<uint64_t>(src),
+                    .c = bytes};
+  holding_ = true;
+  last_on_agent_ = true;
+  return GICL_SUCCESS;
+}
+
+Status CudaCopier::agent_update(void* word, ProxyAtomic op, uint32_t width, uint64_t value,
+                                uint64_t compare, uint64_t* old) {
+  const uint64_t how = static_cast<uint64_t>(op) << 8 | uint64_t{width} << 16;
+  last_on_agent_ = true;
+  if (holding_ && old == nullptr) {  // the copy before it and the update: one task
+    holding_ = false;
+    held_.kind = AgentTask::kCopyUpdate | how;
+    held_.d = reinterpret_cast<uint64_t>(word);
+    held_.e = value;
+    held_.f = compare;
+    return agent_->post(held_);
+  }
+  GICL_CHECK(flush_held());
+  return agent_->post(AgentTask{.kind = AgentTask::kUpdate | how,
+                                .a = reinterpret_cast<uint64_t>(old),
+                                .d = reinterpret_cast<uint64_t>(word),
+                                .e = value,
+                                .f = compare});
+}
+
+Status CudaCopier::flush_held() {
+  if (!holding_) return GICL_SUCCESS;
+  holding_ = false;
+  return agent_->post(held_);
+}
+
+Status CudaCopier::after_agent() {
+  GICL_CHECK(flush_held());
+  last_on_agent_ = false;
+  stream_unmarked_ = true;
+  if (agent_ == nullptr || agent_->posted() == stream_waited_) return GICL_SUCCESS;
+  stream_waited_ = agent_->posted();
+  if (agent_->done() == stream_waited_) return GICL_SUCCESS;  // finished and visible already
+  const DriverApi* api = nullptr;
+  GICL_CHECK(driver_api(&api));
+  GICL_CU_CHECK(api->cuStreamWaitValue64(stream_, agent_->done_word(), stream_waited_,
+                                         CU_STREAM_WAIT_VALUE_GEQ));
+  return GICL_SUCCESS;
+}
+
 Status CudaCopier::to_host(void* dst, const void* src, size_t bytes) {
+  if (to_agent(bytes)) return agent_copy(dst, src, bytes);
+  GICL_CHECK(after_agent());
   GICL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   return GICL_SUCCESS;
 }
 
 Status CudaCopier::to_device(void* dst, const void* src, size_t bytes) {
+  if (to_agent(bytes)) return agent_copy(dst, src, bytes);
+  GICL_CHECK(after_agent());
   GICL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   return GICL_SUCCESS;
 }
 
 Status CudaCopier::update(void* word, ProxyAtomic op, uint32_t width, uint64_t value) {
-  apply_update<<<1, 1, 0, stream_>>>(word, op, width, value, 0, nullptr);
-  GICL_CUDA_CHECK(cudaGetLastError());
-  return GICL_SUCCESS;
-}
-
-Status CudaCopier::update_many(char* base, const WordUpdate* u, uint32_t n, uint64_t* old) {
-  apply_many<<<1, 1, 0, stream_>>>(base, u, n, reinterpret_cast<unsigned long long*>(old));
-  GICL_CUDA_CHECK(cudaGetLastError());
-  return GICL_SUCCESS;
+  return fetch_update(word, op, width, value, 0, nullptr);
 }
 
 Status CudaCopier::fetch_update(void* word, ProxyAtomic op, uint32_t width, uint64_t value,
                                 uint64_t compare, uint64_t* old) {
+  if (to_agent(0)) return agent_update(word, op, width, value, compare, old);
+  GICL_CHECK(after_agent());
   apply_update<<<1, 1, 0, stream_>>>(word, op, width, value, compare,
                                      reinterpret_cast<unsigned long long*>(old));
   GICL_CUDA_CHECK(cudaGetLastError());
   return GICL_SUCCESS;
 }
 
+Status CudaCopier::update_many(char* base, const WordUpdate* u, uint32_t n, uint64_t* old) {
+  if (to_agent(0)) {
+    GICL_CHECK(flush_held());
+    last_on_agent_ = true;
+    return agent_->post(AgentTask{.kind = AgentTask::kUpdateMany,
+                                  .a = reinterpret_cast<uint64_t>(old),
+                                  .d = reinterpret_cast<uint64_t>(base),
+                                  .e = reinterpret_cast<uint64_t>(u),
+                                  .f = n});
+  }
+  GICL_CHECK(after_agent());
+  apply_many<<<1, 1, 0, stream_>>>(base, u, n, reinterpret_cast<unsigned long long*>(old));
+  GICL_CUDA_CHECK(cudaGetLastError());
+  return GICL_SUCCESS;
+}
+
 Status CudaCopier::mark(uint64_t token) {
+  if (last_on_agent_) {
+    GICL_CHECK(flush_held());
+    pending_.push_back(Pending{nullptr, agent_->posted(), token});
+    return GICL_SUCCESS;
+  }
   cudaEvent_t e;
   if (!free_events_.empty()) {
     e = free_events_.back();
@@ -127,18 +176,30 @@ Status CudaCopier::mark(uint64_t token) {
   } else {
     GICL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
-  pending_.push_back(Pending{e, token});
+  pending_.push_back(Pending{e, 0, token});
   GICL_CUDA_CHECK(cudaEventRecord(e, stream_));
+  stream_unmarked_ = false;
+  ++stream_marks_;
   return GICL_SUCCESS;
 }
 
 Status CudaCopier::poll(std::vector<uint64_t>* done) {
+  if (agent_ != nullptr) {
+    GICL_CHECK(flush_held());
+    GICL_CHECK(agent_->keep_running());
+  }
   while (!pending_.empty()) {
-    const cudaError_t rc = cudaEventQuery(pending_.front().event);
-    if (rc == cudaErrorNotReady) break;
-    GICL_CUDA_CHECK(rc);
-    done->push_back(pending_.front().token);
-    free_events_.push_back(pending_.front().event);
+    const Pending& p = pending_.front();
+    if (p.event == nullptr) {
+      if (agent_->done() < p.agent_at) break;
+    } else {
+      const cudaError_t rc = cudaEventQuery(p.event);
+      if (rc == cudaErrorNotReady) break;
+      GICL_CUDA_CHECK(rc);
+      free_events_.push_back(p.event);
+      --stream_marks_;
+    }
+    done->push_back(p.token);
     pending_.pop_front();
   }
   return GICL_SUCCESS;

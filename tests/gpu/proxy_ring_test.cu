@@ -187,13 +187,23 @@ TEST(ProxyRingGpu, QuietReturnsOnlyAfterTheProxyCompletedEverythingBefore) {
   EXPECT_EQ(f.errors.kind(), 0u);
 }
 
+// The copier's tests run with its copy agent (500 us of linger) and without it (every operation
+// on its stream).
+class CudaCopier : public ::testing::TestWithParam<std::chrono::microseconds> {};
+INSTANTIATE_TEST_SUITE_P(Linger, CudaCopier,
+                         ::testing::Values(std::chrono::microseconds(0),
+                                           std::chrono::microseconds(500)),
+                         [](const auto& info) {
+                           return info.param.count() ? std::string("Agent") : std::string("Stream");
+                         });
+
 // The staged network path's copier: bytes to the GPU and back, signals and atomics (4- and 8-byte
 // words) applied after the copies before them, markers returned in issue order once done.
-TEST(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
+TEST_P(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
   REQUIRE_GPUS(1);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   std::unique_ptr<proxy::CudaCopier> copier;
-  ASSERT_TRUE(proxy::CudaCopier::create(0, &copier).ok()) << last_error();
+  ASSERT_TRUE(proxy::CudaCopier::create(0, GetParam(), &copier).ok()) << last_error();
   const size_t n = 3 << 20;
   char* dev = nullptr;
   char *in = nullptr, *out = nullptr;
@@ -237,11 +247,11 @@ TEST(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
 
 // A staged batch's updates: one launch applies a list read from pinned host memory, in order,
 // after the copies before it; its fetching form stores each old value in host memory.
-TEST(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
+TEST_P(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
   REQUIRE_GPUS(1);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   std::unique_ptr<proxy::CudaCopier> copier;
-  ASSERT_TRUE(proxy::CudaCopier::create(0, &copier).ok()) << last_error();
+  ASSERT_TRUE(proxy::CudaCopier::create(0, GetParam(), &copier).ok()) << last_error();
   char* dev = nullptr;
   proxy::WordUpdate* list = nullptr;
   ASSERT_EQ(cudaMalloc(&dev, 64), cudaSuccess);
@@ -287,11 +297,11 @@ TEST(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
 
 // Fetching updates (the staged path's answers): each stores the word's old value, zero-extended,
 // into pinned host memory in issue order, readable once a later marker completes.
-TEST(CudaCopier, FetchingUpdatesStoreTheOldValueInHostMemory) {
+TEST_P(CudaCopier, FetchingUpdatesStoreTheOldValueInHostMemory) {
   REQUIRE_GPUS(1);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   std::unique_ptr<proxy::CudaCopier> copier;
-  ASSERT_TRUE(proxy::CudaCopier::create(0, &copier).ok()) << last_error();
+  ASSERT_TRUE(proxy::CudaCopier::create(0, GetParam(), &copier).ok()) << last_error();
   uint64_t* dev = nullptr;
   uint64_t* old = nullptr;
   ASSERT_EQ(cudaMalloc(&dev, 16), cudaSuccess);
@@ -327,6 +337,77 @@ TEST(CudaCopier, FetchingUpdatesStoreTheOldValueInHostMemory) {
   EXPECT_EQ(words[0], 3u);
   EXPECT_EQ(words[1], 0xf000000100000000ull);
   cudaFreeHost(old);
+  cudaFree(dev);
+}
+
+// The copy agent runs small copies and updates while the stream has nothing outstanding; stream
+// work after them waits for them on the GPU, and agent work after stream work waits for the
+// stream's marker: overlapping writes land in issue order. An agent that left after its linger is
+// launched again by the next task.
+TEST(CudaCopierAgent, LanesKeepIssueOrderAndALeftAgentIsLaunchedAgain) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::unique_ptr<proxy::CudaCopier> copier;
+  ASSERT_TRUE(proxy::CudaCopier::create(0, std::chrono::microseconds(200), &copier).ok())
+      << last_error();
+  if (copier->agent() == nullptr) GTEST_SKIP() << "the driver has no 64-bit stream wait";
+  const size_t big = 1 << 20, small = 4096;
+  char* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, big + 64), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dev, 0, big + 64), cudaSuccess);
+  char* host = nullptr;  // [a: small][b: big][c: 64][out: small]
+  ASSERT_EQ(
+      cudaHostAlloc(reinterpret_cast<void**>(&host), 2 * small + big + 64, cudaHostAllocMapped),
+      cudaSuccess);
+  char *a = host, *b = a + small, *c = b + big, *out = c + 64;
+  for (size_t i = 0; i < small; ++i) a[i] = static_cast<char>(i * 3 + 1);
+  for (size_t i = 0; i < big; ++i) b[i] = static_cast<char>(i * 5 + (i >> 10));
+  for (size_t i = 0; i < 64; ++i) c[i] = static_cast<char>(0xc0 + i);
+  auto* word = reinterpret_cast<uint64_t*>(dev + big);
+  std::vector<uint64_t> done;
+  const auto wait_for = [&](size_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (done.size() < n && std::chrono::steady_clock::now() < until)
+      ASSERT_TRUE(copier->poll(&done).ok()) << last_error();
+  };
+  // The agent: a small copy and a signal after it, one task.
+  ASSERT_TRUE(copier->to_device(dev, a, small).ok());
+  ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 1).ok());
+  ASSERT_TRUE(copier->mark(1).ok());
+  EXPECT_EQ(copier->agent()->posted(), 1u);
+  // The stream: a large copy over the same bytes, then an update queued behind it there.
+  ASSERT_TRUE(copier->to_device(dev, b, big).ok());
+  ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 10).ok());
+  ASSERT_TRUE(copier->mark(2).ok());
+  EXPECT_EQ(copier->agent()->posted(), 1u);
+  ASSERT_NO_FATAL_FAILURE(wait_for(2));
+  ASSERT_EQ(done, (std::vector<uint64_t>{1, 2}));
+  // The agent again, over the large copy's first bytes: 16-byte aligned (a vector and a tail),
+  // then unaligned; then read back by the agent: three tasks.
+  ASSERT_TRUE(copier->to_device(dev, c, 19).ok());
+  ASSERT_TRUE(copier->to_device(dev + 21, c + 32, 7).ok());
+  ASSERT_TRUE(copier->to_host(out, dev, small).ok());
+  ASSERT_TRUE(copier->mark(3).ok());
+  EXPECT_EQ(copier->agent()->posted(), 4u);
+  ASSERT_NO_FATAL_FAILURE(wait_for(3));
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(std::memcmp(out, c, 19), 0);
+  EXPECT_EQ(out[19], b[19]);
+  EXPECT_EQ(out[20], b[20]);
+  EXPECT_EQ(std::memcmp(out + 21, c + 32, 7), 0);
+  EXPECT_EQ(std::memcmp(out + 28, b + 28, small - 28), 0);
+  // Past its linger the agent has left; the next task launches another.
+  const uint64_t launched = copier->agent()->launched();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 100).ok());
+  ASSERT_TRUE(copier->mark(4).ok());
+  ASSERT_NO_FATAL_FAILURE(wait_for(4));
+  EXPECT_EQ(done, (std::vector<uint64_t>{1, 2, 3, 4}));
+  EXPECT_GT(copier->agent()->launched(), launched);
+  uint64_t w = 0;
+  ASSERT_EQ(cudaMemcpy(&w, word, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(w, 111u);
+  cudaFreeHost(host);
   cudaFree(dev);
 }
 

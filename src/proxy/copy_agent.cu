@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <atomic>
+#include <cstring>
+
+#include "common/cuda.hpp"
+#include "common/kernel_families.hpp"
+#include "proxy/copy_agent.hpp"
+#include "proxy/word_update.cuh"
+
+namespace gicl::proxy {
+namespace {
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ unsigned long long load_acquire_sys(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/// `n` bytes with the whole block: 16-byte loads where both ends are 16-byte aligned, four in
+/// flight per thread (host memory is a PCIe round trip away). Loads bypass L1, which a resident
+/// kernel may still hold from an earlier task's read of the same slot.
+__device__ void block_copy(char* dst, const char* src, size_t n) {
+  constexpr uint32_t kThreads = CopyAgent::kThreads, kUnroll = 4;
+  size_t head = 0;
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0) {
+    const size_t v = n / 16;
+    const auto* s = reinterpret_cast<const int4*>(src);
+    auto* d = reinterpret_cast<int4*>(dst);
+    for (size_t base = 0; base < v; base += kUnroll * kThreads) {
+      int4 r[kUnroll];
+#pragma unroll
+      for (uint32_t k = 0; k < kUnroll; ++k) {
+        const size_t i = base + k * kThreads + threadIdx.x;
+        if (i < v) r[k] = __ldcv(s + i);
+      }
+#pragma unroll
+      for (uint32_t k = 0; k < kUnroll; ++k) {
+        const size_t i = base + k * kThreads + threadIdx.x;
+        if (i < v) d[i] = r[k];
+      }
+    }
+    head = v * 16;
+  }
+  for (size_t i = head + threadIdx.x; i < n; i += kThreads)
+    dst[i] = *reinterpret_cast<const volatile char*>(src + i);
+}
+
+/// Runs tasks from `next` on until none came for `linger_ns` or `quit` is set (both looked at
+/// every 64 polls). A task's stores are visible system-wide before its `done`; an update follows
+/// the copy of its own task and of every task before it.
+__global__ void __launch_bounds__(CopyAgent::kThreads)
+    agent_kernel(const AgentTask* tasks, AgentShared* shared, unsigned long long* dev_done,
+                 unsigned long long next, unsigned long long linger_ns,
+                 unsigned long long generation) {
+  __shared__ unsigned long long w[8];
+  __shared__ bool go;
+  for (;;) {
+    if (threadIdx.x < 32) {
+      const auto* e = reinterpret_cast<const unsigned long long*>(tasks + next % CopyAgent::kTasks);
+      if (threadIdx.x == 0) {
+        const volatile uint32_t* quit = &shared->quit;
+        const unsigned long long since = now_ns();
+        go = false;
+        for (uint32_t i = 1;; ++i) {
+          if (load_acquire_sys(e) == next + 1) {
+            go = true;
+            break;
+          }
+          if (i % 64 == 0 && (*quit != 0 || now_ns() - since >= linger_ns)) break;
+        }
+      }
+      // The seq's acquire by thread 0, then the barrier: the words read below are the task's.
+      __syncwarp();
+      if (go && threadIdx.x < 8)
+        w[threadIdx.x] = reinterpret_cast<const volatile unsigned long long*>(e)[threadIdx.x];
+    }
+    __syncthreads();
+    if (!go) break;
+    const uint32_t kind = w[1] & 0xff;
+    if (kind == AgentTask::kCopy || kind == AgentTask::kCopyUpdate) {
+      block_copy(reinterpret_cast<char*>(w[2]), reinterpret_cast<const char*>(w[3]), w[4]);
+      __syncthreads();  // every thread's part of the copy before the update
+    }
+    if (threadIdx.x == 0 && kind != AgentTask::kCopy) {
+      __threadfence();
+      const auto op = static_cast<ProxyAtomic>((w[1] >> 8) & 0xff);
+      const uint32_t width = (w[1] >> 16) & 0xff;
+      auto* old = reinterpret_cast<volatile unsigned long long*>(w[2]);
+      if (kind == AgentTask::kUpdateMany) {
+        char* base = reinterpret_cast<char*>(w[5]);
+        const volatile WordUpdate* u = reinterpret_cast<const volatile WordUpdate*>(w[6]);
+        for (uint64_t i = 0; i < w[7]; ++i) {
+          const unsigned long long was =
+              apply_width(base + u[i].word, static_cast<ProxyAtomic>(u[i].op), u[i].width,
+                          u[i].value, u[i].compare);
+          if (old != nullptr) old[i] = was;
+        }
+      } else {
+        const unsigned long long was =
+            apply_width(reinterpret_cast<void*>(w[5]), op, width, w[6], w[7]);
+        if (kind == AgentTask::kUpdate && old != nullptr) *old = was;
+      }
+    }
+    __syncthreads();
+    ++next;  // every thread: warp 0 reads the next entry's words
+    if (threadIdx.x == 0) {
+      __threadfence_system();  // every thread's stores of the task (ordered by the barrier)
+      *reinterpret_cast<volatile unsigned long long*>(dev_done) = next;
+      *reinterpret_cast<volatile unsigned long long*>(&shared->done) = next;
+    }
+  }
+  if (threadIdx.x == 0) {
+    __threadfence_system();
+    *reinterpret_cast<volatile unsigned long long*>(&shared->stopped) = generation;
+  }
+}
+
+// Loaded at communicator init: a lazy load at the first task would wait for the kernels that are
+// waiting for that task's signal.
+const KernelFamily kAgentKernels("network copy agent", [] { return load_kernels(agent_kernel); });
+
+}  // namespace
+
+Status CopyAgent::create(int device, std::chrono::microseconds linger,
+                         std::unique_ptr<CopyAgent>* out) {
+  out->reset();
+  if (linger.count() <= 0) return GICL_SUCCESS;
+  const DriverApi* api = nullptr;
+  GICL_CHECK(driver_api(&api));
+  int mem_ops = 0;
+  if (api->cuStreamWaitValue64 != nullptr)
+    GICL_CU_CHECK(api->cuDeviceGetAttribute(
+        &mem_ops, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device));
+  if (mem_ops == 0) {
+    GICL_INFO(kSubsysNet, "network copy agent: off, the driver has no 64-bit stream wait");
+    return GICL_SUCCESS;
+  }
+  std::unique_ptr<CopyAgent> a(new CopyAgent(device, linger));
+  DeviceScope scope(device);
+  int least = 0, greatest = 0;
+  GICL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  GICL_CUDA_CHECK(cudaStreamCreateWithPriority(&a->stream_, cudaStreamNonBlocking, greatest));
+  GICL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&a->tasks_), kTasks * sizeof(AgentTask),
+                                cudaHostAllocMapped));
+  std::memset(a->tasks_, 0, kTasks * sizeof(AgentTask));
+  GICL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&a->shared_), sizeof(AgentShared),
+                                cudaHostAllocMapped));
+  std::memset(a->shared_, 0, sizeof(AgentShared));
+  GICL_CUDA_CHECK(cudaMalloc(&a->dev_done_, sizeof(*a->dev_done_)));
+  GICL_CUDA_CHECK(cudaMemset(a->dev_done_, 0, sizeof(*a->dev_done_)));
+  *out = std::move(a);
+  return GICL_SUCCESS;
+}
+
+CopyAgent::~CopyAgent() {
+  DeviceScope scope(device_);
+  stop();
+  // Teardown: nothing to report a failure to.
+  if (dev_done_ != nullptr) (void)cudaFree(dev_done_);
+  if (shared_ != nullptr) (void)cudaFreeHost(shared_);
+  if (tasks_ != nullptr) (void)cudaFreeHost(tasks_);
+  if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+}
+
+void CopyAgent::stop() {
+  if (quit_ || stream_ == nullptr) return;
+  quit_ = true;
+  std::atomic_ref<uint32_t>(shared_->quit).store(1, std::memory_order_release);
+  (void)cudaStreamSynchronize(stream_);
+  // Every stream wait was for at most posted_: this releases them all.
+  const unsigned long long all = posted_;
+  if (cudaMemcpyAsync(dev_done_, &all, sizeof(all), cudaMemcpyHostToDevice, stream_) == cudaSuccess)
+    (void)cudaStreamSynchronize(stream_);
+}
+
+uint64_t CopyAgent::done() const {
+  return std::atomic_ref<uint64_t>(shared_->done).load(std::memory_order_acquire);
+}
+
+Status CopyAgent::post(const AgentTask& t) {
+  if (free_entries() == 0)
+    return GICL_FAIL(GICL_INTERNAL_ERROR, "network copy agent: a task posted to a full ring of %u",
+                     kTasks);
+  AgentTask& e = tasks_[posted_ % kTasks];
+  std::memcpy(&e.kind, &t.kind, sizeof(AgentTask) - sizeof(e.seq));
+  ++posted_;
+  std::atomic_ref<uint64_t>(e.seq).store(posted_, std::memory_order_release);
+  return keep_running();
+}
+
+Status CopyAgent::keep_running() {
+  const uint64_t finished = done();
+  if (finished == posted_) return GICL_SUCCESS;
+  if (std::atomic_ref<uint64_t>(shared_->stopped).load(std::memory_order_acquire) != launched_)
+    return GICL_SUCCESS;  // the latest generation still runs: it sees the task
+  ++launched_;
+  agent_kernel<<<1, kThreads, 0, stream_>>>(tasks_, shared_, dev_done_, finished,
+                                            static_cast<unsigned long long>(linger_.count()) * 1000,
+                                            launched_);
+  GICL_CUDA_CHECK(cudaGetLastError());
+  return GICL_SUCCESS;
+}
+
+}  // namespace gicl::proxy
