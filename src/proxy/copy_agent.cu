@@ -4,23 +4,15 @@
 
 #include "common/cuda.hpp"
 #include "common/kernel_families.hpp"
+#include "gicl/device/primitives.cuh"
 #include "proxy/copy_agent.hpp"
 #include "proxy/word_update.cuh"
 
 namespace gicl::proxy {
 namespace {
 
-__device__ __forceinline__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__device__ __forceinline__ unsigned long long load_acquire_sys(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
+using dev::detail::global_ns;
+using dev::detail::load_acquire_sys;
 
 /// `n` bytes with the whole block: 16-byte loads where both ends are 16-byte aligned, four in
 /// flight per thread (host memory is a PCIe round trip away). Loads bypass L1, which a resident
@@ -62,23 +54,23 @@ __global__ void __launch_bounds__(CopyAgent::kThreads)
   __shared__ bool go;
   for (;;) {
     if (threadIdx.x < 32) {
-      const auto* e = reinterpret_cast<const unsigned long long*>(tasks + next % CopyAgent::kTasks);
+      const auto* e = reinterpret_cast<const uint64_t*>(tasks + next % CopyAgent::kTasks);
       if (threadIdx.x == 0) {
         const volatile uint32_t* quit = &shared->quit;
-        const unsigned long long since = now_ns();
+        const unsigned long long since = global_ns();
         go = false;
         for (uint32_t i = 1;; ++i) {
           if (load_acquire_sys(e) == next + 1) {
             go = true;
             break;
           }
-          if (i % 64 == 0 && (*quit != 0 || now_ns() - since >= linger_ns)) break;
+          if (i % 64 == 0 && (*quit != 0 || global_ns() - since >= linger_ns)) break;
         }
       }
       // The seq's acquire by thread 0, then the barrier: the words read below are the task's.
       __syncwarp();
       if (go && threadIdx.x < 8)
-        w[threadIdx.x] = reinterpret_cast<const volatile unsigned long long*>(e)[threadIdx.x];
+        w[threadIdx.x] = reinterpret_cast<const volatile uint64_t*>(e)[threadIdx.x];
     }
     __syncthreads();
     if (!go) break;

@@ -65,7 +65,7 @@ CudaCopier::~CudaCopier() {
 bool CudaCopier::to_agent(size_t bytes) const {
   // A held copy takes an entry of its own unless the next operation joins it.
   return agent_ != nullptr && bytes <= CopyAgent::kCopyMax && !stream_unmarked_ &&
-         stream_marks_ == 0 && agent_->free_entries() > (holding_ ? 1u : 0u);
+         stream_marks_ == 0 && agent_->free_entries() > (held_ ? 1u : 0u);
 }
 
 Status CudaCopier::agent_copy(void* dst, const void* src, size_t bytes) {
@@ -74,7 +74,6 @@ Status CudaCopier::agent_copy(void* dst, const void* src, size_t bytes) {
                     .a = reinterpret_cast<uint64_t>(dst),
                     .b = reinterpret_cast<uint64_t>(src),
                     .c = bytes};
-  holding_ = true;
   last_on_agent_ = true;
   return GICL_SUCCESS;
 }
@@ -83,13 +82,14 @@ Status CudaCopier::agent_update(void* word, ProxyAtomic op, uint32_t width, uint
                                 uint64_t compare, uint64_t* old) {
   const uint64_t how = static_cast<uint64_t>(op) << 8 | uint64_t{width} << 16;
   last_on_agent_ = true;
-  if (holding_ && old == nullptr) {  // the copy before it and the update: one task
-    holding_ = false;
-    held_.kind = AgentTask::kCopyUpdate | how;
-    held_.d = reinterpret_cast<uint64_t>(word);
-    held_.e = value;
-    held_.f = compare;
-    return agent_->post(held_);
+  if (held_ && old == nullptr) {  // the copy before it and the update: one task
+    AgentTask t = *held_;
+    held_.reset();
+    t.kind = AgentTask::kCopyUpdate | how;
+    t.d = reinterpret_cast<uint64_t>(word);
+    t.e = value;
+    t.f = compare;
+    return agent_->post(t);
   }
   GICL_CHECK(flush_held());
   return agent_->post(AgentTask{.kind = AgentTask::kUpdate | how,
@@ -100,9 +100,10 @@ Status CudaCopier::agent_update(void* word, ProxyAtomic op, uint32_t width, uint
 }
 
 Status CudaCopier::flush_held() {
-  if (!holding_) return GICL_SUCCESS;
-  holding_ = false;
-  return agent_->post(held_);
+  if (!held_) return GICL_SUCCESS;
+  const AgentTask t = *held_;
+  held_.reset();
+  return agent_->post(t);
 }
 
 Status CudaCopier::after_agent() {

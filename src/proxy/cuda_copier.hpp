@@ -20,6 +20,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "proxy/copier.hpp"
@@ -71,12 +72,11 @@ class CudaCopier : public Copier {
   int device_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<CopyAgent> agent_;
-  AgentTask held_{};
-  bool holding_ = false;
-  bool last_on_agent_ = false;    // the lane of the last operation: its marker's
-  bool stream_unmarked_ = false;  // stream work issued after the stream's last marker
-  uint32_t stream_marks_ = 0;     // stream markers not yet complete
-  uint64_t stream_waited_ = 0;    // the agent's count the stream has waited for
+  std::optional<AgentTask> held_;  // a copy that the next update may join
+  bool last_on_agent_ = false;     // the lane of the last operation: its marker's
+  bool stream_unmarked_ = false;   // stream work issued after the stream's last marker
+  uint32_t stream_marks_ = 0;      // stream markers not yet complete
+  uint64_t stream_waited_ = 0;     // the agent's count the stream has waited for
   std::deque<Pending> pending_;
   std::vector<cudaEvent_t> free_events_;
 };
