@@ -10,6 +10,7 @@
 
 #include "common/cuda.hpp"
 #include "common/log.hpp"
+#include "common/rank_list.hpp"
 #include "common/settings.hpp"
 #include "core/comm.hpp"
 #include "core/device_state.hpp"
@@ -22,6 +23,7 @@
 #include "proxy/staged_delivery.hpp"
 #include "topology/machine.hpp"
 #include "topology/nic_affinity.hpp"
+#include "topology/peer_info.hpp"
 
 namespace gicl {
 
@@ -65,11 +67,17 @@ Status backend_setting(std::string* which, net::Backend* backend) {
   return GICL_SUCCESS;
 }
 
-/// Every rank's flag (one byte each): true when all are set.
+/// Every rank's flag, one byte each.
+Status rank_flags(gicl_comm* c, bool mine, std::vector<uint8_t>* v) {
+  v->assign(c->nranks, 0);
+  (*v)[c->rank] = mine ? 1 : 0;
+  return c->bootstrap->allgather(v->data(), 1);
+}
+
+/// Every rank's flag: true when all are set.
 Status all_ranks(gicl_comm* c, bool mine, bool* all, bool* any = nullptr) {
-  std::vector<uint8_t> v(c->nranks, 0);
-  v[c->rank] = mine ? 1 : 0;
-  GICL_CHECK(c->bootstrap->allgather(v.data(), 1));
+  std::vector<uint8_t> v;
+  GICL_CHECK(rank_flags(c, mine, &v));
   *all = std::all_of(v.begin(), v.end(), [](uint8_t x) { return x != 0; });
   if (any != nullptr) *any = std::any_of(v.begin(), v.end(), [](uint8_t x) { return x != 0; });
   return GICL_SUCCESS;
@@ -121,7 +129,35 @@ int choose_core(const gicl_comm* c, const MachineTopology* machine) {
   return proxy_core(*machine, c->peers[c->rank].pci_bus_id, allowed, sharer);
 }
 
-Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine) {
+/// The staged path's streams against this process's hardware queues (check_net_queues), agreed:
+/// a rank whose ranks' streams do not fit fails with the count, every other rank naming it.
+/// `*agent`: whether this rank's copier runs a copy agent.
+Status fit_queues(gicl_comm* c, bool staged, bool* agent) {
+  int64_t agent_us = 0;
+  GICL_CHECK(setting_int(Setting::kNetCopyAgent, &agent_us));
+  *agent = agent_us > 0;
+  std::string why;
+  const Status fits = staged
+                          ? check_net_queues(c->peers, c->rank,
+                                             cuda_work_queues(c->peers[c->rank].mps), agent, &why)
+                          : Status();
+  const std::string error = fits.ok() ? "" : last_error();
+  std::vector<uint8_t> v;
+  GICL_CHECK(rank_flags(c, fits.ok(), &v));
+  if (!fits.ok()) return relay(fits.code(), error.c_str());
+  std::vector<int> short_ranks;
+  for (int r = 0; r < c->nranks; ++r)
+    if (v[r] == 0) short_ranks.push_back(r);
+  if (!short_ranks.empty())
+    return GICL_FAIL(GICL_INVALID_USAGE,
+                     "ranks %s: their network path's streams do not fit their process's hardware "
+                     "queues (CUDA_DEVICE_MAX_CONNECTIONS; their error says how many)",
+                     rank_list(short_ranks).c_str());
+  if (!why.empty()) GICL_WARN(kSubsysNet, "rank %d: %s", c->rank, why.c_str());
+  return GICL_SUCCESS;
+}
+
+Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine, bool agent) {
   const int me = c->rank;
   proxy::NetProxyArgs a;
   a.rank = me;
@@ -166,7 +202,7 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine) {
     a.heap =
         proxy::HeapView{own, heap_bytes, nullptr, std::vector<net::RemoteKey>(c->nranks, bound)};
     int64_t agent_us = 0;
-    GICL_CHECK(setting_int(Setting::kNetCopyAgent, &agent_us));
+    if (agent) GICL_CHECK(setting_int(Setting::kNetCopyAgent, &agent_us));
     GICL_CHECK(
         proxy::CudaCopier::create(c->device, std::chrono::microseconds(agent_us), &n->copier));
     int64_t timeout = 0;
@@ -244,8 +280,10 @@ Status net_path_open(gicl_comm* c) {
               opened.ok() ? "libfabric did not open on some rank" : why.c_str());
     return GICL_SUCCESS;
   }
+  bool agent = false;
+  GICL_CHECK(fit_queues(c, !n->transport->caps().cuda_memory, &agent));
   GICL_CHECK(net::connect_all(*n->transport, *c->bootstrap));
-  GICL_CHECK(open_path(c, n.get(), have_machine ? &machine : nullptr));
+  GICL_CHECK(open_path(c, n.get(), have_machine ? &machine : nullptr, agent));
   GICL_INFO(kSubsysNet, "rank %d: network path %s, %s delivery, proxy on core %d", c->rank,
             n->transport->describe().c_str(), n->staged ? "staged" : "direct", n->proxy_core);
   c->dev->handle.net = n->ring_dev.p;

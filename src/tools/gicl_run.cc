@@ -45,8 +45,9 @@ int usage(FILE* out, int code) {
       "Starts N ranks of `program` on this machine, each with the launcher environment\n"
       "(GICL_RANK, GICL_WORLD_SIZE, GICL_LOCAL_RANK, GICL_ROOT_ADDR,\n"
       "GICL_BOOTSTRAP_SECRET, and to rank 0 the root's listening socket as\n"
-      "GICL_BOOTSTRAP_ROOT_FD), prefixes each output line with its rank, stops every rank\n"
-      "when one fails and exits with the first failing code.\n"
+      "GICL_BOOTSTRAP_ROOT_FD; CUDA_DEVICE_MAX_CONNECTIONS=8 unless set), prefixes each\n"
+      "output line with its rank, stops every rank when one fails and exits with the first\n"
+      "failing code.\n"
       "  -n, --np N          ranks to start (1..4096)\n"
       "  -t, --timeout SEC   stop every rank after SEC seconds (exit 124)\n"
       "  -h, --help          this text\n"
@@ -181,6 +182,9 @@ int main(int argc, char** argv) {
         unsetenv("GICL_BOOTSTRAP_ROOT_FD");
       }
       setenv("GICL_SOCKET_IFNAME", "lo", 0);  // one node: keep bootstrap traffic on loopback
+      // CUDA's hardware queues without MPS; an MPS client gets 2 unless asked, too few for a
+      // rank's stream beside the network path's copier and copy agent (docs/transports.md).
+      setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 0);
       execvp(prog[0], prog);
       std::fprintf(stderr, "gicl-run: cannot run '%s': %s\n", prog[0], std::strerror(errno));
       _exit(127);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -86,6 +87,17 @@ int cuda_work_queues(bool mps) {
   return mps ? 2 : 8;
 }
 
+namespace {
+
+/// Where the queue count came from, for messages: "" when the variable is set.
+const char* queues_source(const PeerInfo& me) {
+  return std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr ? ""
+         : me.mps                                              ? " unset: 2 under MPS"
+                                                               : " unset: 8";
+}
+
+}  // namespace
+
 Status check_work_queues(const std::vector<PeerInfo>& peers, int me, int queues) {
   const int k = ranks_of_process_on_gpu(peers, me);
   if (k <= queues) return GICL_SUCCESS;
@@ -95,11 +107,36 @@ Status check_work_queues(const std::vector<PeerInfo>& peers, int me, int queues)
                    "(CUDA_DEVICE_MAX_CONNECTIONS%s), so a kernel queued behind a partner's would "
                    "wait until GICL_WAIT_TIMEOUT. Set CUDA_DEVICE_MAX_CONNECTIONS=%d (or more) "
                    "before this process starts CUDA, or run one process per rank",
-                   k, peers[me].pci_bus_id, queues,
-                   std::getenv("CUDA_DEVICE_MAX_CONNECTIONS") != nullptr ? ""
-                   : peers[me].mps                                       ? " unset: 2 under MPS"
-                                                                         : " unset: 8",
-                   k);
+                   k, peers[me].pci_bus_id, queues, queues_source(peers[me]), k);
+}
+
+Status check_net_queues(const std::vector<PeerInfo>& peers, int me, int queues, bool* agent,
+                        std::string* why) {
+  const int k = ranks_of_process_on_gpu(peers, me);
+  const int with_agent = 3 * k, without = 2 * k;
+  why->clear();
+  if (!*agent ? without <= queues : with_agent <= queues) return GICL_SUCCESS;
+  if (without <= queues) {
+    *agent = false;
+    char text[320];
+    std::snprintf(
+        text, sizeof(text),
+        "no copy agent: %d rank(s) of this process on GPU %s need %d streams with it "
+        "(their own, the copier's, the agent's) and CUDA gives this process %d hardware "
+        "queues (CUDA_DEVICE_MAX_CONNECTIONS%s); set CUDA_DEVICE_MAX_CONNECTIONS=%d for it",
+        k, peers[me].pci_bus_id, with_agent, queues, queues_source(peers[me]), with_agent);
+    *why = text;
+    return GICL_SUCCESS;
+  }
+  return GICL_FAIL(GICL_INVALID_USAGE,
+                   "%d rank(s) of this process on GPU %s use the staged network path: with each "
+                   "rank's own stream and the copier's, %d streams on %d hardware queues "
+                   "(CUDA_DEVICE_MAX_CONNECTIONS%s), so a copy a peer waits for, queued behind a "
+                   "kernel waiting for that peer, would wait until GICL_WAIT_TIMEOUT. Set "
+                   "CUDA_DEVICE_MAX_CONNECTIONS=%d (%d with the copy agent) before this process "
+                   "starts CUDA, or run one process per rank",
+                   k, peers[me].pci_bus_id, without, queues, queues_source(peers[me]), without,
+                   with_agent);
 }
 
 Status check_shared_gpu_threads(const std::vector<PeerInfo>& peers, int me, bool allowed) {

@@ -142,6 +142,15 @@ int cuda_work_queues(bool mps);
 /// naming CUDA_DEVICE_MAX_CONNECTIONS, at init.
 Status check_work_queues(const std::vector<PeerInfo>& peers, int me, int queues);
 
+/// The staged network path gives each rank two streams beside its own: the copier's, and the
+/// copy agent's while `*agent` (docs/transports.md). A copy or signal that a peer's kernel waits
+/// for, queued behind a kernel of this process that waits for that peer, would wait until
+/// GICL_WAIT_TIMEOUT, so the process's ranks on `me`'s GPU need a hardware queue per stream:
+/// success when ranks x 3 fit `queues`; when only ranks x 2 do, `*agent` becomes false and
+/// `*why` says why; else GICL_INVALID_USAGE naming CUDA_DEVICE_MAX_CONNECTIONS and the count.
+Status check_net_queues(const std::vector<PeerInfo>& peers, int me, int queues, bool* agent,
+                        std::string* why);
+
 /// Ranks of `me`'s process on its GPU beside it: refused (GICL_INVALID_USAGE, naming them and
 /// GICL_SHARED_GPU_THREADS) unless `allowed`. Their kernels wait for kernels of other streams of
 /// the same context, whose start CUDA does not promise.

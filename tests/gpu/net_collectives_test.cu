@@ -16,13 +16,16 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectives/schedule/tables.hpp"
 #include "core/comm.hpp"
+#include "core/net_path.hpp"
 #include "gicl/gicl.h"
 #include "gpu/coll_cases.cuh"
 #include "gpu/gpu_ranks.cuh"
+#include "proxy/cuda_copier.hpp"
 
 namespace gicl::test {
 namespace {
@@ -247,6 +250,89 @@ TEST(NetworkCollectives, TwoNodesByHostId) {
 TEST(NetworkCollectives, TwoNodesOfTwoGpusByHostId) {
   REQUIRE_GPUS(4);
   run(4, "hostid");
+}
+
+/// A thread rank on GPU 0 over the staged path: 20 allreduces, each followed by a barrier (whose
+/// signals the target's copier applies), queued back to back before one synchronize, each sum
+/// checked. `agent`: whether its copier runs a copy agent.
+int queued_calls(gicl_unique_id_t id, int r, bool* agent) {
+  RANK_CUDA(cudaSetDevice(0));
+  gicl_comm_t comm;
+  RANK_OK(gicl_comm_init_rank(&comm, 2, id, r));
+  RANK_CHECK(comm->net != nullptr && comm->net->copier != nullptr, "no staged network path");
+  *agent = comm->net->copier->agent() != nullptr;
+  cudaStream_t s;
+  RANK_CUDA(cudaStreamCreate(&s));
+  constexpr int kCalls = 20, kCount = 8;
+  float* buf = nullptr;
+  RANK_CUDA(cudaMalloc(&buf, kCalls * kCount * sizeof(float)));
+  std::vector<float> in(kCalls * kCount);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((r + 1) * (i + 1));
+  RANK_CUDA(cudaMemcpy(buf, in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice));
+  for (int k = 0; k < kCalls; ++k) {
+    RANK_OK(gicl_allreduce(buf + k * kCount, buf + k * kCount, kCount, gicl_float32, gicl_sum, comm,
+                           s));
+    RANK_OK(gicl_barrier(comm, s));
+  }
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaMemcpy(in.data(), buf, in.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < in.size(); ++i)
+    RANK_CHECK(in[i] == static_cast<float>(3 * (i + 1)), "element %zu: %g, not %g", i, in[i],
+               static_cast<float>(3 * (i + 1)));
+  RANK_CUDA(cudaFree(buf));
+  RANK_CUDA(cudaStreamDestroy(s));
+  RANK_OK(gicl_comm_destroy(comm));
+  return 0;
+}
+
+/// Two ranks as threads of one process on GPU 0 over the staged path. CUDA maps the process's
+/// streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware queues, and each rank has three: its own,
+/// its copier's, its copy agent's; a copy queued behind a kernel that waits for it waits until
+/// the bound (on an MPS client's default 2 queues, a barrier at a benchmark's start timed out).
+/// With 8 queues the calls run with the agents; gicl's check then refuses 3 queues naming the
+/// count on every rank, and on 4 runs without agents (the context keeps the 8 queues it was made
+/// with: those two cases check what gicl makes of the variable).
+TEST(NetworkCollectives, ThreadRanksOnOneGpuHaveAHardwareQueuePerStream) {
+  REQUIRE_GPUS(1);
+  auto results = fork_ranks(1, [&](int) {
+    // Before CUDA starts in this process and before the threads (setenv is not thread-safe).
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
+    setenv("GICL_SHARED_GPU_THREADS", "1", 1);
+    setenv("GICL_WAIT_TIMEOUT", "20000", 1);
+    use_network_path("p2p_disable", 2, 0);
+    auto both = [](const char* queues, bool agents[2], std::string msgs[2]) {
+      setenv("CUDA_DEVICE_MAX_CONNECTIONS", queues, 1);
+      gicl_unique_id_t id;
+      std::vector<int> rc(2, -1);
+      if (gicl_get_unique_id(&id) != GICL_SUCCESS) return rc;
+      std::vector<std::thread> t;
+      for (int r = 0; r < 2; ++r)
+        t.emplace_back([&, r] {
+          rc[r] = queued_calls(id, r, &agents[r]);
+          msgs[r] = gicl_get_last_error();
+        });
+      for (auto& th : t) th.join();
+      return rc;
+    };
+    bool agents[2] = {false, false};
+    std::string msgs[2];
+    std::vector<int> rc = both("8", agents, msgs);
+    for (int r = 0; r < 2; ++r)
+      RANK_CHECK(rc[r] == 0 && agents[r], "8 queues: rank %d gave %d (agent %d) '%s'", r, rc[r],
+                 agents[r], msgs[r].c_str());
+    rc = both("3", agents, msgs);
+    for (int r = 0; r < 2; ++r)
+      RANK_CHECK(rc[r] != 0 && msgs[r].find("CUDA_DEVICE_MAX_CONNECTIONS=4 (6 with the copy "
+                                            "agent)") != std::string::npos,
+                 "3 queues: rank %d gave %d '%s'", r, rc[r], msgs[r].c_str());
+    agents[0] = agents[1] = true;
+    rc = both("4", agents, msgs);
+    for (int r = 0; r < 2; ++r)
+      RANK_CHECK(rc[r] == 0 && !agents[r], "4 queues: rank %d gave %d (agent %d) '%s'", r, rc[r],
+                 agents[r], msgs[r].c_str());
+    return 0;
+  });
+  EXPECT_EQ(results[0].code, 0);
 }
 
 }  // namespace

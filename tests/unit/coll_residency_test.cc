@@ -150,6 +150,55 @@ TEST(Residency, RanksOfOneProcessOnOneGpuNeedAWorkQueueEach) {
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
 }
 
+TEST(Residency, TheStagedNetworkPathNeedsAQueueForTheCopierAndTheAgent) {
+  // Rank 0 alone in its process (an MPS client: 2 queues by default); ranks 1 and 2 two
+  // threads of process 9 on GPU 0.
+  const std::vector<PeerInfo> peers{rank_on(0, true), rank_on(0, true, 132, 100, 9),
+                                    rank_on(0, true, 132, 100, 9)};
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2", 1);
+  struct Case {
+    int me, queues;
+    bool agent;
+    bool ok, agent_after;
+  } cases[] = {
+      {0, 3, true, true, true},    // own stream, the copier's, the agent's
+      {0, 8, true, true, true},    //
+      {0, 2, true, true, false},   // the agent goes, said why
+      {0, 2, false, true, false},  // already off: nothing to say
+      {0, 1, true, false, false},  // not even the copier's
+      {1, 6, true, true, true},    // two ranks: 2 x 3
+      {1, 5, true, true, false},   //
+      {1, 4, true, true, false},   //
+      {1, 3, true, false, false},  // 2 x 2 do not fit
+  };
+  for (const Case& c : cases) {
+    bool agent = c.agent;
+    std::string why = "stale";
+    const Status s = check_net_queues(peers, c.me, c.queues, &agent, &why);
+    const std::string at = "rank " + std::to_string(c.me) + ", " + std::to_string(c.queues) +
+                           " queues, agent " + std::to_string(c.agent);
+    EXPECT_EQ(s.ok(), c.ok) << at;
+    if (!c.ok) {
+      EXPECT_EQ(s.code(), GICL_INVALID_USAGE) << at;
+      const std::string m = last_error();
+      const int k = c.me == 0 ? 1 : 2;
+      const std::string want = "CUDA_DEVICE_MAX_CONNECTIONS=" + std::to_string(2 * k) + " (" +
+                               std::to_string(3 * k) + " with the copy agent)";
+      EXPECT_NE(m.find(want), std::string::npos) << at << ": " << m;
+      continue;
+    }
+    EXPECT_EQ(agent, c.agent_after) << at;
+    if (c.agent && !agent) {
+      const std::string want = "CUDA_DEVICE_MAX_CONNECTIONS=" + std::to_string(c.me == 0 ? 3 : 6);
+      EXPECT_NE(why.find(want), std::string::npos) << at << ": " << why;
+      EXPECT_NE(why.find("no copy agent"), std::string::npos) << at << ": " << why;
+    } else {
+      EXPECT_TRUE(why.empty()) << at << ": " << why;
+    }
+  }
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+}
+
 TEST(Residency, SharersSplitTheMultiprocessors) {
   // Two ranks on one H200 (132 SMs) at one block per SM: 66 each (the alltoall that stalled
   // had 64 + 16 blocks per rank); two per SM: 132.
