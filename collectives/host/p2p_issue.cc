@@ -166,6 +166,11 @@ Status issue_p2p(gicl_comm* comm, CollState* st, cudaStream_t stream,
   // An operation with a rank on the network path goes through the FIFOs and the proxy, which
   // needs the communicator's network path open (GICL_NET=AUTO opens none where libfabric does
   // not open on every rank).
+  if (comm->nranks > kMaxPipeRanks)
+    return GICL_FAIL(GICL_UNSUPPORTED,
+                     "send/recv take communicators of at most %d ranks (the FIFO counts per "
+                     "peer); this one has %d",
+                     kMaxPipeRanks, comm->nranks);
   std::vector<P2pOp> ops = ops_in;
   for (P2pOp& op : ops) {
     op.net = comm->paths[op.peer] == PeerPath::kNetwork ? 1 : 0;

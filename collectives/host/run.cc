@@ -186,8 +186,10 @@ Status run_pipe(gicl_comm* comm, CollState* st, const CollCall& k, const Choice&
   const int n = comm->nranks;
   const size_t E = dtype_size(k.dtype);
   const CollScratch& s = st->scratch;
-  if (n > kMaxDirectRanks)
-    return GICL_FAIL(GICL_UNSUPPORTED, "pipe algorithms support at most %d ranks", kMaxDirectRanks);
+  if (n > kMaxPipeRanks)
+    return GICL_FAIL(GICL_UNSUPPORTED,
+                     "the pipe algorithms take at most %d ranks; this communicator has %d",
+                     kMaxPipeRanks, n);
   PipeArgs a{};
   a.coll = k.coll;
   a.algo = ch.algo;

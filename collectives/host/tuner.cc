@@ -222,10 +222,17 @@ Proto table_proto(const TunerInput& in, Algorithm a) {
 // exchanges of the whole buffer beat the ring's 2(n - 1) steps for allreduce, measured up to
 // 512 KiB on 2 ranks (8 B: 43 against 78 us) and on 2 nodes x 2 GPUs (8 B: 53 against 116 us;
 // 512 KiB: 350 against 393); allgather likewise beyond 2 ranks (2 x 2 at 8 KiB: 52 against 77 us),
-// where on 2 ranks both take one step. Above, and for the other collectives, the ring.
+// where on 2 ranks both take one step. Above, and for the other collectives, the ring. The same
+// choice serves more ranks than kMaxDirectRanks on NVLink: fewer steps for small calls.
 constexpr size_t kNetworkDoublingTo = size_t{512} << 10;
 
-Algorithm network_algorithm(const TunerInput& in) {
+/// Whether the load/store and copy-engine algorithms reach every rank (their kernels keep a
+/// pointer per rank in shared memory).
+bool direct_ok(const TunerInput& in) {
+  return in.all_p2p && in.nranks <= kMaxDirectRanks;
+}
+
+Algorithm pipe_algorithm(const TunerInput& in) {
   if (in.bytes > kNetworkDoublingTo) return Algorithm::kRing;
   if (in.coll == Collective::kAllReduce) return Algorithm::kRecursiveDoubling;
   if (in.coll == Collective::kAllGather && in.nranks > 2) return Algorithm::kRecursiveDoubling;
@@ -236,33 +243,18 @@ Algorithm network_algorithm(const TunerInput& in) {
 
 Choice table_choice(const TunerInput& in) {
   Choice ch{Algorithm::kDirect, Proto::kSimple, 0, false};
-  const bool direct_ok = in.all_p2p && in.nranks <= kMaxDirectRanks;
-  // Some rank only on the network path: the pipe algorithms, whose FIFOs reach each neighbour
-  // over NVLink inside a node and through the proxy between nodes.
-  if (!in.all_p2p) {
-    ch.algo = network_algorithm(in);
+  // Some rank only on the network path, or more ranks than the direct kernels take: the pipe
+  // algorithms, whose FIFOs reach each neighbour over NVLink inside a node and through the proxy
+  // between nodes.
+  if (!direct_ok(in)) {
+    ch.algo = pipe_algorithm(in);
     ch.blocks = blocks_for(ch.algo, in);
     return ch;
   }
-  switch (in.coll) {
-    case Collective::kAllReduce:
-      // One-shot while a flag protocol carries it; two-shot moves half the bytes per rank.
-      if (!direct_ok) {
-        ch.algo = Algorithm::kRing;
-      } else if (table_proto(in, Algorithm::kOneShot) != Proto::kSimple) {
-        ch.algo = Algorithm::kOneShot;
-      } else {
-        ch.algo = Algorithm::kTwoShot;
-      }
-      break;
-    case Collective::kReduceScatter:
-    case Collective::kAllGather:
-    case Collective::kBroadcast:
-      if (!direct_ok) ch.algo = Algorithm::kRing;
-      break;
-    default:
-      break;
-  }
+  // One-shot allreduce while a flag protocol carries it; two-shot moves half the bytes per rank.
+  if (in.coll == Collective::kAllReduce)
+    ch.algo = table_proto(in, Algorithm::kOneShot) != Proto::kSimple ? Algorithm::kOneShot
+                                                                     : Algorithm::kTwoShot;
   ch.blocks = blocks_for(ch.algo, in);
   ch.proto = table_proto(in, ch.algo);
   ch.push_first = push_first_wins(in, ch);
@@ -293,9 +285,10 @@ Choice choose(const TunerConfig& cfg, const TunerInput& in) {
   const int ci = static_cast<int>(in.coll);
   if (!cfg.forced[ci] && send_recv_wins(cfg, in))
     return {Algorithm::kSendRecv, Proto::kSimple, 0, false};
-  // Only the pipe algorithms reach a rank on the network path: a forced load/store or copy-engine
-  // algorithm gives way to the table's there, as NCCL passes over an algorithm a topology lacks.
-  if (cfg.forced[ci] && (in.all_p2p || is_pipe(cfg.algo[ci]))) {
+  // Only the pipe algorithms reach a rank on the network path or more than kMaxDirectRanks ranks:
+  // a forced load/store or copy-engine algorithm gives way to the table's there, as NCCL passes
+  // over an algorithm a topology lacks.
+  if (cfg.forced[ci] && (direct_ok(in) || is_pipe(cfg.algo[ci]))) {
     ch.algo = cfg.algo[ci];
     ch.forced = true;
     ch.blocks = blocks_for(ch.algo, in);

@@ -34,8 +34,8 @@ constexpr int kPipeThreads = 512;
 /// Per-block FIFO state: message counts with every peer (shared memory), loaded from and stored
 /// back to the communicator's sequence table so they continue across launches and graph replays.
 struct Fifo {
-  uint64_t sent[kMaxDirectRanks];
-  uint64_t rcvd[kMaxDirectRanks];
+  uint64_t sent[kMaxPipeRanks];
+  uint64_t rcvd[kMaxPipeRanks];
   int ch;  // the channel
   int fail;
 };

@@ -119,9 +119,8 @@ __device__ bool canonical_reduce_scatter(const gicl_device_comm_t& c, const Coll
   using T = typename DType<D>::Storage;
   const int n = c.nranks, me = c.rank;
   const size_t per = s.slot_bytes / w.esize;
-  __shared__ const T* in[kMaxDirectRanks];
+  __shared__ const T* in[kMaxPipeRanks];
   __shared__ T* out[1];
-  __shared__ uint64_t msg[kMaxDirectRanks];
   size_t mlo, mlen;
   partition(count, n, me, &mlo, &mlen);
   const size_t rounds = (count / n + 1 + per - 1) / per;
@@ -134,12 +133,11 @@ __device__ bool canonical_reduce_scatter(const gicl_device_comm_t& c, const Coll
     }
     if (k * per >= mlen) continue;
     const size_t o0 = mlo + k * per, l = min(per, mlen - k * per);
+    // Message f.rcvd[q] + 1 from every q: recv_end counts each only once all are reduced.
     for (int q = 0; q < n; ++q) {
       if (q == me) continue;
       uint64_t m;
-      const char* slot = recv_begin(c, s, f, q, &m, l * w.esize);
-      if (slot == nullptr) return false;
-      if (threadIdx.x == 0) msg[q] = m;
+      if (recv_begin(c, s, f, q, &m, l * w.esize) == nullptr) return false;
     }
     // The rank block is contiguous in memory run by run; reduce each run over all inputs.
     for (size_t o = 0; o < l;) {
@@ -148,7 +146,7 @@ __device__ bool canonical_reduce_scatter(const gicl_device_comm_t& c, const Coll
       if (threadIdx.x == 0) {
         for (int q = 0; q < n; ++q)
           in[q] = q == me ? reinterpret_cast<const T*>(w.at(o0 + o))
-                          : reinterpret_cast<const T*>(slot_of(s, f, q, msg[q])) + o;
+                          : reinterpret_cast<const T*>(slot_of(s, f, q, f.rcvd[q] + 1)) + o;
         out[0] = reinterpret_cast<T*>(w.at(o0 + o));
       }
       __syncthreads();
@@ -156,7 +154,7 @@ __device__ bool canonical_reduce_scatter(const gicl_device_comm_t& c, const Coll
       o += r;
     }
     for (int q = 0; q < n; ++q)
-      if (q != me) recv_end(c, s, f, q, msg[q]);
+      if (q != me) recv_end(c, s, f, q, f.rcvd[q] + 1);
   }
   return true;
 }

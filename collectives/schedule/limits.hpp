@@ -56,6 +56,10 @@ constexpr size_t ll128_capacity(int nranks) {
 /// Ranks a direct kernel reduces over (pointer tables live in shared memory).
 inline constexpr int kMaxDirectRanks = 64;
 
+/// Ranks of a pipe or point-to-point kernel: its FIFO counts (16 bytes a rank) and the canonical
+/// reduce-scatter's input pointers (8 bytes a rank) live in shared memory, 24 KiB at this count.
+inline constexpr int kMaxPipeRanks = 1024;
+
 /// Operations of one point-to-point launch (a group runs as one or more: p2p_plan.hpp).
 inline constexpr int kMaxP2pOps = 64;
 

@@ -58,7 +58,7 @@ Status device_resources_create(gicl_comm* c) {
     host[paths_off + r] = static_cast<char>(path);
     all_p2p = all_p2p && path != GICL_PATH_NETWORK && slot == r;
   }
-  GICL_CUDA_CHECK(cudaMemcpy(d->tables, host.data(), total, cudaMemcpyHostToDevice));
+  GICL_CHECK(upload_device(d->tables, host.data(), total));
   char* t = static_cast<char*>(d->tables);
   gicl_device_comm_t& h = d->handle;
   h.version = GICL_DEVICE_ABI_VERSION;
@@ -118,10 +118,11 @@ Status device_team(gicl_comm* c, gicl_team* team, gicl_device_team_t* out) {
     return GICL_FAIL(GICL_UNSUPPORTED, "the device API is not available on this communicator");
   auto it = c->dev->team_members.find(team);
   if (it == c->dev->team_members.end()) {
+    DeviceScope scope(c->device);
     int32_t* d = nullptr;
     const size_t bytes = team->members.size() * sizeof(int32_t);
     GICL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d), bytes));
-    GICL_CUDA_CHECK(cudaMemcpy(d, team->members.data(), bytes, cudaMemcpyHostToDevice));
+    GICL_CHECK(upload_device(d, team->members.data(), bytes));
     it = c->dev->team_members.emplace(team, d).first;
   }
   out->size = static_cast<int32_t>(team->members.size());

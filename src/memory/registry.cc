@@ -105,8 +105,8 @@ void BufferRegistry::close_key(const std::string& key) {
 }
 
 Status BufferRegistry::write_row(int index, const std::vector<char*>& row) {
-  GICL_CUDA_CHECK(cudaMemcpy(table_ + static_cast<size_t>(index) * nranks_, row.data(),
-                             row.size() * sizeof(char*), cudaMemcpyHostToDevice));
+  GICL_CHECK(upload_device(table_ + static_cast<size_t>(index) * nranks_, row.data(),
+                           row.size() * sizeof(char*)));
   std::copy(row.begin(), row.end(), host_table_.begin() + static_cast<size_t>(index) * nranks_);
   return GICL_SUCCESS;
 }

@@ -145,7 +145,7 @@ Status CopyAgent::create(int device, std::chrono::microseconds linger,
                                 cudaHostAllocMapped));
   std::memset(a->shared_, 0, sizeof(AgentShared));
   GICL_CUDA_CHECK(cudaMalloc(&a->dev_done_, sizeof(*a->dev_done_)));
-  GICL_CUDA_CHECK(cudaMemset(a->dev_done_, 0, sizeof(*a->dev_done_)));
+  GICL_CHECK(zero_device(a->dev_done_, sizeof(*a->dev_done_)));
   *out = std::move(a);
   return GICL_SUCCESS;
 }

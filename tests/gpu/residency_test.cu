@@ -416,6 +416,128 @@ TEST(CollectiveResidency, SixteenRanksOnOneGpuRunCollectivesAndRefuseFifoSends) 
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
+/// Rank r of n (more than the direct kernels' kMaxDirectRanks) on GPU 0: every collective runs a
+/// pipe algorithm (recursive doubling for small allreduces and allgathers, the ring otherwise),
+/// each result exact; then an LL-sized send/recv ring.
+int pipe_ranks(gicl_unique_id_t id, int n, int r) {
+  RANK_CUDA(cudaSetDevice(0));
+  gicl_comm_t comm;
+  RANK_OK(gicl_comm_init_rank(&comm, n, id, r));
+  // A non-blocking stream, and no call on the legacy stream or cudaFree while a kernel may wait:
+  // a legacy-stream copy waits for every blocking stream of the process, so one thread's copy
+  // would wait for a sibling's kernel that waits for a rank whose kernel is queued behind the copy.
+  cudaStream_t s;
+  RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (prime_stream(s)) return 1;
+  const size_t total = size_t{1} << 18, per = 1000;  // 1 MiB of int32; a rank block of 1000
+  RANK_CHECK(total >= n * per, "%d ranks: %zu-element buffers too small", n, total);
+  int *send = nullptr, *recv = nullptr;
+  RANK_CUDA(cudaMalloc(&send, total * sizeof(int)));
+  RANK_CUDA(cudaMalloc(&recv, total * sizeof(int)));
+  std::vector<int> in(total);
+  for (size_t i = 0; i < total; ++i) in[i] = value(r, i);
+  RANK_CUDA(cudaMemcpyAsync(send, in.data(), total * sizeof(int), cudaMemcpyHostToDevice, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  auto sum_at = [n](size_t i) {
+    int sum = 0;
+    for (int j = 0; j < n; ++j) sum += value(j, i);
+    return sum;
+  };
+  // The first call sets the communicator's collectives up (scratch exchanged with every rank):
+  // outside run_and_check's time bound.
+  RANK_OK(gicl_allreduce(send, recv, 2, gicl_int32, gicl_sum, comm, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  if (no_async_error(comm, "first allreduce")) return 1;
+  for (size_t m : {size_t{2}, total})  // recursive doubling, then the ring
+    if (int rc = run_and_check(
+            comm, m == 2 ? "allreduce 8 B" : "allreduce 1 MiB",
+            [&] { return gicl_allreduce(send, recv, m, gicl_int32, gicl_sum, comm, s); }, recv, m,
+            sum_at, s))
+      return rc;
+  const int root = n - 2;
+  const struct {
+    const char* what;
+    std::function<gicl_result_t()> call;
+    size_t count;
+    std::function<int(size_t)> want;
+  } cases[] = {
+      {"reduce_scatter",
+       [&] { return gicl_reduce_scatter(send, recv, per, gicl_int32, gicl_sum, comm, s); }, per,
+       [&](size_t i) { return sum_at(r * per + i); }},
+      {"allgather", [&] { return gicl_allgather(send, recv, per, gicl_int32, comm, s); }, n * per,
+       [&](size_t i) { return value(static_cast<int>(i / per), i % per); }},
+      {"broadcast", [&] { return gicl_broadcast(send, recv, per, gicl_int32, root, comm, s); }, per,
+       [&](size_t i) { return value(root, i); }},
+      {"alltoall", [&] { return gicl_alltoall(send, recv, per, gicl_int32, comm, s); }, n * per,
+       [&](size_t i) { return value(static_cast<int>(i / per), r * per + i % per); }},
+  };
+  for (const auto& c : cases)
+    if (int rc = run_and_check(comm, c.what, c.call, recv, c.count, c.want, s)) return rc;
+  // Reduce: only the root's buffer is defined.
+  RANK_OK(gicl_reduce(send, recv, per, gicl_int32, gicl_sum, root, comm, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  if (no_async_error(comm, "reduce")) return 1;
+  if (r == root) {
+    std::vector<int> got(per);
+    RANK_CUDA(cudaMemcpyAsync(got.data(), recv, per * sizeof(int), cudaMemcpyDeviceToHost, s));
+    RANK_CUDA(cudaStreamSynchronize(s));
+    for (size_t i = 0; i < per; ++i)
+      RANK_CHECK(got[i] == sum_at(i), "reduce: element %zu is %d, not %d", i, got[i], sum_at(i));
+  }
+  // A ring of sends: to r + 1, from r - 1.
+  const int next = (r + 1) % n, prev = (r + n - 1) % n;
+  auto ring = [&] {
+    gicl_result_t e = gicl_group_start();
+    const gicl_result_t se = gicl_send(send, per, gicl_int32, next, comm, s);
+    const gicl_result_t re = gicl_recv(recv, per, gicl_int32, prev, comm, s);
+    const gicl_result_t ge = gicl_group_end();
+    if (e == GICL_SUCCESS) e = se != GICL_SUCCESS ? se : re;
+    return e != GICL_SUCCESS ? e : ge;
+  };
+  if (int rc = run_and_check(
+          comm, "send/recv ring", ring, recv, per, [&](size_t i) { return value(prev, i); }, s))
+    return rc;
+  // Every rank past its last kernel before cudaFree synchronizes the device.
+  RANK_OK(gicl_barrier(comm, s));
+  RANK_CUDA(cudaStreamSynchronize(s));
+  RANK_CUDA(cudaFree(send));
+  RANK_CUDA(cudaFree(recv));
+  RANK_CUDA(cudaStreamDestroy(s));
+  RANK_OK(gicl_comm_destroy(comm));
+  return 0;
+}
+
+/// 72 ranks on one GPU (an NVLink domain of 72 GPUs has as many): 3 MPS clients of 24 thread
+/// ranks each, beyond the direct kernels' 64, so every collective takes the pipe algorithms.
+TEST(CollectiveResidency, SeventyTwoRanksOnOneGpuRunThePipeAlgorithms) {
+  REQUIRE_GPUS(1);
+  if (!mps_on_gpu0())
+    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
+                    "run their grids at once";
+  constexpr int kProcesses = 3, kThreads = 24, n = kProcesses * kThreads;
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+  auto results = fork_ranks(
+      kProcesses,
+      [&](int p) {
+        // Before CUDA starts and before the threads: a hardware queue per rank's stream.
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(kThreads).c_str(), 1);
+        setenv("GICL_SHARED_GPU_THREADS", "1", 1);
+        setenv("GICL_WAIT_TIMEOUT", "10000", 1);
+        std::vector<int> rc(kThreads, -1);
+        std::vector<std::thread> t;
+        for (int k = 0; k < kThreads; ++k)
+          t.emplace_back([&, k] { rc[k] = pipe_ranks(id, n, p * kThreads + k); });
+        for (auto& th : t) th.join();
+        for (int k = 0; k < kThreads; ++k)
+          if (rc[k] != 0) return 100 + k;
+        return 0;
+      },
+      300000);
+  for (int p = 0; p < kProcesses; ++p)
+    EXPECT_EQ(results[p].code, 0) << "process " << p << " (100 + k: its thread k failed)";
+}
+
 // Clients with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 see a quarter of the multiprocessors
 // (32 of an H200's 132) and the limit keeps to that share, not a second quarter of it: four of
 // them fill 128.

@@ -86,6 +86,30 @@ TEST_P(Schedules, ExactResultsFor1To64Ranks) {
   }
 }
 
+// The pipe algorithms beyond the direct kernels' 64 ranks (the tuner's choice there), up to
+// kMaxPipeRanks: every collective each runs.
+TEST(Schedules, PipeAlgorithmsAreExactBeyond64Ranks) {
+  std::mt19937 rng(4321);
+  for (const Pair& pr : kPairs) {
+    if (pr.algo != Algorithm::kRing && pr.algo != Algorithm::kRecursiveDoubling &&
+        pr.algo != Algorithm::kRabenseifner)
+      continue;
+    for (int n : {65, 72, 127, 200, kMaxPipeRanks}) {
+      // At the most ranks one count: the simulator moves n^2 blocks a step.
+      const std::vector<size_t> counts =
+          n == kMaxPipeRanks ? std::vector<size_t>{size_t(n)} : counts_for(pr.coll, n, rng, false);
+      for (size_t count : counts) {
+        Shape sh{pr.coll, pr.algo, n, count};
+        sh.root = static_cast<int>(rng() % n);
+        sh.chunks = 1 + static_cast<int>(rng() % 4);
+        const SimResult r = simulate(sh, rng());
+        ASSERT_TRUE(r.ok) << collective_name(pr.coll) << " " << algorithm_name(pr.algo) << " n "
+                          << n << " count " << count << ": " << r.error;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Schedules, ::testing::ValuesIn(kPairs), [](const auto& info) {
   return std::string(collective_name(info.param.coll)) + "_" + algorithm_name(info.param.algo);
 });

@@ -33,8 +33,33 @@ TEST(Tuner, AllReduceTableFollowsTheMeasuredCrossovers) {
   // No load/store path to every rank: the pipe algorithms.
   EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, 2, false)).algo,
             Algorithm::kRecursiveDoubling);
-  EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, kMaxDirectRanks + 1)).algo,
-            Algorithm::kRing);
+}
+
+// More ranks than the direct kernels take (an NVLink domain of 72 GPUs, say): every collective
+// runs a pipe algorithm, as across nodes, and a forced load/store or copy-engine algorithm gives
+// way to it; up to kMaxPipeRanks.
+TEST(Tuner, MoreRanksThanTheDirectKernelsTakeRunThePipeAlgorithms) {
+  for (int n : {kMaxDirectRanks + 1, 72, 256, kMaxPipeRanks}) {
+    EXPECT_EQ(table_choice(in(Collective::kAllReduce, 8, n)).algo, Algorithm::kRecursiveDoubling)
+        << n;
+    EXPECT_EQ(table_choice(in(Collective::kAllReduce, 64 << 20, n)).algo, Algorithm::kRing) << n;
+    EXPECT_EQ(table_choice(in(Collective::kAllGather, 4096, n)).algo, Algorithm::kRecursiveDoubling)
+        << n;
+    for (Collective k : {Collective::kReduceScatter, Collective::kBroadcast, Collective::kReduce,
+                         Collective::kAllToAll})
+      EXPECT_EQ(table_choice(in(k, 4096, n)).algo, Algorithm::kRing) << n;
+    TunerConfig cfg;
+    ASSERT_TRUE(parse_algo_setting("allreduce:one_shot,alltoall:copy_engine", &cfg).ok());
+    const Choice a = choose(cfg, in(Collective::kAllReduce, 8, n));
+    EXPECT_EQ(a.algo, Algorithm::kRecursiveDoubling) << n;
+    EXPECT_FALSE(a.forced) << n;
+    EXPECT_EQ(choose(cfg, in(Collective::kAllToAll, 1 << 20, n)).algo, Algorithm::kRing) << n;
+    ASSERT_TRUE(parse_algo_setting("allreduce:ring", &cfg).ok());
+    EXPECT_EQ(choose(cfg, in(Collective::kAllReduce, 8, n)).algo, Algorithm::kRing) << n;
+  }
+  // At kMaxDirectRanks the direct kernels still run.
+  EXPECT_EQ(table_choice(in(Collective::kAllToAll, 4096, kMaxDirectRanks)).algo,
+            Algorithm::kDirect);
 }
 
 TEST(Tuner, BlocksGrowWithSizeWithinLimits) {
