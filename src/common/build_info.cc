@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "common/log.hpp"
+#include "common/shared_library.hpp"
 #include "gicl/version.h"
 
 // The build's options come from CMake (src/CMakeLists.txt) as definitions on this file alone.
@@ -36,13 +37,23 @@ std::string build_options() {
   return buf;
 }
 
+/// The driver's version from libcuda itself, 0 without one. cuDriverGetVersion answers before
+/// cuInit, where the runtime's cudaDriverGetVersion starts CUDA in this process, and a process
+/// that has started CUDA cannot pass it to the ranks it forks afterwards (their first call fails
+/// with "initialization error"): the banner must not be that first call.
+int driver_version() {
+  static SharedLibrary lib("libcuda.so.1", "the NVIDIA driver is not installed");
+  int (*get)(int*) = nullptr;
+  int v = 0;
+  if (!lib.loaded() || !lib.sym("cuDriverGetVersion", &get) || get(&v) != 0) return 0;
+  return v;
+}
+
 std::string version_banner() {
-  // Both queries answer without a GPU: the static runtime its own version, the driver 0 when
-  // no driver is installed.
-  int runtime = 0, driver = 0;
+  // Neither query starts CUDA: the static runtime answers its own version.
+  int runtime = 0;
   if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
-  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
-  cudaGetLastError();
+  const int driver = driver_version();
   char buf[512];
   std::snprintf(buf, sizeof(buf), "gicl %d.%d.%d (%s); CUDA runtime %s (built with %s), driver %s",
                 GICL_MAJOR, GICL_MINOR, GICL_PATCH, build_options().c_str(),

@@ -102,5 +102,25 @@ TEST(KernelLoading, AfterADeviceResetTheNewContextIsLoadedToo) {
   EXPECT_EQ(results[0].code, 0);
 }
 
+/// With GICL_DEBUG=INFO a process's first gicl call logs the version banner, the driver's version
+/// among it. The banner must not start CUDA in that process: ranks it forks afterwards (test
+/// harnesses, Python's fork start method) could not use CUDA ("initialization error").
+TEST(KernelLoading, TheVersionBannerLeavesCudaToForkedRanks) {
+  REQUIRE_GPUS(1);
+  auto results = fork_ranks(1, [](int) {
+    setenv("GICL_DEBUG", "INFO", 1);
+    gicl_unique_id_t id;
+    if (gicl_get_unique_id(&id) != GICL_SUCCESS) return 2;
+    return fork_ranks(
+               1,
+               [](int) {
+                 return cudaSetDevice(0) == cudaSuccess && cudaFree(nullptr) == cudaSuccess ? 0 : 3;
+               })[0]
+        .code;
+  });
+  EXPECT_EQ(results[0].code, 0)
+      << "2: gicl_get_unique_id failed; 3: CUDA failed in the forked rank";
+}
+
 }  // namespace
 }  // namespace gicl::test
