@@ -44,6 +44,25 @@ bool mps_on_gpu0() {
   return gpu0_attribute(cudaDevAttrMpsEnabled) == 1;
 }
 
+#define REQUIRE_MPS_ON_GPU0()                                                                     \
+  do {                                                                                            \
+    if (!mps_on_gpu0())                                                                           \
+      GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never " \
+                      "run their grids at once";                                                  \
+  } while (0)
+
+/// One group of a send of `count` ints from `send` to `to` and a receive into `recv` from `from`:
+/// the first error of the four calls.
+gicl_result_t send_recv(const int* send, int* recv, size_t count, int to, int from,
+                        gicl_comm_t comm, cudaStream_t s) {
+  gicl_result_t e = gicl_group_start();
+  const gicl_result_t se = gicl_send(send, count, gicl_int32, to, comm, s);
+  const gicl_result_t re = gicl_recv(recv, count, gicl_int32, from, comm, s);
+  const gicl_result_t ge = gicl_group_end();
+  if (e == GICL_SUCCESS) e = se != GICL_SUCCESS ? se : re;
+  return e != GICL_SUCCESS ? e : ge;
+}
+
 /// Element i of rank `rank`'s send buffer in every test here.
 int value(int rank, size_t i) {
   return rank * 1000003 + static_cast<int>(i % 999983);
@@ -249,9 +268,7 @@ void wide_calls_on_2_and_4_ranks(const char* percent) {
 
 TEST(CollectiveResidency, RanksSharingAGpuUnderMpsRunTheWidestGrids) {
   REQUIRE_GPUS(1);
-  if (!mps_on_gpu0())
-    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
-                    "run their grids at once";
+  REQUIRE_MPS_ON_GPU0();
   wide_calls_on_2_and_4_ranks(nullptr);
 }
 
@@ -355,14 +372,7 @@ int many_ranks(gicl_unique_id_t id, int n, int r) {
     return rc;
   // Send/recv with the neighbour: 16 KiB (LL) runs; 1 MiB (FIFO channels) is refused.
   const int peer = r ^ 1;
-  auto exchange = [&](size_t count) {
-    gicl_result_t e = gicl_group_start();
-    const gicl_result_t se = gicl_send(send, count, gicl_int32, peer, comm, s);
-    const gicl_result_t re = gicl_recv(recv, count, gicl_int32, peer, comm, s);
-    const gicl_result_t ge = gicl_group_end();
-    if (e == GICL_SUCCESS) e = se != GICL_SUCCESS ? se : re;
-    return e != GICL_SUCCESS ? e : ge;
-  };
+  auto exchange = [&](size_t count) { return send_recv(send, recv, count, peer, peer, comm, s); };
   if (int rc = run_and_check(
           comm, "send/recv 16 KiB", [&] { return exchange(size_t{4} << 10); }, recv,
           size_t{4} << 10, [&](size_t i) { return value(peer, i); }, s))
@@ -405,9 +415,7 @@ int many_ranks(gicl_unique_id_t id, int n, int r) {
 
 TEST(CollectiveResidency, SixteenRanksOnOneGpuRunCollectivesAndRefuseFifoSends) {
   REQUIRE_GPUS(1);
-  if (!mps_on_gpu0())
-    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
-                    "run their grids at once";
+  REQUIRE_MPS_ON_GPU0();
   const int n = 16;
   gicl_unique_id_t id;
   ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
@@ -486,14 +494,7 @@ int pipe_ranks(gicl_unique_id_t id, int n, int r) {
   }
   // A ring of sends: to r + 1, from r - 1.
   const int next = (r + 1) % n, prev = (r + n - 1) % n;
-  auto ring = [&] {
-    gicl_result_t e = gicl_group_start();
-    const gicl_result_t se = gicl_send(send, per, gicl_int32, next, comm, s);
-    const gicl_result_t re = gicl_recv(recv, per, gicl_int32, prev, comm, s);
-    const gicl_result_t ge = gicl_group_end();
-    if (e == GICL_SUCCESS) e = se != GICL_SUCCESS ? se : re;
-    return e != GICL_SUCCESS ? e : ge;
-  };
+  auto ring = [&] { return send_recv(send, recv, per, next, prev, comm, s); };
   if (int rc = run_and_check(
           comm, "send/recv ring", ring, recv, per, [&](size_t i) { return value(prev, i); }, s))
     return rc;
@@ -511,9 +512,7 @@ int pipe_ranks(gicl_unique_id_t id, int n, int r) {
 /// ranks each, beyond the direct kernels' 64, so every collective takes the pipe algorithms.
 TEST(CollectiveResidency, SeventyTwoRanksOnOneGpuRunThePipeAlgorithms) {
   REQUIRE_GPUS(1);
-  if (!mps_on_gpu0())
-    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
-                    "run their grids at once";
+  REQUIRE_MPS_ON_GPU0();
   constexpr int kProcesses = 3, kThreads = 24, n = kProcesses * kThreads;
   gicl_unique_id_t id;
   ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
@@ -543,9 +542,7 @@ TEST(CollectiveResidency, SeventyTwoRanksOnOneGpuRunThePipeAlgorithms) {
 // them fill 128.
 TEST(CollectiveResidency, RanksWithAnMpsThreadPercentageKeepToTheirShare) {
   REQUIRE_GPUS(1);
-  if (!mps_on_gpu0())
-    GTEST_SKIP() << "needs MPS on GPU 0 (nvidia-cuda-mps-control -d): time-sliced ranks never "
-                    "run their grids at once";
+  REQUIRE_MPS_ON_GPU0();
   const int all = gpu0_attribute(cudaDevAttrMultiProcessorCount),
             quarter = gpu0_attribute(cudaDevAttrMultiProcessorCount, "25");
   ASSERT_GT(quarter, 0);
