@@ -79,7 +79,7 @@ class Driver {
   void setup() {
     // A hardware queue for every rank's stream and, on the staged network path, its copier's and
     // copy agent's, should ranks share a GPU (an MPS client gets 2 by default). CUDA reads the
-    // variable when it starts in this process, at the first call below.
+    // variable once, when it starts in this process (cudaGetDeviceCount below).
     if (o_.gpus > 1)
       setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(std::clamp(3 * o_.gpus, 8, 32)).c_str(),
              0);

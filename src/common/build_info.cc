@@ -38,9 +38,9 @@ std::string build_options() {
 }
 
 /// The driver's version from libcuda itself, 0 without one. cuDriverGetVersion answers before
-/// cuInit, where the runtime's cudaDriverGetVersion starts CUDA in this process, and a process
-/// that has started CUDA cannot pass it to the ranks it forks afterwards (their first call fails
-/// with "initialization error"): the banner must not be that first call.
+/// cuInit, where the runtime's cudaDriverGetVersion starts CUDA in this process; a process that
+/// has started CUDA cannot hand it to the ranks it forks (CUDA fails in them with "initialization
+/// error"), so logging the banner must not start it.
 int driver_version() {
   static SharedLibrary lib("libcuda.so.1", "the NVIDIA driver is not installed");
   int (*get)(int*) = nullptr;

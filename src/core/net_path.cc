@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -131,16 +132,17 @@ int choose_core(const gicl_comm* c, const MachineTopology* machine) {
 
 /// The staged path's streams against this process's hardware queues (check_net_queues), agreed:
 /// a rank whose ranks' streams do not fit fails with the count, every other rank naming it.
-/// `*agent`: whether this rank's copier runs a copy agent.
-Status fit_queues(gicl_comm* c, bool staged, bool* agent) {
+/// `*linger`: this rank's copy agent's (GICL_NET_COPY_AGENT), 0 where it runs none.
+Status fit_queues(gicl_comm* c, bool staged, std::chrono::microseconds* linger) {
   int64_t agent_us = 0;
   GICL_CHECK(setting_int(Setting::kNetCopyAgent, &agent_us));
-  *agent = agent_us > 0;
+  bool agent = agent_us > 0;
   std::string why;
   const Status fits = staged
                           ? check_net_queues(c->peers, c->rank,
-                                             cuda_work_queues(c->peers[c->rank].mps), agent, &why)
+                                             cuda_work_queues(c->peers[c->rank].mps), &agent, &why)
                           : Status();
+  *linger = std::chrono::microseconds(agent ? agent_us : 0);
   const std::string error = fits.ok() ? "" : last_error();
   std::vector<uint8_t> v;
   GICL_CHECK(rank_flags(c, fits.ok(), &v));
@@ -157,7 +159,8 @@ Status fit_queues(gicl_comm* c, bool staged, bool* agent) {
   return GICL_SUCCESS;
 }
 
-Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine, bool agent) {
+Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
+                 std::chrono::microseconds linger) {
   const int me = c->rank;
   proxy::NetProxyArgs a;
   a.rank = me;
@@ -201,10 +204,7 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine, bool 
     bound.bytes = heap_bytes;  // every heap reserves the same range: it bounds requests
     a.heap =
         proxy::HeapView{own, heap_bytes, nullptr, std::vector<net::RemoteKey>(c->nranks, bound)};
-    int64_t agent_us = 0;
-    if (agent) GICL_CHECK(setting_int(Setting::kNetCopyAgent, &agent_us));
-    GICL_CHECK(
-        proxy::CudaCopier::create(c->device, std::chrono::microseconds(agent_us), &n->copier));
+    GICL_CHECK(proxy::CudaCopier::create(c->device, linger, &n->copier));
     int64_t timeout = 0;
     GICL_CHECK(setting_int(Setting::kNetTimeout, &timeout));
     a.delivery = proxy::make_staged_delivery(n->transport.get(), me, a.heap, sv, n->copier.get(),
@@ -280,10 +280,10 @@ Status net_path_open(gicl_comm* c) {
               opened.ok() ? "libfabric did not open on some rank" : why.c_str());
     return GICL_SUCCESS;
   }
-  bool agent = false;
-  GICL_CHECK(fit_queues(c, !n->transport->caps().cuda_memory, &agent));
+  std::chrono::microseconds linger{0};
+  GICL_CHECK(fit_queues(c, !n->transport->caps().cuda_memory, &linger));
   GICL_CHECK(net::connect_all(*n->transport, *c->bootstrap));
-  GICL_CHECK(open_path(c, n.get(), have_machine ? &machine : nullptr, agent));
+  GICL_CHECK(open_path(c, n.get(), have_machine ? &machine : nullptr, linger));
   GICL_INFO(kSubsysNet, "rank %d: network path %s, %s delivery, proxy on core %d", c->rank,
             n->transport->describe().c_str(), n->staged ? "staged" : "direct", n->proxy_core);
   c->dev->handle.net = n->ring_dev.p;

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "common/cuda.hpp"
 #include "gicl/gicl.h"
@@ -50,6 +53,15 @@ inline void use_network_path(const std::string& how, int n, int r) {
 inline int env_count(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v != nullptr ? std::max(1, std::atoi(v)) : fallback;
+}
+
+/// `rank(k)` on n threads of this process at once; their results in k's order.
+inline std::vector<int> thread_ranks(int n, const std::function<int(int)>& rank) {
+  std::vector<int> rc(n, -1);
+  std::vector<std::thread> t;
+  for (int k = 0; k < n; ++k) t.emplace_back([&, k] { rc[k] = rank(k); });
+  for (auto& th : t) th.join();
+  return rc;
 }
 
 /// Rank r of n on GPU r % gpus.

@@ -102,9 +102,10 @@ TEST(KernelLoading, AfterADeviceResetTheNewContextIsLoadedToo) {
   EXPECT_EQ(results[0].code, 0);
 }
 
-/// With GICL_DEBUG=INFO a process's first gicl call logs the version banner, the driver's version
-/// among it. The banner must not start CUDA in that process: ranks it forks afterwards (test
-/// harnesses, Python's fork start method) could not use CUDA ("initialization error").
+/// With GICL_DEBUG=INFO gicl logs the version banner, the driver's version among it, once per
+/// process, at its first communicator or unique id. The banner must not start CUDA in that process:
+/// ranks it forks afterwards (test harnesses, Python's fork start method) could not use CUDA
+/// ("initialization error").
 TEST(KernelLoading, TheVersionBannerLeavesCudaToForkedRanks) {
   REQUIRE_GPUS(1);
   auto results = fork_ranks(1, [](int) {

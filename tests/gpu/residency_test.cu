@@ -115,16 +115,22 @@ int run_and_check(gicl_comm_t comm, const char* what, const std::function<gicl_r
   return 0;
 }
 
+/// Rank r of n on GPU 0 with a primed non-blocking stream: thread ranks of one process keep off
+/// the legacy stream, which waits for every blocking stream of the process.
+int start_on_gpu0(gicl_unique_id_t id, int n, int r, gicl_comm_t* comm, cudaStream_t* s) {
+  RANK_CUDA(cudaSetDevice(0));
+  RANK_OK(gicl_comm_init_rank(comm, n, id, r));
+  RANK_CUDA(cudaStreamCreateWithFlags(s, cudaStreamNonBlocking));
+  return prime_stream(*s);
+}
+
 /// The widest calls on rank r of n; then, when `id_ll` is given, the LL one-shot on a second
 /// communicator (it sets GICL_PROTO: processes of their own only).
 int wide_calls(gicl_unique_id_t id, const gicl_unique_id_t* id_ll, int n, int r) {
   if (!std::getenv("GICL_WAIT_TIMEOUT")) setenv("GICL_WAIT_TIMEOUT", "2000", 1);
-  RANK_CUDA(cudaSetDevice(0));
   gicl_comm_t comm;
-  RANK_OK(gicl_comm_init_rank(&comm, n, id, r));
   cudaStream_t s;
-  RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  if (prime_stream(s)) return 1;
+  if (start_on_gpu0(id, n, r, &comm, &s)) return 1;
   const size_t bytes = size_t{64} << 20, total = bytes / sizeof(int), block = total / n;
   int *send = nullptr, *recv = nullptr;
   RANK_OK(gicl_mem_alloc(comm, bytes, reinterpret_cast<void**>(&send)));
@@ -289,11 +295,7 @@ TEST(CollectiveResidency, RanksOfOneProcessOnOneGpuRunTheWidestGrids) {
     auto run = [](int n, const std::function<int(gicl_unique_id_t, int)>& rank) {
       gicl_unique_id_t id;
       if (gicl_get_unique_id(&id) != GICL_SUCCESS) return std::vector<int>(n, -2);
-      std::vector<int> rc(n, -1);
-      std::vector<std::thread> t;
-      for (int r = 0; r < n; ++r) t.emplace_back([&, r] { rc[r] = rank(id, r); });
-      for (auto& th : t) th.join();
-      return rc;
+      return thread_ranks(n, [&](int r) { return rank(id, r); });
     };
     // n ranks' inits on GPU 0, each rank's result and last error in msgs (expected to fail).
     auto inits = [&](int n, std::vector<std::string>* msgs) {
@@ -428,15 +430,11 @@ TEST(CollectiveResidency, SixteenRanksOnOneGpuRunCollectivesAndRefuseFifoSends) 
 /// pipe algorithm (recursive doubling for small allreduces and allgathers, the ring otherwise),
 /// each result exact; then an LL-sized send/recv ring.
 int pipe_ranks(gicl_unique_id_t id, int n, int r) {
-  RANK_CUDA(cudaSetDevice(0));
+  // Nothing on the legacy stream, and no cudaFree while a kernel may wait: a sibling's kernel
+  // may wait for a rank whose kernel is queued behind it (docs/design/sharing-a-gpu.md).
   gicl_comm_t comm;
-  RANK_OK(gicl_comm_init_rank(&comm, n, id, r));
-  // A non-blocking stream, and no call on the legacy stream or cudaFree while a kernel may wait:
-  // a legacy-stream copy waits for every blocking stream of the process, so one thread's copy
-  // would wait for a sibling's kernel that waits for a rank whose kernel is queued behind the copy.
   cudaStream_t s;
-  RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  if (prime_stream(s)) return 1;
+  if (start_on_gpu0(id, n, r, &comm, &s)) return 1;
   const size_t total = size_t{1} << 18, per = 1000;  // 1 MiB of int32; a rank block of 1000
   RANK_CHECK(total >= n * per, "%d ranks: %zu-element buffers too small", n, total);
   int *send = nullptr, *recv = nullptr;
@@ -451,8 +449,8 @@ int pipe_ranks(gicl_unique_id_t id, int n, int r) {
     for (int j = 0; j < n; ++j) sum += value(j, i);
     return sum;
   };
-  // The first call sets the communicator's collectives up (scratch exchanged with every rank):
-  // outside run_and_check's time bound.
+  // A communicator's first collective sets its collectives up (scratch exchanged with every
+  // rank): outside run_and_check's time bound.
   RANK_OK(gicl_allreduce(send, recv, 2, gicl_int32, gicl_sum, comm, s));
   RANK_CUDA(cudaStreamSynchronize(s));
   if (no_async_error(comm, "first allreduce")) return 1;
@@ -523,11 +521,8 @@ TEST(CollectiveResidency, SeventyTwoRanksOnOneGpuRunThePipeAlgorithms) {
         setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(kThreads).c_str(), 1);
         setenv("GICL_SHARED_GPU_THREADS", "1", 1);
         setenv("GICL_WAIT_TIMEOUT", "10000", 1);
-        std::vector<int> rc(kThreads, -1);
-        std::vector<std::thread> t;
-        for (int k = 0; k < kThreads; ++k)
-          t.emplace_back([&, k] { rc[k] = pipe_ranks(id, n, p * kThreads + k); });
-        for (auto& th : t) th.join();
+        const std::vector<int> rc =
+            thread_ranks(kThreads, [&](int k) { return pipe_ranks(id, n, p * kThreads + k); });
         for (int k = 0; k < kThreads; ++k)
           if (rc[k] != 0) return 100 + k;
         return 0;
@@ -615,10 +610,8 @@ int twelve_communicators(bool prime) {
     const int n = round % 2 == 0 ? 4 : 2;
     gicl_unique_id_t id;
     RANK_OK(gicl_get_unique_id(&id));
-    std::vector<int> rc(n, -1);
-    std::vector<std::thread> t;
-    for (int r = 0; r < n; ++r) t.emplace_back([&, r] { rc[r] = first_calls(id, n, r, prime); });
-    for (auto& th : t) th.join();
+    const std::vector<int> rc =
+        thread_ranks(n, [&](int r) { return first_calls(id, n, r, prime); });
     for (int r = 0; r < n; ++r)
       RANK_CHECK(rc[r] == 0, "round %d, %d ranks of one process: rank %d failed", round, n, r);
   }
