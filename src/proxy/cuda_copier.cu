@@ -45,6 +45,12 @@ Status CudaCopier::create(int device, std::chrono::microseconds linger,
   std::unique_ptr<CudaCopier> c(new CudaCopier(device));
   DeviceScope scope(device);
   GICL_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream_, cudaStreamNonBlocking));
+  // Every event the markers use, made here: cudaEventCreate on the proxy thread waits while any
+  // thread of the process copies into pageable memory behind a busy stream (measured on H200,
+  // CUDA 13.0), and that stream's kernels may be waiting for this copier.
+  c->free_events_.resize(kEvents);
+  for (cudaEvent_t& e : c->free_events_)
+    GICL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   GICL_CHECK(CopyAgent::create(device, linger, &c->agent_));
   *out = std::move(c);
   return GICL_SUCCESS;
@@ -57,7 +63,7 @@ CudaCopier::~CudaCopier() {
   if (agent_ != nullptr) agent_->stop();
   if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
   for (const Pending& p : pending_)
-    if (p.event != nullptr) (void)cudaEventDestroy(p.event);
+    if (p.event != nullptr && p.last_on_event) (void)cudaEventDestroy(p.event);
   for (cudaEvent_t e : free_events_) (void)cudaEventDestroy(e);
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
@@ -167,18 +173,22 @@ Status CudaCopier::update_many(char* base, const WordUpdate* u, uint32_t n, uint
 Status CudaCopier::mark(uint64_t token) {
   if (last_on_agent_) {
     GICL_CHECK(flush_held());
-    pending_.push_back(Pending{nullptr, agent_->posted(), token});
+    pending_.push_back(Pending{nullptr, false, agent_->posted(), token});
     return GICL_SUCCESS;
   }
-  cudaEvent_t e;
-  if (!free_events_.empty()) {
-    e = free_events_.back();
-    free_events_.pop_back();
-  } else {
-    GICL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  }
-  pending_.push_back(Pending{e, 0, token});
+  unrecorded_.push_back(token);
+  return record_marks();
+}
+
+Status CudaCopier::record_marks() {
+  if (unrecorded_.empty() || free_events_.empty()) return GICL_SUCCESS;
+  const cudaEvent_t e = free_events_.back();
   GICL_CUDA_CHECK(cudaEventRecord(e, stream_));
+  free_events_.pop_back();
+  // The event follows every stream operation issued so far: those of each waiting marker too.
+  for (size_t i = 0; i < unrecorded_.size(); ++i)
+    pending_.push_back(Pending{e, i + 1 == unrecorded_.size(), 0, unrecorded_[i]});
+  unrecorded_.clear();
   stream_unmarked_ = false;
   ++stream_marks_;
   return GICL_SUCCESS;
@@ -197,13 +207,15 @@ Status CudaCopier::poll(std::vector<uint64_t>* done) {
       const cudaError_t rc = cudaEventQuery(p.event);
       if (rc == cudaErrorNotReady) break;
       GICL_CUDA_CHECK(rc);
-      free_events_.push_back(p.event);
-      --stream_marks_;
+      if (p.last_on_event) {
+        free_events_.push_back(p.event);
+        --stream_marks_;
+      }
     }
     done->push_back(p.token);
     pending_.pop_front();
   }
-  return GICL_SUCCESS;
+  return record_marks();
 }
 
 }  // namespace gicl::proxy

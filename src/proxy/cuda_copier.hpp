@@ -11,8 +11,10 @@
 // Order across the lanes: the agent takes work only when the stream has none outstanding, and
 // stream work issued while agent tasks are outstanding first waits on the stream for the agent's
 // count (cuStreamWaitValue64). A marker belongs to the lane of the operation before it (an
-// event, or the agent's count), so markers complete in issue order. Used by the proxy thread
-// only.
+// event, or the agent's count), so markers complete in issue order. The stream's markers share
+// kEvents events made with the copier: while all are in use, markers wait for one (and then share
+// it, which completes them no earlier than their own would). No call of the copier creates a CUDA
+// object after create(). Used by the proxy thread only.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -63,10 +65,16 @@ class CudaCopier : public Copier {
   Status flush_held();
   /// Before stream work: the stream waits for the agent's outstanding tasks.
   Status after_agent();
+  /// Records one event for the stream's markers waiting for one, where an event is free.
+  Status record_marks();
+
+  /// Events for the stream's markers.
+  static constexpr size_t kEvents = 64;
 
   struct Pending {
-    cudaEvent_t event;  // null: the agent's marker
-    uint64_t agent_at;  // the agent's count that completes it
+    cudaEvent_t event;   // null: the agent's marker
+    bool last_on_event;  // the last marker sharing `event`: it frees the event
+    uint64_t agent_at;   // the agent's count that completes it
     uint64_t token;
   };
   int device_;
@@ -78,6 +86,7 @@ class CudaCopier : public Copier {
   uint32_t stream_marks_ = 0;      // stream markers not yet complete
   uint64_t stream_waited_ = 0;     // the agent's count the stream has waited for
   std::deque<Pending> pending_;
+  std::vector<uint64_t> unrecorded_;  // the stream's markers waiting for a free event, in order
   std::vector<cudaEvent_t> free_events_;
 };
 

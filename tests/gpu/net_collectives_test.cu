@@ -275,8 +275,15 @@ int queued_calls(gicl_unique_id_t id, int r, bool* agent) {
                            s));
     RANK_OK(gicl_barrier(comm, s));
   }
+  // Into pageable memory: CUDA waits for the stream inside this call, while the calls above
+  // still need the proxy (docs/transports.md, "The proxy thread and CUDA").
   RANK_CUDA(cudaMemcpyAsync(in.data(), buf, in.size() * sizeof(float), cudaMemcpyDeviceToHost, s));
   RANK_CUDA(cudaStreamSynchronize(s));
+  gicl_result_t async = GICL_SUCCESS;
+  const char* why = nullptr;
+  RANK_OK(gicl_comm_get_async_error(comm, &async, &why));
+  RANK_CHECK(async == GICL_SUCCESS, "asynchronous error %d: %s", static_cast<int>(async),
+             why != nullptr ? why : "");
   for (size_t i = 0; i < in.size(); ++i)
     RANK_CHECK(in[i] == static_cast<float>(3 * (i + 1)), "element %zu: %g, not %g", i, in[i],
                static_cast<float>(3 * (i + 1)));

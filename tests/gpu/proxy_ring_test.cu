@@ -6,6 +6,7 @@
 // before it.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -338,6 +339,78 @@ TEST_P(CudaCopier, FetchingUpdatesStoreTheOldValueInHostMemory) {
   EXPECT_EQ(words[1], 0xf000000100000000ull);
   cudaFreeHost(old);
   cudaFree(dev);
+}
+
+/// Spins until `*flag` is set, at most `bound_ns` (globaltimer): a stream kept busy.
+__global__ void busy_until(const volatile uint32_t* flag, uint64_t bound_ns) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (*flag == 0 && now - start < bound_ns);
+}
+
+// While another thread copies into pageable memory behind a busy stream (CUDA waits for the
+// stream inside that call, and meanwhile blocks event creation process-wide), the copier's
+// updates and markers still complete: the proxy thread must not wait for the application's
+// stream, whose kernels may be waiting for this copier. More markers than the copier has events:
+// the rest wait for a free event and complete with it, in issue order.
+TEST_P(CudaCopier, MarkersCompleteWhileAnotherThreadCopiesIntoPageableMemory) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::unique_ptr<proxy::CudaCopier> copier;
+  ASSERT_TRUE(proxy::CudaCopier::create(0, GetParam(), &copier).ok()) << last_error();
+  uint32_t* flag = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&flag), 4, cudaHostAllocMapped), cudaSuccess);
+  *flag = 0;
+  uint64_t* word = nullptr;
+  char* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&word, 8), cudaSuccess);
+  ASSERT_EQ(cudaMemset(word, 0, 8), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dev, 1 << 20), cudaSuccess);
+  cudaStream_t busy;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking), cudaSuccess);
+  std::atomic<bool> copying{false}, copied{false};
+  std::thread app([&] {
+    EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
+    std::vector<char> pageable(1 << 20);
+    busy_until<<<1, 1, 0, busy>>>(flag, 5'000'000'000ull);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    copying = true;
+    EXPECT_EQ(cudaMemcpyAsync(pageable.data(), dev, pageable.size(), cudaMemcpyDeviceToHost, busy),
+              cudaSuccess);
+    copied = true;
+  });
+  while (!copying) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // inside the pageable copy
+  constexpr uint64_t kMarks = 200;
+  std::vector<uint64_t> done, want;
+  // No ASSERT while the thread runs: its copy returns once the flag is set below.
+  const Status issued = [&]() -> Status {
+    for (uint64_t t = 1; t <= kMarks; ++t) {
+      GICL_CHECK(copier->update(word, ProxyAtomic::kAdd, 8, 1));
+      GICL_CHECK(copier->mark(t));
+      GICL_CHECK(copier->poll(&done));
+      want.push_back(t);
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (done.size() < kMarks && std::chrono::steady_clock::now() < until)
+      GICL_CHECK(copier->poll(&done));
+    return GICL_SUCCESS;
+  }();
+  const bool waited = copied.load();
+  __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+  app.join();
+  ASSERT_TRUE(issued.ok()) << last_error();
+  EXPECT_FALSE(waited) << "the markers waited for the application's stream";
+  EXPECT_EQ(done, want);
+  uint64_t w = 0;
+  ASSERT_EQ(cudaMemcpy(&w, word, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(w, kMarks);
+  cudaStreamDestroy(busy);
+  cudaFree(dev);
+  cudaFree(word);
+  cudaFreeHost(flag);
 }
 
 // The copy agent runs small copies and updates while the stream has nothing outstanding; stream
