@@ -116,6 +116,10 @@ fi
 # transports that register GPU memory take; gpu_collectives above ran the host FIFOs.
 [[ -x $tests/gpu_collectives ]] && run gpu_collectives_net_outbox env GICL_NET_HOST_FIFOS=0 \
   "$tests/gpu_collectives" --gtest_filter='NetworkCollectives.*'
+# The staged path without its copy agent: every copier step a copy or a kernel launched by the
+# proxy thread (docs/transports.md, "The proxy thread and CUDA").
+[[ -x $tests/gpu_collectives ]] && run gpu_collectives_net_no_agent env GICL_NET_COPY_AGENT=0 \
+  "$tests/gpu_collectives" --gtest_filter='NetworkCollectives.*'
 for n in $ranks; do
   run "gicl-run-env-init-n$n" "$bin/gicl-run" -n "$n" --timeout 120 -- "$tests/env_rank"
 done
