@@ -306,6 +306,7 @@ TEST(NetworkCollectives, ThreadRanksOnOneGpuHaveAHardwareQueuePerStream) {
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
     setenv("GICL_SHARED_GPU_THREADS", "1", 1);
     setenv("GICL_WAIT_TIMEOUT", "20000", 1);
+    setenv("GICL_NET_COPY_AGENT", "500", 1);  // the agent runs where the queues fit it
     use_network_path("p2p_disable", 2, 0);
     auto both = [](const char* queues, bool agents[2], std::string msgs[2]) {
       setenv("CUDA_DEVICE_MAX_CONNECTIONS", queues, 1);
