@@ -71,7 +71,7 @@ CudaCopier::~CudaCopier() {
 bool CudaCopier::to_agent(size_t bytes) const {
   // A held copy takes an entry of its own unless the next operation joins it.
   return agent_ != nullptr && bytes <= CopyAgent::kCopyMax && !stream_unmarked_ &&
-         stream_marks_ == 0 && agent_->free_entries() > (held_ ? 1u : 0u);
+         free_events_.size() == kEvents && agent_->free_entries() > (held_ ? 1u : 0u);
 }
 
 Status CudaCopier::agent_copy(void* dst, const void* src, size_t bytes) {
@@ -190,7 +190,6 @@ Status CudaCopier::record_marks() {
     pending_.push_back(Pending{e, i + 1 == unrecorded_.size(), 0, unrecorded_[i]});
   unrecorded_.clear();
   stream_unmarked_ = false;
-  ++stream_marks_;
   return GICL_SUCCESS;
 }
 
@@ -207,10 +206,7 @@ Status CudaCopier::poll(std::vector<uint64_t>* done) {
       const cudaError_t rc = cudaEventQuery(p.event);
       if (rc == cudaErrorNotReady) break;
       GICL_CUDA_CHECK(rc);
-      if (p.last_on_event) {
-        free_events_.push_back(p.event);
-        --stream_marks_;
-      }
+      if (p.last_on_event) free_events_.push_back(p.event);
     }
     done->push_back(p.token);
     pending_.pop_front();

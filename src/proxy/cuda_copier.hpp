@@ -83,11 +83,10 @@ class CudaCopier : public Copier {
   std::optional<AgentTask> held_;  // a copy that the next update may join
   bool last_on_agent_ = false;     // the lane of the last operation: its marker's
   bool stream_unmarked_ = false;   // stream work issued after the stream's last marker
-  uint32_t stream_marks_ = 0;      // stream markers not yet complete
   uint64_t stream_waited_ = 0;     // the agent's count the stream has waited for
   std::deque<Pending> pending_;
-  std::vector<uint64_t> unrecorded_;  // the stream's markers waiting for a free event, in order
-  std::vector<cudaEvent_t> free_events_;
+  std::vector<uint64_t> unrecorded_;      // the stream's markers waiting for a free event, in order
+  std::vector<cudaEvent_t> free_events_;  // all kEvents: no stream marker outstanding
 };
 
 }  // namespace gicl::proxy
