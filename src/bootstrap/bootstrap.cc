@@ -114,6 +114,17 @@ Status Bootstrap::create(const UniqueIdData& id, int rank, int nranks, const Can
     // refused) within milliseconds, but it would name this rank instead if this rank's
     // connections closed first: they stay open a moment.
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    // When more than one peer is gone, the failure seen first may be the consequence: a peer
+    // that found another one ended fails and closes its connections, and this rank may see that
+    // close first. Every peer gone by now is named, so the one that ended is among them.
+    const std::vector<int> gone = b->closed_peers();
+    if (gone.size() > 1) {
+      std::string names;
+      for (int p : gone) names += (names.empty() ? "" : ", ") + b->peer_name(p);
+      const std::string first = last_error();
+      s = GICL_FAIL(GICL_REMOTE_ERROR, "%s; the connections of these peers had closed by then: %s",
+                    first.c_str(), names.c_str());
+    }
   }
   GICL_CHECK(s);
   // Every connection the job needs is open: the listener goes, so that nothing connects late.
@@ -178,6 +189,21 @@ std::vector<std::pair<int, int>> Bootstrap::connections() const {
   for (int p = 0; p < nranks_; ++p) {
     if (p < static_cast<int>(out_fds_.size()) && out_fds_[p] >= 0) out.push_back({out_fds_[p], p});
     if (p < static_cast<int>(in_.size()) && in_[p].fd >= 0) out.push_back({in_[p].fd, p});
+  }
+  return out;
+}
+
+std::vector<int> Bootstrap::closed_peers() const {
+  std::vector<int> out;
+  for (int p = 0; p < nranks_; ++p) {
+    bool gone = false;
+    for (int fd : {p < static_cast<int>(out_fds_.size()) ? out_fds_[p] : -1,
+                   p < static_cast<int>(in_.size()) ? in_[p].fd : -1}) {
+      if (fd < 0) continue;
+      pollfd q{fd, POLLRDHUP, 0};
+      gone = gone || (::poll(&q, 1, 0) > 0 && (q.revents & (POLLRDHUP | POLLHUP | POLLERR)));
+    }
+    if (gone) out.push_back(p);
   }
   return out;
 }

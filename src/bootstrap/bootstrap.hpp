@@ -71,6 +71,8 @@ class Bootstrap {
 
   Bootstrap() = default;
   std::string peer_name(int peer) const;
+  /// The peers whose connections to this rank have closed (or failed) by now.
+  std::vector<int> closed_peers() const;
   /// Connections to and from every other rank: a peer process that ends closes them, which the
   /// communicator's peer watch sees.
   Status connect_all();
