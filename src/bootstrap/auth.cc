@@ -2,8 +2,6 @@
 #include "bootstrap/auth.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <poll.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -11,6 +9,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "common/hmac.hpp"
 #include "common/log.hpp"
 
 namespace gicl::bootstrap {
@@ -38,9 +37,8 @@ Status auth_mac(const uint8_t* secret, AuthRole role, MsgType type, const uint8_
   put(job, kJobBytes);
   put(&hello, sizeof(Hello));
   put(server_nonce, kNonceBytes);
-  unsigned int len = 0;
-  if (HMAC(EVP_sha256(), secret, static_cast<int>(kSecretBytes), msg, off, mac, &len) == nullptr ||
-      len != kMacBytes)
+  static_assert(kMacBytes == kHmacBytes);
+  if (!hmac_sha256(secret, kSecretBytes, msg, off, mac))
     return GICL_FAIL(GICL_SYSTEM_ERROR, "bootstrap: OpenSSL's HMAC-SHA-256 failed");
   return GICL_SUCCESS;
 }
@@ -55,12 +53,7 @@ bool auth_check(const uint8_t* secret, AuthRole role, MsgType type, const uint8_
 Status auth_derive(const void* key, size_t key_bytes, const std::string& text, uint8_t* out,
                    size_t out_bytes) {
   uint8_t mac[kMacBytes];
-  unsigned int len = 0;
-  if (out_bytes > kMacBytes ||
-      HMAC(EVP_sha256(), key, static_cast<int>(key_bytes),
-           reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac,
-           &len) == nullptr ||
-      len != kMacBytes)
+  if (out_bytes > kMacBytes || !hmac_sha256(key, key_bytes, text.data(), text.size(), mac))
     return GICL_FAIL(GICL_SYSTEM_ERROR, "bootstrap: OpenSSL's HMAC-SHA-256 failed");
   std::memcpy(out, mac, out_bytes);
   return GICL_SUCCESS;

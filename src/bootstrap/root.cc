@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bootstrap/acceptor.hpp"
+#include "common/hmac.hpp"
 #include "common/log.hpp"
 #include "common/rank_list.hpp"
 
@@ -38,10 +39,15 @@ struct Registry {
   std::mutex mutex;
   std::list<std::unique_ptr<Root>> roots;
   ~Registry() {
-    // Process exit: stop roots still waiting so that exit never hangs on them.
-    std::lock_guard<std::mutex> lock(mutex);
-    for (auto& r : roots) r->stop.store(true);
-    for (auto& r : roots)
+    // Process exit: stop roots still waiting so that exit never hangs on them (joined outside
+    // the lock, as in reap_roots).
+    std::list<std::unique_ptr<Root>> all;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      for (auto& r : roots) r->stop.store(true);
+      all.splice(all.end(), roots);
+    }
+    for (auto& r : all)
       if (r->thread.joinable()) r->thread.join();
   }
 };
@@ -235,7 +241,10 @@ Status start_root(const SockAddr& bind_addr, const uint8_t* secret, const uint8_
   root->timeout_ms = timeout_ms;
   Root* raw = root.get();
   try {
-    raw->thread = std::thread(serve, raw);
+    raw->thread = std::thread([raw] {
+      serve(raw);
+      hmac_thread_done();
+    });
   } catch (const std::system_error& e) {
     ::close(raw->listen_fd);
     return GICL_FAIL(GICL_SYSTEM_ERROR, "cannot start the bootstrap root thread: %s", e.what());
@@ -246,16 +255,19 @@ Status start_root(const SockAddr& bind_addr, const uint8_t* secret, const uint8_
 }
 
 void reap_roots(bool wait_all) {
-  std::lock_guard<std::mutex> lock(registry().mutex);
-  auto& roots = registry().roots;
-  for (auto it = roots.begin(); it != roots.end();) {
-    if (wait_all || (*it)->done.load()) {
-      (*it)->thread.join();
-      it = roots.erase(it);
-    } else {
-      ++it;
+  // Joined outside the registry's lock: fork() takes that lock, and an ending root thread takes
+  // the MAC lock (hmac_thread_done) that fork() may hold already.
+  std::list<std::unique_ptr<Root>> ending;
+  {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    auto& roots = registry().roots;
+    for (auto it = roots.begin(); it != roots.end();) {
+      auto next = std::next(it);
+      if (wait_all || (*it)->done.load()) ending.splice(ending.end(), roots, it);
+      it = next;
     }
   }
+  for (auto& r : ending) r->thread.join();
 }
 
 int live_roots() {

@@ -10,6 +10,7 @@
 #include "bootstrap/unique_id.hpp"
 #include "common/build_info.hpp"
 #include "common/cuda.hpp"
+#include "common/hmac.hpp"
 #include "common/log.hpp"
 #include "common/rank_list.hpp"
 #include "common/settings.hpp"
@@ -109,6 +110,7 @@ gicl_result_t gicl_comm_init_all(gicl_comm_t* comms, int ndev, const int* devlis
           return init_rank(&comms[i], ndev, data, i);
         });
         errors[i] = gicl::last_error();
+        gicl::hmac_thread_done();  // the handshakes were MACs
       });
     }
     for (auto& t : threads) t.join();

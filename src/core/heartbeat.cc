@@ -2,8 +2,6 @@
 #include "core/heartbeat.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +12,7 @@
 #include <string>
 
 #include "bootstrap/auth.hpp"
+#include "common/hmac.hpp"
 
 namespace gicl {
 namespace {
@@ -21,12 +20,8 @@ namespace {
 constexpr size_t kSigned = offsetof(HeartbeatMsg, mac);
 
 bool mac_of(const uint8_t* key, const HeartbeatMsg& m, uint8_t* out) {
-  uint8_t full[32];
-  unsigned int len = 0;
-  if (HMAC(EVP_sha256(), key, static_cast<int>(kHeartbeatKeyBytes),
-           reinterpret_cast<const unsigned char*>(&m), kSigned, full, &len) == nullptr ||
-      len != sizeof(full))
-    return false;
+  uint8_t full[kHmacBytes];
+  if (!hmac_sha256(key, kHeartbeatKeyBytes, &m, kSigned, full)) return false;
   std::memcpy(out, full, sizeof(m.mac));
   return true;
 }

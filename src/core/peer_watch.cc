@@ -16,6 +16,7 @@
 #include <set>
 
 #include "common/deadline.hpp"
+#include "common/hmac.hpp"
 
 namespace gicl {
 namespace {
@@ -61,7 +62,10 @@ Status PeerWatch::start(std::vector<std::pair<int, int>> conns, Report lost,
   static std::once_flag at_exit;
   std::call_once(at_exit, [] { std::atexit(stop_all_at_exit); });
   try {
-    w->thread_ = std::thread([p = w.get()] { p->run(); });
+    w->thread_ = std::thread([p = w.get()] {
+      p->run();
+      hmac_thread_done();  // heartbeats are MACs
+    });
   } catch (const std::system_error& e) {
     return GICL_FAIL(GICL_SYSTEM_ERROR, "cannot start the peer watch thread: %s", e.what());
   }

@@ -2,6 +2,7 @@
 // The bootstrap between real processes over loopback: 1..16 ranks, every operation, random sizes.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <random>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "bootstrap/auth.hpp"
 #include "bootstrap/bootstrap.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "mp/fork_ranks.hpp"
@@ -137,6 +139,63 @@ TEST(Bootstrap, ARankCountMismatchIsRefusedAtOnceNamingBothSizes) {
 
 TEST(Bootstrap, TwoProcessesWithOneRankAreRefusedAtOnce) {
   expect_refused({1, 1, 0}, {3, 3, 3}, {"two processes say they are rank 1 of 3"});
+}
+
+// OpenSSL 3 takes process-wide locks inside a MAC computation and when a thread that computed one
+// ends; a process forked while the library's threads did either must still authenticate. One-rank
+// jobs start and end bootstrap roots without pause (each root thread authenticates the rank and
+// ends) while this process forks 3000 children that each compute a MAC; one that does not finish
+// within 5 s inherited a lock held by a root thread.
+TEST(Bootstrap, AProcessForkedWhileRootsAuthenticateCanAuthenticate) {
+  auto results = fork_ranks(
+      1,
+      [](int) {
+        const uint8_t key[bootstrap::kSecretBytes] = {1, 2, 3};
+        std::atomic<bool> stop{false};
+        std::atomic<long> jobs{0};
+        std::thread busy([&] {
+          while (!stop.load(std::memory_order_relaxed)) {
+            bootstrap::UniqueIdData id;
+            std::unique_ptr<Bootstrap> b;
+            if (bootstrap::make_unique_id(&id).ok() &&
+                Bootstrap::create(id, 0, 1, nullptr, 30000, &b).ok())
+              ++jobs;
+            b.reset();
+            bootstrap::reap_roots(false);
+          }
+        });
+        int hung = 0, failed = 0;
+        for (int i = 0; i < 3000 && hung == 0; ++i) {
+          const pid_t pid = fork();
+          if (pid == 0) {
+            uint8_t out[16];
+            _exit(bootstrap::auth_derive(key, sizeof(key), "child", out, sizeof(out)).ok() ? 0 : 1);
+          }
+          if (pid < 0) break;
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          int status = 0;
+          pid_t got = 0;
+          while ((got = waitpid(pid, &status, WNOHANG)) == 0 &&
+                 std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+          if (got == 0) {
+            ++hung;
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+          } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            ++failed;
+          }
+        }
+        stop = true;
+        busy.join();
+        bootstrap::reap_roots(true);
+        RANK_CHECK(jobs.load() > 100, "only %ld one-rank jobs ran", jobs.load());
+        RANK_CHECK(hung == 0, "a child forked beside the roots hung in OpenSSL");
+        RANK_CHECK(failed == 0, "%d children failed to compute a MAC", failed);
+        return 0;
+      },
+      600000);
+  EXPECT_EQ(results[0].code, 0);
 }
 
 }  // namespace

@@ -86,16 +86,15 @@ inline std::vector<RankResult> fork_ranks(int n, const std::function<int(int)>& 
   return out;
 }
 
-/// A unique id (gicl_unique_id_t, ncclUniqueId or bootstrap::UniqueIdData) whose bootstrap root
-/// runs in a child process forked now, while this process has no thread: gicl_get_unique_id would
-/// start the root as a thread here, and fork_ranks would then fork beside it, which GCC's ASan
-/// allocator (a rank may inherit its lock held) and TSan do not survive. The child ends with its
-/// root (every rank connected, or the bootstrap timeout) or with this process, whichever is first
-/// (a refusing root serves until its timeout, and ctest waits for every holder of the output);
-/// a later waitpid(-1) in fork_ranks reaps it. False where the id could not be made.
-template <typename Id>
-inline bool child_root_id(Id* id) {
-  static_assert(sizeof(Id) >= sizeof(bootstrap::UniqueIdData));
+/// A unique id that `make(Id*)` (true on success) makes in a child process forked now, so that
+/// its bootstrap root runs there while this process has no thread: making it here would start the
+/// root as a thread, and fork_ranks would then fork beside it. A rank may inherit a lock that
+/// thread held (GCC's ASan allocator, the log's or OpenSSL's), and TSan does not survive it. The
+/// child then calls `hold()`, which returns once its root is done, and ends; it ends too with this
+/// process (a refusing root serves until its timeout, and ctest waits for every holder of the
+/// output). A later waitpid(-1) in fork_ranks reaps it. False where the id could not be made.
+template <typename Id, typename Make, typename Hold>
+inline bool child_made_id(Id* id, Make make, Hold hold) {
   int p[2];
   if (pipe(p) != 0) return false;
   const pid_t pid = fork();
@@ -103,22 +102,38 @@ inline bool child_root_id(Id* id) {
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(p[0]);
-    bootstrap::UniqueIdData d{};
-    const char ok = bootstrap::make_unique_id(&d).ok() ? 1 : 0;
-    const bool sent = write(p[1], &ok, 1) == 1 && write(p[1], &d, sizeof(d)) == sizeof(d);
+    Id made;
+    std::memset(static_cast<void*>(&made), 0, sizeof(Id));
+    const char ok = make(&made) ? 1 : 0;
+    const bool sent = write(p[1], &ok, 1) == 1 && write(p[1], &made, sizeof(Id)) == sizeof(Id);
     close(p[1]);
-    if (ok && sent) bootstrap::reap_roots(true);
+    if (ok && sent) hold();
     _exit(ok && sent ? 0 : 1);
   }
   close(p[1]);
   char ok = 0;
-  bootstrap::UniqueIdData d{};
-  const bool got = read(p[0], &ok, 1) == 1 && read(p[0], &d, sizeof(d)) == sizeof(d);
+  Id got_id;
+  const bool got = read(p[0], &ok, 1) == 1 && read(p[0], &got_id, sizeof(Id)) == sizeof(Id);
   close(p[0]);
   if (!got || !ok) return false;
-  std::memset(static_cast<void*>(id), 0, sizeof(Id));
-  std::memcpy(static_cast<void*>(id), &d, sizeof(d));
+  std::memcpy(static_cast<void*>(id), &got_id, sizeof(Id));
   return true;
+}
+
+/// A unique id (gicl_unique_id_t, ncclUniqueId or bootstrap::UniqueIdData) made by the bootstrap
+/// in a child process (child_made_id).
+template <typename Id>
+inline bool child_root_id(Id* id) {
+  static_assert(sizeof(Id) >= sizeof(bootstrap::UniqueIdData));
+  return child_made_id(
+      id,
+      [](Id* out) {
+        bootstrap::UniqueIdData d{};
+        if (!bootstrap::make_unique_id(&d).ok()) return false;
+        std::memcpy(static_cast<void*>(out), &d, sizeof(d));
+        return true;
+      },
+      [] { bootstrap::reap_roots(true); });
 }
 
 /// In a rank: print and fail when cond is false.

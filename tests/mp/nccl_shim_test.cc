@@ -6,6 +6,7 @@
 // refused with a message, never a success.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -38,6 +39,22 @@ namespace {
 
 using gicl::test::fork_ranks;
 
+// ncclGetUniqueId in a child process (test::child_made_id): its root thread runs there, not beside
+// the ranks this process forks. The shim keeps gicl's bootstrap to itself, so the child cannot
+// wait for its root: it stays until this process ends.
+bool child_nccl_id(ncclUniqueId* id) {
+  return gicl::test::child_made_id(
+      id,
+      [](ncclUniqueId* out) {
+        if (ncclGetUniqueId(out) == ncclSuccess) return true;
+        std::fprintf(stderr, "ncclGetUniqueId: %s\n", ncclGetLastError(nullptr));
+        return false;
+      },
+      [] {
+        for (;;) pause();
+      });
+}
+
 TEST(NcclShim, ReportsTheVersionWhoseAbiItImplements) {
   int v = 0;
   ASSERT_EQ(ncclGetVersion(&v), ncclSuccess);
@@ -66,7 +83,7 @@ TEST(NcclShim, NcclEnvironmentVariablesBecomeGiclSettings) {
 
 TEST(NcclShim, RanksInitCountAndDestroyThroughNcclCalls) {
   ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_TRUE(child_nccl_id(&id));
   auto results = fork_ranks(3, [&](int r) {
     ncclComm_t comm = nullptr;
     ncclConfig_t cfg;
@@ -150,7 +167,7 @@ TEST(NcclShim, CommunicatorsCreatedInsideAGroupInitializeAtItsEnd) {
 // negative count are refused naming them.
 TEST(NcclShim, CommShrinkLeavesTheExcludedRankOut) {
   ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_TRUE(child_nccl_id(&id));
   auto results = fork_ranks(4, [&](int r) {
     ncclComm_t comm = nullptr, small = nullptr;
     if (ncclCommInitRank(&comm, 4, id, r) != ncclSuccess) return 1;
