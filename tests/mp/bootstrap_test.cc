@@ -147,6 +147,10 @@ TEST(Bootstrap, TwoProcessesWithOneRankAreRefusedAtOnce) {
 // ends) while this process forks 3000 children that each compute a MAC; one that does not finish
 // within 5 s inherited a lock held by a root thread.
 TEST(Bootstrap, AProcessForkedWhileRootsAuthenticateCanAuthenticate) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "forks beside running threads, which the sanitizers' runtimes do not survive "
+                  "(docs/testing.md)";
+#endif
   auto results = fork_ranks(
       1,
       [](int) {
