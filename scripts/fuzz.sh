@@ -44,7 +44,8 @@ obj() {  # obj SOURCE: compiles a library source, instrumented, into $o
 }
 common=(src/common/status.cc src/common/log.cc src/common/settings.cc)
 declare -A srcs=(
-  [bootstrap_wire]="src/common/socket.cc src/bootstrap/wire.cc src/bootstrap/auth.cc src/core/heartbeat.cc"
+  [bootstrap_wire]="src/common/socket.cc src/common/hmac.cc src/bootstrap/wire.cc src/bootstrap/auth.cc
+    src/core/heartbeat.cc"
   [unique_id]="src/common/socket.cc src/bootstrap/wire.cc"
   [settings]=""
   [topology_xml]="src/topology/machine.cc"
