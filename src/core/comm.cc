@@ -179,11 +179,13 @@ void peer_lost(gicl_comm* c, const std::vector<std::pair<int, PeerLoss>>& lost,
   if (lost.empty()) msg = "the peer watch failed: " + error;
   std::sort(ranks.begin(), ranks.end());
   GICL_WARN(kSubsysInit, "rank %d: %s", c->rank, msg.c_str());
-  comm_set_error(c, GICL_REMOTE_ERROR, msg);
+  // The ranks go in before the error: a caller that has seen the error may shrink at once
+  // (GICL_SHRINK_LOST), and must find them.
   {
     std::lock_guard<std::mutex> lock(c->error_mutex);
     c->lost_ranks.insert(c->lost_ranks.end(), ranks.begin(), ranks.end());
   }
+  comm_set_error(c, GICL_REMOTE_ERROR, msg);
   c->peer_lost.store(true, std::memory_order_release);
   if (c->initializing.load(std::memory_order_acquire)) {
     // Init's host waits on the lost rank stop (no kernel of this communicator runs yet, and its
