@@ -20,11 +20,15 @@ void unlock_after_fork() {
   g_mutex.unlock();
 }
 
+// Registered while the library loads, before any thread can compute a MAC. Registered at the
+// first MAC instead, a fork() during that first one (OpenSSL's one-time setup, under its write
+// locks) would not wait, and a child could also inherit the registration's guard held.
+const int g_atfork = pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+
 }  // namespace
 
 bool hmac_sha256(const void* key, size_t key_bytes, const void* msg, size_t bytes, uint8_t* out) {
-  static const int once = pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
-  (void)once;
+  if (g_atfork != 0) return false;  // without the handler a forked child could hang in OpenSSL
   std::lock_guard<std::mutex> lock(g_mutex);
   unsigned int len = 0;
   return HMAC(EVP_sha256(), key, static_cast<int>(key_bytes),
