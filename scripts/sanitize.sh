@@ -4,18 +4,17 @@
 # - ASan and UBSan ($GICL_SANITIZE_DIR, default build-asan/): the unit and multi-process tests;
 # - TSan (build-tsan/ beside it): the multi-process tests, whose ranks run the library's threads
 #   (peer watch, proxy, endpoint threads, acceptor) beside the caller's.
-# Two multi-process tests stay out, as their parents run threads beside the ranks they fork,
-# which neither sanitizer's runtime survives (a rank may inherit a lock held): mp_bootstrap_hostile
-# (its scanner and squatter threads) and mp_nccl_shim (the NCCL library makes its ids with a root
-# thread in the test process). The others take their ids from tests/mp/fork_ranks.hpp's
-# child_root_id. GICL_SANITIZE=0 skips it all; GICL_SANITIZE=asan or =tsan runs one.
+# mp_bootstrap_hostile stays out: its scanner and squatter threads run beside the ranks it forks,
+# which neither sanitizer's runtime survives (a rank may inherit a lock held). The others take
+# their ids from tests/mp/fork_ranks.hpp's child_root_id or child_made_id, whose roots run in a
+# child. GICL_SANITIZE=0 skips it all; GICL_SANITIZE=asan or =tsan runs one.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 which=${GICL_SANITIZE:-1}
 [[ $which == 0 ]] && { echo "sanitize: GICL_SANITIZE=0: skipped"; exit 0; }
 asan_dir=${GICL_SANITIZE_DIR:-$root/build-asan}
 nvcc=${CUDACXX:-/usr/local/cuda/bin/nvcc}  # the compiler scripts/setup.sh uses
-skip='mp_bootstrap_hostile|mp_nccl_shim'
+skip='mp_bootstrap_hostile'
 
 # sanitized DIR SANITIZERS SELECT: configures DIR with -fsanitize=SANITIZERS, builds the CPU tests
 # matching SELECT (less $skip) and runs them.
