@@ -26,6 +26,15 @@ int OpTable::begin(int peer, uint64_t cookie, int64_t now_ns) {
 
 void OpTable::cancel(int slot) {
   Slot& s = slots_[slot];
+  if (s.expired) {
+    // It expired while its post waited for the provider (the progress a backend runs between
+    // FI_EAGAIN retries expires late operations): its number is retired, its kDone fired with
+    // GICL_TIMEOUT and its peer failed then. Only the slot is left to give back.
+    s.busy = s.expired = false;
+    free_.push_back(slot);
+    --inflight_;
+    return;
+  }
   Peer& p = peers_[s.peer];
   // Only the newest operation of a peer can be cancelled (it was refused at its post).
   if (s.seq + 1 == p.next) {

@@ -41,7 +41,8 @@ class OpTable {
   /// Takes a free slot for an operation to `peer` (the caller checks full() first), posted at
   /// `now_ns` (steady clock).
   int begin(int peer, uint64_t cookie, int64_t now_ns);
-  /// Gives back a slot whose operation was never posted (the provider refused it).
+  /// Gives back a slot whose operation was never posted (the provider refused it). Its
+  /// operation may have expired meanwhile; its kDone then stays the one the expiry fired.
   void cancel(int slot);
   /// The operation in `slot` completed: queues its kDone event, frees the slot, advances the
   /// peer's watermark and fires the flushes it passes.

@@ -126,6 +126,32 @@ TEST(NetOpTable, CancelledPostsLeaveNoGap) {
   EXPECT_EQ(t.inflight(), 0);
 }
 
+// A post that waits for the provider (FI_EAGAIN) until GICL_NET_TIMEOUT can see its own
+// operation expire in the progress it runs meanwhile, and then gives the slot back: the slot is
+// freed once, the peer's numbering stays whole, and the peer stays failed.
+TEST(NetOpTable, AnOperationThatExpiredWhileItsPostWaitedIsCancelledOnce) {
+  OpTable t;
+  t.init(1, 2);
+  const int64_t s = 1000000000;
+  const int a = t.begin(0, 1, 0);
+  EXPECT_EQ(t.expire(4 * s, 3 * s), 1);
+  t.cancel(a);
+  auto ev = drain(t);
+  ASSERT_EQ(ev.size(), 1u) << "the expiry's event, and no other";
+  EXPECT_EQ(ev[0].status, GICL_TIMEOUT);
+  EXPECT_EQ(t.inflight(), 0);
+  EXPECT_FALSE(t.full());
+  const int b = t.begin(0, 2, 5 * s);
+  t.complete(b, GICL_SUCCESS, 0);
+  t.flush(0, 30);
+  ev = drain(t);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].cookie, 2u);
+  EXPECT_EQ(ev[1].cookie, 30u);
+  EXPECT_EQ(ev[1].status, GICL_TIMEOUT) << "the peer failed at the expiry";
+  EXPECT_EQ(t.inflight(), 0);
+}
+
 /// Random posts, flushes and completions against a model: each flush fires in the event stream
 /// right after the last completion among the operations posted to its peer before it.
 TEST(NetOpTable, RandomCompletionOrdersAgreeWithTheModel) {
