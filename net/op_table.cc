@@ -30,9 +30,7 @@ void OpTable::cancel(int slot) {
     // It expired while its post waited for the provider (the progress a backend runs between
     // FI_EAGAIN retries expires late operations): its number is retired, its kDone fired with
     // GICL_TIMEOUT and its peer failed then. Only the slot is left to give back.
-    s.busy = s.expired = false;
-    free_.push_back(slot);
-    --inflight_;
+    release(slot);
     return;
   }
   Peer& p = peers_[s.peer];
@@ -43,25 +41,25 @@ void OpTable::cancel(int slot) {
   } else {
     p.done[s.seq - p.base] = 1;
   }
-  s.busy = false;
-  free_.push_back(slot);
-  --inflight_;
+  release(slot);
   advance(s.peer);
 }
 
 void OpTable::complete(int slot, gicl_result_t status, uint64_t value) {
   Slot& s = slots_[slot];
   if (s.expired) {  // its kDone fired at expiry: the slot is free again only now
-    s.busy = s.expired = false;
-    free_.push_back(slot);
-    --inflight_;
+    release(slot);
     return;
   }
   settle(s, status, value);
-  s.busy = false;
+  release(slot);
+  advance(s.peer);
+}
+
+void OpTable::release(int slot) {
+  slots_[slot].busy = slots_[slot].expired = false;
   free_.push_back(slot);
   --inflight_;
-  advance(s.peer);
 }
 
 void OpTable::expire_late(int64_t timeout_ms) {

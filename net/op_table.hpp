@@ -117,6 +117,8 @@ class OpTable {
   void push_done(int peer, uint64_t cookie, gicl_result_t status, uint64_t value);
   /// A slot's operation ended with `status`: its event, its peer's failure and in-order mark.
   void settle(const Slot& s, gicl_result_t status, uint64_t value);
+  /// The slot is free for another operation (its number was retired, or given back, already).
+  void release(int slot);
 
   std::vector<Slot> slots_;
   std::vector<int> free_;
