@@ -258,6 +258,9 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   c->peers.resize(c->nranks);
   GICL_CHECK(local_peer_info(c->rank, c->device, static_cast<int>(heap_mode), &c->peers[c->rank]));
   GICL_CHECK(heartbeat_prepare(c));
+  int64_t p2p_disable = 0;
+  GICL_CHECK(setting_int(Setting::kP2pDisable, &p2p_disable));
+  c->peers[c->rank].p2p_disabled = p2p_disable != 0 ? 1 : 0;
   GICL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
   GICL_CHECK(check_peers_agree(c->peers, c->rank));
   {
@@ -273,20 +276,15 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   timer.mark("peer exchange");
 
   const PeerInfo& me = c->peers[c->rank];
-  int64_t p2p_disable = 0;
-  GICL_CHECK(setting_int(Setting::kP2pDisable, &p2p_disable));
-  c->paths = compute_paths(
-      c->peers, c->rank,
-      [&](const PeerInfo& p) {
-        if (same_gpu(p, me)) return true;
-        int local = -1, ok = 0;
-        if (cudaDeviceGetByPCIBusId(&local, p.pci_bus_id) != cudaSuccess) {
-          cudaGetLastError();
-          return false;  // not visible to this process
-        }
-        return cudaDeviceCanAccessPeer(&ok, c->device, local) == cudaSuccess && ok != 0;
-      },
-      p2p_disable == 0);
+  c->paths = compute_paths(c->peers, c->rank, [&](const PeerInfo& p) {
+    if (same_gpu(p, me)) return true;
+    int local = -1, ok = 0;
+    if (cudaDeviceGetByPCIBusId(&local, p.pci_bus_id) != cudaSuccess) {
+      cudaGetLastError();
+      return false;  // not visible to this process
+    }
+    return cudaDeviceCanAccessPeer(&ok, c->device, local) == cudaSuccess && ok != 0;
+  });
   log_paths(c);
   static std::once_flag machine_logged;
   if (log_enabled(LogLevel::kInfo, kSubsysTopo))

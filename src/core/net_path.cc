@@ -170,6 +170,7 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
   char* own =
       c->heap->va_base() + static_cast<uint64_t>(c->heap->slot_of(me)) * c->heap->slot_bytes();
   const uint64_t heap_bytes = c->heap->max_bytes();
+  const uint64_t* arrivals = nullptr;  // the staged path's barrier arrivals, mapped
   if (n->transport->caps().cuda_memory) {
     // The transport registers GPU memory (FI_HMEM / DMA-BUF): RMA straight between heaps.
     GICL_CHECK(n->transport->register_memory(own, heap_bytes, net::MemKind::kCuda, &n->region));
@@ -200,6 +201,7 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
     n->fifos.arrived = reinterpret_cast<const uint64_t*>(dev + l.fifo_arrived_offset(0, 0));
     n->fifos.credits = reinterpret_cast<const uint64_t*>(dev + l.fifo_credit_offset(0, 0));
     n->fifos.slot_bytes = l.fifo_slot;
+    arrivals = reinterpret_cast<const uint64_t*>(dev + l.arrivals_offset(0));
     net::RemoteKey bound{};
     bound.bytes = heap_bytes;  // every heap reserves the same range: it bounds requests
     a.heap =
@@ -217,6 +219,7 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
   ProxyRingSet set{};
   set.count = static_cast<uint32_t>(qp_rings) + 2;
   set.version = kProxyRingVersion;
+  set.arrivals = arrivals;
   for (uint32_t i = 0; i < set.count; ++i) {
     n->rings.emplace_back();
     GICL_CHECK(proxy::RingMemory::create(c->device, kRingSlots, &n->rings.back()));

@@ -19,9 +19,9 @@ Status StagingLayout::check() const {
                  "staged network path: %d ranks, at most 16384 fit the immediate", nranks);
   GICL_ARG_CHECK(
       fifo_lanes == 0 || (fifo_slot >= 4096 && fifo_slot % 4096 == 0 && fifo_depth >= 1 &&
-                          fifo_slots() <= 0x7fff && fifo_lanes <= 256),
+                          fifo_slots() <= 0x7fff && fifo_lanes <= kProxyArrivalLane),
       "host FIFOs: %u lanes x %u slots of %u bytes (slots of 4 KiB multiples, at "
-      "most 32767 per peer, at most 256 lanes)",
+      "most 32767 per peer, at most 255 lanes: lane 255 carries barrier arrivals)",
       fifo_lanes, fifo_depth, fifo_slot);
   return GICL_SUCCESS;
 }
@@ -500,7 +500,7 @@ class StagedDelivery : public Delivery {
     const int peer = static_cast<int>(q.peer);
     const bool send = q.op == ProxyOp::kFifoSend;
     if (send ? q.dst >= l.fifo_slots() || q.bytes == 0 || q.bytes > l.fifo_slot
-             : q.dst >= l.fifo_lanes)
+             : q.dst >= l.fifo_lanes && q.dst != kProxyArrivalLane)
       return GICL_FAIL(
           GICL_INVALID_ARGUMENT,
           "%s to peer %d: %s %llu with %llu bytes outside the host FIFOs (%u lanes "
@@ -552,12 +552,17 @@ class StagedDelivery : public Delivery {
     return GICL_SUCCESS;
   }
 
-  /// A host FIFO immediate from `from`: a message in place in its slot, or credits for a lane.
+  /// A host FIFO immediate from `from`: a message in place in its slot, credits for a lane, or
+  /// barrier arrivals (credits for kProxyArrivalLane).
   Status on_fifo(int from, uint32_t slot) {
     const StagingLayout& l = st_.layout;
     const bool credit = (slot & kFifoCreditBit) != 0;
     const uint32_t k = credit ? slot & 0xff : slot;
     const uint64_t count = credit ? ((slot & ~kFifoCreditBit) >> 8) + 1 : 1;
+    if (credit && k == kProxyArrivalLane) {
+      bump(st_.base + l.arrivals_offset(from), count);
+      return GICL_SUCCESS;
+    }
     if (credit ? k >= l.fifo_lanes : k >= l.fifo_slots())
       return GICL_FAIL(GICL_REMOTE_ERROR,
                        "staged network path: rank %d names host FIFO %s %u, outside %u lanes x "

@@ -30,7 +30,9 @@
 // slot's `arrived` counter, which the peer's kernel polls; the kernel reads the slot and posts
 // kFifoCredit, which reaches this rank as a kImmFifo immediate naming the lane and adds 1 to its
 // `credits` counter for (peer, lane). Only the proxy thread writes counters, so adds are plain
-// release stores, and counts commute with any delivery order. No copier and no heap are
+// release stores, and counts commute with any delivery order. A credit for lane
+// kProxyArrivalLane is a barrier arrival instead: it adds to the peer's `arrivals` word for this
+// rank, which the peer's barriers poll (ProxyRingSet::arrivals). No copier and no heap are
 // involved: the kernel moves the bytes between GPU and pinned host memory. Every write of this
 // path is posted with net::Completion::kSent: the credit, or the acknowledgement, is its delivery
 // report, and a provider's own (on tcp, a reply the target sends before reporting the write)
@@ -125,7 +127,10 @@ struct StagingLayout {
   size_t fifo_credit_offset(int dst, uint32_t lane) const {
     return fifo_arrived_offset(nranks, 0) + 8 * (size_t(dst) * fifo_lanes + lane);
   }
-  size_t bytes() const { return fifo_credit_offset(nranks, 0); }
+  /// [source]: barrier arrivals that rank made here (ProxyRingSet::arrivals), with or without
+  /// host FIFOs.
+  size_t arrivals_offset(int src) const { return fifo_credit_offset(nranks, 0) + 8 * size_t(src); }
+  size_t bytes() const { return arrivals_offset(nranks); }
   /// GICL_INVALID_ARGUMENT naming what does not fit the immediate or the header.
   Status check() const;
 

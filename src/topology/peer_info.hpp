@@ -25,17 +25,18 @@ struct PeerInfo {
   int32_t rank;
   int32_t pid;
   uint32_t uid;
-  int32_t device;       // CUDA ordinal in the sender's process, -1 if none
-  uint64_t host_hash;   // host name and boot id
-  uint32_t heap_caps;   // HeapHandleCaps the sender's device supports
-  int32_t heap_mode;    // the sender's GICL_HEAP_HANDLE choice (index in its enum)
-  char pci_bus_id[16];  // "0000:1b:00.0", empty without a device
-  uint8_t uuid[16];     // CUDA device UUID
-  int32_t sm_count;     // multiprocessors the sender's context may use (under MPS its share)
-  uint8_t mps;          // contexts on the device are shared through MPS (cudaDevAttrMpsEnabled)
-  uint8_t mps_percent;  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the sender, rounded up (1..100;
-                        // 100 unset)
-  uint8_t pad[2];
+  int32_t device;        // CUDA ordinal in the sender's process, -1 if none
+  uint64_t host_hash;    // host name and boot id
+  uint32_t heap_caps;    // HeapHandleCaps the sender's device supports
+  int32_t heap_mode;     // the sender's GICL_HEAP_HANDLE choice (index in its enum)
+  char pci_bus_id[16];   // "0000:1b:00.0", empty without a device
+  uint8_t uuid[16];      // CUDA device UUID
+  int32_t sm_count;      // multiprocessors the sender's context may use (under MPS its share)
+  uint8_t mps;           // contexts on the device are shared through MPS (cudaDevAttrMpsEnabled)
+  uint8_t mps_percent;   // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the sender, rounded up (1..100;
+                         // 100 unset)
+  uint8_t p2p_disabled;  // the sender's GICL_P2P_DISABLE: no P2P path to or from it
+  uint8_t pad;
   uint64_t process;  // random per process (pids repeat across containers): ranks of one process
   uint16_t heartbeat_port;  // UDP port of the sender's heartbeats (core/heartbeat); 0: none
   uint16_t pad2;
@@ -57,19 +58,21 @@ const char* peer_path_name(PeerPath p);
 Status local_peer_info(int rank, int device, int heap_mode, PeerInfo* info);
 
 /// Paths from `me` to every rank. `can_access(peer)` answers whether this process's device
-/// can map the peer's device memory; it is only asked for same-host peers with a device.
-/// `p2p_allowed` false (GICL_P2P_DISABLE=1): every other rank over the network.
+/// can map the peer's device memory; it is only asked for same-host peers with a device. A rank
+/// whose info says p2p_disabled (GICL_P2P_DISABLE=1) reaches every other rank over the network,
+/// and every rank reaches it so: both ends of a pair take the same path, which the network
+/// path's barrier arrivals rely on (each side waits where the other counts).
 template <typename CanAccess>
 std::vector<PeerPath> compute_paths(const std::vector<PeerInfo>& peers, int me,
-                                    CanAccess&& can_access, bool p2p_allowed = true) {
+                                    CanAccess&& can_access) {
   std::vector<PeerPath> paths(peers.size(), PeerPath::kNetwork);
   for (size_t r = 0; r < peers.size(); ++r) {
     if (static_cast<int>(r) == me) {
       paths[r] = PeerPath::kSelf;
       continue;
     }
-    if (!p2p_allowed) continue;
     const PeerInfo& p = peers[r];
+    if (p.p2p_disabled != 0 || peers[me].p2p_disabled != 0) continue;
     if (p.host_hash != peers[me].host_hash || p.device < 0 || peers[me].device < 0) continue;
     if (can_access(p)) paths[r] = PeerPath::kP2P;
   }

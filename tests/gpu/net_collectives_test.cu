@@ -9,13 +9,15 @@
 // run twice) with a 1 MiB staging, so that large calls run as many FIFO messages and pieces; then
 // the ring's floating-point results must equal those of the same ring over NVLink bit for bit (the
 // transport changes no reduction order), a captured graph replays, and send/recv reach network
-// ranks (a size mismatch named).
+// ranks (a size mismatch named). A barrier completes while its rank is inside cudaFree.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectives/schedule/tables.hpp"
@@ -249,6 +251,51 @@ TEST(NetworkCollectives, TwoNodesByHostId) {
 TEST(NetworkCollectives, TwoNodesOfTwoGpusByHostId) {
   REQUIRE_GPUS(4);
   run(4, "hostid");
+}
+
+/// A barrier to a network peer on the staged path completes while its rank's host thread is in
+/// cudaFree, which waits for the device and holds back the launches of a copier without an agent
+/// (docs/transports.md, "The proxy thread and CUDA"): the peer's arrival is counted in host
+/// memory by this rank's proxy, with no CUDA call. Rank 0 enqueues its barrier and frees a
+/// buffer at once; rank 1 enters its barrier 500 ms later. Rank 0's cudaFree must return and its
+/// barrier complete without error well inside the 5 s wait bound, whose expiry would have ended
+/// the barrier otherwise.
+TEST(NetworkCollectives, ABarrierCompletesWhileItsRankIsInCudaFree) {
+  REQUIRE_GPUS(1);  // on one GPU the two ranks share it as processes
+  gicl_unique_id_t id;
+  ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
+  auto results = fork_ranks(2, [&](int r) {
+    setenv("GICL_WAIT_TIMEOUT", "5000", 1);
+    setenv("GICL_NET_COPY_AGENT", "0", 1);  // every copier step a launch or a copy
+    use_network_path("p2p_disable", 2, r);
+    gicl_comm_t comm;
+    if (init_on_gpu(id, 2, r, &comm)) return 1;
+    RANK_CHECK(comm->net != nullptr && comm->net->staged, "no staged network path");
+    cudaStream_t s;
+    RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    void* buf = nullptr;
+    RANK_CUDA(cudaMalloc(&buf, 1 << 20));
+    RANK_OK(gicl_barrier(comm, s));  // both ranks ready
+    RANK_CUDA(cudaStreamSynchronize(s));
+    const auto t0 = std::chrono::steady_clock::now();
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    RANK_OK(gicl_barrier(comm, s));
+    if (r == 0) RANK_CUDA(cudaFree(buf));  // waits for the barrier's kernel
+    RANK_CUDA(cudaStreamSynchronize(s));
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    gicl_result_t async = GICL_SUCCESS;
+    const char* why = nullptr;
+    RANK_OK(gicl_comm_get_async_error(comm, &async, &why));
+    RANK_CHECK(async == GICL_SUCCESS, "asynchronous error %d: %s", static_cast<int>(async),
+               why != nullptr ? why : "");
+    RANK_CHECK(ms < 3000, "the barrier took %.0f ms", ms);
+    if (r == 1) RANK_CUDA(cudaFree(buf));
+    RANK_CUDA(cudaStreamDestroy(s));
+    RANK_OK(gicl_comm_destroy(comm));
+    return 0;
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
 }
 
 /// A thread rank on GPU 0 over the staged path: 20 allreduces, each followed by a barrier (whose

@@ -5,7 +5,8 @@
 // is on these providers: chunks through small staging slots, applied by the target's proxy and
 // acknowledged). Puts, gets and signals land where they were aimed and a quiet means delivered
 // at the target; atomics, fetching ones with their answers, are exact under contention from every
-// rank; a put's signal is never seen before its payload; and a peer that dies
+// rank; a put's signal is never seen before its payload; host FIFO messages and barrier
+// arrivals count exactly in host memory; and a peer that dies
 // fails the proxy with an error naming it, within GICL_NET_TIMEOUT, and the producers stop
 // waiting.
 #include <gtest/gtest.h>
@@ -559,6 +560,47 @@ TEST(ProxyHostFifos, MessagesLandBeforeTheirCountAndCreditsComeBack) {
     return 0;
   });
   for (int i = 0; i < 2; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+}
+
+/// Barrier arrivals on the staged path (proxy_ring.h, ProxyRingSet::arrivals): 3 ranks run 300
+/// dissemination barriers as kernels do, each round a credit on kProxyArrivalLane to the rank d
+/// ahead and a wait until this rank's arrivals word for the rank d behind reaches its count.
+/// The areas have no host FIFOs; every word must end at exactly 300.
+TEST(ProxyBarrierArrivals, DisseminationRoundsCountExactlyInHostMemory) {
+  REQUIRE_OFI();
+  bootstrap::UniqueIdData id;
+  ASSERT_TRUE(test::child_root_id(&id));
+  constexpr int kRanks = 3, kBarriers = 300;
+  auto results = fork_ranks(kRanks, [&](int me) {
+    use_provider("tcp;ofi_rxm");
+    ProxyRank r;
+    StagingLayout l = test_layout(kRanks);
+    RANK_OK(open_rank(id, me, kRanks, 4096, 1, true, &r, &l));
+    const char* base = reinterpret_cast<const char*>(r.staging.data());
+    auto arrivals = [&](int from) {
+      return __atomic_load_n(reinterpret_cast<const uint64_t*>(base + l.arrivals_offset(from)),
+                             __ATOMIC_ACQUIRE);
+    };
+    HostMem m;
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    for (uint64_t b = 1; b <= kBarriers; ++b)
+      for (int d = 1; d < kRanks; d <<= 1) {
+        const int to = (me + d) % kRanks, from = (me - d + kRanks) % kRanks;
+        RANK_CHECK(
+            host_fifo(*r.rings[0], m, ProxyOp::kFifoCredit, to, kProxyArrivalLane, 0) != ~0ull,
+            "barrier %llu: arrival at rank %d posted", (unsigned long long)b, to);
+        while (arrivals(from) < b)
+          RANK_CHECK(std::chrono::steady_clock::now() < until,
+                     "barrier %llu: rank %d's arrival never came (%llu counted)",
+                     (unsigned long long)b, from, (unsigned long long)arrivals(from));
+      }
+    RANK_OK(r.bs->barrier());
+    for (int from = 0; from < kRanks; ++from)
+      RANK_CHECK(arrivals(from) == (from == me ? 0u : uint64_t{kBarriers}),
+                 "rank %d's word holds %llu", from, (unsigned long long)arrivals(from));
+    return 0;
+  });
+  for (int i = 0; i < kRanks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
 }
 
 /// Rank 1 exits without a word after connecting; rank 0 keeps putting to it. Its proxy fails

@@ -11,11 +11,12 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <string>
 #include <vector>
 
+#include "proxy/host_copier.hpp"
 #include "proxy/proxy_ops.hpp"
 #include "proxy/staged_delivery.hpp"
-#include "proxy/host_copier.hpp"
 
 namespace gicl::proxy {
 namespace {
@@ -315,6 +316,42 @@ TEST(StagedBatch, CreditsFollowTheStepsMessageAndALanesRunLeavesAsOneWrite) {
   EXPECT_EQ(p.staged64(0, l.fifo_credit_offset(1, 0)), 1u);
   EXPECT_EQ(p.staged64(0, l.fifo_arrived_offset(1, 0)), 1u);
   EXPECT_EQ(p.d[1]->completed().size(), 7u);
+}
+
+/// Barrier arrivals (credits on kProxyArrivalLane) count in the target's arrivals word for their
+/// sender, apart from the host FIFOs' credits, whether or not the area has host FIFOs; a run of
+/// them leaves as one write; each completes when started.
+TEST(StagedBatch, BarrierArrivalsAreCountedInTheArrivalsWord) {
+  for (uint32_t lanes : {0u, 2u}) {
+    SCOPED_TRACE("lanes=" + std::to_string(lanes));
+    StagingLayout l = layout();
+    l.fifo_lanes = lanes;
+    l.fifo_depth = lanes ? 2 : 0;
+    l.fifo_slot = lanes ? 4096 : 0;
+    Pair p(l);
+    auto credit = [](int peer, uint32_t lane) {
+      ProxyRequest q{};
+      q.op = ProxyOp::kFifoCredit;
+      q.peer = static_cast<uint32_t>(peer);
+      q.dst = lane;
+      return q;
+    };
+    uint32_t cookie = 0;
+    for (int i = 0; i < 3; ++i)
+      ASSERT_TRUE(p.d[1]->start(cookie++, credit(0, kProxyArrivalLane)).ok()) << last_error();
+    if (lanes) ASSERT_TRUE(p.d[1]->start(cookie++, credit(0, 1)).ok()) << last_error();
+    ASSERT_TRUE(p.d[0]->start(0, credit(1, kProxyArrivalLane)).ok()) << last_error();
+    EXPECT_EQ(p.d[1]->completed().size(), cookie);
+    p.settle();
+    EXPECT_EQ(p.staged64(0, l.arrivals_offset(1)), 3u);
+    EXPECT_EQ(p.staged64(0, l.arrivals_offset(0)), 0u);
+    EXPECT_EQ(p.staged64(1, l.arrivals_offset(0)), 1u);
+    ASSERT_EQ(p.t[1]->writes.size(), lanes ? 2u : 1u) << "one write per lane's run";
+    if (lanes) {
+      EXPECT_EQ(p.staged64(0, l.fifo_credit_offset(1, 1)), 1u);
+      EXPECT_EQ(p.staged64(0, l.fifo_credit_offset(1, 0)), 0u);
+    }
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The staged path's staging area (proxy/staged_delivery.hpp): every part of it, the host FIFOs'
-// slots and counters included, lies inside bytes() and overlaps no other part; FIFO slots are
+// slots and counters and the barrier arrivals' words included, lies inside bytes() and overlaps
+// no other part; FIFO slots are
 // 4 KiB aligned; geometries the immediate cannot name are refused naming them.
 #include <gtest/gtest.h>
 
@@ -24,7 +25,10 @@ std::vector<Range> parts(const StagingLayout& l) {
   for (int src = 0; src < l.nranks; ++src)
     for (uint32_t k = 0; k < l.recv_slots; ++k)
       v.push_back({l.recv_offset(src, k), l.recv_offset(src, k) + l.chunk});
-  for (int r = 0; r < l.nranks; ++r) v.push_back({l.scratch_offset(r), l.scratch_offset(r) + 8});
+  for (int r = 0; r < l.nranks; ++r) {
+    v.push_back({l.scratch_offset(r), l.scratch_offset(r) + 8});
+    v.push_back({l.arrivals_offset(r), l.arrivals_offset(r) + 8});
+  }
   for (int p = 0; p < l.nranks; ++p) {
     for (uint32_t k = 0; k < l.fifo_slots(); ++k) {
       v.push_back({l.fifo_out_offset(p, k), l.fifo_out_offset(p, k) + l.fifo_slot});
@@ -63,7 +67,7 @@ TEST(StagingLayout, EveryPartIsInsideAndDisjointWithAlignedFifoSlots) {
         EXPECT_EQ(l.fifo_in_offset(p, 1) % 4096, 0u);
       }
       if (lanes == 0) {
-        EXPECT_EQ(l.bytes(), (l.scratch_offset(n) + 4095) / 4096 * 4096);
+        EXPECT_EQ(l.bytes(), (l.scratch_offset(n) + 4095) / 4096 * 4096 + 8 * size_t(n));
       }
     }
   }
@@ -82,6 +86,11 @@ TEST(StagingLayout, FifoGeometriesTheImmediateCannotNameAreRefused) {
   l.fifo_depth = 4096;  // 65536 slots per peer: beyond the immediate's 15 bits
   EXPECT_EQ(l.check().code(), GICL_INVALID_ARGUMENT);
   l.fifo_depth = 0;
+  EXPECT_EQ(l.check().code(), GICL_INVALID_ARGUMENT);
+  l.fifo_depth = 1;
+  l.fifo_lanes = 255;
+  EXPECT_TRUE(l.check().ok());
+  l.fifo_lanes = 256;  // lane 255 is the barrier arrivals'
   EXPECT_EQ(l.check().code(), GICL_INVALID_ARGUMENT);
 }
 

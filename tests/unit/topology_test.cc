@@ -249,17 +249,22 @@ TEST(PeerPaths, SelfP2PAndNetwork) {
   EXPECT_EQ(asked, 1);
   auto denied = compute_paths(peers, 0, [](const PeerInfo&) { return false; });
   EXPECT_EQ(denied[1], PeerPath::kNetwork);
-  // GICL_P2P_DISABLE=1: every other rank over the network, without asking.
+  // GICL_P2P_DISABLE=1 here: every other rank over the network, without asking.
   asked = 0;
-  auto disabled = compute_paths(
-      peers, 0,
-      [&](const PeerInfo&) {
-        ++asked;
-        return true;
-      },
-      false);
+  auto yes = [&](const PeerInfo&) {
+    ++asked;
+    return true;
+  };
+  peers[0].p2p_disabled = 1;
+  auto disabled = compute_paths(peers, 0, yes);
   EXPECT_EQ(disabled, (std::vector<PeerPath>{PeerPath::kSelf, PeerPath::kNetwork,
                                              PeerPath::kNetwork, PeerPath::kNetwork}));
+  EXPECT_EQ(asked, 0);
+  // GICL_P2P_DISABLE=1 at rank 1 only: rank 0 reaches it over the network too, as it reaches 0.
+  peers[0].p2p_disabled = 0;
+  peers[1].p2p_disabled = 1;
+  EXPECT_EQ(compute_paths(peers, 0, yes)[1], PeerPath::kNetwork);
+  EXPECT_EQ(compute_paths(peers, 1, yes)[0], PeerPath::kNetwork);
   EXPECT_EQ(asked, 0);
   EXPECT_STREQ(peer_path_name(PeerPath::kP2P), "P2P");
 }

@@ -131,7 +131,7 @@ __device__ bool arrivals(const DeviceComm& c, const Members& m, int me, bool sen
       if (from >= 0 && j != from) continue;
       const int r = m.rank(j);
       const uint64_t expected = ++c.sync_expected[r];
-      ok = wait(reporter(c), GICL_OP_SYNC, c.sync_in + r, Cmp::kAtLeast, expected, r,
+      ok = wait(reporter(c), GICL_OP_SYNC, arrival_word(c, r), Cmp::kAtLeast, expected, r,
                 static_cast<uint64_t*>(nullptr));
     }
   }

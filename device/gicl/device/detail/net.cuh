@@ -181,6 +181,27 @@ __device__ __noinline__ inline bool net_fifo(const DeviceComm& c, ProxyOp op, in
   return proxy_submit(reporter(c), q, w, n, GICL_OP_COLLECTIVE, pe) != ~0ull;
 }
 
+/// Counts one barrier arrival of this rank at network peer `to`, through the arrivals' ring: on
+/// the staged path a credit on kProxyArrivalLane that `to`'s proxy adds to its host word for this
+/// rank (ProxyRingSet::arrivals), on the direct path a signal add into `to`'s sync_in[c.rank].
+__device__ __noinline__ inline bool net_arrive(const DeviceComm& c, int to) {
+  const ProxyRing& q = arrival_ring(c);
+  if (ring_set(c).arrivals == nullptr) return net_signal(c, q, c.sync_in + c.rank, 1, true, to);
+  uint64_t w[2];
+  const uint32_t n =
+      proxy_encode_fifo(w, ProxyOp::kFifoCredit, static_cast<uint32_t>(to), kProxyArrivalLane, 0);
+  return proxy_submit(reporter(c), q, w, n, GICL_OP_SYNC, to) != ~0ull;
+}
+
+/// The word counting rank `from`'s barrier arrivals here: where net_arrive counts them for a
+/// network peer on the staged path (host memory), c.sync_in[from] otherwise. Paths are alike on
+/// both sides of a pair (topology/peer_info.hpp), so the sender counts where this rank waits.
+__device__ __forceinline__ const uint64_t* arrival_word(const DeviceComm& c, int from) {
+  if (net_ring(c, from) != nullptr && ring_set(c).arrivals != nullptr)
+    return ring_set(c).arrivals + from;
+  return c.sync_in + from;
+}
+
 /// Orders ring `q`'s later operations to `pe` (every peer for GICL_RANK_ALL) after its earlier
 /// ones.
 __device__ __noinline__ inline bool net_fence(const DeviceComm& c, const ProxyRing& q, int pe) {

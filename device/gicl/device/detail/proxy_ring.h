@@ -36,7 +36,7 @@
 
 namespace gicl {
 
-inline constexpr uint32_t kProxyRingVersion = 4;
+inline constexpr uint32_t kProxyRingVersion = 5;
 /// Most slots one operation takes (a put with a signal, both in long form).
 inline constexpr uint32_t kProxyMaxSlots = 4;
 
@@ -79,11 +79,24 @@ inline constexpr uint32_t kProxyMaxRings = 16;
 /// and the last the barriers' arrivals, which are posted only after a quiet (or after the puts
 /// they announce completed) and so need no order with the other rings: they never queue behind
 /// another ring's bulk. Rings are independent queues, unordered between each other.
+///
+/// `arrivals` (staged path only): one word per source rank in pinned host memory mapped into the
+/// GPU, the barrier arrivals that rank made here. An arrival to a network peer is then a
+/// kFifoCredit on lane kProxyArrivalLane, which the peer's proxy adds to its word for this rank
+/// with one host store: no copy into GPU memory, so a barrier completes while its process is in a
+/// CUDA call that waits for the device (cudaFree), which the copier's launches would wait for.
+/// Null on the direct path: an arrival is a signal add into the peer's sync_in, written by the
+/// NIC.
 struct ProxyRingSet {
   uint32_t count;  // 3 to kProxyMaxRings
   uint32_t version;
+  const uint64_t* arrivals;  // [source rank], or null
   ProxyRing rings[kProxyMaxRings];
 };
+
+/// The host FIFO lane whose credits count barrier arrivals (ProxyRingSet::arrivals); the
+/// collectives' lanes are below it.
+inline constexpr uint32_t kProxyArrivalLane = 255;
 
 /// The ring of queue pair `id` (0: the default) in a set of `count` rings.
 GICL_RING_HD uint32_t proxy_qp_ring(uint32_t id, uint32_t count) {
@@ -125,7 +138,8 @@ GICL_RING_HD bool proxy_word_committed(uint64_t word, uint64_t t, uint32_t size)
 //   kFence              peer (kProxyAllPeers: every peer)
 //   kNop                nothing (fills a reservation)
 //   kFifoSend           A host FIFO slot, B bytes (its payload in that slot of this rank's outbox)
-//   kFifoCredit         A host FIFO lane (a slot of it consumed here)
+//   kFifoCredit         A host FIFO lane (a slot of it consumed here; kProxyArrivalLane: a
+//                       barrier arrival)
 //   kAtomic             -                                    A kind | 8-byte width flag << 3;
 //                                                            slot 2: word, value (a non-fetching
 //                                                            update of a 4- or 8-byte word)

@@ -5,13 +5,12 @@
 
 namespace detail {
 
-/// Counts one arrival of this rank at rank `to` (its sync_in[c.rank]): a relaxed add over P2P, a
-/// signal add through the proxy to a rank on the network path. Orders nothing before it: callers
-/// fence first (P2P) or add only after their puts completed (network). False when it failed
-/// (reported).
+/// Counts one arrival of this rank at rank `to`: a relaxed add into its sync_in[c.rank] over P2P,
+/// net_arrive through the proxy to a rank on the network path (where `to` waits on
+/// arrival_word). Orders nothing before it: callers fence first (P2P) or add only after their
+/// puts completed (network). False when it failed (reported).
 __device__ __forceinline__ bool arrive(const DeviceComm& c, int to, uint32_t op) {
-  if (net_ring(c, to) != nullptr)
-    return net_signal(c, arrival_ring(c), c.sync_in + c.rank, 1, true, to);
+  if (net_ring(c, to) != nullptr) return net_arrive(c, to);
   uint64_t* remote = route(c, op, c.sync_in + c.rank, sizeof(uint64_t), to);
   if (remote == nullptr) return false;
   add_relaxed_sys(remote, 1);
@@ -19,8 +18,8 @@ __device__ __forceinline__ bool arrive(const DeviceComm& c, int to, uint32_t op)
 }
 
 /// One dissemination round per power of two: notify the rank `d` ahead, wait for the rank `d`
-/// behind (a rank on the network path is notified through the proxy). Signals are counted per
-/// sender (sync_in[sender] at the receiver, sync_expected[sender] locally), so barriers of
+/// behind (a rank on the network path is notified through the proxy). Arrivals are counted per
+/// sender (arrival_word(sender) at the receiver, sync_expected[sender] locally), so barriers of
 /// different teams may interleave as long as each pair of ranks meets its barriers in the same
 /// order. Called by one thread.
 template <typename Member>
@@ -31,7 +30,7 @@ __device__ __noinline__ bool dissemination(const DeviceComm& c, int n, int me, M
     const int to = member((me + d) % n), from = member((me - d % n + n) % n);
     if (!arrive(c, to, op)) return false;  // barrier() fences (and quiets) before the first round
     const uint64_t expected = ++c.sync_expected[from];
-    ok = wait(reporter(c), op, c.sync_in + from, Cmp::kAtLeast, expected, from,
+    ok = wait(reporter(c), op, arrival_word(c, from), Cmp::kAtLeast, expected, from,
               static_cast<uint64_t*>(nullptr));
   }
   return ok;
