@@ -9,12 +9,14 @@
 // run twice) with a 1 MiB staging, so that large calls run as many FIFO messages and pieces; then
 // the ring's floating-point results must equal those of the same ring over NVLink bit for bit (the
 // transport changes no reduction order), a captured graph replays, and send/recv reach network
-// ranks (a size mismatch named). A barrier completes while its rank is inside cudaFree.
+// ranks (a size mismatch named). A barrier and an allreduce complete while their rank is inside
+// cudaFree.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -30,6 +32,8 @@
 
 namespace gicl::test {
 namespace {
+
+constexpr size_t kCudaFreeCount = 1 << 18;  // 1 MiB of float32: several host FIFO messages
 
 /// Random floats through the ring on `nvlink` and on `net`: the same bytes.
 int same_as_nvlink(gicl_comm_t nvlink, gicl_comm_t net, int me, int n, uint32_t seed,
@@ -253,15 +257,16 @@ TEST(NetworkCollectives, TwoNodesOfTwoGpusByHostId) {
   run(4, "hostid");
 }
 
-/// A barrier to a network peer on the staged path completes while its rank's host thread is in
+/// A call to a network peer on the staged path completes while its rank's host thread is in
 /// cudaFree, which waits for the device and holds back the launches of a copier without an agent
-/// (docs/transports.md, "The proxy thread and CUDA"): the peer's arrival is counted in host
-/// memory by this rank's proxy, with no CUDA call. Rank 0 enqueues its barrier and frees a
-/// buffer at once; rank 1 enters its barrier 500 ms later. Rank 0's cudaFree must return and its
-/// barrier complete without error well inside the 5 s wait bound, whose expiry would have ended
-/// the barrier otherwise.
-TEST(NetworkCollectives, ABarrierCompletesWhileItsRankIsInCudaFree) {
-  REQUIRE_GPUS(1);  // on one GPU the two ranks share it as processes
+/// (docs/transports.md, "The proxy thread and CUDA"): a barrier's arrivals are counted in host
+/// memory by the proxy, and a collective's messages travel through the host FIFOs, with no CUDA
+/// call on the way. Rank 0 enqueues `call` and frees a buffer at once; rank 1 enters it 500 ms
+/// later. Rank 0's cudaFree must return and the call complete without error well inside the 5 s
+/// wait bound, whose expiry would have ended it otherwise; `sums`: the call sums `data` in place
+/// (every element 1 + 2), else leaves it.
+void completes_while_in_cuda_free(
+    bool sums, const std::function<gicl_result_t(gicl_comm_t, float*, cudaStream_t)>& call) {
   gicl_unique_id_t id;
   ASSERT_EQ(gicl_get_unique_id(&id), GICL_SUCCESS);
   auto results = fork_ranks(2, [&](int r) {
@@ -273,14 +278,18 @@ TEST(NetworkCollectives, ABarrierCompletesWhileItsRankIsInCudaFree) {
     RANK_CHECK(comm->net != nullptr && comm->net->staged, "no staged network path");
     cudaStream_t s;
     RANK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    void* buf = nullptr;
-    RANK_CUDA(cudaMalloc(&buf, 1 << 20));
+    void* spare = nullptr;
+    float* data = nullptr;
+    RANK_CUDA(cudaMalloc(&spare, 1 << 20));
+    RANK_CUDA(cudaMalloc(&data, kCudaFreeCount * sizeof(float)));
+    std::vector<float> in(kCudaFreeCount, static_cast<float>(r + 1));
+    RANK_CUDA(cudaMemcpy(data, in.data(), in.size() * sizeof(float), cudaMemcpyHostToDevice));
     RANK_OK(gicl_barrier(comm, s));  // both ranks ready
     RANK_CUDA(cudaStreamSynchronize(s));
     const auto t0 = std::chrono::steady_clock::now();
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    RANK_OK(gicl_barrier(comm, s));
-    if (r == 0) RANK_CUDA(cudaFree(buf));  // waits for the barrier's kernel
+    RANK_OK(call(comm, data, s));
+    if (r == 0) RANK_CUDA(cudaFree(spare));  // waits for the call's kernel
     RANK_CUDA(cudaStreamSynchronize(s));
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -289,13 +298,31 @@ TEST(NetworkCollectives, ABarrierCompletesWhileItsRankIsInCudaFree) {
     RANK_OK(gicl_comm_get_async_error(comm, &async, &why));
     RANK_CHECK(async == GICL_SUCCESS, "asynchronous error %d: %s", static_cast<int>(async),
                why != nullptr ? why : "");
-    RANK_CHECK(ms < 3000, "the barrier took %.0f ms", ms);
-    if (r == 1) RANK_CUDA(cudaFree(buf));
+    RANK_CHECK(ms < 3000, "the call took %.0f ms", ms);
+    RANK_CUDA(cudaMemcpy(in.data(), data, in.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    if (r == 1) RANK_CUDA(cudaFree(spare));
+    RANK_CUDA(cudaFree(data));
     RANK_CUDA(cudaStreamDestroy(s));
     RANK_OK(gicl_comm_destroy(comm));
+    const float want = sums ? 3.f : static_cast<float>(r + 1);
+    for (size_t i = 0; i < in.size(); ++i)
+      RANK_CHECK(in[i] == want, "element %zu: %g, not %g", i, in[i], want);
     return 0;
   });
   for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r].code, 0) << "rank " << r;
+}
+
+TEST(NetworkCollectives, ABarrierCompletesWhileItsRankIsInCudaFree) {
+  REQUIRE_GPUS(1);  // on one GPU the two ranks share it as processes
+  completes_while_in_cuda_free(
+      false, [](gicl_comm_t comm, float*, cudaStream_t s) { return gicl_barrier(comm, s); });
+}
+
+TEST(NetworkCollectives, AnAllreduceCompletesWhileItsRankIsInCudaFree) {
+  REQUIRE_GPUS(1);
+  completes_while_in_cuda_free(true, [](gicl_comm_t comm, float* data, cudaStream_t s) {
+    return gicl_allreduce(data, data, kCudaFreeCount, gicl_float32, gicl_sum, comm, s);
+  });
 }
 
 /// A thread rank on GPU 0 over the staged path: 20 allreduces, each followed by a barrier (whose
