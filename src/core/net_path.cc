@@ -171,6 +171,11 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
       c->heap->va_base() + static_cast<uint64_t>(c->heap->slot_of(me)) * c->heap->slot_bytes();
   const uint64_t heap_bytes = c->heap->max_bytes();
   const uint64_t* arrivals = nullptr;  // the staged path's barrier arrivals, mapped
+  // Agreed: a rank counts arrivals where its peers send them (ProxyRingSet::arrivals).
+  int64_t host_arrivals = 0;
+  bool all_host_arrivals = false;
+  GICL_CHECK(setting_int(Setting::kNetHostArrivals, &host_arrivals));
+  GICL_CHECK(all_ranks(c, host_arrivals != 0, &all_host_arrivals));
   if (n->transport->caps().cuda_memory) {
     // The transport registers GPU memory (FI_HMEM / DMA-BUF): RMA straight between heaps.
     GICL_CHECK(n->transport->register_memory(own, heap_bytes, net::MemKind::kCuda, &n->region));
@@ -201,7 +206,7 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
     n->fifos.arrived = reinterpret_cast<const uint64_t*>(dev + l.fifo_arrived_offset(0, 0));
     n->fifos.credits = reinterpret_cast<const uint64_t*>(dev + l.fifo_credit_offset(0, 0));
     n->fifos.slot_bytes = l.fifo_slot;
-    arrivals = reinterpret_cast<const uint64_t*>(dev + l.arrivals_offset(0));
+    if (all_host_arrivals) arrivals = reinterpret_cast<const uint64_t*>(dev + l.arrivals_offset(0));
     net::RemoteKey bound{};
     bound.bytes = heap_bytes;  // every heap reserves the same range: it bounds requests
     a.heap =

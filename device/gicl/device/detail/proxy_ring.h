@@ -85,8 +85,8 @@ inline constexpr uint32_t kProxyMaxRings = 16;
 /// kFifoCredit on lane kProxyArrivalLane, which the peer's proxy adds to its word for this rank
 /// with one host store: no copy into GPU memory, so a barrier completes while its process is in a
 /// CUDA call that waits for the device (cudaFree), which the copier's launches would wait for.
-/// Null on the direct path: an arrival is a signal add into the peer's sync_in, written by the
-/// NIC.
+/// Null on the direct path (an arrival is a signal add into the peer's sync_in, written by the
+/// NIC) and with GICL_NET_HOST_ARRIVALS=0 (the same signal, applied by the peer's copier).
 struct ProxyRingSet {
   uint32_t count;  // 3 to kProxyMaxRings
   uint32_t version;
