@@ -254,8 +254,8 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
 
 Status net_path_open(gicl_comm* c) {
   if (!c->dev || !c->heap) return GICL_SUCCESS;  // alike on every rank (agreed heap handle)
-  // Paths may differ between ranks (GICL_P2P_DISABLE or GICL_HOSTID set on some only): the path
-  // opens everywhere as soon as one rank needs it.
+  // Some ranks may have network peers and others none (GICL_P2P_DISABLE or GICL_HOSTID set on
+  // some only): the path opens everywhere as soon as one rank needs it.
   const bool mine = std::any_of(c->paths.begin(), c->paths.end(),
                                 [](PeerPath p) { return p == PeerPath::kNetwork; });
   bool all = false, any = false;
