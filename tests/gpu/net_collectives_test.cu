@@ -326,8 +326,8 @@ TEST(NetworkCollectives, AnAllreduceCompletesWhileItsRankIsInCudaFree) {
 }
 
 /// A thread rank on GPU 0 over the staged path: 20 allreduces, each followed by a barrier (whose
-/// signals the target's copier applies), queued back to back before one synchronize, each sum
-/// checked. `agent`: whether its copier runs a copy agent.
+/// arrivals the target's proxy counts in host memory), queued back to back before one
+/// synchronize, each sum checked. `agent`: whether its copier runs a copy agent.
 int queued_calls(gicl_unique_id_t id, int r, bool* agent) {
   RANK_CUDA(cudaSetDevice(0));
   gicl_comm_t comm;

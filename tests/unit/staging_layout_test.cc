@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The staged path's staging area (proxy/staged_delivery.hpp): every part of it, the host FIFOs'
 // slots and counters and the barrier arrivals' words included, lies inside bytes() and overlaps
-// no other part; FIFO slots are
-// 4 KiB aligned; geometries the immediate cannot name are refused naming them.
+// no other part; FIFO slots are 4 KiB aligned; geometries the immediate cannot name are refused
+// naming them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
