@@ -326,8 +326,8 @@ TEST(NetworkCollectives, AnAllreduceCompletesWhileItsRankIsInCudaFree) {
 }
 
 /// A thread rank on GPU 0 over the staged path: 20 allreduces, each followed by a barrier (whose
-/// arrivals the target's proxy counts in host memory), queued back to back before one
-/// synchronize, each sum checked. `agent`: whether its copier runs a copy agent.
+/// arrivals, with GICL_NET_HOST_ARRIVALS=0, are signals the target's copier applies), queued back
+/// to back before one synchronize, each sum checked. `agent`: whether its copier runs a copy agent.
 int queued_calls(gicl_unique_id_t id, int r, bool* agent) {
   RANK_CUDA(cudaSetDevice(0));
   gicl_comm_t comm;
@@ -380,7 +380,8 @@ TEST(NetworkCollectives, ThreadRanksOnOneGpuHaveAHardwareQueuePerStream) {
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
     setenv("GICL_SHARED_GPU_THREADS", "1", 1);
     setenv("GICL_WAIT_TIMEOUT", "20000", 1);
-    setenv("GICL_NET_COPY_AGENT", "500", 1);  // the agent runs where the queues fit it
+    setenv("GICL_NET_COPY_AGENT", "500", 1);   // the agent runs where the queues fit it
+    setenv("GICL_NET_HOST_ARRIVALS", "0", 1);  // the barriers' arrivals through the copiers
     use_network_path("p2p_disable", 2, 0);
     auto both = [](const char* queues, bool agents[2], std::string msgs[2]) {
       setenv("CUDA_DEVICE_MAX_CONNECTIONS", queues, 1);
