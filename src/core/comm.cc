@@ -261,6 +261,9 @@ Status init_steps(gicl_comm* c, const bootstrap::UniqueIdData& id) {
   int64_t p2p_disable = 0;
   GICL_CHECK(setting_int(Setting::kP2pDisable, &p2p_disable));
   c->peers[c->rank].p2p_disabled = p2p_disable != 0 ? 1 : 0;
+  int64_t host_arrivals = 0;
+  GICL_CHECK(setting_int(Setting::kNetHostArrivals, &host_arrivals));
+  c->peers[c->rank].net_host_arrivals = host_arrivals != 0 ? 1 : 0;
   GICL_CHECK(c->bootstrap->allgather(c->peers.data(), sizeof(PeerInfo)));
   GICL_CHECK(check_peers_agree(c->peers, c->rank));
   {

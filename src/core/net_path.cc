@@ -171,11 +171,10 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
       c->heap->va_base() + static_cast<uint64_t>(c->heap->slot_of(me)) * c->heap->slot_bytes();
   const uint64_t heap_bytes = c->heap->max_bytes();
   const uint64_t* arrivals = nullptr;  // the staged path's barrier arrivals, mapped
-  // Agreed: a rank counts arrivals where its peers send them (ProxyRingSet::arrivals).
-  int64_t host_arrivals = 0;
-  bool all_host_arrivals = false;
-  GICL_CHECK(setting_int(Setting::kNetHostArrivals, &host_arrivals));
-  GICL_CHECK(all_ranks(c, host_arrivals != 0, &all_host_arrivals));
+  // Agreed through the peer exchange: a rank counts arrivals where its peers send them
+  // (ProxyRingSet::arrivals), so one rank's GICL_NET_HOST_ARRIVALS=0 turns them off for all.
+  const bool all_host_arrivals = std::all_of(
+      c->peers.begin(), c->peers.end(), [](const PeerInfo& p) { return p.net_host_arrivals != 0; });
   if (n->transport->caps().cuda_memory) {
     // The transport registers GPU memory (FI_HMEM / DMA-BUF): RMA straight between heaps.
     GICL_CHECK(n->transport->register_memory(own, heap_bytes, net::MemKind::kCuda, &n->region));

@@ -14,7 +14,7 @@
 
 namespace gicl {
 
-inline constexpr uint32_t kPeerInfoVersion = 4;
+inline constexpr uint32_t kPeerInfoVersion = 5;
 
 /// Handle types a rank can use for the symmetric heap (bit mask).
 enum HeapHandleCaps : uint32_t { kCapPosixFd = 1u << 0, kCapLegacyIpc = 1u << 1 };
@@ -36,7 +36,8 @@ struct PeerInfo {
   uint8_t mps_percent;   // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the sender, rounded up (1..100;
                          // 100 unset)
   uint8_t p2p_disabled;  // the sender's GICL_P2P_DISABLE: no P2P path to or from it
-  uint8_t pad;
+  uint8_t
+      net_host_arrivals;  // the sender's GICL_NET_HOST_ARRIVALS (all ranks must say 1 to use it)
   uint64_t process;  // random per process (pids repeat across containers): ranks of one process
   uint16_t heartbeat_port;  // UDP port of the sender's heartbeats (core/heartbeat); 0: none
   uint16_t pad2;
