@@ -300,20 +300,25 @@ void NetProxy::finish_completed() {
   args_.delivery->completed().clear();
 }
 
-/// Progresses the transport and the delivery and handles what completed; true when anything did.
+/// Progresses the delivery and the transport and handles what completed; true when anything did.
+/// The delivery goes first: what the rings just gave is staged and posted before the transport's
+/// poll, which on socket providers is a system call or more (2.6 us of a signal's hop on 1 x H200
+/// over tcp;ofi_rxm when the poll went first). What the events start waits for the next turn,
+/// which follows the rings' next read.
 bool NetProxy::poll() {
-  net::Event ev[64];
-  int n = 0;
-  if (const Status s = args_.transport->poll(ev, 64, &n); !s.ok()) {
-    fail(s.code(), last_error(), true);
-    return true;
-  }
   Delivery& d = *args_.delivery;
   const uint64_t before = d.issued();
-  Status s = GICL_SUCCESS;
-  for (int i = 0; i < n && s.ok(); ++i) s = d.on_event(ev[i]);
   bool work = false;
-  if (s.ok()) s = d.progress(&work);
+  Status s = d.progress(&work);
+  net::Event ev[64];
+  int n = 0;
+  if (s.ok()) {
+    if (const Status t = args_.transport->poll(ev, 64, &n); !t.ok()) {
+      fail(t.code(), last_error(), true);
+      return true;
+    }
+  }
+  for (int i = 0; i < n && s.ok(); ++i) s = d.on_event(ev[i]);
   work |= n > 0;
   issued_.fetch_add(d.issued() - before, std::memory_order_relaxed);
   if (!s.ok()) {
