@@ -211,10 +211,12 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
     a.heap =
         proxy::HeapView{own, heap_bytes, nullptr, std::vector<net::RemoteKey>(c->nranks, bound)};
     GICL_CHECK(proxy::CudaCopier::create(c->device, linger, &n->copier));
-    int64_t timeout = 0;
+    int64_t timeout = 0, ack_hold = 0;
     GICL_CHECK(setting_int(Setting::kNetTimeout, &timeout));
+    GICL_CHECK(setting_int(Setting::kNetAckHold, &ack_hold));
     a.delivery = proxy::make_staged_delivery(n->transport.get(), me, a.heap, sv, n->copier.get(),
-                                             std::chrono::milliseconds(timeout));
+                                             std::chrono::milliseconds(timeout),
+                                             std::chrono::microseconds(ack_hold));
   }
   // The default queue pair's ring, the created queue pairs' rings, the arrivals' ring
   // (ProxyRingSet in gicl/device/detail/proxy_ring.h).

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstring>
+#include <deque>
 #include <string>
 
 #include "proxy/proxy_ops.hpp"
@@ -66,8 +68,15 @@ void bump(char* word, uint64_t n = 1) {
 class StagedDelivery : public Delivery {
  public:
   StagedDelivery(net::Transport* t, int rank, const HeapView& heap, const StagingView& staging,
-                 Copier* copier, std::chrono::milliseconds ack_timeout)
-      : t_(t), me_(rank), heap_(heap), st_(staging), copier_(copier), ack_timeout_(ack_timeout) {
+                 Copier* copier, std::chrono::milliseconds ack_timeout,
+                 std::chrono::microseconds ack_hold)
+      : t_(t),
+        me_(rank),
+        heap_(heap),
+        st_(staging),
+        copier_(copier),
+        ack_timeout_(ack_timeout),
+        ack_hold_(ack_hold) {
     const StagingLayout& l = st_.layout;
     for (uint32_t s = l.send_slots; s-- > 0;) free_send_.push_back(s);
     credits_.resize(l.nranks);
@@ -172,9 +181,10 @@ class StagedDelivery : public Delivery {
       else if ((token & kTagMask) == kTagReply)
         chunk_done(static_cast<uint32_t>(token & ~kTagMask));  // a get's bytes are in the heap
       else
-        GICL_CHECK(post_ack(static_cast<int>((token & ~kTagMask) >> 16),
-                            static_cast<uint32_t>(token & 0xffff)));
+        GICL_CHECK(applied(static_cast<int>((token & ~kTagMask) >> 16),
+                           static_cast<uint32_t>(token & 0xffff)));
     }
+    GICL_CHECK(post_held_acks(work));
     // Chunks waiting for a send slot and a credit at their peer, oldest first; a peer without
     // credits does not hold up the others.
     for (size_t i = 0; i < waiting_.size() && !free_send_.empty();) {
@@ -358,6 +368,7 @@ class StagedDelivery : public Delivery {
   Status post_chunk(uint32_t id) {
     const Chunk& c = chunks_[id];
     ++issued_;
+    take_held_ack(c.peer, send_slot(c.send_slot));
     const Status s =
         t_->write_imm(c.peer, *st_.region, send_slot(c.send_slot), st_.keys[c.peer],
                       st_.layout.recv_offset(me_, c.recv_slot), wire_bytes(c.header),
@@ -387,6 +398,18 @@ class StagedDelivery : public Delivery {
     char* slot_base = st_.base + st_.layout.recv_offset(from, slot);
     StagedHeader h;
     std::memcpy(&h, slot_base, sizeof(h));
+    if (h.flags & StagedHeader::kAcked) {
+      // An acknowledgement of ours riding on it: taken off the header, which then reads as one
+      // written without it (the slot is this rank's until it acknowledges the chunk).
+      const uint32_t acked = h.flags >> StagedHeader::kAckedShift;
+      h.flags &= ~StagedHeader::kAcked & ((1u << StagedHeader::kAckedShift) - 1);
+      std::memcpy(slot_base + offsetof(StagedHeader, flags), &h.flags, sizeof(h.flags));
+      if (acked >= st_.layout.recv_slots)
+        return GICL_FAIL(GICL_REMOTE_ERROR,
+                         "staged network path: rank %d acknowledged slot %u of %u on a chunk", from,
+                         acked, st_.layout.recv_slots);
+      GICL_CHECK(on_ack(from, acked));
+    }
     if (h.flags & StagedHeader::kBatch) return apply_batch(from, slot, slot_base, h);
     GICL_CHECK(check_header(from, h));
     return apply(from, slot, slot_base, h);
@@ -573,6 +596,45 @@ class StagedDelivery : public Delivery {
     return GICL_SUCCESS;
   }
 
+  /// Slot `slot` from `to` is applied to the heap here. An acknowledgement without an answer
+  /// waits up to ack_hold_ for a chunk to `to` to ride on: written alone it costs this thread a
+  /// write (over TCP a system call that runs the loopback peer's stack too, 5-6 us on 1 x H200),
+  /// which the GPU's reply to what was just applied would wait behind.
+  Status applied(int to, uint32_t slot) {
+    const StagedHeader& h =
+        *reinterpret_cast<const StagedHeader*>(st_.base + st_.layout.recv_offset(to, slot));
+    if (ack_hold_.count() == 0 || (h.flags & (StagedHeader::kGet | StagedHeader::kFetch)) != 0)
+      return post_ack(to, slot);
+    held_acks_.push_back(HeldAck{to, slot, std::chrono::steady_clock::now() + ack_hold_});
+    return GICL_SUCCESS;
+  }
+
+  /// Writes the held acknowledgements whose time is up.
+  Status post_held_acks(bool* work) {
+    if (held_acks_.empty()) return GICL_SUCCESS;
+    *work = true;  // the proxy keeps polling while it holds one
+    const auto now = std::chrono::steady_clock::now();
+    while (!held_acks_.empty() && held_acks_.front().until <= now) {
+      const HeldAck a = held_acks_.front();
+      held_acks_.pop_front();
+      GICL_CHECK(post_ack(a.peer, a.slot));
+    }
+    return GICL_SUCCESS;
+  }
+
+  /// Puts the oldest held acknowledgement for `peer` on the chunk in `slot` (its header).
+  void take_held_ack(int peer, char* slot) {
+    for (auto it = held_acks_.begin(); it != held_acks_.end(); ++it) {
+      if (it->peer != peer) continue;
+      uint32_t flags;
+      std::memcpy(&flags, slot + offsetof(StagedHeader, flags), sizeof(flags));
+      flags |= StagedHeader::kAcked | it->slot << StagedHeader::kAckedShift;
+      std::memcpy(slot + offsetof(StagedHeader, flags), &flags, sizeof(flags));
+      held_acks_.erase(it);
+      return;
+    }
+  }
+
   /// Slot `slot` from `to` is applied to the heap here: tell its sender, with the answer where
   /// the chunk asked for one.
   Status post_ack(int to, uint32_t slot) {
@@ -657,7 +719,14 @@ class StagedDelivery : public Delivery {
   StagingView st_;
   Copier* copier_;
   std::chrono::milliseconds ack_timeout_;
-  std::vector<Op> ops_;  // by cookie
+  std::chrono::microseconds ack_hold_;
+  struct HeldAck {
+    int peer;
+    uint32_t slot;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::deque<HeldAck> held_acks_;  // oldest first: all wait the same ack_hold_
+  std::vector<Op> ops_;            // by cookie
   struct Parked {
     int peer;
     uint32_t lane;
@@ -678,8 +747,9 @@ class StagedDelivery : public Delivery {
 
 std::unique_ptr<Delivery> make_staged_delivery(net::Transport* t, int rank, const HeapView& heap,
                                                const StagingView& staging, Copier* copier,
-                                               std::chrono::milliseconds ack_timeout) {
-  return std::make_unique<StagedDelivery>(t, rank, heap, staging, copier, ack_timeout);
+                                               std::chrono::milliseconds ack_timeout,
+                                               std::chrono::microseconds ack_hold) {
+  return std::make_unique<StagedDelivery>(t, rank, heap, staging, copier, ack_timeout, ack_hold);
 }
 
 }  // namespace gicl::proxy

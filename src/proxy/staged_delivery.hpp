@@ -84,6 +84,9 @@ struct StagedHeader {
   // kBatch: this header and `batch` more, each a signal or non-fetching atomic alone.
   static constexpr uint32_t kSignal = 1, kSignalAdd = 2, kAtomic = 4, kGet = 8, kFetch = 16,
                             kBatch = 32;
+  // kAcked: the chunk also acknowledges the receive slot in the top 16 bits of `flags` (a chunk
+  // of the target's that the writer applied: an acknowledgement riding on a chunk going back).
+  static constexpr uint32_t kAcked = 64, kAckedShift = 16;
 };
 static_assert(sizeof(StagedHeader) == 64, "a staging slot starts with one 64-byte header");
 
@@ -146,8 +149,11 @@ struct StagingView {
   std::vector<net::RemoteKey> keys;  // [rank]
 };
 
-std::unique_ptr<Delivery> make_staged_delivery(net::Transport* t, int rank, const HeapView& heap,
-                                               const StagingView& staging, Copier* copier,
-                                               std::chrono::milliseconds ack_timeout);
+/// `ack_hold`: how long an acknowledgement without an answer waits for a chunk to its peer to
+/// ride on (StagedHeader::kAcked) before it is written alone; 0 writes each at once.
+std::unique_ptr<Delivery> make_staged_delivery(
+    net::Transport* t, int rank, const HeapView& heap, const StagingView& staging, Copier* copier,
+    std::chrono::milliseconds ack_timeout,
+    std::chrono::microseconds ack_hold = std::chrono::microseconds(0));
 
 }  // namespace gicl::proxy

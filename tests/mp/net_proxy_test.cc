@@ -96,10 +96,13 @@ Status open_rank(const bootstrap::UniqueIdData& id, int me, int n, size_t heap, 
     // GICL_NET_TIMEOUT, as the communicator's path takes it: its default unless a test sets it
     // (ProxyFailure: 2 s), so that a rank held off the CPU under a sanitizer on a loaded
     // machine is not taken for one that stopped serving.
-    int64_t timeout_ms = 0;
+    // Acknowledgements held as the communicator holds them (GICL_NET_ACK_HOLD).
+    int64_t timeout_ms = 0, ack_hold_us = 0;
     GICL_CHECK(setting_int(Setting::kNetTimeout, &timeout_ms));
+    GICL_CHECK(setting_int(Setting::kNetAckHold, &ack_hold_us));
     a.delivery = make_staged_delivery(r->t.get(), me, a.heap, sv, &r->copier,
-                                      std::chrono::milliseconds(timeout_ms));
+                                      std::chrono::milliseconds(timeout_ms),
+                                      std::chrono::microseconds(ack_hold_us));
   }
   for (int i = 0; i < rings; ++i) {
     r->rings.push_back(std::make_unique<HostRing>(256));

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -105,7 +106,8 @@ StagingLayout layout() {
 /// Two ranks, each a heap, a staging area laid out as `l` and a staged delivery over the
 /// emulated fabric.
 struct Pair {
-  explicit Pair(const StagingLayout& l = layout()) {
+  explicit Pair(const StagingLayout& l = layout(),
+                std::chrono::microseconds ack_hold = std::chrono::microseconds(0)) {
     for (int r = 0; r < 2; ++r) {
       staging[r].assign(l.bytes(), 0);
       heap[r].assign(kHeap, 0);
@@ -125,12 +127,17 @@ struct Pair {
       sv.region = region[r].get();
       sv.keys.assign(2, net::RemoteKey{});
       HeapView hv{heap[r].data(), kHeap, nullptr, std::vector<net::RemoteKey>(2, bound)};
-      d[r] = make_staged_delivery(t[r].get(), r, hv, sv, &copier[r], std::chrono::seconds(10));
+      d[r] = make_staged_delivery(t[r].get(), r, hv, sv, &copier[r], std::chrono::seconds(10),
+                                  ack_hold);
     }
   }
   /// Runs both sides until neither has anything left to do.
-  void settle() {
-    for (bool busy = true; busy;) {
+  void settle() { run(-1); }
+  /// Runs both sides `rounds` times: enough for what the emulated fabric and the host copier
+  /// complete at once, where a held acknowledgement keeps a side busy.
+  void pump(int rounds = 50) { run(rounds); }
+  void run(int rounds) {
+    for (bool busy = true; rounds < 0 ? busy : rounds-- > 0;) {
       busy = false;
       for (int r = 0; r < 2; ++r) {
         bool work = false;
@@ -318,6 +325,76 @@ TEST(StagedBatch, CreditsFollowTheStepsMessageAndALanesRunLeavesAsOneWrite) {
   EXPECT_EQ(p.d[1]->completed().size(), 7u);
 }
 
+ProxyRequest signal_req(uint32_t peer, uint64_t word, uint64_t value) {
+  ProxyRequest q{};
+  q.op = ProxyOp::kSignalAdd;
+  q.peer = peer;
+  q.signal = word;
+  q.value = value;
+  return q;
+}
+
+/// A held acknowledgement is written by no one until a chunk goes back to its sender, which
+/// carries it: that chunk is the target's only write, and the sender's operation completes when
+/// the chunk lands.
+TEST(StagedBatch, AHeldAcknowledgementRidesOnTheNextChunkBackToItsSender) {
+  Pair p(layout(), std::chrono::seconds(100));  // held for longer than the test runs
+  ASSERT_TRUE(p.d[0]->start(7, signal_req(1, 16, 5)).ok()) << last_error();
+  p.pump();
+  EXPECT_EQ(p.word64(1, 16), 5u) << "applied at the target";
+  EXPECT_TRUE(p.t[1]->writes.empty()) << "the acknowledgement is held";
+  EXPECT_TRUE(p.d[0]->completed().empty()) << "not complete before it is acknowledged";
+  ASSERT_TRUE(p.d[1]->start(3, signal_req(0, 24, 2)).ok()) << last_error();
+  p.pump();
+  EXPECT_EQ(p.word64(0, 24), 2u);
+  ASSERT_EQ(p.t[1]->writes.size(), 1u) << "the acknowledgement rode on the chunk";
+  EXPECT_EQ(p.t[1]->writes[0], sizeof(StagedHeader));
+  ASSERT_EQ(p.d[0]->completed().size(), 1u);
+  EXPECT_EQ(p.d[0]->completed()[0], 7u);
+  EXPECT_TRUE(p.d[1]->completed().empty()) << "rank 0 holds the acknowledgement of its chunk";
+  // The slot it freed takes the next chunk: rank 0's recv_slots (2) are used again and again.
+  p.d[0]->completed().clear();
+  for (uint32_t i = 0; i < 6; ++i) {
+    ASSERT_TRUE(p.d[0]->start(10 + i, signal_req(1, 32, 1)).ok()) << last_error();
+    p.pump();
+    ASSERT_TRUE(p.d[1]->start(20 + i, signal_req(0, 40, 1)).ok()) << last_error();
+    p.pump();
+  }
+  EXPECT_EQ(p.word64(1, 32), 6u);
+  EXPECT_EQ(p.word64(0, 40), 6u);
+  EXPECT_EQ(p.t[0]->writes.size(), 7u) << "chunks only, each carrying the last acknowledgement";
+  EXPECT_EQ(p.d[0]->completed().size(), 6u);
+}
+
+/// With nothing going back, a held acknowledgement is written alone once its hold is over.
+TEST(StagedBatch, AHeldAcknowledgementIsWrittenAloneAfterItsHold) {
+  Pair p(layout(), std::chrono::microseconds(2000));
+  ASSERT_TRUE(p.d[0]->start(7, signal_req(1, 16, 5)).ok()) << last_error();
+  const auto t0 = std::chrono::steady_clock::now();
+  p.settle();  // busy while the acknowledgement is held
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::microseconds(2000));
+  ASSERT_EQ(p.t[1]->writes.size(), 1u);
+  EXPECT_EQ(p.t[1]->writes[0], 8u) << "an acknowledgement alone";
+  ASSERT_EQ(p.d[0]->completed().size(), 1u);
+  EXPECT_EQ(p.d[0]->completed()[0], 7u);
+}
+
+/// A get's acknowledgement carries its answer: never held.
+TEST(StagedBatch, AnAnswerIsNeverHeld) {
+  Pair p(layout(), std::chrono::seconds(100));
+  std::memcpy(p.heap[1].data() + 64, "abcdefgh", 8);
+  ProxyRequest q{};
+  q.op = ProxyOp::kGet;
+  q.peer = 1;
+  q.dst = 128;
+  q.src = 64;
+  q.bytes = 8;
+  ASSERT_TRUE(p.d[0]->start(4, q).ok()) << last_error();
+  p.pump();
+  ASSERT_EQ(p.d[0]->completed().size(), 1u);
+  EXPECT_EQ(std::memcmp(p.heap[0].data() + 128, "abcdefgh", 8), 0);
+}
+
 /// Barrier arrivals (credits on kProxyArrivalLane) count in the target's arrivals word for their
 /// sender, apart from the host FIFOs' credits, whether or not the area has host FIFOs; a run of
 /// them leaves as one write; each completes when started.
@@ -339,7 +416,9 @@ TEST(StagedBatch, BarrierArrivalsAreCountedInTheArrivalsWord) {
     uint32_t cookie = 0;
     for (int i = 0; i < 3; ++i)
       ASSERT_TRUE(p.d[1]->start(cookie++, credit(0, kProxyArrivalLane)).ok()) << last_error();
-    if (lanes) ASSERT_TRUE(p.d[1]->start(cookie++, credit(0, 1)).ok()) << last_error();
+    if (lanes) {
+      ASSERT_TRUE(p.d[1]->start(cookie++, credit(0, 1)).ok()) << last_error();
+    }
     ASSERT_TRUE(p.d[0]->start(0, credit(1, kProxyArrivalLane)).ok()) << last_error();
     EXPECT_EQ(p.d[1]->completed().size(), cookie);
     p.settle();
