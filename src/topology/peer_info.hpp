@@ -36,8 +36,7 @@ struct PeerInfo {
   uint8_t mps_percent;   // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of the sender, rounded up (1..100;
                          // 100 unset)
   uint8_t p2p_disabled;  // the sender's GICL_P2P_DISABLE: no P2P path to or from it
-  uint8_t
-      net_host_arrivals;  // the sender's GICL_NET_HOST_ARRIVALS (all ranks must say 1 to use it)
+  uint8_t net_host_arrivals;  // the sender's GICL_NET_HOST_ARRIVALS (used where all say 1)
   uint64_t process;  // random per process (pids repeat across containers): ranks of one process
   uint16_t heartbeat_port;  // UDP port of the sender's heartbeats (core/heartbeat); 0: none
   uint16_t pad2;
