@@ -606,6 +606,58 @@ TEST(ProxyBarrierArrivals, DisseminationRoundsCountExactlyInHostMemory) {
   for (int i = 0; i < kRanks; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
 }
 
+/// Held acknowledgements (GICL_NET_ACK_HOLD) between two processes over tcp;ofi_rxm: rank 0
+/// sends 200 signals, each once rank 1's answer to the one before has landed, and rank 1 answers
+/// each. Without a hold each rank's proxy posts 400 writes, its 200 chunks and an acknowledgement
+/// of each of the other's; with a hold of 200 ms (longer than a thread waits for a core on a
+/// loaded 2-core machine, where 1 ms let most go alone) an acknowledgement rides on the answer,
+/// so at least half of them never take a write of their own (in practice all but rank 0's last),
+/// and every signal still lands in order and quiet returns.
+TEST(ProxyAckHold, APingPongsAcknowledgementsRideOnItsAnswers) {
+  REQUIRE_OFI();
+  constexpr uint64_t kRounds = 200;
+  for (const char* hold : {"0", "200000"}) {
+    SCOPED_TRACE(std::string("GICL_NET_ACK_HOLD=") + hold);
+    bootstrap::UniqueIdData id;
+    ASSERT_TRUE(test::child_root_id(&id));
+    auto results = fork_ranks(2, [&](int me) {
+      use_provider("tcp;ofi_rxm");
+      setenv("GICL_NET_ENDPOINTS", "1", 1);
+      setenv("GICL_NET_ACK_HOLD", hold, 1);
+      ProxyRank r;
+      RANK_OK(open_rank(id, me, 2, 4096, 1, true, &r));
+      RANK_OK(r.bs->barrier());
+      const auto* word = reinterpret_cast<const uint64_t*>(&r.heap[64]);
+      HostMem m;
+      const auto until = std::chrono::steady_clock::now() + 60s;
+      for (uint64_t k = 1; k <= kRounds; ++k) {
+        if (me == 0)
+          RANK_CHECK(host_signal(*r.rings[0], m, false, 1, 64, k) != ~0ull, "signal %llu",
+                     (unsigned long long)k);
+        for (uint64_t seen; (seen = __atomic_load_n(word, __ATOMIC_ACQUIRE)) != k;) {
+          RANK_CHECK(seen < k, "round %llu: the word holds %llu", (unsigned long long)k,
+                     (unsigned long long)seen);
+          RANK_CHECK(std::chrono::steady_clock::now() < until, "round %llu never came",
+                     (unsigned long long)k);
+        }
+        if (me == 1)
+          RANK_CHECK(host_signal(*r.rings[0], m, false, 0, 64, k) != ~0ull, "answer %llu",
+                     (unsigned long long)k);
+      }
+      RANK_CHECK(r.rings[0]->quiet(), "quiet");
+      const uint64_t writes = r.proxy->stats().issued;
+      RANK_OK(r.bs->barrier());
+      if (hold[0] == '0')
+        RANK_CHECK(writes == 2 * kRounds, "%llu writes without a hold", (unsigned long long)writes);
+      else
+        RANK_CHECK(writes <= kRounds + kRounds / 2, "%llu writes with acknowledgements held",
+                   (unsigned long long)writes);
+      return 0;
+    });
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(results[i].code, 0) << "rank " << i;
+  }
+}
+
 /// Rank 1 exits without a word after connecting; rank 0 keeps putting to it. Its proxy fails
 /// naming rank 1 within GICL_NET_TIMEOUT (2 s here), the ring's failed word stops the producer,
 /// and nothing hangs; on both deliveries.
