@@ -226,6 +226,10 @@ Status open_path(gicl_comm* c, NetPath* n, const MachineTopology* machine,
   set.count = static_cast<uint32_t>(qp_rings) + 2;
   set.version = kProxyRingVersion;
   set.arrivals = arrivals;
+  static_assert(kProxyInlineMax == 8, "GICL_NET_INLINE's range (settings.def)");
+  int64_t inline_max = 0;
+  GICL_CHECK(setting_int(Setting::kNetInline, &inline_max));
+  set.inline_max = n->staged ? static_cast<uint32_t>(inline_max) : 0;
   for (uint32_t i = 0; i < set.count; ++i) {
     n->rings.emplace_back();
     GICL_CHECK(proxy::RingMemory::create(c->device, kRingSlots, &n->rings.back()));

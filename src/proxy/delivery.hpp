@@ -39,6 +39,10 @@ class Delivery {
   /// `*work` when it did something.
   virtual Status progress(bool* work) = 0;
 
+  /// The largest put it takes with its bytes in the request (ProxyRingSet::inline_max): only
+  /// where it would otherwise copy the heap's bytes into a staging buffer first.
+  virtual uint32_t inline_max() const { return 0; }
+
   /// Operations completed since the caller last cleared the list.
   std::vector<uint32_t>& completed() { return completed_; }
   /// A completed fetching operation's answer (the word's old value), read before the cookie is

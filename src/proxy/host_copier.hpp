@@ -15,6 +15,7 @@ class HostCopier : public Copier {
  public:
   Status to_host(void* dst, const void* src, size_t bytes) override {
     std::memcpy(dst, src, bytes);
+    ++to_host_calls;
     return GICL_SUCCESS;
   }
   Status to_device(void* dst, const void* src, size_t bytes) override {
@@ -53,6 +54,8 @@ class HostCopier : public Copier {
     marks_.clear();
     return GICL_SUCCESS;
   }
+
+  size_t to_host_calls = 0;  // copies out of the heap so far (a put's staging copies, gets)
 
  private:
   template <typename T>

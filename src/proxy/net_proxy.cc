@@ -210,10 +210,17 @@ Status NetProxy::check_request(const ProxyRequest& q, uint32_t ring, uint64_t ti
                      "network proxy: ring %u, ticket %" PRIu64 ": %s to peer %u of %d ranks", ring,
                      ticket, what, q.peer, nranks_);
   const uint64_t peer_bytes = args_.heap.keys[q.peer].bytes;
+  const uint32_t inline_max = args_.delivery->inline_max();
+  if (q.inlined && (q.op == ProxyOp::kGet || q.bytes == 0 || q.bytes > inline_max))
+    return GICL_FAIL(GICL_INVALID_ARGUMENT,
+                     "network proxy: ring %u, ticket %" PRIu64 ": %s of %" PRIu64
+                     " B to peer %u with its bytes in the request: this path carries at most %u",
+                     ring, ticket, what, q.bytes, q.peer, inline_max);
   if (has_transfer(q.op)) {
     const bool get = q.op == ProxyOp::kGet;
     const uint64_t local = get ? q.dst : q.src, remote = get ? q.src : q.dst;
-    if (!fits(local, q.bytes, args_.heap.bytes) || !fits(remote, q.bytes, peer_bytes))
+    if ((!q.inlined && !fits(local, q.bytes, args_.heap.bytes)) ||
+        !fits(remote, q.bytes, peer_bytes))
       return GICL_FAIL(GICL_INVALID_ARGUMENT,
                        "network proxy: ring %u, ticket %" PRIu64 ": %s of %" PRIu64
                        " B to peer %u: local offset %" PRIu64 " or peer offset %" PRIu64

@@ -19,7 +19,9 @@
 // scratch word. The acknowledgement returns the credit and completes the chunk; the operation
 // completes with its last chunk, so quiet means "in the target's heap". A put with signal in
 // several chunks sends its last chunk, the one carrying the signal, only after every other chunk
-// is acknowledged: the signal is never applied before the payload.
+// is acknowledged: the signal is never applied before the payload. A put of at most
+// kProxyInlineMax bytes brings them in its request (ProxyRequest::inlined): the proxy copies
+// them into the send slot itself and writes at once, with no staging copy to wait for.
 //
 // Host FIFOs (the pipe collectives' messages to network peers, collectives/pipe/fifo.cuh): where
 // the layout has them, the area also holds, per peer, `fifo_lanes` x `fifo_depth` outgoing and

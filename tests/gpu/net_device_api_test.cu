@@ -10,7 +10,8 @@
 // follows. Then the operations answered by the target: 256 threads' fetching atomics (fetch-adds
 // whose answers are each count exactly once, a compare-swap only one thread wins, a chain of swaps,
 // fetching or and xor), blocking and non-blocking gets through several staging chunks, g() and p()
-// of every width, iput and iget with strides. Last, three queue pairs, each on a request ring of
+// of every width, puts of 1 to 8 bytes (inside their requests on the staged path), iput and iget
+// with strides. Last, three queue pairs, each on a request ring of
 // its own: each one's payload lands before its signal (a fence on that queue pair), and its gets
 // are complete after its own quiet.
 #include <gtest/gtest.h>
@@ -116,18 +117,26 @@ constexpr int kStrided = 500;
 constexpr uint64_t kChainStart = 7;
 constexpr int kAnswers = 3 * kFetchThreads + 16 + 8 + 8;  // per peer, see fetch_all
 constexpr uint64_t kP64 = 0xfedcba9876543210ull;
+// Puts of k = 1 to 8 bytes (inline in their requests on the staged path): from source offset
+// small_at(k) + 2 to small_at(k), both misaligned, with untouched bytes between them.
+constexpr size_t kSmallSpan = 80;
+__host__ __device__ constexpr size_t small_at(size_t k) {
+  return 10 * (k - 1) + 1;
+}
 
 struct FetchBufs {
-  uint64_t* c64;      // [nranks]: 64-bit fetch-adds from each peer
-  uint32_t* c32;      // [nranks][2]: 32-bit fetch-adds from each peer into [1]; [0] untouched
-  uint64_t* cas;      // [nranks]: compare-swaps of 0 from each peer
-  uint64_t* chain;    // [nranks]: swaps from each peer, starting at kChainStart
-  uint32_t* bits;     // [nranks][2]: fetching or, fetching xor
-  uint8_t* got;       // [2][nranks][kGetBytes]: get, then get_nbi, from each peer
-  uint8_t* pbytes;    // [nranks][32]: p() of 1, 2, 4 and 8 bytes and a double from each peer
-  uint32_t* strided;  // [nranks][3 * kStrided]: iput from each peer (destination stride 3)
-  uint32_t* igot;     // [nranks][kStrided]: iget from each peer (source stride 3)
-  uint64_t* answers;  // device memory, [nranks][kAnswers]
+  uint64_t* c64;        // [nranks]: 64-bit fetch-adds from each peer
+  uint32_t* c32;        // [nranks][2]: 32-bit fetch-adds from each peer into [1]; [0] untouched
+  uint64_t* cas;        // [nranks]: compare-swaps of 0 from each peer
+  uint64_t* chain;      // [nranks]: swaps from each peer, starting at kChainStart
+  uint32_t* bits;       // [nranks][2]: fetching or, fetching xor
+  uint8_t* got;         // [2][nranks][kGetBytes]: get, then get_nbi, from each peer
+  uint8_t* pbytes;      // [nranks][32]: p() of 1, 2, 4 and 8 bytes and a double from each peer
+  uint8_t* small;       // [nranks][kSmallSpan]: puts of 1 to 8 bytes from each peer (small_at)
+  uint64_t* small_sig;  // [nranks]: the 8-byte one's signal add
+  uint32_t* strided;    // [nranks][3 * kStrided]: iput from each peer (destination stride 3)
+  uint32_t* igot;       // [nranks][kStrided]: iget from each peer (source stride 3)
+  uint64_t* answers;    // device memory, [nranks][kAnswers]
 };
 
 /// 256 threads, to every peer: a 64-bit and a 32-bit fetch-add each, a compare-swap of 0 each,
@@ -181,6 +190,14 @@ __global__ void fetch_all(gicl_device_comm_t c, FetchBufs f, Bufs b, unsigned lo
       gicl::dev::p<uint64_t>(c, reinterpret_cast<uint64_t*>(mine + 8), kP64 + c.rank, pe);
       gicl::dev::p<double>(c, reinterpret_cast<double*>(mine + 16), 3.25 + c.rank, pe);
     }
+    if (t == 2) {
+      const uint8_t* src = b.src + pe * span;  // pattern(rank, pe, i)
+      uint8_t* dst = f.small + c.rank * kSmallSpan;
+      for (uint32_t k = 1; k < 8; ++k)
+        gicl::dev::put(c, dst + small_at(k), src + small_at(k) + 2, k, pe);
+      gicl::dev::put_signal(c, dst + small_at(8), src + small_at(8) + 2, 8, f.small_sig + c.rank, 1,
+                            gicl::dev::SignalOp::kAdd, pe);
+    }
     // What this rank sends `pe` (pattern(rank, pe, i)) as 32-bit elements, every second one.
     const uint32_t* src32 = reinterpret_cast<const uint32_t*>(b.src + pe * span);
     if (blockIdx.x == 0)
@@ -211,6 +228,8 @@ int fetches_and_gets(gicl_comm_t comm, gicl_device_comm_t dc, const Bufs& b, int
   RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&f.bits)));
   RANK_OK(gicl_mem_alloc(comm, 2 * n * kGetBytes, reinterpret_cast<void**>(&f.got)));
   RANK_OK(gicl_mem_alloc(comm, n * 32, reinterpret_cast<void**>(&f.pbytes)));
+  RANK_OK(gicl_mem_alloc(comm, n * kSmallSpan, reinterpret_cast<void**>(&f.small)));
+  RANK_OK(gicl_mem_alloc(comm, n * 8, reinterpret_cast<void**>(&f.small_sig)));
   RANK_OK(gicl_mem_alloc(comm, n * 3 * kStrided * 4, reinterpret_cast<void**>(&f.strided)));
   RANK_OK(gicl_mem_alloc(comm, n * kStrided * 4, reinterpret_cast<void**>(&f.igot)));
   RANK_CUDA(cudaMalloc(&f.answers, n * kAnswers * 8));
@@ -225,6 +244,8 @@ int fetches_and_gets(gicl_comm_t comm, gicl_device_comm_t dc, const Bufs& b, int
   RANK_CUDA(cudaMemset(f.bits, 0, n * 8));
   RANK_CUDA(cudaMemset(f.got, 0, 2 * n * kGetBytes));
   RANK_CUDA(cudaMemset(f.pbytes, 0x11, n * 32));
+  RANK_CUDA(cudaMemset(f.small, 0x11, n * kSmallSpan));
+  RANK_CUDA(cudaMemset(f.small_sig, 0, n * 8));
   RANK_CUDA(cudaMemset(f.strided, 0, n * 3 * kStrided * 4));
   RANK_CUDA(cudaMemset(f.igot, 0, n * kStrided * 4));
   RANK_CUDA(cudaMemset(f.answers, 0xff, n * kAnswers * 8));
@@ -297,7 +318,10 @@ int fetches_and_gets(gicl_comm_t comm, gicl_device_comm_t dc, const Bufs& b, int
   // The updates every peer made here.
   std::vector<uint64_t> c64(n), cas(n), chain(n);
   std::vector<uint32_t> c32(2 * n), bits(2 * n), strided(n * 3 * kStrided);
-  std::vector<uint8_t> pbytes(n * 32);
+  std::vector<uint8_t> pbytes(n * 32), small(n * kSmallSpan);
+  std::vector<uint64_t> small_sig(n);
+  RANK_CUDA(cudaMemcpy(small.data(), f.small, small.size(), cudaMemcpyDeviceToHost));
+  RANK_CUDA(cudaMemcpy(small_sig.data(), f.small_sig, n * 8, cudaMemcpyDeviceToHost));
   RANK_CUDA(cudaMemcpy(c64.data(), f.c64, n * 8, cudaMemcpyDeviceToHost));
   RANK_CUDA(cudaMemcpy(cas.data(), f.cas, n * 8, cudaMemcpyDeviceToHost));
   RANK_CUDA(cudaMemcpy(chain.data(), f.chain, n * 8, cudaMemcpyDeviceToHost));
@@ -332,6 +356,16 @@ int fetches_and_gets(gicl_comm_t comm, gicl_device_comm_t dc, const Bufs& b, int
                    pb[24] == 0x11,
                "rank %d's p(): %x %x %x %x %llx %g %x (%s)", from, pb[0], pb[1], v16, v32,
                (unsigned long long)v64, vd, pb[24], how);
+    for (size_t i = 0, k = 0; i < kSmallSpan; ++i) {
+      while (k < 8 && i >= small_at(k + 1)) ++k;  // the put whose range starts at or below i
+      const bool inside = k >= 1 && i < small_at(k) + k;
+      const uint8_t want = inside ? pattern(from, r, i + 2) : 0x11;
+      RANK_CHECK(small[from * kSmallSpan + i] == want,
+                 "byte %zu of rank %d's small puts: %x, not %x (%s)", i, from,
+                 small[from * kSmallSpan + i], want, how);
+    }
+    RANK_CHECK(small_sig[from] == 1, "rank %d's 8-byte put_signal added %llu (%s)", from,
+               (unsigned long long)small_sig[from], how);
     for (int i = 0; i < kStrided; ++i) {
       const uint32_t* s = strided.data() + from * 3 * kStrided + 3 * i;
       RANK_CHECK(s[0] == pattern32(from, r, 8 * i) && s[1] == 0 && s[2] == 0,

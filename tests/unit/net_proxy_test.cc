@@ -292,6 +292,24 @@ TEST(NetProxy, AnOffsetOutsideEitherHeapIsRefused) {
   }
 }
 
+// The direct path reads every put from the heap: a request that brings its bytes inline (which
+// kernels post only where the ring set allows them) is refused, naming it.
+TEST(NetProxy, AnInlinePutIsRefusedWhereTheDeliveryReadsTheHeap) {
+  Rig rig;
+  uint64_t w[2 * kProxyMaxSlots];
+  const uint32_t n = proxy_encode_inline(w, ProxyOp::kPut, 1, 0, 42, 8);
+  ASSERT_NE(proxy_post(rig.ring[0]->ring, w, n, rig.mem), ~uint64_t{0});
+  for (auto until = std::chrono::steady_clock::now() + 1s;
+       rig.ring[0]->failed == 0 && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(100us);
+  std::string why;
+  EXPECT_EQ(rig.proxy->error(&why), GICL_INVALID_ARGUMENT);
+  EXPECT_NE(why.find("with its bytes in the request: this path carries at most 0"),
+            std::string::npos)
+      << why;
+  EXPECT_TRUE(rig.transport.posted().empty());
+}
+
 TEST(NetProxy, AFailedCompletionFailsTheProxyNamingThePeer) {
   Rig rig;
   host_put_signal(*rig.ring[0], rig.mem, false, 1, 0, 0, 8, 64, 1);

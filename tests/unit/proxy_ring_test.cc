@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The proxy's request ring with host threads as producers (the same header-only code kernels
 // run, with a host memory policy): every field round-trips in short and long form (host FIFO
-// operations and fetching atomics too), a slot is read only once all its words carry the ticket's
-// lap, producers wait for room and never overwrite, many producers lose, duplicate and reorder
-// nothing, and every fetching operation reads its own answer however the proxy orders them.
+// operations, inline puts and fetching atomics too), a slot is read only once all its words carry
+// the ticket's lap, producers wait for room and never overwrite, many producers lose, duplicate and
+// reorder nothing, and every fetching operation reads its own answer however the proxy orders them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "gicl/device/detail/proxy_ring.h"
-#include "proxy/ring_reader.hpp"
 #include "proxy/host_ring.hpp"
+#include "proxy/ring_reader.hpp"
 
 namespace gicl::proxy {
 namespace {
@@ -105,6 +105,62 @@ TEST(ProxyRing, AtomicUpdatesRoundTrip) {
           ++checked;
         }
   EXPECT_EQ(checked, 5 * 2 * 4 * 5);
+}
+
+// Inline puts: two slots carrying the destination, the byte count and all 64 bits of the data
+// (the top one in word 1 beside the inline flag), then a signal in short or long form; read back
+// as inline with no source, and a long-form put of the largest byte count is not read as one.
+TEST(ProxyRing, InlinePutsRoundTripWithAndWithoutASignal) {
+  HostRing r(16);
+  RingReader rd = r.reader();
+  HostMem m;
+  const uint64_t offsets[] = {0, 3, kProxyShortOffsetLimit, kProxyPayloadMask};
+  const uint64_t data[] = {0, 0xab, kProxyPayloadMask, kProxyCommitBit, ~uint64_t{0}};
+  int checked = 0;
+  for (uint32_t bytes = 1; bytes <= kProxyInlineMax; ++bytes)
+    for (uint64_t dst : offsets)
+      for (uint64_t d : data)
+        for (int form = 0; form < 3; ++form) {  // no signal, a set in short form, an add in long
+          const uint64_t bits = bytes == 8 ? d : d & ((uint64_t{1} << (8 * bytes)) - 1);
+          const uint32_t peer = (checked * 13) % kProxyAllPeers;
+          const uint64_t signal = form == 2 ? kProxyShortOffsetLimit : 64;
+          const uint64_t value = form == 2 ? ~uint64_t{0} : 5;
+          uint64_t w[2 * kProxyMaxSlots];
+          const uint32_t n =
+              form == 0
+                  ? proxy_encode_inline(w, ProxyOp::kPut, peer, dst, bits, bytes)
+                  : proxy_encode_inline_signal(w, form == 2, peer, dst, bits, bytes, signal, value);
+          ASSERT_EQ(n, form == 0 ? 2u : form == 1 ? 3u : 4u);
+          const uint64_t t = proxy_post(r.ring, w, n, m);
+          ProxyRequest q{};
+          uint64_t ticket = 0;
+          ASSERT_TRUE(rd.next(&q, &ticket));
+          EXPECT_EQ(ticket, t);
+          EXPECT_EQ(q.op, form == 0   ? ProxyOp::kPut
+                          : form == 1 ? ProxyOp::kPutSignalSet
+                                      : ProxyOp::kPutSignalAdd);
+          EXPECT_EQ(q.slots, n);
+          EXPECT_EQ(q.peer, peer);
+          EXPECT_TRUE(q.inlined);
+          EXPECT_EQ(q.bytes, bytes);
+          EXPECT_EQ(q.dst, dst);
+          EXPECT_EQ(q.data, bits);
+          EXPECT_EQ(q.src, 0u);
+          if (form != 0) {
+            EXPECT_EQ(q.signal, signal);
+            EXPECT_EQ(q.value, value);
+          }
+          rd.complete(ticket);
+          ++checked;
+        }
+  EXPECT_EQ(checked, 8 * 4 * 5 * 3);
+  post_transfer(r, m, ProxyOp::kPut, 1, 8, 16, kProxyPayloadMask);
+  ProxyRequest q{};
+  uint64_t ticket = 0;
+  ASSERT_TRUE(rd.next(&q, &ticket));
+  EXPECT_FALSE(q.inlined);
+  EXPECT_EQ(q.bytes, kProxyPayloadMask);
+  EXPECT_EQ(q.src, 16u);
 }
 
 // Fetching atomics: three slots carrying the update, the width, the word, all 64 bits of the

@@ -5,7 +5,8 @@
 // operations waiting for one peer leave as one batched chunk (one write, one credit), the target
 // applies every one and acknowledges once, and each completes; fetching atomics batch among
 // themselves and each gets its own answer; a batch never mixes peers or classes; a malformed
-// batch from a peer is refused naming it.
+// batch from a peer is refused naming it. A put small enough to bring its bytes in the request
+// takes no staging copy.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -181,6 +182,49 @@ ProxyRequest atomic_req(ProxyAtomic a, uint32_t width, uint64_t word, uint64_t v
   q.signal = word;
   q.value = value;
   return q;
+}
+
+// A put of at most kProxyInlineMax bytes that brought them in its request: its chunk carries
+// those bytes (the sender's heap is never read, no staging copy runs), they land at the target
+// at any alignment without touching a neighbour, and a signal after them is applied. The same put
+// read from the heap takes its staging copy.
+TEST(StagedBatch, AnInlinePutCarriesItsRequestsBytesWithoutAStagingCopy) {
+  Pair p;
+  std::memset(p.heap[0].data(), 0xee, kHeap);  // what a read of the sender's heap would carry
+  uint32_t cookie = 0;
+  for (uint32_t bytes = 1; bytes <= kProxyInlineMax; ++bytes) {
+    ProxyRequest q{};
+    q.op = bytes == kProxyInlineMax ? ProxyOp::kPutSignalAdd : ProxyOp::kPut;
+    q.peer = 1;
+    q.inlined = true;
+    q.bytes = bytes;
+    q.dst = 64 * bytes + bytes;  // misaligned by `bytes`
+    q.data = 0x0807060504030201ull & (bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1);
+    q.signal = 2048;
+    q.value = 3;
+    ASSERT_TRUE(p.d[0]->start(cookie++, q).ok()) << last_error();
+  }
+  p.settle();
+  EXPECT_EQ(p.copier[0].to_host_calls, 0u);
+  ASSERT_EQ(p.t[0]->writes.size(), kProxyInlineMax);
+  for (uint32_t bytes = 1; bytes <= kProxyInlineMax; ++bytes) {
+    EXPECT_EQ(p.t[0]->writes[bytes - 1], sizeof(StagedHeader) + bytes);
+    const auto* at = reinterpret_cast<const unsigned char*>(p.heap[1].data()) + 65 * bytes;
+    EXPECT_EQ(at[-1], 0) << bytes << " B: the byte before";
+    for (uint32_t i = 0; i < bytes; ++i) EXPECT_EQ(at[i], i + 1) << bytes << " B, byte " << i;
+    EXPECT_EQ(at[bytes], 0) << bytes << " B: the byte after";
+  }
+  EXPECT_EQ(p.word64(1, 2048), 3u);
+  EXPECT_EQ(p.d[0]->completed().size(), kProxyInlineMax);
+  ProxyRequest q{};
+  q.op = ProxyOp::kPut;
+  q.peer = 1;
+  q.bytes = 8;
+  q.dst = 1024;
+  ASSERT_TRUE(p.d[0]->start(cookie++, q).ok()) << last_error();
+  p.settle();
+  EXPECT_EQ(p.copier[0].to_host_calls, 1u);
+  EXPECT_EQ(p.word64(1, 1024), 0xeeeeeeeeeeeeeeeeull);
 }
 
 TEST(StagedBatch, HeaderOnlyOperationsToOnePeerLeaveAsOneChunk) {

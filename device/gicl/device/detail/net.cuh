@@ -40,8 +40,36 @@ __device__ __forceinline__ uint64_t own_offset(const DeviceComm& c, const void* 
   return static_cast<uint64_t>(q - own);
 }
 
+/// The `bytes` (at most 8) at `src`, little-endian, from L2: what the proxy's copier would have
+/// read there, never a stale L1 copy of another block's store.
+__device__ __forceinline__ uint64_t inline_data(const void* src, uint32_t bytes) {
+  const auto* b = static_cast<const unsigned char*>(src);
+  if (bytes == 8 && reinterpret_cast<uintptr_t>(src) % 8 == 0)
+    return static_cast<uint64_t>(__ldcg(reinterpret_cast<const unsigned long long*>(src)));
+  uint64_t v = 0;
+  for (uint32_t i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(__ldcg(b + i)) << (8 * i);
+  return v;
+}
+
+/// Posts a put of `bytes` (1 to the ring set's inline_max) whose bytes travel in the request,
+/// with a signal when `sig` is set (`d`, `g`: checked heap offsets). No fence first: no later
+/// read of this rank's memory belongs to it. Complete locally once posted.
+__device__ __noinline__ inline bool net_put_inline(const DeviceComm& c, const ProxyRing& q,
+                                                   uint64_t d, uint64_t data, uint32_t bytes,
+                                                   uint64_t* sig, uint64_t g, uint64_t value,
+                                                   bool add, int pe, uint32_t op) {
+  uint64_t w[2 * kProxyMaxSlots];
+  const auto peer = static_cast<uint32_t>(pe);
+  const uint32_t n = sig != nullptr
+                         ? proxy_encode_inline_signal(w, add, peer, d, data, bytes, g, value)
+                         : proxy_encode_inline(w, ProxyOp::kPut, peer, d, data, bytes);
+  ProxyRingDeviceMem m{reporter(c), op, pe};
+  return proxy_post(q, w, n, m) != ~0ull;
+}
+
 /// Posts a put to network peer `pe`, with a signal when `sig` is set; `wait`: returns once it is
-/// complete at the target. False when it failed (reported to the communicator).
+/// complete at the target, except a put small enough to travel inline (ProxyRingSet::inline_max),
+/// whose source is read before it returns. False when it failed (reported to the communicator).
 __device__ __noinline__ inline bool net_put(const DeviceComm& c, const ProxyRing& q, void* dst,
                                             const void* src, size_t bytes, uint64_t* sig,
                                             uint64_t value, bool add, int pe, bool wait,
@@ -51,6 +79,10 @@ __device__ __noinline__ inline bool net_put(const DeviceComm& c, const ProxyRing
   if (d == ~0ull || s == ~0ull || g == ~0ull) {
     const void* bad = d == ~0ull ? dst : s == ~0ull ? src : static_cast<const void*>(sig);
     return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, op, pe, bad, bytes, 0, 0);
+  }
+  if (bytes > 0 && bytes <= ring_set(c).inline_max) {
+    const auto n = static_cast<uint32_t>(bytes);
+    return net_put_inline(c, q, d, inline_data(src, n), n, sig, g, value, add, pe, op);
   }
   uint64_t w[2 * kProxyMaxSlots];
   const uint32_t n =
@@ -114,7 +146,8 @@ __device__ __noinline__ inline bool net_fetch(const DeviceComm& c, const ProxyRi
 }
 
 /// Stores `bytes` (1 to 8) of `value` at `dst` of network peer `pe` (p()): a 4- or 8-byte value
-/// as an atomic set (visible after quiet); a 1- or 2-byte one by compare-swap on the aligned
+/// as an atomic set (visible after quiet; the proxy batches those); a 1- or 2-byte one as an
+/// inline put on the staged path (visible after quiet), else by compare-swap on the aligned
 /// 32-bit word holding it, complete on return. False when it failed (reported).
 __device__ __noinline__ inline bool net_store(const DeviceComm& c, const ProxyRing& q, void* dst,
                                               uint64_t value, uint32_t bytes, int pe) {
@@ -130,6 +163,13 @@ __device__ __noinline__ inline bool net_store(const DeviceComm& c, const ProxyRi
   const uintptr_t a = reinterpret_cast<uintptr_t>(dst);
   if (a % bytes != 0)
     return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_P, pe, dst, bytes, 0, 0);
+  if (bytes <= ring_set(c).inline_max) {  // the staged path: the bytes alone, no read first
+    const uint64_t g = own_offset(c, dst, bytes);
+    if (g == ~0ull)
+      return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_P, pe, dst, bytes, 0, 0);
+    return net_put_inline(c, q, g, value & ((uint64_t{1} << (8 * bytes)) - 1), bytes, nullptr, 0, 0,
+                          false, pe, GICL_OP_P);
+  }
   void* word = reinterpret_cast<void*>(a & ~uintptr_t{3});
   const uint32_t shift = static_cast<uint32_t>(a & 3) * 8;
   const uint64_t mask = ((uint64_t{1} << (8 * bytes)) - 1) << shift;

@@ -36,7 +36,7 @@
 
 namespace gicl {
 
-inline constexpr uint32_t kProxyRingVersion = 5;
+inline constexpr uint32_t kProxyRingVersion = 6;
 /// Most slots one operation takes (a put with a signal, both in long form).
 inline constexpr uint32_t kProxyMaxSlots = 4;
 
@@ -87,12 +87,21 @@ inline constexpr uint32_t kProxyMaxRings = 16;
 /// CUDA call that waits for the device (cudaFree), which the copier's launches would wait for.
 /// Null on the direct path (an arrival is a signal add into the peer's sync_in, written by the
 /// NIC) and with GICL_NET_HOST_ARRIVALS=0 (the same signal, applied by the peer's copier).
+///
+/// `inline_max`: the largest put whose bytes travel inside its request (GICL_NET_INLINE, at most
+/// kProxyInlineMax, on the staged path, where the proxy copies them into the chunk itself and no
+/// staging copy of the heap runs before the write; 0 on the direct path, where the NIC reads the
+/// heap).
 struct ProxyRingSet {
   uint32_t count;  // 3 to kProxyMaxRings
   uint32_t version;
   const uint64_t* arrivals;  // [source rank], or null
+  uint32_t inline_max;
+  uint32_t reserved;
   ProxyRing rings[kProxyMaxRings];
 };
+static_assert(sizeof(ProxyRingSet) == 24 + kProxyMaxRings * sizeof(ProxyRing),
+              "ProxyRingSet's layout is read by kernels: no padding");
 
 /// The host FIFO lane whose credits count barrier arrivals (ProxyRingSet::arrivals); the
 /// collectives' lanes are below it.
@@ -133,8 +142,13 @@ GICL_RING_HD bool proxy_word_committed(uint64_t word, uint64_t t, uint32_t size)
 //
 //   op                  short form (1 slot)                  long form (2 slots)
 //   kPut, kGet          A dst, B src, C bytes                A bytes; slot 2: dst, src
+//   kPut inline         -                                    A bytes (1 to kProxyInlineMax),
+//                                                            B kProxyInlineFlag | the data's
+//                                                            top bit; slot 2: dst, data (the
+//                                                            bytes, little-endian)
 //   kSignalSet/Add      A signal, B|C value (63 bits)        slot 2: signal, value
-//   kPutSignalSet/Add   a put slot, then a signal slot (each short or long): 2 to 4 slots
+//   kPutSignalSet/Add   a put slot, then a signal slot (each short, long or inline): 2 to 4
+//                       slots
 //   kFence              peer (kProxyAllPeers: every peer)
 //   kNop                nothing (fills a reservation)
 //   kFifoSend           A host FIFO slot, B bytes (its payload in that slot of this rank's outbox)
@@ -189,6 +203,11 @@ inline constexpr uint64_t kProxyShortOffsetLimit = uint64_t{1} << kProxyFieldABi
 inline constexpr uint64_t kProxyShortBytesLimit = uint64_t{1} << kProxyFieldCBits;
 static_assert(5 + 1 + kProxyPeerBits + kProxyFieldABits == 63, "word 0 holds 63 payload bits");
 static_assert(kProxyFieldABits + kProxyFieldCBits == 63, "word 1 holds 63 payload bits");
+/// Most bytes a put carries inside its request (ProxyRingSet::inline_max).
+inline constexpr uint32_t kProxyInlineMax = 8;
+/// Marks a long-form transfer's word 1 as an inline put; a long form's word 1 otherwise holds
+/// the top 26 bits of its byte count, so this bit is never set there.
+inline constexpr uint64_t kProxyInlineFlag = uint64_t{1} << 62;
 
 /// An operation as the proxy reads it back.
 struct ProxyRequest {
@@ -204,6 +223,8 @@ struct ProxyRequest {
   ProxyAtomic atomic;  // kAtomic/kFetch: the update; `bytes` is the word's width (4 or 8)
   uint64_t compare;    // kFetch with kCompareSwap: the value the word must hold
   uint64_t result;     // kFetch: the result ticket its answer goes to
+  bool inlined;        // kPut/kPutSignal*: `bytes` came in the request, in `data` (no `src`)
+  uint64_t data;       // an inline put's bytes, little-endian
 };
 
 GICL_RING_HD uint64_t proxy_word0(ProxyOp op, bool long_form, uint32_t peer, uint64_t a) {
@@ -236,6 +257,17 @@ GICL_RING_HD uint32_t proxy_encode_transfer(uint64_t* w, ProxyOp op, uint32_t pe
   w[1] = bytes >> kProxyFieldABits;
   w[2] = dst;
   w[3] = src;
+  return 2;
+}
+
+/// Encodes an inline transfer (kPut, kPutSignalSet/Add) of `bytes` (1 to kProxyInlineMax) whose
+/// bytes are `data` (little-endian; the bits above them zero) into `w`; 2 slots.
+GICL_RING_HD uint32_t proxy_encode_inline(uint64_t* w, ProxyOp op, uint32_t peer, uint64_t dst,
+                                          uint64_t data, uint32_t bytes) {
+  w[0] = proxy_word0(op, true, peer, bytes);
+  w[1] = kProxyInlineFlag | (data >> 63);  // the bit the second slot's word cannot carry
+  w[2] = dst;
+  w[3] = data & kProxyPayloadMask;
   return 2;
 }
 
@@ -299,6 +331,16 @@ GICL_RING_HD uint32_t proxy_encode_put_signal(uint64_t* w, bool add, uint32_t pe
                                  signal, value);
 }
 
+/// proxy_encode_put_signal with the put's bytes inline (proxy_encode_inline); 3 or 4 slots.
+GICL_RING_HD uint32_t proxy_encode_inline_signal(uint64_t* w, bool add, uint32_t peer, uint64_t dst,
+                                                 uint64_t data, uint32_t bytes, uint64_t signal,
+                                                 uint64_t value) {
+  const uint32_t n = proxy_encode_inline(w, add ? ProxyOp::kPutSignalAdd : ProxyOp::kPutSignalSet,
+                                         peer, dst, data, bytes);
+  return n + proxy_encode_signal(w + 2 * n, add ? ProxyOp::kSignalAdd : ProxyOp::kSignalSet, peer,
+                                 signal, value);
+}
+
 /// Decodes the operation whose first ticket is `t`, reading payload words through
 /// `load(ticket, word)` (which returns the word with its commit bit). Returns the slots it took,
 /// or 0 while any of them is not committed yet; `out->op` is kNop for an unknown op code.
@@ -320,7 +362,7 @@ GICL_RING_HD uint32_t proxy_decode(Load&& load, uint64_t t, uint32_t size, Proxy
   };
   if (!need(1)) return 0;
   const ProxyOp op = proxy_op_of(w[0]);
-  *out = ProxyRequest{op, 1, proxy_peer_of(w[0]), 0, 0, 0, 0, 0, ProxyAtomic::kSet, 0, 0};
+  *out = ProxyRequest{op, 1, proxy_peer_of(w[0]), 0, 0, 0, 0, 0, ProxyAtomic::kSet, 0, 0, false, 0};
   uint32_t at = 0;  // first slot of the part being decoded
   auto transfer = [&]() -> bool {
     const uint64_t* p = w + 2 * at;
@@ -333,9 +375,16 @@ GICL_RING_HD uint32_t proxy_decode(Load&& load, uint64_t t, uint32_t size, Proxy
     }
     if (!need(at + 2)) return false;
     p = w + 2 * at;
-    out->bytes = proxy_a_of(p[0]) | (p[1] << kProxyFieldABits);
-    out->dst = p[2];
-    out->src = p[3];
+    if (p[1] & kProxyInlineFlag) {
+      out->inlined = true;
+      out->bytes = proxy_a_of(p[0]);
+      out->dst = p[2];
+      out->data = p[3] | (p[1] << 63);
+    } else {
+      out->bytes = proxy_a_of(p[0]) | (p[1] << kProxyFieldABits);
+      out->dst = p[2];
+      out->src = p[3];
+    }
     at += 2;
     return true;
   };

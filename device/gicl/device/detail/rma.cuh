@@ -19,17 +19,22 @@ __device__ __forceinline__ void net_put_scoped(const DeviceComm& c, const ProxyR
 
 /// The network path of iput (kPut) and iget (kGet): one request per element, the scope's threads
 /// taking elements in turn, each thread then waiting until its own requests are complete (iput:
-/// `src` reusable and the data at `pe`; iget: `dst` filled). Both buffers in the heap.
+/// `src` reusable and the data at `pe`; iget: `dst` filled). Both buffers in the heap. An element
+/// small enough to travel inside its request (ProxyRingSet::inline_max) is read as it is posted:
+/// nothing to wait for.
 template <Scope S, typename T>
 __device__ __forceinline__ void net_strided(const DeviceComm& c, const ProxyRing& q, ProxyOp kind,
                                             T* dst, const T* src, ptrdiff_t dst_stride,
                                             ptrdiff_t src_stride, size_t nelems, int pe,
                                             uint32_t op) {
+  const bool inlined = kind == ProxyOp::kPut && sizeof(T) <= ring_set(c).inline_max;
   uint64_t end = 0;
   bool ok = true;
   for (size_t i = scope_rank<S>(); ok && i < nelems; i += scope_size<S>())
-    ok = net_transfer(c, q, kind, dst + i * dst_stride, src + i * src_stride, sizeof(T), pe, op,
-                      &end);
+    ok = inlined ? net_put(c, q, dst + i * dst_stride, src + i * src_stride, sizeof(T), nullptr, 0,
+                           false, pe, false, op)
+                 : net_transfer(c, q, kind, dst + i * dst_stride, src + i * src_stride, sizeof(T),
+                                pe, op, &end);
   if (ok && end != 0) proxy_wait_done(reporter(c), q, end, op, pe);
   scope_sync<S>();
 }
