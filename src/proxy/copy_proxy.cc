@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "proxy/copy_proxy.hpp"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -35,6 +37,7 @@ Status CopyProxy::start(int device, bool mps, std::unique_ptr<CopyProxy>* out) {
   RelaxedCapture relaxed;
   GICL_CHECK(p->init());
   p->thread_ = std::thread([q = p.get()] { q->run(); });
+  (void)pthread_setname_np(p->thread_.native_handle(), "gicl-copy-proxy");  // for top -H
   *out = std::move(p);
   return GICL_SUCCESS;
 }

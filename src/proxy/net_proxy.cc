@@ -44,6 +44,7 @@ Status NetProxy::start(NetProxyArgs args, std::unique_ptr<NetProxy>* out) {
   }
   std::unique_ptr<NetProxy> p(new NetProxy(std::move(args)));
   p->thread_ = std::thread([q = p.get()] { q->run(); });
+  (void)pthread_setname_np(p->thread_.native_handle(), "gicl-proxy");  // for top -H, debuggers
   if (p->args_.cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);

@@ -228,6 +228,7 @@ class StagedDelivery : public Delivery {
     bool answered;  // a get's or fetch's request: its answer comes back into its send slot
     bool sent;      // the write is sent (the send slot is free unless `answered`)
     bool acked;     // the target applied it (and this rank used its answer)
+    bool posted;    // its write is posted (until then its staging copy runs)
     uint32_t next;  // the next chunk of its batch (kNone: the last; see gather())
     bool member;    // in another chunk's batch (not its first)
     std::chrono::steady_clock::time_point staged_at;
@@ -355,6 +356,7 @@ class StagedDelivery : public Delivery {
     c.recv_slot = recv_slot;
     c.sent = false;
     c.acked = false;
+    c.posted = false;
     c.staged_at = std::chrono::steady_clock::now();
     awaiting_[c.peer][recv_slot] = id;
     char* slot = send_slot(c.send_slot);
@@ -376,7 +378,8 @@ class StagedDelivery : public Delivery {
 
   /// The chunk's payload is in its send slot: one write with immediate into the peer's slot.
   Status post_chunk(uint32_t id) {
-    const Chunk& c = chunks_[id];
+    Chunk& c = chunks_[id];
+    c.posted = true;
     ++issued_;
     take_held_ack(c.peer, send_slot(c.send_slot));
     const Status s =
@@ -714,6 +717,12 @@ class StagedDelivery : public Delivery {
       for (uint32_t id : awaiting_[p]) {
         if (id == kNone || now - chunks_[id].staged_at <= ack_timeout_) continue;
         failed_op_ = chunks_[id].op;
+        if (!chunks_[id].posted)  // its own copier, not the peer, held it
+          return GICL_FAIL(GICL_TIMEOUT,
+                           "%s to peer %d: a chunk's staging copy did not complete within %lld "
+                           "ms (GICL_NET_TIMEOUT): this rank's GPU ran none of the proxy's copies",
+                           op_name(ops_[chunks_[id].op].req.op), p,
+                           static_cast<long long>(ack_timeout_.count()));
         return GICL_FAIL(GICL_TIMEOUT,
                          "%s to peer %d: a staged chunk was not acknowledged within %lld ms "
                          "(GICL_NET_TIMEOUT): the peer stopped serving its network path",

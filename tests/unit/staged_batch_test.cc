@@ -108,7 +108,8 @@ StagingLayout layout() {
 /// emulated fabric.
 struct Pair {
   explicit Pair(const StagingLayout& l = layout(),
-                std::chrono::microseconds ack_hold = std::chrono::microseconds(0)) {
+                std::chrono::microseconds ack_hold = std::chrono::microseconds(0),
+                std::chrono::milliseconds ack_timeout = std::chrono::seconds(10)) {
     for (int r = 0; r < 2; ++r) {
       staging[r].assign(l.bytes(), 0);
       heap[r].assign(kHeap, 0);
@@ -128,8 +129,7 @@ struct Pair {
       sv.region = region[r].get();
       sv.keys.assign(2, net::RemoteKey{});
       HeapView hv{heap[r].data(), kHeap, nullptr, std::vector<net::RemoteKey>(2, bound)};
-      d[r] = make_staged_delivery(t[r].get(), r, hv, sv, &copier[r], std::chrono::seconds(10),
-                                  ack_hold);
+      d[r] = make_staged_delivery(t[r].get(), r, hv, sv, &copier[r], ack_timeout, ack_hold);
     }
   }
   /// Runs both sides until neither has anything left to do.
@@ -225,6 +225,33 @@ TEST(StagedBatch, AnInlinePutCarriesItsRequestsBytesWithoutAStagingCopy) {
   p.settle();
   EXPECT_EQ(p.copier[0].to_host_calls, 1u);
   EXPECT_EQ(p.word64(1, 1024), 0xeeeeeeeeeeeeeeeeull);
+}
+
+// A chunk whose staging copy never completes (this rank's GPU runs none of the copier's work)
+// fails at GICL_NET_TIMEOUT saying so; one posted but never acknowledged blames the peer.
+TEST(StagedBatch, ALostChunkIsBlamedOnItsOwnCopierOrOnThePeer) {
+  for (const bool copier_stuck : {true, false}) {
+    Pair p(layout(), std::chrono::microseconds(0), std::chrono::milliseconds(50));
+    p.copier[0].hold_marks = copier_stuck;
+    ProxyRequest q{};
+    q.op = ProxyOp::kPut;
+    q.peer = 1;
+    q.bytes = 100;
+    ASSERT_TRUE(p.d[0]->start(0, q).ok()) << last_error();
+    Status s = GICL_SUCCESS;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (s.ok() && std::chrono::steady_clock::now() < until) {
+      bool work = false;
+      s = p.d[0]->progress(&work);  // rank 1 never runs: nothing is acknowledged
+    }
+    ASSERT_FALSE(s.ok()) << "copier stuck: " << copier_stuck;
+    const std::string why = last_error();
+    EXPECT_EQ(s.code(), GICL_TIMEOUT);
+    EXPECT_NE(why.find(copier_stuck ? "staging copy did not complete" : "was not acknowledged"),
+              std::string::npos)
+        << why;
+    EXPECT_EQ(p.t[0]->writes.size(), copier_stuck ? 0u : 1u);
+  }
 }
 
 TEST(StagedBatch, HeaderOnlyOperationsToOnePeerLeaveAsOneChunk) {
