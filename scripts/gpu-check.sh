@@ -127,10 +127,27 @@ done
 for e in "$ex"/example_*; do
   [[ -x $e ]] && run "$(basename "$e")" "$bin/gicl-run" -n 2 --timeout 120 -- "$e"
 done
-# The MoE example with its peer on the network path (libfabric's tcp;ofi_rxm on loopback).
-[[ -x $ex/example_moe_dispatch_combine ]] && run example_moe_dispatch_combine_net \
-  env GICL_P2P_DISABLE=1 GICL_NET=OFI GICL_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo \
-  "$bin/gicl-run" -n 2 --timeout 120 -- "$ex/example_moe_dispatch_combine"
+# The MoE example with its peer on the network path (libfabric's tcp;ofi_rxm on loopback). On one
+# GPU its two ranks share it under MPS: time-sliced, a rank's staging copies at times never ran
+# (docs/reliability.md, "Not yet").
+moe_net() {
+  run example_moe_dispatch_combine_net \
+    env GICL_P2P_DISABLE=1 GICL_NET=OFI GICL_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo \
+    "$bin/gicl-run" -n 2 --timeout 120 -- "$ex/example_moe_dispatch_combine"
+}
+if [[ -x $ex/example_moe_dispatch_combine ]]; then
+  if ((gpus < 2)) && command -v nvidia-cuda-mps-control >/dev/null; then
+    source "$root/scripts/mps.sh"
+    if mps_on; then
+      moe_net
+      mps_off
+    else
+      rows+=("(MPS daemon did not start: the MoE example on the network path did not run)")
+    fi
+  else
+    moe_net
+  fi
+fi
 
 # Unmodified nccl-tests through gicl's libnccl.so.2 (LD_PRELOAD), one process per GPU under
 # mpirun: built here from NCCL_TESTS_SRC (a checkout of NVIDIA/nccl-tests, by default
