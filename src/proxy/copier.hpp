@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/status.hpp"
@@ -50,6 +51,9 @@ class Copier {
   virtual Status mark(uint64_t token) = 0;
   /// Appends the tokens whose markers completed, in issue order.
   virtual Status poll(std::vector<uint64_t>* done) = 0;
+  /// Where its GPU work stands, for the report of a step that never completed ("" where it has
+  /// nothing to say).
+  virtual std::string state() const { return ""; }
 };
 
 }  // namespace gicl::proxy

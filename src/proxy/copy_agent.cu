@@ -175,6 +175,10 @@ uint64_t CopyAgent::done() const {
   return std::atomic_ref<uint64_t>(shared_->done).load(std::memory_order_acquire);
 }
 
+uint64_t CopyAgent::stopped() const {
+  return std::atomic_ref<uint64_t>(shared_->stopped).load(std::memory_order_acquire);
+}
+
 Status CopyAgent::post(const AgentTask& t) {
   if (free_entries() == 0)
     return GICL_FAIL(GICL_INTERNAL_ERROR, "network copy agent: a task posted to a full ring of %u",
@@ -189,8 +193,7 @@ Status CopyAgent::post(const AgentTask& t) {
 Status CopyAgent::keep_running() {
   const uint64_t finished = done();
   if (finished == posted_) return GICL_SUCCESS;
-  if (std::atomic_ref<uint64_t>(shared_->stopped).load(std::memory_order_acquire) != launched_)
-    return GICL_SUCCESS;  // the latest generation still runs: it sees the task
+  if (stopped() != launched_) return GICL_SUCCESS;  // the latest generation runs: it sees the task
   ++launched_;
   agent_kernel<<<1, kThreads, 0, stream_>>>(tasks_, shared_, dev_done_, finished,
                                             static_cast<unsigned long long>(linger_.count()) * 1000,

@@ -81,6 +81,8 @@ class CopyAgent {
   uint64_t done() const;
   /// Agents launched so far (one per busy period).
   uint64_t launched() const { return launched_; }
+  /// The generation (1 = the first launched) that last left; launched() while none runs.
+  uint64_t stopped() const;
   /// The device word that reaches posted() once every task posted so far has finished.
   CUdeviceptr done_word() const { return reinterpret_cast<CUdeviceptr>(dev_done_); }
   /// Launches an agent where tasks wait and the last one left.

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <cstdio>
+#include <string>
+
 #include "common/cuda.hpp"
 #include "common/kernel_families.hpp"
 #include "proxy/cuda_copier.hpp"
@@ -212,6 +215,25 @@ Status CudaCopier::poll(std::vector<uint64_t>* done) {
     pending_.pop_front();
   }
   return record_marks();
+}
+
+std::string CudaCopier::state() const {
+  size_t on_stream = 0;
+  for (const Pending& p : pending_) on_stream += p.event != nullptr;
+  char buf[200];
+  if (agent_ == nullptr) {
+    std::snprintf(buf, sizeof(buf), "no copy agent; stream: %zu markers pending", on_stream);
+  } else {
+    const uint64_t stopped = agent_->stopped(), launched = agent_->launched();
+    std::snprintf(buf, sizeof(buf),
+                  "copy agent: %llu tasks posted, %llu done, %s generation %llu; stream: %zu "
+                  "markers pending",
+                  static_cast<unsigned long long>(agent_->posted()),
+                  static_cast<unsigned long long>(agent_->done()),
+                  stopped == launched ? "none running, the last left was" : "running",
+                  static_cast<unsigned long long>(launched), on_stream);
+  }
+  return buf;
 }
 
 }  // namespace gicl::proxy

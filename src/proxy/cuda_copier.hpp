@@ -23,6 +23,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "proxy/copier.hpp"
@@ -48,6 +49,9 @@ class CudaCopier : public Copier {
   Status update_many(char* base, const WordUpdate* u, uint32_t n, uint64_t* old) override;
   Status mark(uint64_t token) override;
   Status poll(std::vector<uint64_t>* done) override;
+  /// "copy agent: T tasks posted, D done, generation G of L running (or none); stream: M
+  /// markers pending".
+  std::string state() const override;
 
   /// The copy agent, or null where there is none.
   const CopyAgent* agent() const { return agent_.get(); }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "proxy/copier.hpp"
@@ -54,6 +55,10 @@ class HostCopier : public Copier {
     done->insert(done->end(), marks_.begin(), marks_.end());
     marks_.clear();
     return GICL_SUCCESS;
+  }
+
+  std::string state() const override {
+    return hold_marks ? "host copier: " + std::to_string(marks_.size()) + " markers held" : "";
   }
 
   size_t to_host_calls = 0;  // copies out of the heap so far (a put's staging copies, gets)

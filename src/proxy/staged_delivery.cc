@@ -717,12 +717,16 @@ class StagedDelivery : public Delivery {
       for (uint32_t id : awaiting_[p]) {
         if (id == kNone || now - chunks_[id].staged_at <= ack_timeout_) continue;
         failed_op_ = chunks_[id].op;
-        if (!chunks_[id].posted)  // its own copier, not the peer, held it
+        if (!chunks_[id].posted) {  // its own copier, not the peer, held it
+          const std::string state = copier_->state();
           return GICL_FAIL(GICL_TIMEOUT,
                            "%s to peer %d: a chunk's staging copy did not complete within %lld "
-                           "ms (GICL_NET_TIMEOUT): this rank's GPU ran none of the proxy's copies",
+                           "ms (GICL_NET_TIMEOUT): this rank's GPU ran none of the proxy's "
+                           "copies%s%s%s",
                            op_name(ops_[chunks_[id].op].req.op), p,
-                           static_cast<long long>(ack_timeout_.count()));
+                           static_cast<long long>(ack_timeout_.count()), state.empty() ? "" : " (",
+                           state.c_str(), state.empty() ? "" : ")");
+        }
         return GICL_FAIL(GICL_TIMEOUT,
                          "%s to peer %d: a staged chunk was not acknowledged within %lld ms "
                          "(GICL_NET_TIMEOUT): the peer stopped serving its network path",

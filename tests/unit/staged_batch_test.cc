@@ -250,6 +250,8 @@ TEST(StagedBatch, ALostChunkIsBlamedOnItsOwnCopierOrOnThePeer) {
     EXPECT_NE(why.find(copier_stuck ? "staging copy did not complete" : "was not acknowledged"),
               std::string::npos)
         << why;
+    if (copier_stuck)  // the copier's own account of its work follows
+      EXPECT_NE(why.find("(host copier: 1 markers held)"), std::string::npos) << why;
     EXPECT_EQ(p.t[0]->writes.size(), copier_stuck ? 0u : 1u);
   }
 }
