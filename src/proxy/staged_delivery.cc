@@ -108,8 +108,6 @@ class StagedDelivery : public Delivery {
       c.header.dst = q.dst + off;
       c.header.bytes = std::min<uint64_t>(payload, bytes - std::min(bytes, off));
       c.src = q.src + off;
-      c.inlined = q.inlined;  // one chunk: kProxyInlineMax is far below a payload
-      c.data = q.data;
       if (i + 1 == n && has_signal(q.op)) {
         c.header.flags = StagedHeader::kSignal | (signal_adds(q.op) ? StagedHeader::kSignalAdd : 0);
         c.header.signal = q.signal;
@@ -220,8 +218,6 @@ class StagedDelivery : public Delivery {
     uint32_t op;
     int peer;
     uint64_t src;  // heap offset of the payload here (of a get: where its answer goes)
-    bool inlined;  // the payload is `data` (an inline put's bytes), not in the heap
-    uint64_t data;
     StagedHeader header;
     uint32_t send_slot;
     uint32_t recv_slot;
@@ -368,8 +364,10 @@ class StagedDelivery : public Delivery {
       at += sizeof(StagedHeader);
     }
     if (c.header.bytes == 0) return post_chunk(id);  // headers alone: nothing to copy first
-    if (c.inlined) {  // the bytes came with the request: no staging copy to wait for
-      std::memcpy(slot + sizeof(StagedHeader), &c.data, c.header.bytes);
+    if (const ProxyRequest& q = ops_[c.op].req; q.inlined) {
+      // The bytes came with the request (one chunk: kProxyInlineMax is far below a payload): no
+      // staging copy to wait for.
+      std::memcpy(slot + sizeof(StagedHeader), &q.data, c.header.bytes);
       return post_chunk(id);
     }
     GICL_CHECK(copier_->to_host(slot + sizeof(StagedHeader), heap_.base + c.src, c.header.bytes));
