@@ -52,6 +52,9 @@ __global__ void __launch_bounds__(CopyAgent::kThreads)
                  unsigned long long generation) {
   __shared__ unsigned long long w[8];
   __shared__ bool go;
+  unsigned long long beats = 0;  // thread 0's
+  if (threadIdx.x == 0)
+    *reinterpret_cast<volatile unsigned long long*>(&shared->started) = generation;
   for (;;) {
     if (threadIdx.x < 32) {
       const auto* e = reinterpret_cast<const uint64_t*>(tasks + next % CopyAgent::kTasks);
@@ -64,7 +67,10 @@ __global__ void __launch_bounds__(CopyAgent::kThreads)
             go = true;
             break;
           }
-          if (i % 64 == 0 && (*quit != 0 || global_ns() - since >= linger_ns)) break;
+          if (i % 64 == 0) {
+            *reinterpret_cast<volatile unsigned long long*>(&shared->beat) = ++beats;
+            if (*quit != 0 || global_ns() - since >= linger_ns) break;
+          }
         }
       }
       // The seq's acquire by thread 0, then the barrier: the words read below are the task's.
@@ -179,6 +185,14 @@ uint64_t CopyAgent::stopped() const {
   return std::atomic_ref<uint64_t>(shared_->stopped).load(std::memory_order_acquire);
 }
 
+uint64_t CopyAgent::started() const {
+  return std::atomic_ref<uint64_t>(shared_->started).load(std::memory_order_acquire);
+}
+
+uint64_t CopyAgent::beat() const {
+  return std::atomic_ref<uint64_t>(shared_->beat).load(std::memory_order_acquire);
+}
+
 Status CopyAgent::post(const AgentTask& t) {
   if (free_entries() == 0)
     return GICL_FAIL(GICL_INTERNAL_ERROR, "network copy agent: a task posted to a full ring of %u",
@@ -195,6 +209,7 @@ Status CopyAgent::keep_running() {
   if (finished == posted_) return GICL_SUCCESS;
   if (stopped() != launched_) return GICL_SUCCESS;  // the latest generation runs: it sees the task
   ++launched_;
+  launched_at_ = std::chrono::steady_clock::now();
   agent_kernel<<<1, kThreads, 0, stream_>>>(tasks_, shared_, dev_done_, finished,
                                             static_cast<unsigned long long>(linger_.count()) * 1000,
                                             launched_);

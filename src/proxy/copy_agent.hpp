@@ -18,7 +18,9 @@
 // a new one on a stream of the highest priority. A task posted while the agent is leaving is
 // seen by the next keep_running() (the proxy calls it while tasks are outstanding), which
 // launches a new generation starting at `done`. Every wait of the kernel is bounded by `linger`
-// or by stop().
+// or by stop(). Each generation records itself in `started` when its block begins and counts its
+// polls in `beat`, so that a report can tell an agent that never got the GPU from one that
+// polls without seeing its task.
 #pragma once
 
 #include <cuda.h>
@@ -53,7 +55,9 @@ static_assert(sizeof(AgentTask) == 64, "a task is one 64-byte entry of eight wor
 struct AgentShared {
   uint64_t done;     // tasks finished, written by the agent
   uint64_t stopped;  // the generation that last left, written by the agent
-  uint32_t quit;     // set by stop(): leave now
+  uint64_t started;  // the generation that last began running on the GPU, written by the agent
+  uint64_t beat;  // counts the agent's waits for a task in 64-poll rounds: it moves while one polls
+  uint32_t quit;  // set by stop(): leave now
   uint32_t reserved;
 };
 
@@ -83,6 +87,13 @@ class CopyAgent {
   uint64_t launched() const { return launched_; }
   /// The generation (1 = the first launched) that last left; launched() while none runs.
   uint64_t stopped() const;
+  /// The generation that last began running on the GPU: below launched() while the latest one
+  /// waits for an SM or for its context's time slice.
+  uint64_t started() const;
+  /// The running agent's heartbeat (AgentShared::beat).
+  uint64_t beat() const;
+  /// When the latest generation was launched.
+  std::chrono::steady_clock::time_point launched_at() const { return launched_at_; }
   /// The device word that reaches posted() once every task posted so far has finished.
   CUdeviceptr done_word() const { return reinterpret_cast<CUdeviceptr>(dev_done_); }
   /// Launches an agent where tasks wait and the last one left.
@@ -102,6 +113,7 @@ class CopyAgent {
   unsigned long long* dev_done_ = nullptr;
   uint64_t posted_ = 0;
   uint64_t launched_ = 0;  // generations launched
+  std::chrono::steady_clock::time_point launched_at_{};
   bool quit_ = false;
 };
 

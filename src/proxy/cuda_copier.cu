@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "common/cuda.hpp"
 #include "common/kernel_families.hpp"
@@ -220,19 +221,36 @@ Status CudaCopier::poll(std::vector<uint64_t>* done) {
 std::string CudaCopier::state() const {
   size_t on_stream = 0;
   for (const Pending& p : pending_) on_stream += p.event != nullptr;
-  char buf[200];
+  char buf[320];
   if (agent_ == nullptr) {
     std::snprintf(buf, sizeof(buf), "no copy agent; stream: %zu markers pending", on_stream);
-  } else {
-    const uint64_t stopped = agent_->stopped(), launched = agent_->launched();
-    std::snprintf(buf, sizeof(buf),
-                  "copy agent: %llu tasks posted, %llu done, %s generation %llu; stream: %zu "
-                  "markers pending",
-                  static_cast<unsigned long long>(agent_->posted()),
-                  static_cast<unsigned long long>(agent_->done()),
-                  stopped == launched ? "none running, the last left was" : "running",
-                  static_cast<unsigned long long>(launched), on_stream);
+    return buf;
   }
+  const uint64_t launched = agent_->launched();
+  char agent[160];
+  if (agent_->stopped() == launched) {
+    std::snprintf(agent, sizeof(agent), "none running, the last left was generation %llu",
+                  static_cast<unsigned long long>(launched));
+  } else if (agent_->started() != launched) {
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - agent_->launched_at());
+    std::snprintf(
+        agent, sizeof(agent), "generation %llu launched %lld ms ago and not yet started on the GPU",
+        static_cast<unsigned long long>(launched), static_cast<long long>(waited.count()));
+  } else {
+    // A running agent's heartbeat moves every 64 polls (about 100 us): 2 ms tell one that polls
+    // from one whose block is resident but not scheduled.
+    const uint64_t beat = agent_->beat();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::snprintf(agent, sizeof(agent), "generation %llu running, %s",
+                  static_cast<unsigned long long>(launched),
+                  agent_->beat() != beat ? "polling for its next task"
+                                         : "not polling (no heartbeat in 2 ms)");
+  }
+  std::snprintf(buf, sizeof(buf),
+                "copy agent: %llu tasks posted, %llu done, %s; stream: %zu markers pending",
+                static_cast<unsigned long long>(agent_->posted()),
+                static_cast<unsigned long long>(agent_->done()), agent, on_stream);
   return buf;
 }
 

@@ -484,5 +484,73 @@ TEST(CudaCopierAgent, LanesKeepIssueOrderAndALeftAgentIsLaunchedAgain) {
   cudaFree(dev);
 }
 
+/// Holds its block's SM slots until `*flag` is set, at most `bound_ns`; thread 0 polls.
+__global__ void occupy_until(const volatile uint32_t* flag, uint64_t bound_ns) {
+  if (threadIdx.x == 0) {
+    uint64_t start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (*flag == 0 && now - start < bound_ns);
+  }
+  __syncthreads();
+}
+
+// A copy agent launched while every SM is full is reported as not started, not as an agent that
+// runs and lost its task; once the SMs free up it runs the task, and while it lingers it is
+// reported as polling. This is what a lost chunk's report says of its own rank's copier.
+TEST(CudaCopierAgent, ItsStateTellsAnAgentWaitingForAnSmFromOneThatPolls) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::unique_ptr<proxy::CudaCopier> copier;
+  ASSERT_TRUE(proxy::CudaCopier::create(0, std::chrono::seconds(2), &copier).ok()) << last_error();
+  if (copier->agent() == nullptr) GTEST_SKIP() << "the driver has no 64-bit stream wait";
+  uint32_t* flag = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&flag), 4, cudaHostAllocMapped), cudaSuccess);
+  *flag = 0;
+  uint64_t* word = nullptr;
+  ASSERT_EQ(cudaMalloc(&word, 8), cudaSuccess);
+  ASSERT_EQ(cudaMemset(word, 0, 8), cudaSuccess);
+  int sms = 0, per_sm = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  ASSERT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, occupy_until, 1024, 0),
+            cudaSuccess);
+  ASSERT_GT(per_sm, 0);
+  cudaStream_t busy;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking), cudaSuccess);
+  occupy_until<<<sms * per_sm, 1024, 0, busy>>>(flag, 10'000'000'000ull);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // every block resident
+  std::vector<uint64_t> done;
+  ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 1).ok()) << last_error();
+  ASSERT_TRUE(copier->mark(1).ok()) << last_error();
+  const auto polls_for = [&](std::chrono::milliseconds d) {
+    const auto until = std::chrono::steady_clock::now() + d;
+    while (done.empty() && std::chrono::steady_clock::now() < until)
+      ASSERT_TRUE(copier->poll(&done).ok()) << last_error();
+  };
+  ASSERT_NO_FATAL_FAILURE(polls_for(std::chrono::milliseconds(100)));
+  const std::string waiting = copier->state();
+  const bool ran_early = !done.empty();
+  __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+  ASSERT_FALSE(ran_early) << "the agent ran while every SM was held";
+  EXPECT_NE(waiting.find("1 tasks posted, 0 done, generation 1 launched"), std::string::npos)
+      << waiting;
+  EXPECT_NE(waiting.find("not yet started on the GPU"), std::string::npos) << waiting;
+  ASSERT_NO_FATAL_FAILURE(polls_for(std::chrono::seconds(10)));
+  ASSERT_EQ(done, std::vector<uint64_t>{1});
+  const std::string polling = copier->state();
+  EXPECT_NE(polling.find("1 tasks posted, 1 done, generation 1 running, polling for its next task"),
+            std::string::npos)
+      << polling;
+  uint64_t w = 0;
+  ASSERT_EQ(cudaMemcpy(&w, word, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(w, 1u);
+  ASSERT_EQ(cudaStreamSynchronize(busy), cudaSuccess);
+  cudaStreamDestroy(busy);
+  cudaFree(word);
+  cudaFreeHost(flag);
+}
+
 }  // namespace
 }  // namespace gicl::test
