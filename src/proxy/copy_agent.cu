@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "common/cuda.hpp"
 #include "common/kernel_families.hpp"
@@ -160,9 +161,11 @@ CopyAgent::~CopyAgent() {
   DeviceScope scope(device_);
   stop();
   // Teardown: nothing to report a failure to.
-  if (dev_done_ != nullptr) (void)cudaFree(dev_done_);
-  if (shared_ != nullptr) (void)cudaFreeHost(shared_);
-  if (tasks_ != nullptr) (void)cudaFreeHost(tasks_);
+  if (!abandoned_) {
+    if (dev_done_ != nullptr) (void)cudaFree(dev_done_);
+    if (shared_ != nullptr) (void)cudaFreeHost(shared_);
+    if (tasks_ != nullptr) (void)cudaFreeHost(tasks_);
+  }
   if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
 }
 
@@ -170,11 +173,30 @@ void CopyAgent::stop() {
   if (quit_ || stream_ == nullptr) return;
   quit_ = true;
   std::atomic_ref<uint32_t>(shared_->quit).store(1, std::memory_order_release);
-  (void)cudaStreamSynchronize(stream_);
-  // Every stream wait was for at most posted_: this releases them all.
+  // A running agent leaves within 64 polls of the flag; a bounded wait, since one that holds no
+  // SM, or whose context is not being scheduled, may not run for as long as that lasts.
+  const auto until = std::chrono::steady_clock::now() + kStopWait;
+  cudaError_t rc = cudaSuccess;
+  while ((rc = cudaStreamQuery(stream_)) == cudaErrorNotReady &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  if (rc == cudaErrorNotReady) {
+    abandoned_ = true;
+    GICL_WARN(kSubsysNet,
+              "network copy agent: generation %llu (%s) did not leave within %lld ms of its stop; "
+              "its task ring stays allocated",
+              static_cast<unsigned long long>(launched_),
+              started() == launched_ ? "resident" : "never started",
+              static_cast<long long>(kStopWait.count()));
+  }
+  // Every stream wait was for at most posted_: this releases them all, on a stream of its own
+  // where the agent's may still hold a generation.
   const unsigned long long all = posted_;
-  if (cudaMemcpyAsync(dev_done_, &all, sizeof(all), cudaMemcpyHostToDevice, stream_) == cudaSuccess)
-    (void)cudaStreamSynchronize(stream_);
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
+  if (cudaMemcpyAsync(dev_done_, &all, sizeof(all), cudaMemcpyHostToDevice, s) == cudaSuccess)
+    (void)cudaStreamSynchronize(s);
+  (void)cudaStreamDestroy(s);
 }
 
 uint64_t CopyAgent::done() const {

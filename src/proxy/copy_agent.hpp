@@ -99,8 +99,10 @@ class CopyAgent {
   /// Launches an agent where tasks wait and the last one left.
   Status keep_running();
   /// Makes the agent leave and releases any stream waiting on done_word(); tasks not yet run
-  /// are dropped. Teardown only.
+  /// are dropped. Teardown only. An agent that has not left within kStopWait (one that never got
+  /// an SM, or whose context waits for its time slice) is left behind with its memory, warned of.
   void stop();
+  static constexpr std::chrono::milliseconds kStopWait{2000};
 
  private:
   CopyAgent(int device, std::chrono::microseconds linger) : device_(device), linger_(linger) {}
@@ -115,6 +117,7 @@ class CopyAgent {
   uint64_t launched_ = 0;  // generations launched
   std::chrono::steady_clock::time_point launched_at_{};
   bool quit_ = false;
+  bool abandoned_ = false;  // its memory stays: the kernel may still read and write it
 };
 
 }  // namespace gicl::proxy

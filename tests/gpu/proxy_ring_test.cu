@@ -552,5 +552,46 @@ TEST(CudaCopierAgent, ItsStateTellsAnAgentWaitingForAnSmFromOneThatPolls) {
   cudaFreeHost(flag);
 }
 
+// Teardown of a copier whose agent cannot leave (it never got an SM) returns within the agent's
+// stop bound instead of waiting for the GPU, and leaves the agent's memory to it: once the SMs
+// free up, the agent starts, sees the stop and leaves without a fault.
+TEST(CudaCopierAgent, AnAgentThatCannotLeaveIsLeftBehindWithinItsBound) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::unique_ptr<proxy::CudaCopier> copier;
+  ASSERT_TRUE(proxy::CudaCopier::create(0, std::chrono::milliseconds(500), &copier).ok())
+      << last_error();
+  if (copier->agent() == nullptr) GTEST_SKIP() << "the driver has no 64-bit stream wait";
+  uint32_t* flag = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&flag), 4, cudaHostAllocMapped), cudaSuccess);
+  *flag = 0;
+  uint64_t* word = nullptr;
+  ASSERT_EQ(cudaMalloc(&word, 8), cudaSuccess);
+  ASSERT_EQ(cudaMemset(word, 0, 8), cudaSuccess);
+  int sms = 0, per_sm = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  ASSERT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, occupy_until, 1024, 0),
+            cudaSuccess);
+  cudaStream_t busy;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking), cudaSuccess);
+  occupy_until<<<sms * per_sm, 1024, 0, busy>>>(flag, 20'000'000'000ull);
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 1).ok()) << last_error();
+  ASSERT_TRUE(copier->mark(1).ok()) << last_error();
+  const bool started = copier->agent()->started() != 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  copier.reset();  // the agent's stop gives up after kStopWait and leaves its memory allocated
+  const auto took = std::chrono::steady_clock::now() - t0;
+  __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+  EXPECT_FALSE(started) << "the agent started while every SM was held";
+  EXPECT_LT(took, proxy::CopyAgent::kStopWait + std::chrono::seconds(1));
+  EXPECT_GE(took, proxy::CopyAgent::kStopWait);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the agent ran, saw the stop, and left
+  cudaStreamDestroy(busy);
+  cudaFree(word);
+  cudaFreeHost(flag);
+}
+
 }  // namespace
 }  // namespace gicl::test
