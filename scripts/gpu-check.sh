@@ -128,24 +128,23 @@ for e in "$ex"/example_*; do
   [[ -x $e ]] && run "$(basename "$e")" "$bin/gicl-run" -n 2 --timeout 120 -- "$e"
 done
 # The MoE example with its peer on the network path (libfabric's tcp;ofi_rxm on loopback). On one
-# GPU its two ranks share it under MPS: time-sliced, a rank's staging copies at times never ran
-# (docs/reliability.md, "Not yet").
+# GPU its two ranks take turns (no copy agent there: docs/transports.md), and under MPS they run
+# at once with one.
 moe_net() {
-  run example_moe_dispatch_combine_net \
-    env GICL_P2P_DISABLE=1 GICL_NET=OFI GICL_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo \
+  local name=$1
+  run "$name" env GICL_P2P_DISABLE=1 GICL_NET=OFI GICL_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo \
     "$bin/gicl-run" -n 2 --timeout 120 -- "$ex/example_moe_dispatch_combine"
 }
 if [[ -x $ex/example_moe_dispatch_combine ]]; then
+  moe_net example_moe_dispatch_combine_net
   if ((gpus < 2)) && command -v nvidia-cuda-mps-control >/dev/null; then
     source "$root/scripts/mps.sh"
     if mps_on; then
-      moe_net
+      moe_net example_moe_dispatch_combine_net_mps
       mps_off
     else
-      rows+=("(MPS daemon did not start: the MoE example on the network path did not run)")
+      rows+=("(MPS daemon did not start: the MoE example on the network path under MPS did not run)")
     fi
-  else
-    moe_net
   fi
 fi
 

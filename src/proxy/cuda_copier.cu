@@ -219,7 +219,7 @@ Status CudaCopier::poll(std::vector<uint64_t>* done) {
 }
 
 std::string CudaCopier::state() const {
-  size_t on_stream = 0;
+  size_t on_stream = unrecorded_.size();  // those still waiting for a free event too
   for (const Pending& p : pending_) on_stream += p.event != nullptr;
   char buf[320];
   if (agent_ == nullptr) {

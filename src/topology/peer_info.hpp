@@ -119,6 +119,16 @@ inline bool ranks_time_slice_a_gpu(const std::vector<PeerInfo>& peers) {
   return false;
 }
 
+/// The ranks that take turns with `me` on its GPU: other processes there, not under MPS.
+inline std::vector<int> ranks_time_sliced_with(const std::vector<PeerInfo>& peers, int me) {
+  std::vector<int> ranks;
+  for (size_t r = 0; r < peers.size(); ++r)
+    if (static_cast<int>(r) != me && peers[me].device >= 0 && peers[r].device >= 0 &&
+        same_gpu(peers[me], peers[r]) && !run_at_once(peers[me], peers[r]))
+      ranks.push_back(static_cast<int>(r));
+  return ranks;
+}
+
 /// The ranks of `me`'s process on its GPU, `me` included (none without a device).
 inline std::vector<int> process_ranks_on_gpu(const std::vector<PeerInfo>& peers, int me) {
   const PeerInfo& m = peers[me];

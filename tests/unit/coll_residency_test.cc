@@ -64,6 +64,24 @@ TEST(Residency, RanksTakingTurnsOnAGpuAreTimeSliced) {
   EXPECT_FALSE(ranks_time_slice_a_gpu({cpu, rank_on(0, false)}));
 }
 
+TEST(Residency, TheRanksTimeSlicedWithOneAreOtherProcessesOnItsGpuWithoutMps) {
+  // Rank 0's GPU 0 holds rank 1 (another process, no MPS), rank 2 (rank 0's own process) and
+  // rank 4 (another process under MPS, which rank 0 is not); rank 3 is on GPU 1.
+  const std::vector<PeerInfo> peers{rank_on(0, false, 132, 100, 7), rank_on(0, false),
+                                    rank_on(0, false, 132, 100, 7), rank_on(1, false),
+                                    rank_on(0, true)};
+  EXPECT_EQ(ranks_time_sliced_with(peers, 0), (std::vector<int>{1, 4}));
+  EXPECT_EQ(ranks_time_sliced_with(peers, 1), (std::vector<int>{0, 2, 4}));
+  EXPECT_TRUE(ranks_time_sliced_with(peers, 3).empty());
+  // Under MPS on both sides the two processes run at once.
+  const std::vector<PeerInfo> mps{rank_on(0, true), rank_on(0, true)};
+  EXPECT_TRUE(ranks_time_sliced_with(mps, 0).empty());
+  PeerInfo cpu = rank_on(0, false);
+  cpu.device = -1;
+  EXPECT_TRUE(ranks_time_sliced_with({cpu, rank_on(0, false)}, 0).empty());
+  EXPECT_TRUE(ranks_time_sliced_with({rank_on(0, false), cpu}, 0).empty());
+}
+
 TEST(Residency, RanksOfOneProcessOnOneGpuRunAtOnce) {
   // One context: their streams run at once as under MPS (gicl_comm_init_all with a device
   // twice), so their grids must fit together; ranks of other processes are time-sliced.
