@@ -142,10 +142,10 @@ Status fit_queues(gicl_comm* c, bool staged, std::chrono::microseconds* linger) 
                           ? check_net_queues(c->peers, c->rank,
                                              cuda_work_queues(c->peers[c->rank].mps), &agent, &why)
                           : Status();
-  // Time-sliced with another process's rank (no MPS), a process with a resident agent was seen
-  // to stop running its GPU work (the MoE example over this path on 1 x H200: 7 of 24 runs
-  // stalled with an agent, 5 of 5 passed without); a time slice (about 2 ms) dwarfs what the
-  // agent saves there anyway.
+  // Time-sliced with another process's rank (no MPS), a resident agent was seen to stall for
+  // seconds, neither polling nor leaving (the MoE example over this path on 1 x H200: 7 of 24
+  // runs stalled with an agent, 15 of 15 passed without); a time slice (about 2 ms) dwarfs what
+  // the agent saves there anyway.
   const std::vector<int> sliced = ranks_time_sliced_with(c->peers, c->rank);
   if (fits.ok() && agent && !sliced.empty()) {
     agent = false;

@@ -194,8 +194,13 @@ void CopyAgent::stop() {
   const unsigned long long all = posted_;
   cudaStream_t s = nullptr;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
-  if (cudaMemcpyAsync(dev_done_, &all, sizeof(all), cudaMemcpyHostToDevice, s) == cudaSuccess)
-    (void)cudaStreamSynchronize(s);
+  // From pageable memory: `all` is staged before the call returns. Bounded like the wait above.
+  if (cudaMemcpyAsync(dev_done_, &all, sizeof(all), cudaMemcpyHostToDevice, s) == cudaSuccess) {
+    const auto release_until = std::chrono::steady_clock::now() + kStopWait;
+    while (cudaStreamQuery(s) == cudaErrorNotReady &&
+           std::chrono::steady_clock::now() < release_until)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   (void)cudaStreamDestroy(s);
 }
 
