@@ -496,6 +496,38 @@ __global__ void occupy_until(const volatile uint32_t* flag, uint64_t bound_ns) {
   __syncthreads();
 }
 
+/// Every SM of the current device held by blocks of occupy_until until release() (at most
+/// `bound_ns`), so that no other kernel of this process starts meanwhile.
+struct HeldSms {
+  explicit HeldSms(uint64_t bound_ns) {
+    int sms = 0, per_sm = 0;
+    if (cudaHostAlloc(reinterpret_cast<void**>(&flag), 4, cudaHostAllocMapped) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, occupy_until, 1024, 0) !=
+            cudaSuccess ||
+        per_sm == 0 || cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking) != cudaSuccess)
+      return;
+    *flag = 0;
+    occupy_until<<<sms * per_sm, 1024, 0, busy>>>(flag, bound_ns);
+    ok = cudaGetLastError() == cudaSuccess;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // every block resident
+  }
+  ~HeldSms() {
+    release();
+    if (busy != nullptr) {
+      EXPECT_EQ(cudaStreamSynchronize(busy), cudaSuccess);
+      cudaStreamDestroy(busy);
+    }
+    cudaFreeHost(flag);
+  }
+  void release() {
+    if (flag != nullptr) __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+  }
+  bool ok = false;
+  uint32_t* flag = nullptr;
+  cudaStream_t busy = nullptr;
+};
+
 // A copy agent launched while every SM is full is reported as not started, not as an agent that
 // runs and lost its task; once the SMs free up it runs the task, and while it lingers it is
 // reported as polling. This is what a lost chunk's report says of its own rank's copier.
@@ -505,22 +537,11 @@ TEST(CudaCopierAgent, ItsStateTellsAnAgentWaitingForAnSmFromOneThatPolls) {
   std::unique_ptr<proxy::CudaCopier> copier;
   ASSERT_TRUE(proxy::CudaCopier::create(0, std::chrono::seconds(2), &copier).ok()) << last_error();
   if (copier->agent() == nullptr) GTEST_SKIP() << "the driver has no 64-bit stream wait";
-  uint32_t* flag = nullptr;
-  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&flag), 4, cudaHostAllocMapped), cudaSuccess);
-  *flag = 0;
   uint64_t* word = nullptr;
   ASSERT_EQ(cudaMalloc(&word, 8), cudaSuccess);
   ASSERT_EQ(cudaMemset(word, 0, 8), cudaSuccess);
-  int sms = 0, per_sm = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  ASSERT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, occupy_until, 1024, 0),
-            cudaSuccess);
-  ASSERT_GT(per_sm, 0);
-  cudaStream_t busy;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking), cudaSuccess);
-  occupy_until<<<sms * per_sm, 1024, 0, busy>>>(flag, 10'000'000'000ull);
-  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // every block resident
+  HeldSms held(10'000'000'000ull);
+  ASSERT_TRUE(held.ok);
   std::vector<uint64_t> done;
   ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 1).ok()) << last_error();
   ASSERT_TRUE(copier->mark(1).ok()) << last_error();
@@ -532,7 +553,7 @@ TEST(CudaCopierAgent, ItsStateTellsAnAgentWaitingForAnSmFromOneThatPolls) {
   ASSERT_NO_FATAL_FAILURE(polls_for(std::chrono::milliseconds(100)));
   const std::string waiting = copier->state();
   const bool ran_early = !done.empty();
-  __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+  held.release();
   ASSERT_FALSE(ran_early) << "the agent ran while every SM was held";
   EXPECT_NE(waiting.find("1 tasks posted, 0 done, generation 1 launched"), std::string::npos)
       << waiting;
@@ -546,10 +567,7 @@ TEST(CudaCopierAgent, ItsStateTellsAnAgentWaitingForAnSmFromOneThatPolls) {
   uint64_t w = 0;
   ASSERT_EQ(cudaMemcpy(&w, word, 8, cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(w, 1u);
-  ASSERT_EQ(cudaStreamSynchronize(busy), cudaSuccess);
-  cudaStreamDestroy(busy);
   cudaFree(word);
-  cudaFreeHost(flag);
 }
 
 // Teardown of a copier whose agent cannot leave (it never got an SM) returns within the agent's
@@ -562,35 +580,23 @@ TEST(CudaCopierAgent, AnAgentThatCannotLeaveIsLeftBehindWithinItsBound) {
   ASSERT_TRUE(proxy::CudaCopier::create(0, std::chrono::milliseconds(500), &copier).ok())
       << last_error();
   if (copier->agent() == nullptr) GTEST_SKIP() << "the driver has no 64-bit stream wait";
-  uint32_t* flag = nullptr;
-  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&flag), 4, cudaHostAllocMapped), cudaSuccess);
-  *flag = 0;
   uint64_t* word = nullptr;
   ASSERT_EQ(cudaMalloc(&word, 8), cudaSuccess);
   ASSERT_EQ(cudaMemset(word, 0, 8), cudaSuccess);
-  int sms = 0, per_sm = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
-  ASSERT_EQ(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, occupy_until, 1024, 0),
-            cudaSuccess);
-  cudaStream_t busy;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking), cudaSuccess);
-  occupy_until<<<sms * per_sm, 1024, 0, busy>>>(flag, 20'000'000'000ull);
-  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  HeldSms held(20'000'000'000ull);
+  ASSERT_TRUE(held.ok);
   ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 1).ok()) << last_error();
   ASSERT_TRUE(copier->mark(1).ok()) << last_error();
   const bool started = copier->agent()->started() != 0;
   const auto t0 = std::chrono::steady_clock::now();
   copier.reset();  // the agent's stop gives up after kStopWait and leaves its memory allocated
   const auto took = std::chrono::steady_clock::now() - t0;
-  __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+  held.release();
   EXPECT_FALSE(started) << "the agent started while every SM was held";
   EXPECT_LT(took, proxy::CopyAgent::kStopWait + std::chrono::seconds(1));
   EXPECT_GE(took, proxy::CopyAgent::kStopWait);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the agent ran, saw the stop, and left
-  cudaStreamDestroy(busy);
   cudaFree(word);
-  cudaFreeHost(flag);
 }
 
 }  // namespace
