@@ -108,17 +108,6 @@ inline bool ranks_share_a_gpu_at_once(const std::vector<PeerInfo>& peers) {
   return false;
 }
 
-/// Whether two or more ranks take turns on one GPU (time-sliced: other processes, no MPS): a
-/// kernel waiting for a partner's answer there waits for the partner's next time slice.
-inline bool ranks_time_slice_a_gpu(const std::vector<PeerInfo>& peers) {
-  for (size_t a = 0; a < peers.size(); ++a)
-    for (size_t b = a + 1; b < peers.size(); ++b)
-      if (peers[a].device >= 0 && peers[b].device >= 0 && same_gpu(peers[a], peers[b]) &&
-          !run_at_once(peers[a], peers[b]))
-        return true;
-  return false;
-}
-
 /// The ranks that take turns with `me` on its GPU: other processes there, not under MPS.
 inline std::vector<int> ranks_time_sliced_with(const std::vector<PeerInfo>& peers, int me) {
   std::vector<int> ranks;
@@ -127,6 +116,14 @@ inline std::vector<int> ranks_time_sliced_with(const std::vector<PeerInfo>& peer
         same_gpu(peers[me], peers[r]) && !run_at_once(peers[me], peers[r]))
       ranks.push_back(static_cast<int>(r));
   return ranks;
+}
+
+/// Whether two or more ranks take turns on one GPU (time-sliced: other processes, no MPS): a
+/// kernel waiting for a partner's answer there waits for the partner's next time slice.
+inline bool ranks_time_slice_a_gpu(const std::vector<PeerInfo>& peers) {
+  for (size_t a = 0; a < peers.size(); ++a)
+    if (!ranks_time_sliced_with(peers, static_cast<int>(a)).empty()) return true;
+  return false;
 }
 
 /// The ranks of `me`'s process on its GPU, `me` included (none without a device).
