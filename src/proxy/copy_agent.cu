@@ -44,70 +44,93 @@ __device__ void block_copy(char* dst, const char* src, size_t n) {
     dst[i] = *reinterpret_cast<const volatile char*>(src + i);
 }
 
-/// Runs tasks from `next` on until none came for `linger_ns` or `quit` is set (both looked at
-/// every 64 polls). A task's stores are visible system-wide before its `done`; an update follows
-/// the copy of its own task and of every task before it.
+/// Warp 0's wait for entry `next`: every lane below AgentEntry::kUsed polls its line until all of
+/// them carry the task's sequence, then stores its 32 bits of the task in `w`. False once `quit`
+/// is set or no task came for `linger_ns` (both looked at every 64 polls, by lane 0).
+__device__ bool wait_for_task(const AgentEntry* entry, AgentShared* shared, uint32_t* w,
+                              unsigned long long next, unsigned long long linger_ns,
+                              unsigned long long* beats) {
+  const uint32_t lane = threadIdx.x;
+  const uint32_t want = static_cast<uint32_t>(next + 1);
+  const uint64_t* line = entry->line + (lane < AgentEntry::kUsed ? lane : 0);
+  const unsigned long long since = global_ns();
+  for (uint32_t i = 1;; ++i) {
+    const uint64_t v = lane < AgentEntry::kUsed ? load_acquire_sys(line) : 0;
+    if (__all_sync(~0u, lane >= AgentEntry::kUsed || static_cast<uint32_t>(v >> 32) == want)) {
+      if (lane < AgentEntry::kUsed) w[lane] = static_cast<uint32_t>(v);
+      return true;
+    }
+    if (i % 64 == 0) {
+      bool leave = false;
+      if (lane == 0) {
+        *reinterpret_cast<volatile unsigned long long*>(&shared->beat) = ++*beats;
+        leave = *reinterpret_cast<const volatile uint32_t*>(&shared->quit) != 0 ||
+                global_ns() - since >= linger_ns;
+      }
+      if (__shfl_sync(~0u, leave, 0)) return false;
+    }
+  }
+}
+
+/// Task word k (1 = a ... 6 = f) from the 32-bit pieces `w` of an entry.
+__device__ uint64_t task_word(const uint32_t* w, uint32_t k) {
+  return uint64_t{w[2 * k - 1]} | uint64_t{w[2 * k]} << 32;
+}
+
+/// Runs tasks from `next` on until none came for `linger_ns` or `quit` is set. A task's stores are
+/// visible system-wide before its `done`; an update follows the copy of its own task and of every
+/// task before it.
 __global__ void __launch_bounds__(CopyAgent::kThreads)
-    agent_kernel(const AgentTask* tasks, AgentShared* shared, unsigned long long* dev_done,
+    agent_kernel(const AgentEntry* tasks, AgentShared* shared, unsigned long long* dev_done,
                  unsigned long long next, unsigned long long linger_ns,
                  unsigned long long generation) {
-  __shared__ unsigned long long w[8];
+  __shared__ uint32_t w[AgentEntry::kUsed];
   __shared__ bool go;
-  unsigned long long beats = 0;  // thread 0's
+  unsigned long long beats = 0;  // lane 0's
   if (threadIdx.x == 0)
     *reinterpret_cast<volatile unsigned long long*>(&shared->started) = generation;
   for (;;) {
     if (threadIdx.x < 32) {
-      const auto* e = reinterpret_cast<const uint64_t*>(tasks + next % CopyAgent::kTasks);
-      if (threadIdx.x == 0) {
-        const volatile uint32_t* quit = &shared->quit;
-        const unsigned long long since = global_ns();
-        go = false;
-        for (uint32_t i = 1;; ++i) {
-          if (load_acquire_sys(e) == next + 1) {
-            go = true;
-            break;
-          }
-          if (i % 64 == 0) {
-            *reinterpret_cast<volatile unsigned long long*>(&shared->beat) = ++beats;
-            if (*quit != 0 || global_ns() - since >= linger_ns) break;
-          }
-        }
-      }
-      // The seq's acquire by thread 0, then the barrier: the words read below are the task's.
-      __syncwarp();
-      if (go && threadIdx.x < 8)
-        w[threadIdx.x] = reinterpret_cast<const volatile uint64_t*>(e)[threadIdx.x];
+      const bool got =
+          wait_for_task(tasks + next % CopyAgent::kTasks, shared, w, next, linger_ns, &beats);
+      if (threadIdx.x == 0) go = got;
     }
-    __syncthreads();
+    __syncthreads();  // the task's pieces in `w`, and `go`, for every thread
     if (!go) break;
-    const uint32_t kind = w[1] & 0xff;
+    const uint32_t kind = w[0] & 0xff;
+    const uint64_t a = task_word(w, 1), b = task_word(w, 2), c = task_word(w, 3);
     if (kind == AgentTask::kCopy || kind == AgentTask::kCopyUpdate) {
-      block_copy(reinterpret_cast<char*>(w[2]), reinterpret_cast<const char*>(w[3]), w[4]);
+      if ((w[0] & AgentTask::kInline) != 0) {
+        if (threadIdx.x < c)  // the bytes are b's, little-endian: w[3], then w[4]
+          reinterpret_cast<char*>(a)[threadIdx.x] =
+              reinterpret_cast<const char*>(&w[3])[threadIdx.x];
+      } else {
+        block_copy(reinterpret_cast<char*>(a), reinterpret_cast<const char*>(b), c);
+      }
       __syncthreads();  // every thread's part of the copy before the update
     }
     if (threadIdx.x == 0 && kind != AgentTask::kCopy) {
       __threadfence();
-      const auto op = static_cast<ProxyAtomic>((w[1] >> 8) & 0xff);
-      const uint32_t width = (w[1] >> 16) & 0xff;
-      auto* old = reinterpret_cast<volatile unsigned long long*>(w[2]);
+      const auto op = static_cast<ProxyAtomic>((w[0] >> 8) & 0xff);
+      const uint32_t width = (w[0] >> 16) & 0xff;
+      auto* old = reinterpret_cast<volatile unsigned long long*>(a);
+      const uint64_t d = task_word(w, 4), e = task_word(w, 5), f = task_word(w, 6);
       if (kind == AgentTask::kUpdateMany) {
-        char* base = reinterpret_cast<char*>(w[5]);
-        const volatile WordUpdate* u = reinterpret_cast<const volatile WordUpdate*>(w[6]);
-        for (uint64_t i = 0; i < w[7]; ++i) {
+        char* base = reinterpret_cast<char*>(d);
+        const volatile WordUpdate* u = reinterpret_cast<const volatile WordUpdate*>(e);
+        for (uint64_t i = 0; i < f; ++i) {
           const unsigned long long was =
               apply_width(base + u[i].word, static_cast<ProxyAtomic>(u[i].op), u[i].width,
                           u[i].value, u[i].compare);
           if (old != nullptr) old[i] = was;
         }
       } else {
-        const unsigned long long was =
-            apply_width(reinterpret_cast<void*>(w[5]), op, width, w[6], w[7]);
+        const unsigned long long was = apply_width(reinterpret_cast<void*>(d), op, width, e, f);
         if (kind == AgentTask::kUpdate && old != nullptr) *old = was;
       }
     }
-    __syncthreads();
-    ++next;  // every thread: warp 0 reads the next entry's words
+    __syncthreads();  // every thread has read `w` and stored its part of the task
+    ++next;
     if (threadIdx.x == 0) {
       __threadfence_system();  // every thread's stores of the task (ordered by the barrier)
       *reinterpret_cast<volatile unsigned long long*>(dev_done) = next;
@@ -145,9 +168,10 @@ Status CopyAgent::create(int device, std::chrono::microseconds linger,
   int least = 0, greatest = 0;
   GICL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   GICL_CUDA_CHECK(cudaStreamCreateWithPriority(&a->stream_, cudaStreamNonBlocking, greatest));
-  GICL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&a->tasks_), kTasks * sizeof(AgentTask),
+  GICL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&a->tasks_), kTasks * sizeof(AgentEntry),
                                 cudaHostAllocMapped));
-  std::memset(a->tasks_, 0, kTasks * sizeof(AgentTask));
+  // Sequence 0 in every line: no task's (they start at 1).
+  std::memset(a->tasks_, 0, kTasks * sizeof(AgentEntry));
   GICL_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&a->shared_), sizeof(AgentShared),
                                 cudaHostAllocMapped));
   std::memset(a->shared_, 0, sizeof(AgentShared));
@@ -224,10 +248,23 @@ Status CopyAgent::post(const AgentTask& t) {
   if (free_entries() == 0)
     return GICL_FAIL(GICL_INTERNAL_ERROR, "network copy agent: a task posted to a full ring of %u",
                      kTasks);
-  AgentTask& e = tasks_[posted_ % kTasks];
-  std::memcpy(&e.kind, &t.kind, sizeof(AgentTask) - sizeof(e.seq));
+  if ((t.kind & AgentTask::kInline) != 0 && t.c > AgentTask::kInlineMax)
+    return GICL_FAIL(GICL_INTERNAL_ERROR,
+                     "network copy agent: an inline copy of %llu bytes (at most %zu)",
+                     static_cast<unsigned long long>(t.c), AgentTask::kInlineMax);
+  uint32_t piece[AgentEntry::kUsed];
+  piece[0] = static_cast<uint32_t>(t.kind);
+  const uint64_t words[6] = {t.a, t.b, t.c, t.d, t.e, t.f};
+  for (int k = 0; k < 6; ++k) {
+    piece[2 * k + 1] = static_cast<uint32_t>(words[k]);
+    piece[2 * k + 2] = static_cast<uint32_t>(words[k] >> 32);
+  }
   ++posted_;
-  std::atomic_ref<uint64_t>(e.seq).store(posted_, std::memory_order_release);
+  const uint64_t seq = uint64_t{static_cast<uint32_t>(posted_)} << 32;
+  AgentEntry& e = tasks_[(posted_ - 1) % kTasks];
+  // Release: what the proxy wrote before (a staged payload) is visible to the agent's copy.
+  for (uint32_t i = 0; i < AgentEntry::kUsed; ++i)
+    std::atomic_ref<uint64_t>(e.line[i]).store(seq | piece[i], std::memory_order_release);
   return keep_running();
 }
 

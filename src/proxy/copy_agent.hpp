@@ -4,14 +4,18 @@
 // thread writes into pinned host memory, so that none of them waits for a kernel launch or a
 // copy-engine copy and its event.
 //
-// Tasks form a ring of kTasks 64-byte entries. The proxy writes a task's words, then its `seq`
-// (its index + 1, release). Thread 0 of the agent polls the next entry's seq (acquire, one PCIe
-// read per poll); once it matches, eight threads read the entry's words at once (one more
-// round trip), the block runs the task, makes its stores visible system-wide and publishes
-// `done` (tasks finished) twice: in device memory, where a stream can wait for it
-// (cuStreamWaitValue64), and in host memory, where the proxy reads it. An entry is written again
-// only once `done` has passed it. A staged put's payload and its signal travel as one task
-// (kCopyUpdate): one poll and one read of the entry for both.
+// Tasks form a ring of kTasks entries of kLines 8-byte lines. Each line holds 32 bits of the
+// task and, above them, the 32-bit sequence of its task (index + 1), stored as one 64-bit word; 8
+// aligned bytes are read whole (as NCCL's LL lines over host memory rely on), so no line can mix
+// two tasks and their order does not matter. Warp 0 of the agent reads the whole next entry in one
+// poll (one PCIe round trip) until every line carries the awaited sequence: the task arrives with
+// the poll that finds it. Lines are stored with release and read with acquire: a payload the proxy
+// wrote before posting is visible to the copy. The block runs the task, makes its stores visible
+// system-wide and publishes `done` (tasks finished) twice: in device memory, where a stream can
+// wait for it (cuStreamWaitValue64), and in host memory, where the proxy reads it. An entry is
+// written again only once `done` has passed it. A staged put's payload and its signal travel as one
+// task (kCopyUpdate), and a copy to the device of at most kInlineMax bytes carries its bytes in the
+// task (kInline) instead of their address: no read of the staging buffer.
 //
 // The agent leaves after `linger` without a task (an idle communicator holds no SM, and a
 // cudaDeviceSynchronize returns), recording its generation in `stopped`; the next task launches
@@ -38,18 +42,29 @@ namespace gicl::proxy {
 
 /// One task: a copy (a, b, c), an update (d, e, f), or a copy then an update.
 struct AgentTask {
-  uint64_t seq;   // index + 1, stored last
-  uint64_t kind;  // kind | ProxyAtomic << 8 | width << 16
+  uint64_t kind;  // kind | ProxyAtomic << 8 | width << 16 | kInline
   uint64_t a;     // copies: dst; kUpdate, kUpdateMany: where old values go (host memory), or 0
-  uint64_t b;     // copies: src
+  uint64_t b;     // copies: src; with kInline the bytes themselves
   uint64_t c;     // copies: bytes
   uint64_t d;     // updates: the word; kUpdateMany: the heap's base
   uint64_t e;     // updates: value; kUpdateMany: the WordUpdate list (host memory)
   uint64_t f;     // kUpdate: compare; kUpdateMany: the list's length
 
   static constexpr uint32_t kCopy = 1, kUpdate = 2, kCopyUpdate = 3, kUpdateMany = 4;
+  /// A copy's bytes are in `b`, not at it (at most kInlineMax of them).
+  static constexpr uint32_t kInline = 1u << 24;
+  static constexpr size_t kInlineMax = sizeof(uint64_t);
 };
-static_assert(sizeof(AgentTask) == 64, "a task is one 64-byte entry of eight words");
+
+/// A task as the agent reads it: 32 bits of the task in each line's low half (kind, then a to f
+/// low half first), the task's sequence in its high half.
+struct AgentEntry {
+  static constexpr uint32_t kUsed = 13;  // 32-bit pieces of an AgentTask: kind's low half, a to f
+  uint64_t line[16];                     // padded to 128 bytes: one aligned read
+};
+static_assert(sizeof(AgentEntry) == 128 && AgentEntry::kUsed <= 16,
+              "an entry is read whole by the agent's first warp");
+static_assert(sizeof(AgentTask) == 7 * sizeof(uint64_t), "an AgentTask is kind and a to f");
 
 /// What the agent and the proxy share in pinned host memory.
 struct AgentShared {
@@ -110,7 +125,7 @@ class CopyAgent {
   int device_;
   std::chrono::microseconds linger_;
   cudaStream_t stream_ = nullptr;
-  AgentTask* tasks_ = nullptr;     // pinned host memory, kTasks
+  AgentEntry* tasks_ = nullptr;    // pinned host memory, kTasks
   AgentShared* shared_ = nullptr;  // pinned host memory
   unsigned long long* dev_done_ = nullptr;
   uint64_t posted_ = 0;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -78,12 +79,19 @@ bool CudaCopier::to_agent(size_t bytes) const {
          free_events_.size() == kEvents && agent_->free_entries() > (held_ ? 1u : 0u);
 }
 
-Status CudaCopier::agent_copy(void* dst, const void* src, size_t bytes) {
+Status CudaCopier::agent_copy(void* dst, const void* src, size_t bytes, bool from_host) {
   GICL_CHECK(flush_held());
   held_ = AgentTask{.kind = AgentTask::kCopy,
                     .a = reinterpret_cast<uint64_t>(dst),
                     .b = reinterpret_cast<uint64_t>(src),
                     .c = bytes};
+  if (from_host && bytes <= AgentTask::kInlineMax) {
+    // The staged bytes are in place when the copy is issued: the task carries them, and the
+    // agent finds them in the entry it polled instead of reading the staging slot over PCIe.
+    held_->kind |= AgentTask::kInline;
+    held_->b = 0;
+    std::memcpy(&held_->b, src, bytes);
+  }
   last_on_agent_ = true;
   return GICL_SUCCESS;
 }
@@ -95,7 +103,7 @@ Status CudaCopier::agent_update(void* word, ProxyAtomic op, uint32_t width, uint
   if (held_ && old == nullptr) {  // the copy before it and the update: one task
     AgentTask t = *held_;
     held_.reset();
-    t.kind = AgentTask::kCopyUpdate | how;
+    t.kind = (t.kind & AgentTask::kInline) | AgentTask::kCopyUpdate | how;
     t.d = reinterpret_cast<uint64_t>(word);
     t.e = value;
     t.f = compare;
@@ -131,14 +139,14 @@ Status CudaCopier::after_agent() {
 }
 
 Status CudaCopier::to_host(void* dst, const void* src, size_t bytes) {
-  if (to_agent(bytes)) return agent_copy(dst, src, bytes);
+  if (to_agent(bytes)) return agent_copy(dst, src, bytes, false);
   GICL_CHECK(after_agent());
   GICL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   return GICL_SUCCESS;
 }
 
 Status CudaCopier::to_device(void* dst, const void* src, size_t bytes) {
-  if (to_agent(bytes)) return agent_copy(dst, src, bytes);
+  if (to_agent(bytes)) return agent_copy(dst, src, bytes, true);
   GICL_CHECK(after_agent());
   GICL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   return GICL_SUCCESS;

@@ -61,8 +61,9 @@ class CudaCopier : public Copier {
 
   /// True when the agent takes the next operation (of `bytes` for a copy; 0 for an update).
   bool to_agent(size_t bytes) const;
-  /// A copy for the agent, held so that an update right after it joins its task.
-  Status agent_copy(void* dst, const void* src, size_t bytes);
+  /// A copy for the agent, held so that an update right after it joins its task; `from_host`:
+  /// `src` is staging memory the proxy may read now (a copy to the device).
+  Status agent_copy(void* dst, const void* src, size_t bytes, bool from_host);
   Status agent_update(void* word, ProxyAtomic op, uint32_t width, uint64_t value, uint64_t compare,
                       uint64_t* old);
   /// Posts a held copy as a task of its own.

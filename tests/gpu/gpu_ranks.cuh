@@ -30,6 +30,36 @@ inline int visible_gpus() {
                    << " visible";                                                    \
   } while (0)
 
+/// Attribute `attr` of GPU 0 as a fresh process sees it with `percent` as its
+/// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (nullptr: unset), 0 if the query fails (it travels as an
+/// exit code). In a child, so that the test process never initialises CUDA before it forks ranks.
+inline int gpu0_attribute(cudaDeviceAttr attr, const char* percent = nullptr) {
+  return fork_ranks(1,
+                    [&](int) {
+                      if (percent != nullptr)
+                        setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent, 1);
+                      int v = 0;
+                      return cudaDeviceGetAttribute(&v, attr, 0) == cudaSuccess ? v : 0;
+                    })[0]
+      .code;
+}
+
+inline bool mps_on_gpu0() {
+  return gpu0_attribute(cudaDevAttrMpsEnabled) == 1;
+}
+
+/// k ranks, each on a GPU of its own or, under MPS, sharing the GPUs there are (init_on_gpu): a
+/// test whose ranks wait for each other inside kernels needs their kernels to run at once, which
+/// time-sliced processes on one GPU only do a slice at a time.
+#define REQUIRE_GPU_EACH_OR_MPS(k)                                                          \
+  do {                                                                                      \
+    if (::gicl::test::visible_gpus() < (k) &&                                               \
+        (::gicl::test::visible_gpus() < 1 || !::gicl::test::mps_on_gpu0()))                 \
+      GTEST_SKIP() << "needs " << (k) << " GPUs, or MPS on GPU 0 (nvidia-cuda-mps-control " \
+                   << "-d) for ranks to share one; " << ::gicl::test::visible_gpus()        \
+                   << " visible";                                                           \
+  } while (0)
+
 #define RANK_CUDA(expr)                                                     \
   do {                                                                      \
     cudaError_t e_ = (expr);                                                \

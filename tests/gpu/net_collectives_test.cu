@@ -252,8 +252,13 @@ TEST(NetworkCollectives, TwoNodesByHostId) {
   run(2, "hostid");
 }
 
+TEST(NetworkCollectives, FourRanksWithP2pDisabled) {
+  REQUIRE_GPU_EACH_OR_MPS(4);
+  run(4, "p2p_disable");
+}
+
 TEST(NetworkCollectives, TwoNodesOfTwoGpusByHostId) {
-  REQUIRE_GPUS(4);
+  REQUIRE_GPU_EACH_OR_MPS(4);
   run(4, "hostid");
 }
 

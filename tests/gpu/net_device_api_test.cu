@@ -611,8 +611,13 @@ TEST(NetworkDeviceApi, TwoNodesByHostId) {
   run(2, "hostid");
 }
 
+TEST(NetworkDeviceApi, FourRanksWithP2pDisabled) {
+  REQUIRE_GPU_EACH_OR_MPS(4);
+  run(4, "p2p_disable");
+}
+
 TEST(NetworkDeviceApi, TwoNodesOfTwoGpusByHostId) {
-  REQUIRE_GPUS(4);
+  REQUIRE_GPU_EACH_OR_MPS(4);
   run(4, "hostid");
 }
 

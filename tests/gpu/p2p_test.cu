@@ -825,7 +825,8 @@ TEST(CollectiveFailures, AFailedCopyEngineProxyIsReported) {
                          m.find("copy-engine proxy") != std::string::npos,
                      "sender with a failed proxy: %d '%s' after %.2f s", async, m.c_str(), sec);
         else
-          RANK_CHECK(names_the_failed_sender(async, m), "receiver of the failed copy: %d '%s' after %.2f s", async, m.c_str(), sec);
+          RANK_CHECK(names_the_failed_sender(async, m),
+                     "receiver of the failed copy: %d '%s' after %.2f s", async, m.c_str(), sec);
         RANK_CHECK(sec < 3.5, "the failed exchange took %.2f s (GICL_WAIT_TIMEOUT=2000)", sec);
         RANK_OK(gicl_comm_abort(comm));
         return 0;
@@ -895,7 +896,8 @@ TEST(CollectiveFailures, ASendLargerThanItsReceiveIsRefused) {
                          m.find("524288") != std::string::npos,
                      "sender of 1 MiB to a 512 KiB receive: %d '%s'", async, m.c_str());
         else
-          RANK_CHECK(names_the_failed_sender(async, m), "receiver of 512 KiB from a 1 MiB send: %d '%s'", async, m.c_str());
+          RANK_CHECK(names_the_failed_sender(async, m),
+                     "receiver of 512 KiB from a 1 MiB send: %d '%s'", async, m.c_str());
         return 0;
       });
 }

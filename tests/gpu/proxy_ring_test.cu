@@ -484,6 +484,63 @@ TEST(CudaCopierAgent, LanesKeepIssueOrderAndALeftAgentIsLaunchedAgain) {
   cudaFree(dev);
 }
 
+// Each task's lines carry its sequence, so a line the agent reads is that task's or is polled
+// again: over several laps of the task ring every copy lands once with its own bytes, beside
+// its neighbours' untouched bytes, and every signal counts once. A copy to the device of at most
+// AgentTask::kInlineMax bytes travels inside its task: its staging bytes are overwritten as soon
+// as it is issued (its task is posted only with the update after it), and the originals land.
+TEST(CudaCopierAgent, TasksOverSeveralLapsOfItsRingLandOnceWithTheirOwnBytes) {
+  REQUIRE_GPUS(1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::unique_ptr<proxy::CudaCopier> copier;
+  ASSERT_TRUE(proxy::CudaCopier::create(0, std::chrono::milliseconds(200), &copier).ok())
+      << last_error();
+  if (copier->agent() == nullptr) GTEST_SKIP() << "the driver has no 64-bit stream wait";
+  constexpr uint32_t kCopies = 3 * proxy::CopyAgent::kTasks + 17, kStride = 16, kBatch = 32;
+  char* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&dev, kCopies * kStride + 8), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dev, 0, kCopies * kStride + 8), cudaSuccess);
+  auto* word = reinterpret_cast<uint64_t*>(dev + kCopies * kStride);
+  char* staging = nullptr;
+  ASSERT_EQ(
+      cudaHostAlloc(reinterpret_cast<void**>(&staging), kCopies * kStride, cudaHostAllocMapped),
+      cudaSuccess);
+  std::vector<char> want(kCopies * kStride, 0);
+  const auto bytes_of = [](uint32_t i) { return 1 + i % 12; };  // 1-8 inline, 9-12 not
+  std::vector<uint64_t> done;
+  const auto wait_for = [&](size_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (done.size() < n && std::chrono::steady_clock::now() < until)
+      ASSERT_TRUE(copier->poll(&done).ok()) << last_error();
+    ASSERT_EQ(done.size(), n);
+  };
+  for (uint32_t i = 0; i < kCopies; ++i) {
+    char* src = staging + i * kStride;
+    for (uint32_t k = 0; k < bytes_of(i); ++k) {
+      src[k] = static_cast<char>(i * 7 + k * 13 + 1);
+      want[i * kStride + k] = src[k];
+    }
+    ASSERT_TRUE(copier->to_device(dev + i * kStride, src, bytes_of(i)).ok()) << last_error();
+    if (bytes_of(i) <= proxy::AgentTask::kInlineMax) std::memset(src, 0x5a, bytes_of(i));
+    ASSERT_TRUE(copier->update(word, ProxyAtomic::kAdd, 8, 1).ok()) << last_error();
+    ASSERT_TRUE(copier->mark(i + 1).ok()) << last_error();
+    if ((i + 1) % kBatch == 0) ASSERT_NO_FATAL_FAILURE(wait_for(i + 1));
+  }
+  ASSERT_NO_FATAL_FAILURE(wait_for(kCopies));
+  // One task for each copy and its signal: none fell back to the stream.
+  EXPECT_EQ(copier->agent()->posted(), kCopies);
+  std::vector<char> got(kCopies * kStride);
+  ASSERT_EQ(cudaMemcpy(got.data(), dev, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (uint32_t i = 0; i < kCopies; ++i)
+    ASSERT_EQ(std::memcmp(got.data() + i * kStride, want.data() + i * kStride, kStride), 0)
+        << "copy " << i << " of " << bytes_of(i) << " bytes";
+  uint64_t w = 0;
+  ASSERT_EQ(cudaMemcpy(&w, word, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(w, kCopies);
+  cudaFreeHost(staging);
+  cudaFree(dev);
+}
+
 /// Holds its block's SM slots until `*flag` is set, at most `bound_ns`; thread 0 polls.
 __global__ void occupy_until(const volatile uint32_t* flag, uint64_t bound_ns) {
   if (threadIdx.x == 0) {

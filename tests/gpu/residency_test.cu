@@ -26,24 +26,6 @@
 namespace gicl::test {
 namespace {
 
-/// Attribute `attr` of GPU 0 as a fresh process sees it with `percent` as its
-/// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (nullptr: unset), 0 if the query fails (it travels as an
-/// exit code). In a child, so that the test process never initialises CUDA before it forks ranks.
-int gpu0_attribute(cudaDeviceAttr attr, const char* percent = nullptr) {
-  return fork_ranks(1,
-                    [&](int) {
-                      if (percent != nullptr)
-                        setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percent, 1);
-                      int v = 0;
-                      return cudaDeviceGetAttribute(&v, attr, 0) == cudaSuccess ? v : 0;
-                    })[0]
-      .code;
-}
-
-bool mps_on_gpu0() {
-  return gpu0_attribute(cudaDevAttrMpsEnabled) == 1;
-}
-
 #define REQUIRE_MPS_ON_GPU0()                                                                     \
   do {                                                                                            \
     if (!mps_on_gpu0())                                                                           \
