@@ -91,6 +91,13 @@ if [[ ${MPS:-1} == 1 && -x $tests/gpu_collectives ]] && command -v nvidia-cuda-m
       run gpu_collectives_mps_8ranks "$tests/gpu_collectives" --gtest_filter='Ranks/Collectives.*/4'
     else
       run gpu_collectives_mps_4ranks "$tests/gpu_collectives" --gtest_filter='Ranks/Collectives.*/3'
+      # The network suites' 4-rank cases (P2P off; 2 "nodes" x 2 by host id), which skip
+      # without a GPU per rank when MPS is off.
+      net4() { echo "$1.FourRanksWithP2pDisabled:$1.TwoNodesOfTwoGpusByHostId"; }
+      [[ -x $tests/gpu_device_api ]] && run gpu_device_api_mps_net_4ranks \
+        "$tests/gpu_device_api" --gtest_filter="$(net4 NetworkDeviceApi)"
+      run gpu_collectives_mps_net_4ranks "$tests/gpu_collectives" \
+        --gtest_filter="$(net4 NetworkCollectives)"
     fi
     mps_off
   else
