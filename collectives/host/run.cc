@@ -11,6 +11,7 @@
 #include "collectives/host/copy_engine.hpp"
 #include "collectives/host/direct_plan.hpp"
 #include "collectives/host/local_copy.hpp"
+#include "collectives/host/pipe_plan.hpp"
 #include "collectives/host/send_recv_path.hpp"
 #include "collectives/host/tuner.hpp"
 #include "collectives/pipe/pipe.cuh"
@@ -195,20 +196,13 @@ Status run_pipe(gicl_comm* comm, CollState* st, const CollCall& k, const Choice&
   a.algo = ch.algo;
   a.root = k.root;
   a.canonical = st->cfg.deterministic || k.op == gicl_avg;
-  const size_t per_block = k.count / std::max(ch.blocks, 1) * E;
-  a.chunks = static_cast<int>(std::clamp<size_t>(per_block / s.slot_bytes, 1, 64));
-  // Reduce-scatter, an in-place alltoall and a reduce's non-roots work in the local temp
-  // buffer: pieces of what it holds, alike on every rank (each launch's messages pair up).
-  size_t piece = k.count;
-  if (k.coll == Collective::kReduceScatter || k.coll == Collective::kAllToAll)
-    piece = std::max<size_t>(s.stage_bytes / E / n, 1);
-  else if (k.coll == Collective::kReduce)
-    piece = std::max<size_t>(s.stage_bytes / E, 1);
+  const size_t piece = pipe_piece(k.coll, k.count, E, n, s.stage_bytes);
   auto at = [&](auto* p, size_t elems) { return p == nullptr ? p : p + elems * E; };
   net_path_kick(comm);  // network peers' messages go through the proxy
   for (size_t done = 0; done < k.count; done += piece) {
     const size_t len = std::min(piece, k.count - done);
     a.count = len;
+    a.chunks = pipe_chunks(len, E, ch.blocks, s.slot_bytes);
     a.send_ld = k.count;
     a.send = at(static_cast<const char*>(k.send), done);
     a.recv = at(static_cast<char*>(k.recv), done);
