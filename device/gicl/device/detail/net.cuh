@@ -63,8 +63,7 @@ __device__ __noinline__ inline bool net_put_inline(const DeviceComm& c, const Pr
   const uint32_t n = sig != nullptr
                          ? proxy_encode_inline_signal(w, add, peer, d, data, bytes, g, value)
                          : proxy_encode_inline(w, ProxyOp::kPut, peer, d, data, bytes);
-  ProxyRingDeviceMem m{reporter(c), op, pe};
-  return proxy_post(q, w, n, m) != ~0ull;
+  return proxy_post_relaxed(reporter(c), q, w, n, op, pe) != ~0ull;
 }
 
 /// Posts a put to network peer `pe`, with a signal when `sig` is set; `wait`: returns once it is
@@ -138,7 +137,7 @@ __device__ __noinline__ inline bool net_fetch(const DeviceComm& c, const ProxyRi
   uint64_t w[2 * kProxyMaxSlots];
   const uint32_t n =
       proxy_encode_fetch(w, static_cast<uint32_t>(pe), kind, width, g, value, compare, i);
-  if (proxy_submit(reporter(c), q, w, n, op, pe) == ~0ull) {
+  if (proxy_post_relaxed(reporter(c), q, w, n, op, pe) == ~0ull) {
     m.release(q.result_turns + (i & (q.results_size - 1)), i / q.results_size + 1);
     return false;
   }
@@ -158,7 +157,7 @@ __device__ __noinline__ inline bool net_store(const DeviceComm& c, const ProxyRi
     uint64_t w[2 * kProxyMaxSlots];
     const uint32_t n =
         proxy_encode_atomic(w, static_cast<uint32_t>(pe), ProxyAtomic::kSet, bytes, g, value);
-    return proxy_submit(reporter(c), q, w, n, GICL_OP_P, pe) != ~0ull;
+    return proxy_post_relaxed(reporter(c), q, w, n, GICL_OP_P, pe) != ~0ull;
   }
   const uintptr_t a = reinterpret_cast<uintptr_t>(dst);
   if (a % bytes != 0)
@@ -197,9 +196,8 @@ __device__ __noinline__ inline bool net_signal(const DeviceComm& c, const ProxyR
   uint64_t w[2 * kProxyMaxSlots];
   const uint32_t n = proxy_encode_signal(w, add ? ProxyOp::kSignalAdd : ProxyOp::kSignalSet,
                                          static_cast<uint32_t>(pe), g, value);
-  if (fenced) return proxy_submit(reporter(c), q, w, n, GICL_OP_SIGNAL, pe) != ~0ull;
-  ProxyRingDeviceMem m{reporter(c), GICL_OP_SIGNAL, pe};
-  return proxy_post(q, w, n, m) != ~0ull;
+  return (fenced ? proxy_submit(reporter(c), q, w, n, GICL_OP_SIGNAL, pe)
+                 : proxy_post_relaxed(reporter(c), q, w, n, GICL_OP_SIGNAL, pe)) != ~0ull;
 }
 
 /// Posts a non-fetching atomic update (`kind`) of the `width`-byte word `dst` at network peer
@@ -213,7 +211,7 @@ __device__ __noinline__ inline bool net_atomic(const DeviceComm& c, const ProxyR
                   0);
   uint64_t w[2 * kProxyMaxSlots];
   const uint32_t n = proxy_encode_atomic(w, static_cast<uint32_t>(pe), kind, width, g, value);
-  return proxy_submit(reporter(c), q, w, n, GICL_OP_ATOMIC, pe) != ~0ull;
+  return proxy_post_relaxed(reporter(c), q, w, n, GICL_OP_ATOMIC, pe) != ~0ull;
 }
 
 /// Posts a host FIFO operation to network peer `pe` (the pipe collectives' messages on the staged
