@@ -77,6 +77,38 @@ __device__ uint64_t task_word(const uint32_t* w, uint32_t k) {
   return uint64_t{w[2 * k - 1]} | uint64_t{w[2 * k]} << 32;
 }
 
+/// The `n` updates of list `u` (host memory) applied to the heap at `base` in order, their old
+/// values into `old` (host memory) where it is set; block-wide. Each thread reads one entry of a
+/// tile into shared memory, all at once (one PCIe round trip a tile, where thread 0 reading the
+/// entries one field at a time took several per entry); thread 0 then applies them in order,
+/// since two entries may update one word.
+__device__ void update_many(char* base, const WordUpdate* u, uint64_t n,
+                            volatile unsigned long long* old, WordUpdate* tile) {
+  for (uint64_t first = 0; first < n; first += CopyAgent::kThreads) {
+    const uint64_t count = n - first < CopyAgent::kThreads ? n - first : CopyAgent::kThreads;
+    if (threadIdx.x < count) {  // four 8-byte loads in flight per thread, bypassing L1
+      const auto* src = reinterpret_cast<const unsigned long long*>(u + first + threadIdx.x);
+      auto* dst = reinterpret_cast<unsigned long long*>(tile + threadIdx.x);
+      unsigned long long v[sizeof(WordUpdate) / 8];
+#pragma unroll
+      for (uint32_t k = 0; k < sizeof(WordUpdate) / 8; ++k) v[k] = __ldcv(src + k);
+#pragma unroll
+      for (uint32_t k = 0; k < sizeof(WordUpdate) / 8; ++k) dst[k] = v[k];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();  // after the copies of the tasks before it
+      for (uint64_t i = 0; i < count; ++i) {
+        const WordUpdate& e = tile[i];
+        const unsigned long long was =
+            apply_width(base + e.word, static_cast<ProxyAtomic>(e.op), e.width, e.value, e.compare);
+        if (old != nullptr) old[first + i] = was;
+      }
+    }
+    __syncthreads();  // the tile is read before the next one overwrites it
+  }
+}
+
 /// Runs tasks from `next` on until none came for `linger_ns` or `quit` is set. A task's stores are
 /// visible system-wide before its `done`; an update follows the copy of its own task and of every
 /// task before it.
@@ -86,7 +118,8 @@ __global__ void __launch_bounds__(CopyAgent::kThreads)
                  unsigned long long generation) {
   __shared__ uint32_t w[AgentEntry::kUsed];
   __shared__ bool go;
-  unsigned long long beats = 0;  // lane 0's
+  __shared__ WordUpdate list[CopyAgent::kThreads];  // kUpdateMany's tile
+  unsigned long long beats = 0;                     // lane 0's
   if (threadIdx.x == 0)
     *reinterpret_cast<volatile unsigned long long*>(&shared->started) = generation;
   for (;;) {
@@ -109,25 +142,18 @@ __global__ void __launch_bounds__(CopyAgent::kThreads)
       }
       __syncthreads();  // every thread's part of the copy before the update
     }
-    if (threadIdx.x == 0 && kind != AgentTask::kCopy) {
+    if (kind == AgentTask::kUpdateMany) {
+      update_many(reinterpret_cast<char*>(task_word(w, 4)),
+                  reinterpret_cast<const WordUpdate*>(task_word(w, 5)), task_word(w, 6),
+                  reinterpret_cast<volatile unsigned long long*>(a), list);
+    } else if (threadIdx.x == 0 && kind != AgentTask::kCopy) {
       __threadfence();
       const auto op = static_cast<ProxyAtomic>((w[0] >> 8) & 0xff);
       const uint32_t width = (w[0] >> 16) & 0xff;
+      const unsigned long long was = apply_width(reinterpret_cast<void*>(task_word(w, 4)), op,
+                                                 width, task_word(w, 5), task_word(w, 6));
       auto* old = reinterpret_cast<volatile unsigned long long*>(a);
-      const uint64_t d = task_word(w, 4), e = task_word(w, 5), f = task_word(w, 6);
-      if (kind == AgentTask::kUpdateMany) {
-        char* base = reinterpret_cast<char*>(d);
-        const volatile WordUpdate* u = reinterpret_cast<const volatile WordUpdate*>(e);
-        for (uint64_t i = 0; i < f; ++i) {
-          const unsigned long long was =
-              apply_width(base + u[i].word, static_cast<ProxyAtomic>(u[i].op), u[i].width,
-                          u[i].value, u[i].compare);
-          if (old != nullptr) old[i] = was;
-        }
-      } else {
-        const unsigned long long was = apply_width(reinterpret_cast<void*>(d), op, width, e, f);
-        if (kind == AgentTask::kUpdate && old != nullptr) *old = was;
-      }
+      if (kind == AgentTask::kUpdate && old != nullptr) *old = was;
     }
     __syncthreads();  // every thread has read `w` and stored its part of the task
     ++next;

@@ -247,7 +247,9 @@ TEST_P(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
 }
 
 // A staged batch's updates: one launch applies a list read from pinned host memory, in order,
-// after the copies before it; its fetching form stores each old value in host memory.
+// after the copies before it; its fetching form stores each old value in host memory. A list
+// longer than the copy agent's tile (its threads) keeps its order across tiles: 600 adds of 1 to
+// one word find 0, 1, ..., 599 there.
 TEST_P(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
   REQUIRE_GPUS(1);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
@@ -257,7 +259,8 @@ TEST_P(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
   proxy::WordUpdate* list = nullptr;
   ASSERT_EQ(cudaMalloc(&dev, 64), cudaSuccess);
   ASSERT_EQ(cudaMemset(dev, 0, 64), cudaSuccess);
-  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&list), 9 * sizeof(proxy::WordUpdate),
+  constexpr uint32_t kLong = 600;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&list), (9 + kLong) * sizeof(proxy::WordUpdate),
                           cudaHostAllocMapped),
             cudaSuccess);
   const auto op = [](ProxyAtomic a) { return static_cast<uint32_t>(a); };
@@ -277,13 +280,19 @@ TEST_P(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
   cas[1] = {24, 9, 0, op(ProxyAtomic::kCompareSwap), 8};  // stays 7
   cas[2] = {24, 0, 0, op(ProxyAtomic::kLoad), 8};
   ASSERT_TRUE(copier->update_many(dev, cas, 3, old).ok());
+  uint64_t* counted = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&counted), kLong * 8, cudaHostAllocMapped),
+            cudaSuccess);
+  proxy::WordUpdate* adds = list + 9;
+  for (uint32_t i = 0; i < kLong; ++i) adds[i] = {32, 1, 0, op(ProxyAtomic::kAdd), 8};
+  ASSERT_TRUE(copier->update_many(dev, adds, kLong, counted).ok());
   ASSERT_TRUE(copier->mark(3).ok());
   std::vector<uint64_t> done;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (done.empty() && std::chrono::steady_clock::now() < until)
     ASSERT_TRUE(copier->poll(&done).ok()) << last_error();
   ASSERT_EQ(done, (std::vector<uint64_t>{3}));
-  uint64_t words[3];
+  uint64_t words[5];
   ASSERT_EQ(cudaMemcpy(words, dev, sizeof(words), cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(words[0], 42u);
   EXPECT_EQ(words[1], 0xffull << 32);  // 0xf0 | then ^ 0x0f in the high half; the low untouched
@@ -291,6 +300,9 @@ TEST_P(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
   EXPECT_EQ(old[0], 0u);
   EXPECT_EQ(old[1], 7u);
   EXPECT_EQ(old[2], 7u);
+  EXPECT_EQ(words[4], kLong);
+  for (uint32_t i = 0; i < kLong; ++i) ASSERT_EQ(counted[i], i) << "add " << i << " of the list";
+  cudaFreeHost(counted);
   cudaFreeHost(old);
   cudaFreeHost(list);
   cudaFree(dev);
