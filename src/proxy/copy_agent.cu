@@ -78,34 +78,42 @@ __device__ uint64_t task_word(const uint32_t* w, uint32_t k) {
 }
 
 /// The `n` updates of list `u` (host memory) applied to the heap at `base` in order, their old
-/// values into `old` (host memory) where it is set; block-wide. Each thread reads one entry of a
-/// tile into shared memory, all at once (one PCIe round trip a tile, where thread 0 reading the
-/// entries one field at a time took several per entry); thread 0 then applies them in order,
-/// since two entries may update one word.
+/// values into `old` (host memory) where it is set; by warp 0. Each lane reads one entry of a
+/// group of 32 into registers, all at once (one PCIe round trip a group, where one thread
+/// reading the entries field by field took several per entry); lane 0 then applies them in
+/// order, since two entries may update one word, each handed over by shuffles. No shared memory:
+/// an agent block that needs more than the running kernels left on an SM may not start there.
 __device__ void update_many(char* base, const WordUpdate* u, uint64_t n,
-                            volatile unsigned long long* old, WordUpdate* tile) {
-  for (uint64_t first = 0; first < n; first += CopyAgent::kThreads) {
-    const uint64_t count = n - first < CopyAgent::kThreads ? n - first : CopyAgent::kThreads;
-    if (threadIdx.x < count) {  // four 8-byte loads in flight per thread, bypassing L1
-      const auto* src = reinterpret_cast<const unsigned long long*>(u + first + threadIdx.x);
-      auto* dst = reinterpret_cast<unsigned long long*>(tile + threadIdx.x);
-      unsigned long long v[sizeof(WordUpdate) / 8];
+                            volatile unsigned long long* old) {
+  constexpr uint32_t kPerLane = 1, kWords = sizeof(WordUpdate) / 8, kGroup = 32 * kPerLane;
+  const uint32_t lane = threadIdx.x;
+  if (lane == 0) __threadfence();  // after the copies of the tasks before it
+  for (uint64_t first = 0; first < n; first += kGroup) {
+    unsigned long long v[kPerLane][kWords];
 #pragma unroll
-      for (uint32_t k = 0; k < sizeof(WordUpdate) / 8; ++k) v[k] = __ldcv(src + k);
+    for (uint32_t k = 0; k < kPerLane; ++k) {
+      const uint64_t i = first + k * 32 + lane;
+      const auto* src = reinterpret_cast<const unsigned long long*>(u + (i < n ? i : 0));
 #pragma unroll
-      for (uint32_t k = 0; k < sizeof(WordUpdate) / 8; ++k) dst[k] = v[k];
+      for (uint32_t f = 0; f < kWords; ++f) v[k][f] = i < n ? __ldcv(src + f) : 0;
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();  // after the copies of the tasks before it
-      for (uint64_t i = 0; i < count; ++i) {
-        const WordUpdate& e = tile[i];
-        const unsigned long long was =
-            apply_width(base + e.word, static_cast<ProxyAtomic>(e.op), e.width, e.value, e.compare);
-        if (old != nullptr) old[first + i] = was;
+#pragma unroll
+    for (uint32_t k = 0; k < kPerLane; ++k) {
+      for (uint32_t j = 0; j < 32; ++j) {
+        const uint64_t i = first + k * 32 + j;
+        if (i >= n) break;  // alike in every lane
+        unsigned long long e[kWords];
+#pragma unroll
+        for (uint32_t f = 0; f < kWords; ++f) e[f] = __shfl_sync(~0u, v[k][f], j);
+        if (lane == 0) {
+          WordUpdate w;
+          memcpy(&w, e, sizeof(w));
+          const unsigned long long was = apply_width(base + w.word, static_cast<ProxyAtomic>(w.op),
+                                                     w.width, w.value, w.compare);
+          if (old != nullptr) old[i] = was;
+        }
       }
     }
-    __syncthreads();  // the tile is read before the next one overwrites it
   }
 }
 
@@ -118,8 +126,7 @@ __global__ void __launch_bounds__(CopyAgent::kThreads)
                  unsigned long long generation) {
   __shared__ uint32_t w[AgentEntry::kUsed];
   __shared__ bool go;
-  __shared__ WordUpdate list[CopyAgent::kThreads];  // kUpdateMany's tile
-  unsigned long long beats = 0;                     // lane 0's
+  unsigned long long beats = 0;  // lane 0's
   if (threadIdx.x == 0)
     *reinterpret_cast<volatile unsigned long long*>(&shared->started) = generation;
   for (;;) {
@@ -143,9 +150,10 @@ __global__ void __launch_bounds__(CopyAgent::kThreads)
       __syncthreads();  // every thread's part of the copy before the update
     }
     if (kind == AgentTask::kUpdateMany) {
-      update_many(reinterpret_cast<char*>(task_word(w, 4)),
-                  reinterpret_cast<const WordUpdate*>(task_word(w, 5)), task_word(w, 6),
-                  reinterpret_cast<volatile unsigned long long*>(a), list);
+      if (threadIdx.x < 32)
+        update_many(reinterpret_cast<char*>(task_word(w, 4)),
+                    reinterpret_cast<const WordUpdate*>(task_word(w, 5)), task_word(w, 6),
+                    reinterpret_cast<volatile unsigned long long*>(a));
     } else if (threadIdx.x == 0 && kind != AgentTask::kCopy) {
       __threadfence();
       const auto op = static_cast<ProxyAtomic>((w[0] >> 8) & 0xff);

@@ -248,8 +248,8 @@ TEST_P(CudaCopier, CopiesSignalsAndMarkersInIssueOrder) {
 
 // A staged batch's updates: one launch applies a list read from pinned host memory, in order,
 // after the copies before it; its fetching form stores each old value in host memory. A list
-// longer than the copy agent's tile (its threads) keeps its order across tiles: 600 adds of 1 to
-// one word find 0, 1, ..., 599 there.
+// longer than what the copy agent reads at once (a group of 32) keeps its order across groups:
+// 600 adds of 1 to one word find 0, 1, ..., 599 there.
 TEST_P(CudaCopier, UpdateManyAppliesAListFromHostMemoryInOrder) {
   REQUIRE_GPUS(1);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
