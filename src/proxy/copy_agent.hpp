@@ -4,7 +4,7 @@
 // thread writes into pinned host memory, so that none of them waits for a kernel launch or a
 // copy-engine copy and its event.
 //
-// Tasks form a ring of kTasks entries of kLines 8-byte lines. Each line holds 32 bits of the
+// Tasks form a ring of kTasks entries (AgentEntry) of 8-byte lines. Each line holds 32 bits of the
 // task and, above them, the 32-bit sequence of its task (index + 1), stored as one 64-bit word; 8
 // aligned bytes are read whole (as NCCL's LL lines over host memory rely on), so no line can mix
 // two tasks and their order does not matter. Warp 0 of the agent reads the whole next entry in one
