@@ -85,33 +85,25 @@ __device__ uint64_t task_word(const uint32_t* w, uint32_t k) {
 /// an agent block that needs more than the running kernels left on an SM may not start there.
 __device__ void update_many(char* base, const WordUpdate* u, uint64_t n,
                             volatile unsigned long long* old) {
-  constexpr uint32_t kPerLane = 1, kWords = sizeof(WordUpdate) / 8, kGroup = 32 * kPerLane;
+  constexpr uint32_t kWords = sizeof(WordUpdate) / 8;
   const uint32_t lane = threadIdx.x;
   if (lane == 0) __threadfence();  // after the copies of the tasks before it
-  for (uint64_t first = 0; first < n; first += kGroup) {
-    unsigned long long v[kPerLane][kWords];
+  for (uint64_t first = 0; first < n; first += 32) {
+    const uint64_t mine = first + lane;
+    const auto* src = reinterpret_cast<const unsigned long long*>(u + (mine < n ? mine : 0));
+    unsigned long long v[kWords];
 #pragma unroll
-    for (uint32_t k = 0; k < kPerLane; ++k) {
-      const uint64_t i = first + k * 32 + lane;
-      const auto* src = reinterpret_cast<const unsigned long long*>(u + (i < n ? i : 0));
+    for (uint32_t f = 0; f < kWords; ++f) v[f] = mine < n ? __ldcv(src + f) : 0;
+    for (uint32_t j = 0; j < 32 && first + j < n; ++j) {  // alike in every lane
+      unsigned long long e[kWords];
 #pragma unroll
-      for (uint32_t f = 0; f < kWords; ++f) v[k][f] = i < n ? __ldcv(src + f) : 0;
-    }
-#pragma unroll
-    for (uint32_t k = 0; k < kPerLane; ++k) {
-      for (uint32_t j = 0; j < 32; ++j) {
-        const uint64_t i = first + k * 32 + j;
-        if (i >= n) break;  // alike in every lane
-        unsigned long long e[kWords];
-#pragma unroll
-        for (uint32_t f = 0; f < kWords; ++f) e[f] = __shfl_sync(~0u, v[k][f], j);
-        if (lane == 0) {
-          WordUpdate w;
-          memcpy(&w, e, sizeof(w));
-          const unsigned long long was = apply_width(base + w.word, static_cast<ProxyAtomic>(w.op),
-                                                     w.width, w.value, w.compare);
-          if (old != nullptr) old[i] = was;
-        }
+      for (uint32_t f = 0; f < kWords; ++f) e[f] = __shfl_sync(~0u, v[f], j);
+      if (lane == 0) {
+        WordUpdate w;
+        memcpy(&w, e, sizeof(w));
+        const unsigned long long was =
+            apply_width(base + w.word, static_cast<ProxyAtomic>(w.op), w.width, w.value, w.compare);
+        if (old != nullptr) old[first + j] = was;
       }
     }
   }

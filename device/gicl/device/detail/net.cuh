@@ -184,20 +184,17 @@ __device__ __noinline__ inline bool net_store(const DeviceComm& c, const ProxyRi
   }
 }
 
-/// Posts a signal update to network peer `pe`. `fenced`: this thread's earlier stores are
-/// visible system-wide before the request (a barrier's arrival); a signal alone is relaxed, as
-/// over NVLink, and its request carries everything the proxy needs.
+/// Posts a signal update to network peer `pe`. Relaxed, as over NVLink: the request carries
+/// everything the proxy needs, and nothing orders this thread's earlier stores before it.
 __device__ __noinline__ inline bool net_signal(const DeviceComm& c, const ProxyRing& q,
-                                               uint64_t* sig, uint64_t value, bool add, int pe,
-                                               bool fenced) {
+                                               uint64_t* sig, uint64_t value, bool add, int pe) {
   const uint64_t g = own_offset(c, sig, sizeof(uint64_t));
   if (g == ~0ull)
     return report(reporter(c), GICL_DEVICE_ERROR_BAD_ARGUMENT, GICL_OP_SIGNAL, pe, sig, 8, 0, 0);
   uint64_t w[2 * kProxyMaxSlots];
   const uint32_t n = proxy_encode_signal(w, add ? ProxyOp::kSignalAdd : ProxyOp::kSignalSet,
                                          static_cast<uint32_t>(pe), g, value);
-  return (fenced ? proxy_submit(reporter(c), q, w, n, GICL_OP_SIGNAL, pe)
-                 : proxy_post_relaxed(reporter(c), q, w, n, GICL_OP_SIGNAL, pe)) != ~0ull;
+  return proxy_post_relaxed(reporter(c), q, w, n, GICL_OP_SIGNAL, pe) != ~0ull;
 }
 
 /// Posts a non-fetching atomic update (`kind`) of the `width`-byte word `dst` at network peer
@@ -229,8 +226,11 @@ __device__ __noinline__ inline bool net_fifo(const DeviceComm& c, ProxyOp op, in
 /// rank (ProxyRingSet::arrivals), on the direct path a signal add into `to`'s sync_in[c.rank].
 __device__ __noinline__ inline bool net_arrive(const DeviceComm& c, int to) {
   const ProxyRing& q = arrival_ring(c);
-  if (ring_set(c).arrivals == nullptr)
-    return net_signal(c, q, c.sync_in + c.rank, 1, true, to, true);
+  if (ring_set(c).arrivals == nullptr) {
+    // A barrier orders this thread's earlier stores before its arrival.
+    fence_system();
+    return net_signal(c, q, c.sync_in + c.rank, 1, true, to);
+  }
   uint64_t w[2];
   const uint32_t n =
       proxy_encode_fifo(w, ProxyOp::kFifoCredit, static_cast<uint32_t>(to), kProxyArrivalLane, 0);

@@ -83,27 +83,27 @@ struct ProxyRingDeviceMem {
   }
 };
 
-/// Posts one operation (payload words `w` from a proxy_encode_* function, `n` slots). The
-/// calling thread's earlier writes (a put's source) are visible system-wide before any of the
-/// operation's words. Returns the first ticket, or ~0 when the ring stayed full past
-/// GICL_WAIT_TIMEOUT or the proxy failed (reported; the communicator is then in error).
-__device__ __noinline__ inline uint64_t proxy_submit(dev::detail::Reporter r, const ProxyRing& q,
-                                                     const uint64_t* w, uint32_t n, uint32_t op,
-                                                     int peer) {
-  dev::detail::fence_system();
-  ProxyRingDeviceMem m{r, op, peer};
-  return proxy_post(q, w, n, m);
-}
-
-/// proxy_submit without its fence, for a request that carries everything the proxy needs (a
+/// Posts one operation without a fence, for a request that carries everything the proxy needs (a
 /// signal, an atomic, a value stored or fetched, an inline put's bytes): nothing of this rank's
 /// memory is read on its behalf, and the operation is relaxed, as over NVLink. A system-scope
 /// fence per post is the dominant cost of a small operation's hop (about 2 us of a signal's).
+/// Returns the first ticket, or ~0 when the ring stayed full past GICL_WAIT_TIMEOUT or the proxy
+/// failed (reported; the communicator is then in error).
 __device__ __noinline__ inline uint64_t proxy_post_relaxed(dev::detail::Reporter r,
                                                            const ProxyRing& q, const uint64_t* w,
                                                            uint32_t n, uint32_t op, int peer) {
   ProxyRingDeviceMem m{r, op, peer};
   return proxy_post(q, w, n, m);
+}
+
+/// Posts one operation (payload words `w` from a proxy_encode_* function, `n` slots) after a
+/// system-scope fence: the calling thread's earlier writes (a put's source) are visible
+/// system-wide before any of the operation's words.
+__device__ __noinline__ inline uint64_t proxy_submit(dev::detail::Reporter r, const ProxyRing& q,
+                                                     const uint64_t* w, uint32_t n, uint32_t op,
+                                                     int peer) {
+  dev::detail::fence_system();
+  return proxy_post_relaxed(r, q, w, n, op, peer);
 }
 
 /// Waits until the proxy has completed every operation whose first ticket is below `mark` (use

@@ -45,7 +45,7 @@ __device__ __forceinline__ void put_signal_via(const DeviceComm& c, const ProxyR
 __device__ __forceinline__ void signal_via(const DeviceComm& c, const ProxyRing* q, uint64_t* sig,
                                            uint64_t value, SignalOp op, int pe) {
   if (q != nullptr) {
-    net_signal(c, *q, sig, value, op == SignalOp::kAdd, pe, false);
+    net_signal(c, *q, sig, value, op == SignalOp::kAdd, pe);
     return;
   }
   uint64_t* s = route(c, GICL_OP_SIGNAL, sig, sizeof(uint64_t), pe);
