@@ -176,6 +176,10 @@ class StagedDelivery : public Delivery {
     }
     done_tokens_.clear();
     GICL_CHECK(copier_->poll(&done_tokens_));
+    if (!done_tokens_.empty()) {
+      marks_out_ -= done_tokens_.size();
+      copier_moved_ = std::chrono::steady_clock::now();
+    }
     for (uint64_t token : done_tokens_) {
       *work = true;
       if ((token & kTagMask) == kTagChunk)
@@ -224,7 +228,6 @@ class StagedDelivery : public Delivery {
     bool answered;  // a get's or fetch's request: its answer comes back into its send slot
     bool sent;      // the write is sent (the send slot is free unless `answered`)
     bool acked;     // the target applied it (and this rank used its answer)
-    bool posted;    // its write is posted (until then its staging copy runs)
     uint32_t next;  // the next chunk of its batch (kNone: the last; see gather())
     bool member;    // in another chunk's batch (not its first)
     std::chrono::steady_clock::time_point staged_at;
@@ -352,7 +355,6 @@ class StagedDelivery : public Delivery {
     c.recv_slot = recv_slot;
     c.sent = false;
     c.acked = false;
-    c.posted = false;
     c.staged_at = std::chrono::steady_clock::now();
     awaiting_[c.peer][recv_slot] = id;
     char* slot = send_slot(c.send_slot);
@@ -371,13 +373,12 @@ class StagedDelivery : public Delivery {
       return post_chunk(id);
     }
     GICL_CHECK(copier_->to_host(slot + sizeof(StagedHeader), heap_.base + c.src, c.header.bytes));
-    return copier_->mark(kTagChunk | id);
+    return mark(kTagChunk | id);
   }
 
   /// The chunk's payload is in its send slot: one write with immediate into the peer's slot.
   Status post_chunk(uint32_t id) {
     Chunk& c = chunks_[id];
-    c.posted = true;
     ++issued_;
     take_held_ack(c.peer, send_slot(c.send_slot));
     const Status s =
@@ -467,7 +468,7 @@ class StagedDelivery : public Delivery {
     }
     GICL_CHECK(
         copier_->update_many(heap_.base, list, n, fetch ? batch_answers(slot_base, n) : nullptr));
-    return copier_->mark(kTagAck | (uint64_t(from) << 16) | slot);
+    return mark(kTagAck | (uint64_t(from) << 16) | slot);
   }
 
   /// Where a receive slot's batch of `n` fetches keeps its old values: after its headers and
@@ -525,7 +526,7 @@ class StagedDelivery : public Delivery {
           h.value));
     if (h.flags & StagedHeader::kAtomic)
       GICL_CHECK(copier_->update(heap_.base + h.signal, kind, width, h.value));
-    return copier_->mark(kTagAck | (uint64_t(from) << 16) | slot);
+    return mark(kTagAck | (uint64_t(from) << 16) | slot);
   }
 
   /// A host FIFO message or credit: one write_imm straight from the staging area.
@@ -683,7 +684,7 @@ class StagedDelivery : public Delivery {
       const char* answer = send_slot(c.send_slot) + sizeof(StagedHeader);
       if (c.header.flags & StagedHeader::kGet) {
         GICL_CHECK(copier_->to_device(heap_.base + c.src, answer, c.header.value));
-        return copier_->mark(kTagReply | id);  // done once the bytes are in the heap
+        return mark(kTagReply | id);  // done once the bytes are in the heap
       }
       // A fetch's old value; a batch of fetches', one word each in batch order.
       uint64_t old = 0;
@@ -706,25 +707,36 @@ class StagedDelivery : public Delivery {
     return GICL_SUCCESS;
   }
 
-  /// A chunk written and never acknowledged: its target stopped serving. Checked every 100 ms.
+  /// A marker for the copier's work issued so far, counted: while any is outstanding, the time
+  /// of the copier's last completed marker says whether this rank's GPU runs the proxy's work.
+  Status mark(uint64_t token) {
+    if (marks_out_++ == 0) copier_moved_ = std::chrono::steady_clock::now();
+    return copier_->mark(token);
+  }
+
+  /// Checked every 100 ms. The copier first: where this rank's GPU has run none of the proxy's
+  /// work (staging copies, deliveries of peers' chunks) for half of GICL_NET_TIMEOUT, this rank
+  /// fails naming itself, with the copier's state, before its peers' chunks go unacknowledged
+  /// for the whole timeout and they name it as a peer that stopped serving. Then a chunk written
+  /// and never acknowledged: its target stopped serving.
   Status check_lost_acks() {
     const auto now = std::chrono::steady_clock::now();
     if (now < next_check_) return GICL_SUCCESS;
     next_check_ = now + std::chrono::milliseconds(100);
+    if (marks_out_ > 0 && now - copier_moved_ > ack_timeout_ / 2) {
+      const std::string state = copier_->state();
+      return GICL_FAIL(GICL_TIMEOUT,
+                       "this rank's GPU ran none of the network proxy's %llu outstanding copies "
+                       "and updates (staging copies, deliveries of peers' chunks) for %lld ms "
+                       "(half of GICL_NET_TIMEOUT)%s%s%s",
+                       static_cast<unsigned long long>(marks_out_),
+                       static_cast<long long>((ack_timeout_ / 2).count()),
+                       state.empty() ? "" : " (", state.c_str(), state.empty() ? "" : ")");
+    }
     for (int p = 0; p < st_.layout.nranks; ++p)
       for (uint32_t id : awaiting_[p]) {
         if (id == kNone || now - chunks_[id].staged_at <= ack_timeout_) continue;
         failed_op_ = chunks_[id].op;
-        if (!chunks_[id].posted) {  // its own copier, not the peer, held it
-          const std::string state = copier_->state();
-          return GICL_FAIL(GICL_TIMEOUT,
-                           "%s to peer %d: a chunk's staging copy did not complete within %lld "
-                           "ms (GICL_NET_TIMEOUT): this rank's GPU ran none of the proxy's "
-                           "copies%s%s%s",
-                           op_name(ops_[chunks_[id].op].req.op), p,
-                           static_cast<long long>(ack_timeout_.count()), state.empty() ? "" : " (",
-                           state.c_str(), state.empty() ? "" : ")");
-        }
         return GICL_FAIL(GICL_TIMEOUT,
                          "%s to peer %d: a staged chunk was not acknowledged within %lld ms "
                          "(GICL_NET_TIMEOUT): the peer stopped serving its network path",
@@ -762,6 +774,8 @@ class StagedDelivery : public Delivery {
   std::vector<std::vector<uint32_t>> awaiting_;  // [peer][slot]: the chunk in it, or kNone
   std::vector<uint64_t> done_tokens_;
   std::chrono::steady_clock::time_point next_check_{};
+  uint64_t marks_out_ = 0;  // copier markers issued and not yet completed
+  std::chrono::steady_clock::time_point copier_moved_{};  // its last completion, or first mark
 };
 
 }  // namespace

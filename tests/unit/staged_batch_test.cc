@@ -227,32 +227,58 @@ TEST(StagedBatch, AnInlinePutCarriesItsRequestsBytesWithoutAStagingCopy) {
   EXPECT_EQ(p.word64(1, 1024), 0xeeeeeeeeeeeeeeeeull);
 }
 
-// A chunk whose staging copy never completes (this rank's GPU runs none of the copier's work)
-// fails at GICL_NET_TIMEOUT saying so; one posted but never acknowledged blames the peer.
-TEST(StagedBatch, ALostChunkIsBlamedOnItsOwnCopierOrOnThePeer) {
-  for (const bool copier_stuck : {true, false}) {
-    Pair p(layout(), std::chrono::microseconds(0), std::chrono::milliseconds(50));
-    p.copier[0].hold_marks = copier_stuck;
+// A rank whose GPU runs none of the copier's work fails at half of GICL_NET_TIMEOUT naming
+// itself, with the copier's state: as the sender (its staging copy never completes) and as the
+// target (a peer's chunk arrives and its delivery never completes), where the sender, whose chunk
+// goes unacknowledged, would name it as a peer that stopped serving only at the whole timeout.
+// A chunk posted to a peer that never runs is blamed on the peer.
+TEST(StagedBatch, AStuckCopierNamesItsOwnRankBeforeThePeerBlamesIt) {
+  enum Case { kSenderStuck, kTargetStuck, kTargetSilent };
+  for (const Case c : {kSenderStuck, kTargetStuck, kTargetSilent}) {
+    Pair p(layout(), std::chrono::microseconds(0), std::chrono::milliseconds(1000));
+    p.copier[0].hold_marks = c == kSenderStuck;
+    p.copier[1].hold_marks = c == kTargetStuck;
     ProxyRequest q{};
     q.op = ProxyOp::kPut;
     q.peer = 1;
     q.bytes = 100;
     ASSERT_TRUE(p.d[0]->start(0, q).ok()) << last_error();
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto until = t0 + std::chrono::seconds(5);
     Status s = GICL_SUCCESS;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (s.ok() && std::chrono::steady_clock::now() < until) {
-      bool work = false;
-      s = p.d[0]->progress(&work);  // rank 1 never runs: nothing is acknowledged
+    int failed = -1;
+    while (failed < 0 && std::chrono::steady_clock::now() < until) {
+      for (int r = 0; r < (c == kTargetSilent ? 1 : 2) && failed < 0; ++r) {
+        bool work = false;
+        s = p.d[r]->progress(&work);
+        for (auto* e : {&p.t[r]->arrived, &p.t[r]->completions})
+          while (s.ok() && !e->empty()) {
+            s = p.d[r]->on_event(e->front());
+            e->pop_front();
+          }
+        if (!s.ok()) failed = r;
+      }
     }
-    ASSERT_FALSE(s.ok()) << "copier stuck: " << copier_stuck;
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_GE(failed, 0) << "case " << c << ": nobody failed within 5 s";
     const std::string why = last_error();
-    EXPECT_EQ(s.code(), GICL_TIMEOUT);
-    EXPECT_NE(why.find(copier_stuck ? "staging copy did not complete" : "was not acknowledged"),
-              std::string::npos)
-        << why;
-    if (copier_stuck)  // the copier's own account of its work follows
-      EXPECT_NE(why.find("(host copier: 1 markers held)"), std::string::npos) << why;
-    EXPECT_EQ(p.t[0]->writes.size(), copier_stuck ? 0u : 1u);
+    EXPECT_EQ(s.code(), GICL_TIMEOUT) << why;
+    EXPECT_EQ(failed, c == kTargetStuck ? 1 : 0) << why;
+    if (c == kTargetSilent) {
+      EXPECT_NE(why.find("was not acknowledged within 1000 ms"), std::string::npos) << why;
+      EXPECT_GE(ms, 1000) << why;
+    } else {
+      EXPECT_NE(why.find("this rank's GPU ran none of the network proxy's 1 outstanding"),
+                std::string::npos)
+          << why;
+      EXPECT_NE(why.find("for 500 ms (half of GICL_NET_TIMEOUT) (host copier: 1 markers held)"),
+                std::string::npos)
+          << why;
+      EXPECT_GE(ms, 500) << why;
+      EXPECT_LT(ms, 1000) << "case " << c << ": the peer's timeout would have come first; " << why;
+    }
+    EXPECT_EQ(p.t[0]->writes.size(), c == kSenderStuck ? 0u : 1u);
   }
 }
 
