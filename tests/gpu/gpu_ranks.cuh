@@ -79,12 +79,6 @@ inline void use_network_path(const std::string& how, int n, int r) {
   if (how == "hostid") setenv("GICL_HOSTID", r < n / 2 ? "node-a" : "node-b", 1);
 }
 
-/// A positive count from the environment variable `name` (a test's size knob), else `fallback`.
-inline int env_count(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::max(1, std::atoi(v)) : fallback;
-}
-
 /// `rank(k)` on n threads of this process at once; their results in k's order.
 inline std::vector<int> thread_ranks(int n, const std::function<int(int)>& rank) {
   std::vector<int> rc(n, -1);

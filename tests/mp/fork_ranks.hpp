@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -21,6 +23,12 @@
 #include "common/status.hpp"
 
 namespace gicl::test {
+
+/// A positive count from the environment variable `name` (a test's size knob), else `fallback`.
+inline int env_count(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::max(1, std::atoi(v)) : fallback;
+}
 
 inline int result_code(gicl_result_t r) {
   return static_cast<int>(r);
