@@ -22,7 +22,8 @@
 #                    also run the GPU test binaries under compute-sanitizer with these tools (every
 #                    forked rank too); a finding fails the row. Slow: narrow it with SANITIZE_FILTER
 #   SANITIZE_FILTER  gtest filter of the sanitized runs (default: all but the residency, failure,
-#                    kill-matrix and soak cases and the 3-, 4- and 8-rank ones)
+#                    kill-matrix and soak cases and the 3-, 4- and 8-rank ones); with memcheck on
+#                    fewer than 4 GPUs, the network collectives' 4-rank cases also run under MPS
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # NVLink multicast must stay off on shared machines: never enable it here.
@@ -48,6 +49,8 @@ else
 fi
 
 declare -a rows
+# The network suites' 4-rank cases: P2P off, and 2 "nodes" x 2 by host id.
+net4() { echo "$1.FourRanksWithP2pDisabled:$1.TwoNodesOfTwoGpusByHostId"; }
 job=""
 # timeout(1) passes the TERM on to its job's whole group, forked ranks included.
 trap '[[ -n $job ]] && kill -TERM "$job" 2>/dev/null; exit 143' TERM INT
@@ -91,9 +94,7 @@ if [[ ${MPS:-1} == 1 && -x $tests/gpu_collectives ]] && command -v nvidia-cuda-m
       run gpu_collectives_mps_8ranks "$tests/gpu_collectives" --gtest_filter='Ranks/Collectives.*/4'
     else
       run gpu_collectives_mps_4ranks "$tests/gpu_collectives" --gtest_filter='Ranks/Collectives.*/3'
-      # The network suites' 4-rank cases (P2P off; 2 "nodes" x 2 by host id), which skip
-      # without a GPU per rank when MPS is off.
-      net4() { echo "$1.FourRanksWithP2pDisabled:$1.TwoNodesOfTwoGpusByHostId"; }
+      # The network suites' 4-rank cases, which skip without a GPU per rank when MPS is off.
       [[ -x $tests/gpu_device_api ]] && run gpu_device_api_mps_net_4ranks \
         "$tests/gpu_device_api" --gtest_filter="$(net4 NetworkDeviceApi)"
       run gpu_collectives_mps_net_4ranks "$tests/gpu_collectives" \
@@ -120,6 +121,23 @@ if [[ -n ${SANITIZE:-} ]]; then
         --error-exitcode 99 --print-limit 20 "$t" --gtest_filter="${SANITIZE_FILTER:--*Residency*:*Failures*:*KillMatrix*:*Soak*:*CannotLeave*:Ranks/*/2:Ranks/*/3:Ranks/*/4}"
     done
   done
+  # Memcheck at 4 ranks where there are fewer GPUs: the network collectives' 4-rank cases, 4
+  # processes under MPS, a hardware queue for each stream. The network device API's are left
+  # out: there a rank's stream query or synchronize enters the tool's callback and holds the
+  # driver's lock while a kernel that waits for the proxy runs, and the proxy's next launch or
+  # copy waits for that lock (docs/reliability.md, "Not yet").
+  if [[ " $SANITIZE " == *" memcheck "* ]] && ((gpus < 4)) && [[ ${MPS:-1} == 1 ]] &&
+     [[ -x $tests/gpu_collectives ]] && command -v nvidia-cuda-mps-control >/dev/null; then
+    source "$root/scripts/mps.sh"
+    if mps_on; then
+      run sanitize_memcheck_mps_gpu_collectives_net_4ranks env CUDA_DEVICE_MAX_CONNECTIONS=8 \
+        "$cs" --tool memcheck --report-api-errors no --target-processes all --error-exitcode 99 \
+        --print-limit 20 "$tests/gpu_collectives" --gtest_filter="$(net4 NetworkCollectives)"
+      mps_off
+    else
+      rows+=("(MPS daemon did not start: the 4-rank network collectives ran under no sanitizer)")
+    fi
+  fi
 fi
 # The network collectives' second message path (the outbox and the proxy's copier), which
 # transports that register GPU memory take; gpu_collectives above ran the host FIFOs.
@@ -378,7 +396,7 @@ fi
 tabulate() { if command -v column >/dev/null; then column -t; else cat; fi; }
 echo
 echo "== gpu-check summary ($(nvidia-smi -L 2>/dev/null | wc -l) GPU(s); logs in $out) =="
-grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/gicl-info.log" | head -12
+[[ -f $out/gicl-info.log ]] && grep -E "GPUs:|^  [0-9]+: |P2P|RDMA devices|NICs:" "$out/gicl-info.log" | head -12
 for b in put_bw put_bw_bidir put_bw_warp put_bw_thread get_bw p_bw g_bw put_latency signal_latency atomic_rate barrier_latency \
     reduction_latency reducescatter_latency fcollect_latency bcast_latency alltoall_latency reduction_latency_warp \
     fcollect_latency_local bcast_latency_local alltoall_latency_local \
