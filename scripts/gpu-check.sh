@@ -22,8 +22,8 @@
 #                    also run the GPU test binaries under compute-sanitizer with these tools (every
 #                    forked rank too); a finding fails the row. Slow: narrow it with SANITIZE_FILTER
 #   SANITIZE_FILTER  gtest filter of the sanitized runs (default: all but the residency, failure,
-#                    kill-matrix and soak cases and the 3-, 4- and 8-rank ones); with memcheck on
-#                    fewer than 4 GPUs, the network collectives' 4-rank cases also run under MPS
+#                    kill-matrix and soak cases and the 3-, 4- and 8-rank ones); on fewer than 4
+#                    GPUs, the network collectives' 4-rank cases also run under MPS
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # NVLink multicast must stay off on shared machines: never enable it here.
@@ -121,18 +121,20 @@ if [[ -n ${SANITIZE:-} ]]; then
         --error-exitcode 99 --print-limit 20 "$t" --gtest_filter="${SANITIZE_FILTER:--*Residency*:*Failures*:*KillMatrix*:*Soak*:*CannotLeave*:Ranks/*/2:Ranks/*/3:Ranks/*/4}"
     done
   done
-  # Memcheck at 4 ranks where there are fewer GPUs: the network collectives' 4-rank cases, 4
+  # 4 ranks where there are fewer GPUs: the network collectives' 4-rank cases under each tool, 4
   # processes under MPS, a hardware queue for each stream. The network device API's are left
-  # out: there a rank's stream query or synchronize enters the tool's callback and holds the
+  # out: there a rank's stream query or synchronize enters memcheck's callback and holds the
   # driver's lock while a kernel that waits for the proxy runs, and the proxy's next launch or
   # copy waits for that lock (docs/reliability.md, "Not yet").
-  if [[ " $SANITIZE " == *" memcheck "* ]] && ((gpus < 4)) && [[ ${MPS:-1} == 1 ]] &&
-     [[ -x $tests/gpu_collectives ]] && command -v nvidia-cuda-mps-control >/dev/null; then
+  if ((gpus < 4)) && [[ ${MPS:-1} == 1 && -x $tests/gpu_collectives ]] &&
+     command -v nvidia-cuda-mps-control >/dev/null; then
     source "$root/scripts/mps.sh"
     if mps_on; then
-      run sanitize_memcheck_mps_gpu_collectives_net_4ranks env CUDA_DEVICE_MAX_CONNECTIONS=8 \
-        "$cs" --tool memcheck --report-api-errors no --target-processes all --error-exitcode 99 \
-        --print-limit 20 "$tests/gpu_collectives" --gtest_filter="$(net4 NetworkCollectives)"
+      for tool in $SANITIZE; do
+        run "sanitize_${tool}_mps_gpu_collectives_net_4ranks" env CUDA_DEVICE_MAX_CONNECTIONS=8 \
+          "$cs" --tool "$tool" --report-api-errors no --target-processes all --error-exitcode 99 \
+          --print-limit 20 "$tests/gpu_collectives" --gtest_filter="$(net4 NetworkCollectives)"
+      done
       mps_off
     else
       rows+=("(MPS daemon did not start: the 4-rank network collectives ran under no sanitizer)")
