@@ -113,12 +113,15 @@ fi
 # Left out by default: cases that time their own bounds (the residency, kill-matrix and soak runs,
 # the copy agent's 2 s stop bound), which instrumentation outlasts, and the 3- to 8-rank matrices.
 if [[ -n ${SANITIZE:-} ]]; then
-  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  cs=(
+    "$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+    --report-api-errors no --target-processes all --error-exitcode 99 --print-limit 20
+  )
   for tool in $SANITIZE; do
     for t in "$tests"/${TESTS:-gpu_*}; do
       [[ -x $t ]] || continue
-      run "sanitize_${tool}_$(basename "$t")" "$cs" --tool "$tool" --report-api-errors no --target-processes all \
-        --error-exitcode 99 --print-limit 20 "$t" --gtest_filter="${SANITIZE_FILTER:--*Residency*:*Failures*:*KillMatrix*:*Soak*:*CannotLeave*:Ranks/*/2:Ranks/*/3:Ranks/*/4}"
+      run "sanitize_${tool}_$(basename "$t")" "${cs[@]}" --tool "$tool" \
+        "$t" --gtest_filter="${SANITIZE_FILTER:--*Residency*:*Failures*:*KillMatrix*:*Soak*:*CannotLeave*:Ranks/*/2:Ranks/*/3:Ranks/*/4}"
     done
   done
   # 4 ranks where there are fewer GPUs: the network collectives' 4-rank cases under each tool, 4
@@ -132,8 +135,8 @@ if [[ -n ${SANITIZE:-} ]]; then
     if mps_on; then
       for tool in $SANITIZE; do
         run "sanitize_${tool}_mps_gpu_collectives_net_4ranks" env CUDA_DEVICE_MAX_CONNECTIONS=8 \
-          "$cs" --tool "$tool" --report-api-errors no --target-processes all --error-exitcode 99 \
-          --print-limit 20 "$tests/gpu_collectives" --gtest_filter="$(net4 NetworkCollectives)"
+          "${cs[@]}" --tool "$tool" "$tests/gpu_collectives" \
+          --gtest_filter="$(net4 NetworkCollectives)"
       done
       mps_off
     else

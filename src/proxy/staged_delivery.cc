@@ -206,7 +206,7 @@ class StagedDelivery : public Delivery {
       credit.pop_back();
       *work = true;
     }
-    return check_lost_acks();
+    return check_timeouts();
   }
 
  private:
@@ -719,7 +719,7 @@ class StagedDelivery : public Delivery {
   /// fails naming itself, with the copier's state, before its peers' chunks go unacknowledged
   /// for the whole timeout and they name it as a peer that stopped serving. Then a chunk written
   /// and never acknowledged: its target stopped serving.
-  Status check_lost_acks() {
+  Status check_timeouts() {
     const auto now = std::chrono::steady_clock::now();
     if (now < next_check_) return GICL_SUCCESS;
     next_check_ = now + std::chrono::milliseconds(100);

@@ -140,19 +140,22 @@ struct Pair {
   void run(int rounds) {
     for (bool busy = true; rounds < 0 ? busy : rounds-- > 0;) {
       busy = false;
-      for (int r = 0; r < 2; ++r) {
-        bool work = false;
-        ASSERT_TRUE(d[r]->progress(&work).ok()) << last_error();
-        busy |= work;
-        for (auto* q : {&t[r]->arrived, &t[r]->completions})
-          while (!q->empty()) {
-            const net::Event e = q->front();
-            q->pop_front();
-            ASSERT_TRUE(d[r]->on_event(e).ok()) << last_error();
-            busy = true;
-          }
-      }
+      for (int r = 0; r < 2; ++r) ASSERT_TRUE(step(r, &busy).ok()) << last_error();
     }
+  }
+  /// One progress of side r and the events its fabric delivered; `busy` set where it did work.
+  Status step(int r, bool* busy) {
+    bool work = false;
+    GICL_CHECK(d[r]->progress(&work));
+    *busy |= work;
+    for (auto* q : {&t[r]->arrived, &t[r]->completions})
+      while (!q->empty()) {
+        const net::Event e = q->front();
+        q->pop_front();
+        GICL_CHECK(d[r]->on_event(e));
+        *busy = true;
+      }
+    return GICL_SUCCESS;
   }
   uint64_t word64(int r, size_t off) const {
     uint64_t v;
@@ -249,13 +252,8 @@ TEST(StagedBatch, AStuckCopierNamesItsOwnRankBeforeThePeerBlamesIt) {
     int failed = -1;
     while (failed < 0 && std::chrono::steady_clock::now() < until) {
       for (int r = 0; r < (c == kTargetSilent ? 1 : 2) && failed < 0; ++r) {
-        bool work = false;
-        s = p.d[r]->progress(&work);
-        for (auto* e : {&p.t[r]->arrived, &p.t[r]->completions})
-          while (s.ok() && !e->empty()) {
-            s = p.d[r]->on_event(e->front());
-            e->pop_front();
-          }
+        bool busy = false;
+        s = p.step(r, &busy);
         if (!s.ok()) failed = r;
       }
     }
